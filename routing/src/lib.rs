@@ -1,0 +1,2 @@
+//! Routing engines and route analysis for InfiniBand fabrics.
+#![forbid(unsafe_code)]

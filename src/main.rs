@@ -1,0 +1,3 @@
+fn main() {
+    println!("ibsm {}", env!("CARGO_PKG_VERSION"));
+}
