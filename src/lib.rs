@@ -1,5 +1,6 @@
 //! ibsm: an InfiniBand subnet manager and subnet administrator.
 
+pub mod lid;
 pub mod mad;
 pub mod topology;
 pub mod transport;
