@@ -254,11 +254,9 @@ fn bad_ranges_are_reported_and_skipped() {
 fn duplicates_keep_the_first_and_overlaps_are_refused() {
     let text =
         "0x01 0x0004 0x0007\n\n0x02 0x0005 0x0005\n\n0x01 0x0010 0x0010\n\n0x03 0x0010 0x0010\n\n";
-    let (m, w) = parse(text);
-    assert_eq!(entries(&m), vec![(1, 4, 7), (3, 16, 16)]);
-    let got: Vec<(usize, LineProblem)> = w.into_iter().map(|w| (w.line, w.problem)).collect();
+    assert_eq!(entries(&parse(text).0), vec![(1, 4, 7), (3, 16, 16)]);
     assert_eq!(
-        got,
+        problems(text),
         vec![
             (
                 3,

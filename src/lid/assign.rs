@@ -64,8 +64,9 @@ pub struct SweptPort {
     pub lmc: u8,
 }
 
-/// The configuration the LID manager obeys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The configuration the LID manager obeys. The default is OpenSM's: LMC 0,
+/// no `lmc_esp0`, no reassignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LidPolicy {
     lmc: u8,
     /// Give an enhanced switch port 0 `2^LMC` LIDs too (OpenSM `lmc_esp0`).
@@ -87,6 +88,17 @@ impl LidPolicy {
         })
     }
 
+    pub fn with_lmc_esp0(self, lmc_esp0: bool) -> LidPolicy {
+        LidPolicy { lmc_esp0, ..self }
+    }
+
+    pub fn with_reassign_all(self, reassign_all: bool) -> LidPolicy {
+        LidPolicy {
+            reassign_all,
+            ..self
+        }
+    }
+
     pub fn lmc(&self) -> u8 {
         self.lmc
     }
@@ -97,16 +109,6 @@ impl LidPolicy {
             PortRole::EndPort => self.lmc,
             PortRole::SwitchPort0 { enhanced: true } if self.lmc_esp0 => self.lmc,
             PortRole::SwitchPort0 { .. } => 0,
-        }
-    }
-}
-
-impl Default for LidPolicy {
-    fn default() -> Self {
-        LidPolicy {
-            lmc: 0,
-            lmc_esp0: false,
-            reassign_all: false,
         }
     }
 }
