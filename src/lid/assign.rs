@@ -406,7 +406,7 @@ pub fn assign_lids(
             }
         }
 
-        // Phase 2: guid2lid entries of ports without current LIDs.
+        // Phase 2: guid2lid entries of ports that kept no current LIDs.
         for &i in &order {
             if got[i].is_some() {
                 continue;
