@@ -1,6 +1,7 @@
 //! ibsm: an InfiniBand subnet manager and subnet administrator.
 
 pub mod config;
+pub mod lid;
 pub mod mad;
 pub mod topology;
 pub mod transport;
