@@ -10,10 +10,12 @@ pub mod codes;
 pub mod header;
 pub mod smp;
 
+pub mod node_description;
 pub mod node_info;
 
 pub use codes::{AttributeId, MgmtClass, Method};
 pub use header::{MadHeader, MadHeaderRepr};
+pub use node_description::{NodeDescription, NodeDescriptionRepr};
 pub use node_info::{NodeInfo, NodeInfoRepr, NodeType};
 pub use smp::{DrPath, Smp, SmpRepr};
 
