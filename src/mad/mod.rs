@@ -12,11 +12,15 @@ pub mod smp;
 
 pub mod node_description;
 pub mod node_info;
+pub mod port_info;
 
 pub use codes::{AttributeId, MgmtClass, Method};
 pub use header::{MadHeader, MadHeaderRepr};
 pub use node_description::{NodeDescription, NodeDescriptionRepr};
 pub use node_info::{NodeInfo, NodeInfoRepr, NodeType};
+pub use port_info::{
+    CapabilityMask, CapabilityMask2, LinkDownDefaultState, PhysState, PortInfo, PortInfoRepr, PortState,
+};
 pub use smp::{DrPath, Smp, SmpRepr};
 
 /// Every MAD is 256 bytes on the wire (IBA 13.4.2); RMPP segments too.
@@ -98,6 +102,13 @@ macro_rules! attribute_view {
 
             pub fn into_inner(self) -> T {
                 self.buffer
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> $view<T> {
+            /// Zeroes the attribute's bytes, reserved fields included.
+            pub fn clear(&mut self) {
+                self.buffer.as_mut()[..$len].fill(0);
             }
         }
 
