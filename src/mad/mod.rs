@@ -13,6 +13,7 @@ pub mod smp;
 pub mod node_description;
 pub mod node_info;
 pub mod port_info;
+pub mod switch_info;
 
 pub use codes::{AttributeId, MgmtClass, Method};
 pub use header::{MadHeader, MadHeaderRepr};
@@ -22,6 +23,7 @@ pub use port_info::{
     CapabilityMask, CapabilityMask2, LinkDownDefaultState, PhysState, PortInfo, PortInfoRepr, PortState,
 };
 pub use smp::{DrPath, Smp, SmpRepr};
+pub use switch_info::{SwitchInfo, SwitchInfoRepr};
 
 /// Every MAD is 256 bytes on the wire (IBA 13.4.2); RMPP segments too.
 pub const MAD_SIZE: usize = 256;
