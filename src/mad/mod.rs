@@ -10,18 +10,24 @@ pub mod codes;
 pub mod header;
 pub mod smp;
 
+pub mod lft;
 pub mod node_description;
 pub mod node_info;
+pub mod pkey_table;
 pub mod port_info;
+pub mod sm_info;
 pub mod switch_info;
 
 pub use codes::{AttributeId, MgmtClass, Method};
 pub use header::{MadHeader, MadHeaderRepr};
+pub use lft::{LftBlock, LftBlockRepr};
 pub use node_description::{NodeDescription, NodeDescriptionRepr};
 pub use node_info::{NodeInfo, NodeInfoRepr, NodeType};
+pub use pkey_table::{PKeyTableBlock, PKeyTableBlockRepr};
 pub use port_info::{
     CapabilityMask, CapabilityMask2, LinkDownDefaultState, PhysState, PortInfo, PortInfoRepr, PortState,
 };
+pub use sm_info::{SmControl, SmInfo, SmInfoRepr, SmState};
 pub use smp::{DrPath, Smp, SmpRepr};
 pub use switch_info::{SwitchInfo, SwitchInfoRepr};
 
