@@ -89,6 +89,16 @@ impl Fabric {
         };
         match r {
             Ok(data) => SmaOutcome::Reply { status: 0, data },
+            // A refused Set answers with the attribute as it stands (what
+            // the Linux SMAs do: the error path falls through to the Get).
+            Err(status::INVALID_FIELD) if set => {
+                match self.sma(at, Method::Get, attr, attr_mod, m_key, data) {
+                    SmaOutcome::Reply { status: 0, data } => {
+                        SmaOutcome::Reply { status: status::INVALID_FIELD, data }
+                    }
+                    _ => SmaOutcome::Reply { status: status::INVALID_FIELD, data: *data },
+                }
+            }
             Err(status) => SmaOutcome::Reply { status, data: *data },
         }
     }
