@@ -300,7 +300,8 @@ pub fn bring_up(sm: &mut TestSm, t: &Topology, sm_node: usize, sm_port: u8) -> H
         let path = paths[&n].clone();
         let mut si = SwitchInfoRepr::parse_bytes(&sm.dr_get(&path, AttributeId::SwitchInfo, 0).unwrap().data).unwrap();
         si.linear_fdb_top = (lft.len() - 1) as u16;
-        si.port_state_change = false;
+        // Writing 1 clears PortStateChange.
+        si.port_state_change = true;
         let r = sm.dr(Method::Set, &path, AttributeId::SwitchInfo, 0, si.to_bytes()).unwrap();
         assert_eq!(r.header.status, 0);
         for (b, chunk) in lft.chunks(64).enumerate() {
