@@ -10,26 +10,34 @@ pub mod codes;
 pub mod header;
 pub mod smp;
 
+pub mod guid_info;
 pub mod lft;
+pub mod mft;
 pub mod node_description;
 pub mod node_info;
 pub mod pkey_table;
 pub mod port_info;
+pub mod sl_to_vl;
 pub mod sm_info;
 pub mod switch_info;
+pub mod vl_arb;
 
 pub use codes::{AttributeId, MgmtClass, Method};
 pub use header::{MadHeader, MadHeaderRepr};
+pub use guid_info::{GuidInfoBlock, GuidInfoBlockRepr};
 pub use lft::{LftBlock, LftBlockRepr};
+pub use mft::{MftBlock, MftBlockRepr};
 pub use node_description::{NodeDescription, NodeDescriptionRepr};
 pub use node_info::{NodeInfo, NodeInfoRepr, NodeType};
 pub use pkey_table::{PKeyTableBlock, PKeyTableBlockRepr};
 pub use port_info::{
     CapabilityMask, CapabilityMask2, LinkDownDefaultState, PhysState, PortInfo, PortInfoRepr, PortState,
 };
+pub use sl_to_vl::{SlToVlTable, SlToVlTableRepr};
 pub use sm_info::{SmControl, SmInfo, SmInfoRepr, SmState};
 pub use smp::{DrPath, Smp, SmpRepr};
 pub use switch_info::{SwitchInfo, SwitchInfoRepr};
+pub use vl_arb::{VlArbBlock, VlArbEntry, VlArbTable, VlArbTableRepr};
 
 /// Every MAD is 256 bytes on the wire (IBA 13.4.2); RMPP segments too.
 pub const MAD_SIZE: usize = 256;

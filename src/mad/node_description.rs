@@ -1,4 +1,4 @@
-//! NodeDescription (IBA 14.2.5.2, Table 147): 64 bytes of text naming the
+//! NodeDescription (IBA 14.2.5.2): 64 bytes of text naming the
 //! node, conventionally UTF-8 and NUL-padded (a full 64-byte string has no
 //! terminator).
 
