@@ -15,6 +15,7 @@ pub mod lft;
 pub mod mft;
 pub mod node_description;
 pub mod node_info;
+pub mod notice;
 pub mod pkey_table;
 pub mod port_info;
 pub mod sl_to_vl;
@@ -29,6 +30,7 @@ pub use lft::{LftBlock, LftBlockRepr};
 pub use mft::{MftBlock, MftBlockRepr};
 pub use node_description::{NodeDescription, NodeDescriptionRepr};
 pub use node_info::{NodeInfo, NodeInfoRepr, NodeType};
+pub use notice::{Notice, NoticeRepr, NoticeType, TrapDetails};
 pub use pkey_table::{PKeyTableBlock, PKeyTableBlockRepr};
 pub use port_info::{
     CapabilityMask, CapabilityMask2, LinkDownDefaultState, PhysState, PortInfo, PortInfoRepr, PortState,
