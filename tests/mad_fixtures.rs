@@ -616,8 +616,8 @@ fn check_file(hex_path: &Path, t: &mut Tally) {
             if smpq.exists() {
                 let table = smpquery_table(&smpq);
                 assert!(table.len() >= 32, "{name}: smpquery table");
-                for i in 0..32 {
-                    assert_eq!(r.pkeys[i] as u64, table[i], "{name}: pkey {i} vs smpquery");
+                for (i, (&ours, &theirs)) in r.pkeys.iter().zip(&table).enumerate() {
+                    assert_eq!(ours as u64, theirs, "{name}: pkey {i} vs smpquery");
                 }
                 t.smpquery_compared += 32;
             }
