@@ -1,4 +1,4 @@
-//! LinearForwardingTable (IBA 14.2.5.10, Table 154): one block of 64 LFT
+//! LinearForwardingTable (IBA 14.2.5.10): one block of 64 LFT
 //! entries, each the output port for one destination LID.
 //!
 //! ```text

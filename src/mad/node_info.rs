@@ -1,4 +1,4 @@
-//! NodeInfo (IBA 14.2.5.3, Table 148): what a node is and how many ports it
+//! NodeInfo (IBA 14.2.5.3): what a node is and how many ports it
 //! has. Read-only; the SM reads it at every node it discovers.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! P_KeyTable (IBA 14.2.5.7, Table 151): one block of 32 partition keys.
+//! P_KeyTable (IBA 14.2.5.7): one block of 32 partition keys.
 //!
 //! ```text
 //!  0: P_Key 0 (16) | P_Key 1 (16) | ... | 62: P_Key 31 (16)

@@ -138,7 +138,7 @@ open_enum! {
     }
 }
 
-/// PortInfo.CapabilityMask bits (IBA 14.2.5.6, Table 158). Bits 0 and 13
+/// PortInfo.CapabilityMask bits (IBA 14.2.5.6). Bits 0 and 13
 /// are reserved.
 #[allow(non_snake_case)]
 pub mod CapabilityMask {
@@ -241,7 +241,7 @@ pub mod CapabilityMask {
     ];
 }
 
-/// PortInfo.CapabilityMask2 bits (IBA 14.2.5.6, Table 159; later bits from
+/// PortInfo.CapabilityMask2 bits (IBA 14.2.5.6; later bits from
 /// IBA 1.4/1.5 annexes as libibmad names them).
 #[allow(non_snake_case)]
 pub mod CapabilityMask2 {

@@ -1,4 +1,4 @@
-//! SMInfo (IBA 14.2.5.13, Table 158 in 1.2.1 numbering / "SMInfo"): an SM's
+//! SMInfo (IBA 14.2.5.13): an SM's
 //! identity and state, exchanged between SMs for election and handover
 //! (IBA 14.4.1).
 //!
@@ -38,7 +38,7 @@ open_enum! {
 }
 
 open_enum! {
-    /// The AttributeModifier of SubnSet(SMInfo) (IBA 14.4.1, Table 179):
+    /// The AttributeModifier of SubnSet(SMInfo) (IBA 14.4.1):
     /// what the sending SM asks the receiving SM to do.
     SmControl: u32 {
         /// Master to standby: take over mastership.

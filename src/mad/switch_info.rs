@@ -1,4 +1,4 @@
-//! SwitchInfo (IBA 14.2.5.4, Table 149): a switch's forwarding table sizes
+//! SwitchInfo (IBA 14.2.5.4): a switch's forwarding table sizes
 //! and switch-wide settings. The SM reads it at every switch and sets
 //! LinearFDBTop, LifeTimeValue and clears PortStateChange.
 //!
@@ -175,7 +175,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SwitchInfo<T> {
     }
 }
 
-/// The owned form of SwitchInfo (IBA Table 149, all fields).
+/// The owned form of SwitchInfo (IBA 14.2.5.4, all fields).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct SwitchInfoRepr {
     pub linear_fdb_cap: u16,
