@@ -277,8 +277,10 @@ impl Fabric {
             for (me, w, s) in [(a, l.width, l.speed), (b, l.width, l.speed)] {
                 let pi = &mut f.ports[me.0 as usize].pi;
                 pi.link_width_enabled = if w == 0 { pi.link_width_enabled } else { w };
+                // The cable's speed is what both ends enable, as ibsim does
+                // for a `s=` port option (the topology writer's output).
                 if s != 0 {
-                    pi.link_speed_enabled = profile::speed_enabled_for(s);
+                    pi.link_speed_enabled = s;
                 }
             }
             f.train(a, b);

@@ -53,16 +53,6 @@ pub(crate) const DEFAULT_SL2VL: [u8; 8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0
 pub(crate) const DEFAULT_VLARB_HIGH: [[u8; 2]; 8] = [[0, 4], [1, 0], [2, 0], [3, 0], [4, 0], [5, 0], [6, 0], [7, 0]];
 pub(crate) const DEFAULT_VLARB_LOW: [[u8; 2]; 8] = [[0, 0], [1, 4], [2, 4], [3, 4], [4, 4], [5, 4], [6, 4], [7, 4]];
 
-/// LinkSpeedEnabled for a link trained at `active`: every speed up to it
-/// (ibsim's reading of "QDR" in a net file is SDR|DDR|QDR).
-pub(crate) fn speed_enabled_for(active: u8) -> u8 {
-    match active {
-        link_speed::QDR => link_speed::SDR | link_speed::DDR | link_speed::QDR,
-        link_speed::DDR => link_speed::SDR | link_speed::DDR,
-        _ => link_speed::SDR,
-    }
-}
-
 /// The highest bit set in `mask`, or `fallback` when none is.
 pub(crate) fn highest_bit(mask: u8, fallback: u8) -> u8 {
     if mask == 0 {
