@@ -24,7 +24,11 @@ fn thousands_of_dr_gets_on_a_4500_node_fat_tree() {
     let t = Instant::now();
     let f = FabricBuilder::new(&topo).seed(5).build_shared().unwrap();
     let built = t.elapsed();
-    let host = topo.nodes.iter().position(|n| n.kind == NodeKind::Ca).unwrap();
+    let host = topo
+        .nodes
+        .iter()
+        .position(|n| n.kind == NodeKind::Ca)
+        .unwrap();
     let mut sm = TestSm::attach(&f, &topo.nodes[host].name.clone(), 1);
     let paths = dr_paths(&topo, host, 1);
     assert_eq!(paths.len(), topo.nodes.len(), "every node reachable");
@@ -38,7 +42,10 @@ fn thousands_of_dr_gets_on_a_4500_node_fat_tree() {
         let path = &paths[&target];
         if i % 2 == 0 {
             let r = sm.dr_get(path, AttributeId::NodeInfo, 0).expect("answered");
-            assert_eq!(NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid, topo.nodes[target].node_guid);
+            assert_eq!(
+                NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid,
+                topo.nodes[target].node_guid
+            );
         } else {
             let r = sm.dr_get(path, AttributeId::PortInfo, 1).expect("answered");
             let pi = PortInfoRepr::parse_bytes(&r.data).unwrap();
@@ -65,12 +72,21 @@ fn fifty_thousand_hosts_build() {
     let t = Instant::now();
     let f = FabricBuilder::new(&topo).build_shared().unwrap();
     let built = t.elapsed();
-    let first = topo.nodes.iter().position(|n| n.kind == NodeKind::Ca).unwrap();
+    let first = topo
+        .nodes
+        .iter()
+        .position(|n| n.kind == NodeKind::Ca)
+        .unwrap();
     let last = topo.nodes.len() - 1;
     let mut sm = TestSm::attach(&f, &topo.nodes[first].name.clone(), 1);
     let paths = dr_paths(&topo, first, 1);
-    let r = sm.dr_get(&paths[&last], AttributeId::NodeInfo, 0).expect("the far host answers");
-    assert_eq!(NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid, topo.nodes[last].node_guid);
+    let r = sm
+        .dr_get(&paths[&last], AttributeId::NodeInfo, 0)
+        .expect("the far host answers");
+    assert_eq!(
+        NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid,
+        topo.nodes[last].node_guid
+    );
     eprintln!(
         "{} nodes ({hosts} hosts, {} links): generated in {generated:?}, fabric built in {built:?}, path of {} hops",
         topo.nodes.len(),

@@ -21,7 +21,7 @@ use std::time::Duration;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::mad::{AttributeId, MgmtClass, Method};
+use crate::mad::{AttributeId, Method, MgmtClass};
 use crate::topology::NodeIdx;
 
 /// Identifies an installed rule (and the MADs a `Hold` rule parked).
@@ -76,11 +76,11 @@ impl Match {
     }
 
     pub(crate) fn matches(&self, m: &MadContext) -> bool {
-        self.node.map_or(true, |n| n == m.node)
-            && self.class.map_or(true, |c| c == m.class)
-            && self.method.map_or(true, |x| x == m.method)
-            && self.attribute.map_or(true, |a| a == m.attribute)
-            && self.direction.map_or(true, |d| d == m.direction)
+        self.node.is_none_or(|n| n == m.node)
+            && self.class.is_none_or(|c| c == m.class)
+            && self.method.is_none_or(|x| x == m.method)
+            && self.attribute.is_none_or(|a| a == m.attribute)
+            && self.direction.is_none_or(|d| d == m.direction)
     }
 }
 
@@ -89,7 +89,9 @@ impl Match {
 pub enum Action {
     Pass,
     /// Drop with probability `probability` (clamped to 0..=1).
-    Drop { probability: f64 },
+    Drop {
+        probability: f64,
+    },
     Delay(Duration),
     Hold,
 }
@@ -103,20 +105,35 @@ pub struct Rule {
 
 impl Rule {
     pub fn pass(when: Match) -> Self {
-        Rule { when, action: Action::Pass }
+        Rule {
+            when,
+            action: Action::Pass,
+        }
     }
     /// Drops every matching MAD.
     pub fn drop_all(when: Match) -> Self {
-        Rule { when, action: Action::Drop { probability: 1.0 } }
+        Rule {
+            when,
+            action: Action::Drop { probability: 1.0 },
+        }
     }
     pub fn drop_with(when: Match, probability: f64) -> Self {
-        Rule { when, action: Action::Drop { probability } }
+        Rule {
+            when,
+            action: Action::Drop { probability },
+        }
     }
     pub fn delay(when: Match, by: Duration) -> Self {
-        Rule { when, action: Action::Delay(by) }
+        Rule {
+            when,
+            action: Action::Delay(by),
+        }
     }
     pub fn hold(when: Match) -> Self {
-        Rule { when, action: Action::Hold }
+        Rule {
+            when,
+            action: Action::Hold,
+        }
     }
 }
 
@@ -225,19 +242,33 @@ mod tests {
         let mut rules = Rules::default();
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         rules.push(Rule::delay(Match::any(), Duration::from_micros(5)));
-        rules.push(Rule::delay(Match::any().node(NodeIdx(2)), Duration::from_micros(7)));
+        rules.push(Rule::delay(
+            Match::any().node(NodeIdx(2)),
+            Duration::from_micros(7),
+        ));
         let pass = rules.push(Rule::pass(Match::any().attribute(AttributeId::NodeInfo)));
         rules.push(Rule::drop_all(Match::any()));
         assert_eq!(
             rules.evaluate(&ctx(2, AttributeId::NodeInfo), &mut rng),
-            Verdict::Deliver { delay: Duration::from_micros(12) }
+            Verdict::Deliver {
+                delay: Duration::from_micros(12)
+            }
         );
-        assert_eq!(rules.evaluate(&ctx(1, AttributeId::PortInfo), &mut rng), Verdict::Drop);
+        assert_eq!(
+            rules.evaluate(&ctx(1, AttributeId::PortInfo), &mut rng),
+            Verdict::Drop
+        );
         assert!(rules.remove(pass));
         assert!(!rules.remove(pass));
-        assert_eq!(rules.evaluate(&ctx(2, AttributeId::NodeInfo), &mut rng), Verdict::Drop);
+        assert_eq!(
+            rules.evaluate(&ctx(2, AttributeId::NodeInfo), &mut rng),
+            Verdict::Drop
+        );
         let h = rules.push_front(Rule::hold(Match::any().node(NodeIdx(1))));
-        assert_eq!(rules.evaluate(&ctx(1, AttributeId::NodeInfo), &mut rng), Verdict::Hold(h));
+        assert_eq!(
+            rules.evaluate(&ctx(1, AttributeId::NodeInfo), &mut rng),
+            Verdict::Hold(h)
+        );
     }
 
     #[test]
@@ -246,11 +277,16 @@ mod tests {
         rules.push(Rule::drop_with(Match::any(), 0.5));
         let run = |seed| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            (0..64).map(|_| rules.evaluate(&ctx(0, AttributeId::NodeInfo), &mut rng) == Verdict::Drop).collect::<Vec<_>>()
+            (0..64)
+                .map(|_| rules.evaluate(&ctx(0, AttributeId::NodeInfo), &mut rng) == Verdict::Drop)
+                .collect::<Vec<_>>()
         };
         assert_eq!(run(7), run(7));
         assert_ne!(run(7), run(8));
         let dropped = run(7).iter().filter(|d| **d).count();
-        assert!((16..=48).contains(&dropped), "{dropped} of 64 dropped at p=0.5");
+        assert!(
+            (16..=48).contains(&dropped),
+            "{dropped} of 64 dropped at p=0.5"
+        );
     }
 }
