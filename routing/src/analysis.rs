@@ -702,3 +702,213 @@ impl fmt::Display for Report {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::{EndPort, EndPortId, Switch};
+    use crate::lft::Lft;
+    use crate::minhop::minhop;
+    use crate::testfab;
+
+    /// s0 -- s1 -- s2 in a line (s0 port 1 to s1 port 1, s1 port 2 to s2
+    /// port 1), s0 also cabled to s2 (s0 port 3, s2 port 3) to close a
+    /// triangle, a host on s0 port 2 (LID 10) and one on s2 port 2 (LID 11).
+    fn triangle() -> (RoutingFabric, [SwitchId; 3], [EndPortId; 2]) {
+        let mut b = RoutingFabric::builder();
+        let s: Vec<SwitchId> = (0..3).map(|i| b.add_switch(Switch::new(0xa0 + i, 4, 1 + i as u16)).unwrap()).collect();
+        let h0 = b.add_end_port(EndPort::new(0x100, 0x101, 1, 10)).unwrap();
+        let h1 = b.add_end_port(EndPort::new(0x200, 0x201, 1, 11)).unwrap();
+        b.connect(PortEnd::Switch(s[0], 1), PortEnd::Switch(s[1], 1)).unwrap();
+        b.connect(PortEnd::Switch(s[1], 2), PortEnd::Switch(s[2], 1)).unwrap();
+        b.connect(PortEnd::Switch(s[0], 3), PortEnd::Switch(s[2], 3)).unwrap();
+        b.connect(PortEnd::End(h0), PortEnd::Switch(s[0], 2)).unwrap();
+        b.connect(PortEnd::End(h1), PortEnd::Switch(s[2], 2)).unwrap();
+        (b.build().unwrap(), [s[0], s[1], s[2]], [h0, h1])
+    }
+
+    #[test]
+    fn exact_counts_on_one_switch() {
+        let f = testfab::single_switch(2);
+        let r = minhop(&f).unwrap();
+        let (rep, loads) = validate_with_loads(&f, &r);
+        // 3 LIDs, 2 sources each.
+        assert_eq!((rep.destination_lids, rep.pairs, rep.delivered, rep.minimal), (3, 6, 6, 6));
+        // switch->host x2, host->switch x2 are one cable; host->host two.
+        assert_eq!(rep.hop_histogram, vec![0, 4, 2]);
+        assert_eq!(rep.inter_switch_load.links, 0);
+        assert_eq!(rep.access_load.links, 4);
+        assert_eq!((rep.access_load.max, rep.access_load.at_max), (1, 4));
+        assert_eq!(loads.end_ports, vec![1, 1]);
+        assert_eq!(loads.switch_port(&f, SwitchId(0), 1), 1);
+        let text = rep.to_string();
+        assert!(text.contains("(clean)"), "{text}");
+    }
+
+    #[test]
+    fn finds_black_holes_of_each_kind() {
+        let (f, s, h) = triangle();
+        let mut r = minhop(&f).unwrap();
+        assert!(validate(&f, &r).is_clean());
+        // s1 forwards LID 11 (h1) to nothing.
+        r.lfts[1].set(11, UNROUTED);
+        let rep = validate(&f, &r);
+        // Only s1 itself uses that entry: s0 and s2 have direct routes.
+        assert_eq!(rep.black_holes, 1, "{rep}");
+        assert_eq!(
+            rep.failures,
+            vec![Failure::BlackHole {
+                lid: 11,
+                switch: 0xa1,
+                port: UNROUTED,
+                reason: BlackHoleReason::Unrouted,
+                sources: 1
+            }]
+        );
+        // s0 sends LID 11 to its empty port 4: s0 and h0 are hit.
+        r.lfts[0].set(11, 4);
+        let rep = validate(&f, &r);
+        assert!(rep.failures.iter().any(|x| matches!(
+            x,
+            Failure::BlackHole { lid: 11, switch: 0xa0, port: 4, reason: BlackHoleReason::NotCabled, sources: 2 }
+        )));
+        assert_eq!(rep.black_holes, 3);
+        // Port 9 on a 4-port switch.
+        r.lfts[0].set(11, 9);
+        let rep = validate(&f, &r);
+        assert!(rep.failures.iter().any(|x| matches!(
+            x,
+            Failure::BlackHole { reason: BlackHoleReason::PortOutOfRange, port: 9, sources: 2, .. }
+        )));
+        assert_eq!(
+            trace(&f, &r, NodeRef::End(h[0]), 11).end,
+            TraceEnd::BlackHole { switch: s[0], port: 9, reason: BlackHoleReason::PortOutOfRange }
+        );
+        assert!(!rep.to_string().contains("(clean)"));
+    }
+
+    #[test]
+    fn finds_loops_with_their_cycle() {
+        let (f, s, h) = triangle();
+        let mut r = minhop(&f).unwrap();
+        // LID 11: s0 -> s1 (port 1), s1 -> s0 (port 1): a 2-cycle. s2
+        // still delivers directly.
+        r.lfts[0].set(11, 1);
+        r.lfts[1].set(11, 1);
+        let rep = validate(&f, &r);
+        // Sources caught: s0, h0, s1.
+        assert_eq!(rep.loops, 3, "{rep}");
+        let cycles: Vec<&Vec<u64>> = rep
+            .failures
+            .iter()
+            .filter_map(|x| match x {
+                Failure::Loop { cycle, sources: 3, lid: 11 } => Some(cycle),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(cycles.len(), 1, "{rep}");
+        let mut c = cycles[0].clone();
+        c.sort();
+        assert_eq!(c, vec![0xa0, 0xa1]);
+        let t = trace(&f, &r, NodeRef::End(h[0]), 11);
+        assert_eq!(t.end, TraceEnd::Loop(s[0]));
+        assert_eq!(t.hops, vec![(s[0], 1), (s[1], 1)]);
+        // A longer cycle entered from outside: s2 -> s1 -> s0 -> s2 for LID 1 (s0's own LID).
+        let mut r = minhop(&f).unwrap();
+        r.lfts[0].set(1, 3);
+        r.lfts[2].set(1, 1);
+        r.lfts[1].set(1, 1);
+        let rep = validate(&f, &r);
+        // Sources: s1, s2, h0, h1 (s0 itself is the owner, not a source).
+        assert_eq!(rep.loops, 4, "{rep}");
+        assert!(rep.failures.iter().any(|x| matches!(x, Failure::Loop { cycle, .. } if cycle.len() == 3)));
+    }
+
+    #[test]
+    fn finds_wrong_destinations_and_stretch() {
+        let (f, s, h) = triangle();
+        let mut r = minhop(&f).unwrap();
+        // s0 hands LID 11 (h1's) to its own port 0.
+        r.lfts[0].set(11, 0);
+        let rep = validate(&f, &r);
+        assert_eq!(rep.wrong_destination, 2, "{rep}");
+        assert!(rep.failures.iter().any(|x| matches!(
+            x,
+            Failure::WrongDestination { lid: 11, switch: 0xa0, port: 0, reached: 0xa0, sources: 2 }
+        )));
+        assert_eq!(trace(&f, &r, NodeRef::Switch(s[0]), 11).end, TraceEnd::WrongDestination(NodeRef::Switch(s[0])));
+
+        // s2 hands h0's LID 10 to h1: a wrong destination too.
+        let mut r = minhop(&f).unwrap();
+        r.lfts[2].set(10, 2);
+        let rep = validate(&f, &r);
+        assert!(rep.failures.iter().any(|x| matches!(x, Failure::WrongDestination { lid: 10, reached: 0x201, .. })));
+
+        // A detour: s0 reaches LID 11 (on s2) through s1: one cable longer.
+        let mut r = minhop(&f).unwrap();
+        r.lfts[0].set(11, 1);
+        let rep = validate(&f, &r);
+        assert!(rep.is_clean());
+        assert!(!rep.all_minimal());
+        assert_eq!(rep.max_stretch, 1);
+        assert_eq!(rep.delivered - rep.minimal, 2, "s0 and h0");
+        assert_eq!(
+            trace(&f, &r, NodeRef::End(h[0]), 11),
+            Trace { hops: vec![(s[0], 1), (s[1], 2), (s[2], 2)], end: TraceEnd::Delivered(NodeRef::End(h[1])) }
+        );
+    }
+
+    #[test]
+    fn missing_tables_black_hole_everything() {
+        let (f, _, _) = triangle();
+        let r = Routes { lfts: vec![Lft::default(); 1], sl: None };
+        let rep = validate(&f, &r);
+        assert_eq!(rep.delivered, 0);
+        // 5 LIDs, 4 sources each: every source enters the switches, and no
+        // switch routes anything.
+        assert_eq!(rep.black_holes, 5 * 4);
+        assert_eq!(rep.pairs, 20);
+    }
+
+    #[test]
+    fn failure_examples_are_capped_but_counts_complete() {
+        let f = testfab::FatTree::new(8, 2, 32).build();
+        let mut r = minhop(&f).unwrap();
+        for l in &mut r.lfts {
+            l.ports.iter_mut().for_each(|p| *p = UNROUTED);
+        }
+        let rep = validate(&f, &r);
+        assert_eq!(rep.black_holes, rep.pairs - rep.no_path);
+        assert_eq!(rep.failures.len(), MAX_FAILURE_EXAMPLES);
+        assert!(rep.failures_omitted > 0);
+        assert!(rep.failures.iter().map(Failure::sources).sum::<u64>() <= rep.black_holes);
+    }
+
+    #[test]
+    fn all_to_all_loads_on_a_line() {
+        // h0 - s0 - s1 - s2 - h1 through the triangle with the s0-s2 cable
+        // unused: route via s1 on purpose.
+        let (f, s, _) = triangle();
+        let mut r = minhop(&f).unwrap();
+        r.lfts[0].set(11, 1);
+        r.lfts[2].set(10, 1);
+        let (rep, loads) = validate_with_loads(&f, &r);
+        assert_eq!(loads.switch_port(&f, s[0], 1), 1);
+        assert_eq!(loads.switch_port(&f, s[1], 2), 1);
+        assert_eq!(loads.switch_port(&f, s[1], 1), 1);
+        assert_eq!(loads.switch_port(&f, s[0], 3), 0);
+        assert_eq!(rep.inter_switch_load.links, 6);
+        assert_eq!(rep.inter_switch_load.max, 1);
+        assert_eq!(rep.inter_switch_load.at_max, 4);
+        assert!((rep.inter_switch_load.mean - 4.0 / 6.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn report_serializes() {
+        let f = testfab::ring(3, 1);
+        let rep = validate(&f, &minhop(&f).unwrap());
+        let json = serde_json::to_value(&rep).unwrap();
+        assert_eq!(json["loops"], 0);
+        assert_eq!(json["pairs"], rep.pairs);
+    }
+}
