@@ -16,6 +16,8 @@ use crate::mad::{
     SwitchInfoRepr,
 };
 use crate::transport::smp_client::{SmpClient, SmpError};
+use crate::transport::Transport;
+use crate::mad::SmpAttribute;
 use crate::types::MAX_PORTS;
 
 #[derive(Debug, Clone, Copy)]
@@ -35,7 +37,7 @@ struct Request {
 }
 
 /// Sweeps the fabric reachable from the SM's port.
-pub async fn discover<C: SmpClient>(client: &C) -> Subnet {
+pub async fn discover<T: Transport>(client: &SmpClient<T>) -> Subnet {
     let mut sweep = Sweep { subnet: Subnet::default(), layer_nodes: Vec::new() };
     let mut batch = vec![Request {
         job: Job::Probe { from: None },
@@ -68,7 +70,7 @@ pub async fn discover<C: SmpClient>(client: &C) -> Subnet {
     sweep.subnet
 }
 
-async fn run<C: SmpClient>(client: &C, req: Request) -> (Request, Result<[u8; 64], SmpError>) {
+async fn run<T: Transport>(client: &SmpClient<T>, req: Request) -> (Request, Result<[u8; 64], SmpError>) {
     let r = client.dr_get(&req.path, req.attr, req.amod).await.map(|smp| smp.data);
     (req, r)
 }
@@ -120,7 +122,7 @@ impl Sweep {
         match req.job {
             Job::Probe { from } => self.on_node_info(req.path, from, &data),
             Job::NodeDescription { node } => {
-                match NodeDescriptionRepr::from_bytes(&data) {
+                match NodeDescriptionRepr::parse_data(&data) {
                     Ok(nd) => self.subnet.node_mut(node).description = Some(nd.text),
                     Err(e) => self.problem(req.path, Some(self.subnet.node(node).guid()), format!("bad NodeDescription: {e}")),
                 }
@@ -132,7 +134,7 @@ impl Sweep {
     }
 
     fn on_node_info(&mut self, path: DrPath, from: Option<(NodeId, u8)>, data: &[u8; 64]) -> Vec<Request> {
-        let info = match NodeInfoRepr::from_bytes(data) {
+        let info = match NodeInfoRepr::parse_data(data) {
             Ok(i) => i,
             Err(e) => {
                 self.problem(path, None, format!("bad NodeInfo: {e}"));
@@ -152,6 +154,7 @@ impl Sweep {
                 let node = self.subnet.node_mut(id);
                 if let Some(slot) = node.port_guids.get_mut(info.local_port_num as usize) {
                     *slot = Some(info.port_guid);
+                    node.port_paths[info.local_port_num as usize] = Some(path);
                     if node.ports[info.local_port_num as usize].info.is_none() {
                         let port = info.local_port_num;
                         return vec![Request { job: Job::PortInfo { node: id, port }, path, attr: AttributeId::PortInfo, amod: port as u32 }];
@@ -177,7 +180,7 @@ impl Sweep {
     fn on_switch_info(&mut self, id: NodeId, data: &[u8; 64]) -> Vec<Request> {
         let path = self.subnet.node(id).path;
         let guid = self.subnet.node(id).guid();
-        let si = match SwitchInfoRepr::from_bytes(data) {
+        let si = match SwitchInfoRepr::parse_data(data) {
             Ok(si) => si,
             Err(e) => {
                 self.problem(path, Some(guid), format!("bad SwitchInfo: {e}"));
@@ -202,7 +205,7 @@ impl Sweep {
     fn on_port_info(&mut self, id: NodeId, port: u8, data: &[u8; 64]) -> Vec<Request> {
         let path = self.subnet.node(id).path;
         let guid = self.subnet.node(id).guid();
-        let pi = match PortInfoRepr::from_bytes(data) {
+        let pi = match PortInfoRepr::parse_data(data) {
             Ok(pi) => pi,
             Err(e) => {
                 self.problem(path, Some(guid), format!("bad PortInfo for port {port}: {e}"));

@@ -13,8 +13,10 @@ use tracing::{debug, warn};
 
 use super::subnet::{NodeId, Subnet, SweepProblem};
 use crate::config::SmConfig;
-use crate::mad::{AttributeId, DrPath, LftBlockRepr, PhysState, PortInfoRepr, PortState, SwitchInfoRepr};
+use crate::mad::{AttributeId, CapabilityMask, DrPath, LftBlockRepr, PortInfoRepr, PortState, SwitchInfoRepr};
 use crate::transport::smp_client::{SmpClient, SmpError};
+use crate::transport::Transport;
+use crate::mad::SmpAttribute;
 use crate::types::{Guid, Lid};
 
 /// What the SM wants the fabric to hold after this sweep.
@@ -63,14 +65,14 @@ struct SetRequest {
     data: [u8; 64],
 }
 
-async fn run<C: SmpClient>(client: &C, req: SetRequest) -> (SetRequest, Result<[u8; 64], SmpError>) {
+async fn run<T: Transport>(client: &SmpClient<T>, req: SetRequest) -> (SetRequest, Result<[u8; 64], SmpError>) {
     let r = client.dr_set(&req.path, req.attr, req.amod, req.data).await.map(|smp| smp.data);
     (req, r)
 }
 
 /// Programs everything in `plan`; the returned report counts what was sent.
-pub async fn program<C: SmpClient>(
-    client: &C,
+pub async fn program<T: Transport>(
+    client: &SmpClient<T>,
     subnet: &mut Subnet,
     plan: &Plan,
     config: &SmConfig,
@@ -116,8 +118,8 @@ pub async fn program<C: SmpClient>(
     report
 }
 
-async fn execute<C: SmpClient>(
-    client: &C,
+async fn execute<T: Transport>(
+    client: &SmpClient<T>,
     subnet: &mut Subnet,
     sets: Vec<SetRequest>,
     report: &mut ProgramReport,
@@ -148,8 +150,8 @@ async fn execute<C: SmpClient>(
         match req.target {
             Target::Port { node, port } => {
                 report.port_sets += 1;
-                let requested = PortInfoRepr::from_bytes(&req.data).map(|p| p.port_state).ok();
-                if let Ok(now) = PortInfoRepr::from_bytes(&data) {
+                let requested = PortInfoRepr::parse_data(&req.data).map(|p| p.port_state).ok();
+                if let Ok(now) = PortInfoRepr::parse_data(&data) {
                     match (requested, now.port_state) {
                         (Some(PortState::Armed), PortState::Armed) => report.armed += 1,
                         (Some(PortState::Active), PortState::Active) => report.activated += 1,
@@ -163,7 +165,7 @@ async fn execute<C: SmpClient>(
             }
             Target::SwitchInfo { node } => {
                 report.switch_info_sets += 1;
-                if let Ok(si) = SwitchInfoRepr::from_bytes(&data) {
+                if let Ok(si) = SwitchInfoRepr::parse_data(&data) {
                     subnet.node_mut(node).switch_info = Some(si);
                 }
             }
@@ -201,7 +203,7 @@ fn switch_info_set(subnet: &Subnet, id: NodeId, plan: &Plan, config: &SmConfig) 
         path: node.path,
         attr: AttributeId::SwitchInfo,
         amod: 0,
-        data: want.to_bytes(),
+        data: want.to_data(),
     })
 }
 
@@ -229,7 +231,7 @@ fn lft_sets(subnet: &Subnet, id: NodeId, plan: &Plan, cache: &LftCache) -> Vec<S
             path: node.path,
             attr: AttributeId::LinearForwardingTable,
             amod: block as u32,
-            data: LftBlockRepr { ports }.to_bytes(),
+            data: LftBlockRepr { ports }.to_data(),
         });
     }
     out
@@ -250,14 +252,17 @@ fn port_set(
     let current = node.ports.get(port as usize)?.info.as_ref()?;
     let is_switch = node.is_switch();
     let remote = node.ports[port as usize].remote;
-    let mut want = current.clone();
+    // `want` holds the managed fields at their wanted values and every
+    // other field as read, so comparing it with `current` says whether the
+    // port needs a Set at all.
+    let mut want = *current;
 
     let end_port = !is_switch || port == 0;
     if end_port {
         let &(lid, lmc) = plan.lids.get(&(id, port))?;
-        want.lid = lid.0;
+        want.lid = lid;
         want.lmc = lmc;
-        want.master_sm_lid = plan.sm_lid.0;
+        want.master_sm_lid = plan.sm_lid;
         want.master_sm_sl = config.sm_sl;
         want.gid_prefix = config.subnet_prefix;
         want.subnet_timeout = config.subnet_timeout;
@@ -268,40 +273,50 @@ fn port_set(
     // Link parameters live on each physical port: what both ends support.
     if port != 0 {
         let (far_node, far_port) = remote?;
-        let far = subnet.node(far_node).ports.get(far_port as usize)?.info.as_ref()?;
         if subnet.node(far_node).quarantined.is_some() {
             return None;
         }
+        let far = subnet.node(far_node).ports.get(far_port as usize)?.info.as_ref()?;
         want.neighbor_mtu = current.mtu_cap.min(far.mtu_cap).max(1);
         want.operational_vls = current.vl_cap.min(far.vl_cap).min(config.max_op_vls).max(1);
     }
 
-    // Only the fields above are ours to change; compare before asking.
     let changed = want != *current;
     let step = match (current.port_state, target) {
         (PortState::Init, PortState::Armed) if port != 0 => Some(PortState::Armed),
         (PortState::Armed, PortState::Active) if port != 0 => Some(PortState::Active),
         _ => None,
     };
-    let reregister = plan.client_reregister && end_port && !is_switch && target == PortState::Armed;
+    let reregister = plan.client_reregister
+        && !is_switch
+        && target == PortState::Armed
+        && current.capability_mask & CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED != 0;
     if !changed && step.is_none() && !reregister {
         return None;
     }
-    // A Set writes every field: the "no change" codes keep what the SM does
-    // not manage (IBA 14.2.5.6: PortState 0, PortPhysicalState 0,
-    // LinkSpeedEnabled 0, LinkWidthEnabled 0, LinkDownDefaultState 0).
-    want.port_state = step.unwrap_or(PortState::NoChange);
-    want.port_physical_state = PhysState::NoChange;
-    want.link_down_default_state = 0;
-    want.link_width_enabled = 0;
-    want.link_speed_enabled = 0;
-    want.link_speed_ext_enabled = 0;
-    want.client_reregister = reregister;
+    // A Set writes every field: start from the no-change codes so only what
+    // the SM manages takes effect (IBA 14.2.5.6).
+    let mut set = current.for_set();
+    set.lid = want.lid;
+    set.lmc = want.lmc;
+    set.master_sm_lid = want.master_sm_lid;
+    set.master_sm_sl = want.master_sm_sl;
+    set.gid_prefix = want.gid_prefix;
+    set.subnet_timeout = want.subnet_timeout;
+    set.m_key = want.m_key;
+    set.m_key_protect_bits = want.m_key_protect_bits;
+    set.m_key_lease_period = want.m_key_lease_period;
+    set.neighbor_mtu = want.neighbor_mtu;
+    if want.operational_vls != current.operational_vls {
+        set.operational_vls = want.operational_vls;
+    }
+    set.port_state = step.unwrap_or(PortState::NoChange);
+    set.client_reregister = reregister;
     Some(SetRequest {
         target: Target::Port { node: id, port },
-        path: node.path,
+        path: node.path_for_port(port),
         attr: AttributeId::PortInfo,
         amod: port as u32,
-        data: want.to_bytes(),
+        data: set.to_data(),
     })
 }

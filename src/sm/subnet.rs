@@ -39,6 +39,10 @@ pub struct SubnetNode {
     pub quarantined: Option<String>,
     /// CA/router port GUIDs as read from NodeInfo through each port.
     pub port_guids: Vec<Option<Guid>>,
+    /// CA/router ports: the directed route that enters through each port.
+    /// A CA's agent configures only the port an SMP arrived on (ibsim and
+    /// the Linux SMAs), so each port is programmed over its own path.
+    pub port_paths: Vec<Option<DrPath>>,
 }
 
 impl SubnetNode {
@@ -53,6 +57,13 @@ impl SubnetNode {
             Some(d) if !d.is_empty() => d.clone(),
             _ => self.info.node_guid.to_string(),
         }
+    }
+    /// The path to use for SMPs about `port`.
+    pub fn path_for_port(&self, port: u8) -> DrPath {
+        if self.is_switch() {
+            return self.path;
+        }
+        self.port_paths.get(port as usize).copied().flatten().unwrap_or(self.path)
     }
     /// Port numbers that can carry traffic to a neighbour.
     pub fn external_ports(&self) -> impl Iterator<Item = u8> + '_ {
@@ -119,8 +130,10 @@ impl Subnet {
         let id = NodeId(self.nodes.len() as u32);
         let nports = info.num_ports as usize + 1;
         let mut port_guids = vec![None; nports];
+        let mut port_paths = vec![None; nports];
         if info.node_type != NodeType::Switch && (info.local_port_num as usize) < nports {
             port_guids[info.local_port_num as usize] = Some(info.port_guid);
+            port_paths[info.local_port_num as usize] = Some(path);
         }
         self.by_guid.insert(info.node_guid, id);
         self.nodes.push(SubnetNode {
@@ -131,6 +144,7 @@ impl Subnet {
             ports: vec![SubnetPort::default(); nports],
             quarantined: None,
             port_guids,
+            port_paths,
         });
         (id, true)
     }
