@@ -3,6 +3,7 @@
 pub mod config;
 pub mod lid;
 pub mod mad;
+pub mod service;
 pub mod sm;
 pub mod sim;
 pub mod topology;
