@@ -159,15 +159,15 @@ impl fmt::Display for MadSummary {
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     #[error("{mad}: no response after {attempts} attempts")]
-    Timeout { attempts: u32, mad: MadSummary },
+    Timeout { attempts: u32, mad: Box<MadSummary> },
     #[error("{}device error: {error}", .mad.as_ref().map(|m| format!("{m}: ")).unwrap_or_default())]
-    Device { mad: Option<MadSummary>, error: DeviceError },
+    Device { mad: Option<Box<MadSummary>>, error: DeviceError },
     #[error("the transport is closed (its I/O thread has ended)")]
     Closed,
     /// Every slot of the bounded command queue is taken (only `send` can
     /// see this; `request` waits for a slot instead).
     #[error("{mad}: the transport's queue is full")]
-    Busy { mad: MadSummary },
+    Busy { mad: Box<MadSummary> },
     #[error("not a MAD: {0}")]
     Malformed(WireError),
 }

@@ -1,1 +1,839 @@
-//! placeholder
+//! The libibumad backend: a real port, or ibsim through libumad2sim.
+//!
+//! libibumad is loaded at run time (libloading), so the binary builds and
+//! runs the simulator on machines without rdma-core; asking for this
+//! backend there is [`DeviceError::LibraryMissing`].
+//!
+//! Notes that shape the code:
+//! - `umad_size()` changes when a port is opened (56 bytes before, 64 once
+//!   the P_Key-aware ABI is enabled by `umad_open_port`), so it is read after
+//!   opening and the MAD is located with `umad_get_mad()`, never by offset.
+//! - Requests are sent with a kernel timeout and no kernel retries: the
+//!   kernel drops responses for which it holds no outstanding send, while
+//!   retries, windows and TIDs are the transaction layer's job. A send the
+//!   kernel times out comes back with a non-zero umad status; those are
+//!   skipped here.
+//! - The IsSM capability is held by keeping the port's `issm` device open.
+//!   It is opened with libc's `open`, not `std::fs::File::open`: libumad2sim
+//!   interposes only `open`/`read`/`write`/`ioctl`/`poll`/`close`, and std
+//!   calls `open64`.
+//! - libumad2sim dereferences a null queue when a MAD arrives for a class no
+//!   agent registered, so every class that can arrive is registered.
+
+#![allow(unsafe_code)]
+
+mod ffi;
+
+use std::ffi::{c_char, c_int, c_long, c_void, CString};
+use std::time::{Duration, Instant};
+
+use super::{Datagram, DeviceError, LocalPort, MadAddress, MadDevice};
+use crate::mad::{Method, MgmtClass, MAD_SIZE};
+use crate::types::{Guid, Lid};
+
+/// The soname loaded at run time.
+pub const LIBRARY: &str = "libibumad.so.3";
+
+/// Which local port to open.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PortSelector {
+    /// The first InfiniBand port that is Active, else the first whose
+    /// physical link is up (an SM's port is not Active before an SM ran),
+    /// else the first InfiniBand port.
+    #[default]
+    First,
+    /// A CA by name; `port` None picks as `First` does among its ports.
+    Ca { name: String, port: Option<u8> },
+    /// The port with this port GUID, searched on every CA.
+    Guid(Guid),
+}
+
+/// How to open the port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UmadConfig {
+    pub port: PortSelector,
+    /// Receive SubnGet/SubnSet/Trap/TrapRepress requests (what an SM
+    /// needs); off for tools, which then only see their own responses and
+    /// can share the port with a running SM.
+    pub sm_agent: bool,
+    /// Register the SA class (0x03 version 2) as a server, with kernel RMPP.
+    pub sa_server: bool,
+    /// The kernel's per-send response timeout; keep it at least as long as
+    /// the transaction layer's, or late responses are dropped in the kernel.
+    pub kernel_timeout: Duration,
+}
+
+impl Default for UmadConfig {
+    fn default() -> Self {
+        UmadConfig {
+            port: PortSelector::First,
+            sm_agent: false,
+            sa_server: false,
+            kernel_timeout: Duration::from_millis(1000),
+        }
+    }
+}
+
+/// What libibumad reports about a port.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UmadPortInfo {
+    pub ca_name: String,
+    pub port_num: u8,
+    pub node_type: u32,
+    pub node_guid: Guid,
+    pub port_guid: Guid,
+    pub gid_prefix: u64,
+    pub base_lid: Lid,
+    pub lmc: u8,
+    pub sm_lid: Lid,
+    pub sm_sl: u8,
+    /// PortState: 1 Down, 2 Init, 3 Armed, 4 Active.
+    pub state: u32,
+    /// PortPhysicalState: 5 LinkUp.
+    pub phys_state: u32,
+    pub capmask: u32,
+    pub link_layer: String,
+}
+
+impl UmadPortInfo {
+    pub fn is_infiniband(&self) -> bool {
+        self.link_layer == "InfiniBand" || self.link_layer == "IB"
+    }
+}
+
+/// PortInfo.CapabilityMask.IsSM (IBA 14.2.5.6, bit 1).
+pub const CAPMASK_IS_SM: u32 = 1 << 1;
+
+fn call_err(call: &'static str, ca: &str, port: u8, rc: c_int) -> DeviceError {
+    let reason = if rc < 0 {
+        std::io::Error::from_raw_os_error(-rc).to_string()
+    } else {
+        format!("returned {rc}")
+    };
+    DeviceError::Call {
+        call,
+        ca: ca.to_string(),
+        port,
+        reason,
+    }
+}
+
+fn lib() -> Result<&'static ffi::Lib, DeviceError> {
+    ffi::lib().map_err(|(library, reason)| DeviceError::LibraryMissing { library, reason })
+}
+
+fn cstring(s: &str) -> Result<CString, DeviceError> {
+    CString::new(s).map_err(|_| DeviceError::NoPort {
+        hint: format!(": CA name {s:?} contains a NUL byte"),
+    })
+}
+
+/// The CA names libibumad knows.
+pub fn ca_names() -> Result<Vec<String>, DeviceError> {
+    let lib = lib()?;
+    let mut names = [[0 as c_char; ffi::UMAD_CA_NAME_LEN]; ffi::UMAD_MAX_DEVICES];
+    // SAFETY: `names` has room for UMAD_MAX_DEVICES names of
+    // UMAD_CA_NAME_LEN chars, the count passed; libibumad NUL-terminates them.
+    let n = unsafe { (lib.get_cas_names)(names.as_mut_ptr(), ffi::UMAD_MAX_DEVICES as c_int) };
+    if n < 0 {
+        return Err(call_err("umad_get_cas_names", "*", 0, n));
+    }
+    Ok(names[..n as usize].iter().map(|c| ffi::c_str(c)).collect())
+}
+
+/// Every port of CA `ca`, as libibumad reports them.
+pub fn ca_ports(ca: &str) -> Result<Vec<UmadPortInfo>, DeviceError> {
+    let lib = lib()?;
+    let cname = cstring(ca)?;
+    let mut raw = std::mem::MaybeUninit::<ffi::UmadCa>::zeroed();
+    // SAFETY: `raw` is a writable umad_ca_t; `cname` is NUL-terminated. On
+    // success libibumad fills it and allocates `ports[]`, freed below.
+    let rc = unsafe { (lib.get_ca)(cname.as_ptr(), raw.as_mut_ptr()) };
+    if rc < 0 {
+        return Err(call_err("umad_get_ca", ca, 0, rc));
+    }
+    // SAFETY: umad_get_ca succeeded, so every field is initialised (the
+    // buffer was zeroed first, so absent ports are null pointers).
+    let mut ca_raw = unsafe { raw.assume_init() };
+    let mut out = Vec::new();
+    for &p in ca_raw.ports.iter() {
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: non-null entries of ports[] point to umad_port_t that
+        // umad_get_ca allocated and filled; they live until umad_release_ca.
+        let p = unsafe { &*p };
+        out.push(UmadPortInfo {
+            ca_name: ffi::c_str(&ca_raw.ca_name),
+            port_num: p.portnum as u8,
+            node_type: ca_raw.node_type,
+            node_guid: Guid(u64::from_be(ca_raw.node_guid)),
+            port_guid: Guid(u64::from_be(p.port_guid)),
+            gid_prefix: u64::from_be(p.gid_prefix),
+            base_lid: Lid(p.base_lid as u16),
+            lmc: p.lmc as u8,
+            sm_lid: Lid(p.sm_lid as u16),
+            sm_sl: p.sm_sl as u8,
+            state: p.state,
+            phys_state: p.phys_state,
+            capmask: u32::from_be(p.capmask),
+            link_layer: ffi::c_str(&p.link_layer),
+        });
+    }
+    // SAFETY: releases what umad_get_ca allocated, exactly once; the port
+    // references above are no longer used.
+    unsafe { (lib.release_ca)(&mut ca_raw) };
+    Ok(out)
+}
+
+/// Every port of every CA.
+pub fn all_ports() -> Result<Vec<UmadPortInfo>, DeviceError> {
+    let mut all = Vec::new();
+    for ca in ca_names()? {
+        all.extend(ca_ports(&ca)?);
+    }
+    Ok(all)
+}
+
+/// Picks a port according to `sel` among `ports`; pure, so it is tested
+/// without hardware.
+pub fn select_port(
+    ports: &[UmadPortInfo],
+    sel: &PortSelector,
+) -> Result<UmadPortInfo, DeviceError> {
+    let candidates: Vec<&UmadPortInfo> =
+        match sel {
+            PortSelector::First => ports.iter().collect(),
+            PortSelector::Ca { name, port } => {
+                let on_ca: Vec<_> = ports.iter().filter(|p| &p.ca_name == name).collect();
+                if on_ca.is_empty() {
+                    let known: Vec<_> = ports.iter().map(|p| p.ca_name.as_str()).collect();
+                    return Err(DeviceError::NoPort {
+                        hint: format!(": no CA named {name} (known: {known:?})"),
+                    });
+                }
+                match port {
+                    Some(n) => {
+                        let p = on_ca.iter().find(|p| p.port_num == *n).ok_or_else(|| {
+                            DeviceError::NoPort {
+                                hint: format!(
+                                    ": {name} has no port {n} (ports: {:?})",
+                                    on_ca.iter().map(|p| p.port_num).collect::<Vec<_>>()
+                                ),
+                            }
+                        })?;
+                        return check_ib(p);
+                    }
+                    None => on_ca,
+                }
+            }
+            PortSelector::Guid(g) => {
+                let p = ports.iter().find(|p| p.port_guid == *g).ok_or_else(|| {
+                    DeviceError::NoPort {
+                        hint: format!(" with port GUID {g}"),
+                    }
+                })?;
+                return check_ib(p);
+            }
+        };
+    let ib: Vec<_> = candidates
+        .iter()
+        .copied()
+        .filter(|p| p.is_infiniband())
+        .collect();
+    if ib.is_empty() {
+        return match candidates.first() {
+            Some(p) => check_ib(p),
+            None => Err(DeviceError::NoPort {
+                hint: String::new(),
+            }),
+        };
+    }
+    let pick = ib
+        .iter()
+        .find(|p| p.state == 4)
+        .or_else(|| ib.iter().find(|p| p.phys_state == 5))
+        .unwrap_or(&ib[0]);
+    Ok((*pick).clone())
+}
+
+fn check_ib(p: &UmadPortInfo) -> Result<UmadPortInfo, DeviceError> {
+    if p.is_infiniband() {
+        Ok(p.clone())
+    } else {
+        Err(DeviceError::NotInfiniBand {
+            ca: p.ca_name.clone(),
+            port: p.port_num,
+            link_layer: p.link_layer.clone(),
+        })
+    }
+}
+
+/// A umad buffer: header plus MAD, 8-byte aligned for the C struct.
+struct UmadBuf {
+    words: Vec<u64>,
+}
+
+impl UmadBuf {
+    fn new(bytes: usize) -> Self {
+        UmadBuf {
+            words: vec![0; bytes.div_ceil(8)],
+        }
+    }
+    fn len(&self) -> usize {
+        self.words.len() * 8
+    }
+    fn ptr(&mut self) -> *mut c_void {
+        self.words.as_mut_ptr().cast()
+    }
+    fn zero(&mut self) {
+        self.words.fill(0);
+    }
+}
+
+/// Agents registered on the port.
+#[derive(Debug, Clone, Copy)]
+struct Agents {
+    smi_directed: c_int,
+    smi_lid: c_int,
+    sa: Option<c_int>,
+}
+
+/// An open umad port.
+pub struct UmadDevice {
+    lib: &'static ffi::Lib,
+    fd: c_int,
+    info: UmadPortInfo,
+    agents: Agents,
+    /// `umad_size()` as it is after opening the port.
+    hdr_len: usize,
+    /// Offset of the MAD in a umad buffer (`umad_get_mad`), equal to
+    /// `hdr_len` with the current ABI.
+    mad_off: usize,
+    buf: UmadBuf,
+    kernel_timeout_ms: c_int,
+    issm_fd: Option<c_int>,
+    started: Instant,
+    skipped_send_completions: u64,
+}
+
+fn method_mask(methods: &[Method]) -> [c_long; 2] {
+    let mut mask = [0 as c_long; 2];
+    let bits = c_long::BITS as usize;
+    for &m in methods {
+        let n = u8::from(m) as usize;
+        mask[n / bits] |= 1 << (n % bits);
+    }
+    mask
+}
+
+impl UmadDevice {
+    /// Opens the selected port and registers the agents `cfg` asks for.
+    pub fn open(cfg: &UmadConfig) -> Result<UmadDevice, DeviceError> {
+        let lib = lib()?;
+        let ports = all_ports()?;
+        let info = select_port(&ports, &cfg.port)?;
+        let (ca, pn) = (info.ca_name.clone(), info.port_num);
+        let cname = cstring(&ca)?;
+        // SAFETY: `cname` is a NUL-terminated CA name; the call returns an fd
+        // or a negative errno.
+        let fd = unsafe { (lib.open_port)(cname.as_ptr(), c_int::from(pn)) };
+        if fd < 0 {
+            return Err(call_err("umad_open_port", &ca, pn, fd));
+        }
+        // SAFETY: no arguments; valid after umad_open_port (see module doc).
+        let hdr_len = unsafe { (lib.size)() };
+        let mut dev = UmadDevice {
+            lib,
+            fd,
+            info,
+            agents: Agents {
+                smi_directed: -1,
+                smi_lid: -1,
+                sa: None,
+            },
+            hdr_len,
+            mad_off: hdr_len,
+            buf: UmadBuf::new(hdr_len + MAD_SIZE),
+            kernel_timeout_ms: cfg.kernel_timeout.as_millis().clamp(1, i32::MAX as u128) as c_int,
+            issm_fd: None,
+            started: Instant::now(),
+            skipped_send_completions: 0,
+        };
+        let base = dev.buf.ptr();
+        // SAFETY: `base` points to a umad buffer of at least umad_size()
+        // bytes; umad_get_mad only computes an address inside it.
+        let mad = unsafe { (lib.get_mad)(base) };
+        dev.mad_off = (mad as usize).wrapping_sub(base as usize);
+        if dev.mad_off > dev.hdr_len {
+            return Err(DeviceError::Call {
+                call: "umad_get_mad",
+                ca,
+                port: pn,
+                reason: format!(
+                    "MAD offset {} beyond umad_size {}",
+                    dev.mad_off, dev.hdr_len
+                ),
+            });
+        }
+        let smp_methods: &[Method] = if cfg.sm_agent {
+            &[Method::Get, Method::Set, Method::Trap, Method::TrapRepress]
+        } else {
+            &[]
+        };
+        dev.agents.smi_directed = dev.register(MgmtClass::SubnMgmtDirected, 1, 0, smp_methods)?;
+        dev.agents.smi_lid = dev.register(MgmtClass::SubnMgmtLid, 1, 0, smp_methods)?;
+        if cfg.sa_server {
+            let sa_methods = [Method::Get, Method::Set, Method::GetTable, Method::Delete];
+            dev.agents.sa = Some(dev.register(MgmtClass::SubnAdm, 2, 1, &sa_methods)?);
+        }
+        tracing::info!(
+            ca = %dev.info.ca_name, port = pn, guid = %dev.info.port_guid, umad_size = hdr_len,
+            "opened umad port"
+        );
+        Ok(dev)
+    }
+
+    fn register(
+        &mut self,
+        class: MgmtClass,
+        version: u8,
+        rmpp: u8,
+        methods: &[Method],
+    ) -> Result<c_int, DeviceError> {
+        let mut mask = method_mask(methods);
+        // SAFETY: `self.fd` is an open umad port; `mask` is the long[2]
+        // method mask umad_register reads.
+        let id = unsafe {
+            (self.lib.register)(
+                self.fd,
+                c_int::from(u8::from(class)),
+                c_int::from(version),
+                rmpp,
+                mask.as_mut_ptr(),
+            )
+        };
+        if id < 0 {
+            return Err(call_err(
+                "umad_register",
+                &self.info.ca_name,
+                self.info.port_num,
+                id,
+            ));
+        }
+        Ok(id)
+    }
+
+    /// What libibumad reported about the port when it was opened.
+    pub fn port_info(&self) -> &UmadPortInfo {
+        &self.info
+    }
+
+    /// Re-reads the port's LID, SM LID, state and capability mask (they
+    /// change as an SM configures the port). Under libumad2sim the sysfs
+    /// copy is written once at start, so nothing changes there.
+    pub fn refresh_port_info(&mut self) -> Result<&UmadPortInfo, DeviceError> {
+        let cname = cstring(&self.info.ca_name)?;
+        let mut raw = std::mem::MaybeUninit::<ffi::UmadPort>::zeroed();
+        // SAFETY: `raw` is a writable umad_port_t; on success libibumad fills
+        // it and allocates `pkeys`, released below.
+        let rc = unsafe {
+            (self.lib.get_port)(
+                cname.as_ptr(),
+                c_int::from(self.info.port_num),
+                raw.as_mut_ptr(),
+            )
+        };
+        if rc < 0 {
+            return Err(self.err("umad_get_port", rc));
+        }
+        // SAFETY: umad_get_port succeeded, so the struct is initialised.
+        let mut p = unsafe { raw.assume_init() };
+        self.info.base_lid = Lid(p.base_lid as u16);
+        self.info.lmc = p.lmc as u8;
+        self.info.sm_lid = Lid(p.sm_lid as u16);
+        self.info.sm_sl = p.sm_sl as u8;
+        self.info.state = p.state;
+        self.info.phys_state = p.phys_state;
+        self.info.capmask = u32::from_be(p.capmask);
+        self.info.gid_prefix = u64::from_be(p.gid_prefix);
+        // SAFETY: releases what umad_get_port allocated, once.
+        unsafe { (self.lib.release_port)(&mut p) };
+        Ok(&self.info)
+    }
+
+    /// `umad_size()` after opening (64 with the P_Key ABI, 56 without).
+    pub fn umad_size(&self) -> usize {
+        self.hdr_len
+    }
+
+    /// The path of this port's issm device.
+    pub fn issm_path(&self) -> Result<String, DeviceError> {
+        let cname = cstring(&self.info.ca_name)?;
+        let mut path = [0 as c_char; 256];
+        // SAFETY: `path` has room for the 256 chars passed as its size.
+        let rc = unsafe {
+            (self.lib.get_issm_path)(
+                cname.as_ptr(),
+                c_int::from(self.info.port_num),
+                path.as_mut_ptr(),
+                path.len() as c_int,
+            )
+        };
+        if rc < 0 {
+            return Err(call_err(
+                "umad_get_issm_path",
+                &self.info.ca_name,
+                self.info.port_num,
+                rc,
+            ));
+        }
+        Ok(ffi::c_str(&path))
+    }
+
+    /// Sets or clears the port's CapabilityMask.IsSM by holding its issm
+    /// device open (the kernel sets the bit while it is open). Fails with
+    /// EAGAIN while another process holds it.
+    pub fn set_is_sm(&mut self, on: bool) -> Result<(), DeviceError> {
+        match (on, self.issm_fd) {
+            (true, None) => {
+                let path = self.issm_path()?;
+                let cpath = CString::new(path.clone()).expect("from a C string");
+                // SAFETY: `cpath` is NUL-terminated; libc's `open` (which
+                // libumad2sim interposes) returns an fd or -1.
+                let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR | libc::O_NONBLOCK) };
+                if fd < 0 {
+                    let e = std::io::Error::last_os_error();
+                    return Err(DeviceError::Call {
+                        call: "open(issm)",
+                        ca: self.info.ca_name.clone(),
+                        port: self.info.port_num,
+                        reason: format!("{path}: {e}"),
+                    });
+                }
+                self.issm_fd = Some(fd);
+                tracing::info!(%path, "IsSM set");
+            }
+            (false, Some(fd)) => {
+                // SAFETY: `fd` came from open() above and is closed once.
+                unsafe { libc::close(fd) };
+                self.issm_fd = None;
+                tracing::info!("IsSM cleared");
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub fn is_sm(&self) -> bool {
+        self.issm_fd.is_some()
+    }
+
+    /// Kernel send completions (timed-out sends) skipped by `recv`.
+    pub fn skipped_send_completions(&self) -> u64 {
+        self.skipped_send_completions
+    }
+
+    fn agent_for(&self, class: MgmtClass) -> Option<c_int> {
+        match class {
+            MgmtClass::SubnMgmtDirected => Some(self.agents.smi_directed),
+            MgmtClass::SubnMgmtLid => Some(self.agents.smi_lid),
+            MgmtClass::SubnAdm => self.agents.sa,
+            _ => None,
+        }
+    }
+
+    fn err(&self, call: &'static str, rc: c_int) -> DeviceError {
+        call_err(call, &self.info.ca_name, self.info.port_num, rc)
+    }
+
+    /// Reads one umad that poll said is ready, growing the buffer for a
+    /// reassembled RMPP payload if the kernel asks for more room.
+    fn read_one(&mut self) -> Result<Option<Datagram>, DeviceError> {
+        loop {
+            self.buf.zero();
+            let mut len = (self.buf.len() - self.hdr_len) as c_int;
+            let p = self.buf.ptr();
+            // SAFETY: `p` is a zeroed umad buffer of umad_size() + len bytes,
+            // the length umad_recv may write; timeout 0 means no wait.
+            let rc = unsafe { (self.lib.recv)(self.fd, p, &mut len, 0) };
+            if rc < 0 {
+                if rc == -libc::ENOSPC && len as usize > self.buf.len() - self.hdr_len {
+                    self.buf = UmadBuf::new(self.hdr_len + len as usize);
+                    continue;
+                }
+                if rc == -libc::EWOULDBLOCK || rc == -libc::EAGAIN {
+                    return Ok(None);
+                }
+                return Err(self.err("umad_recv", rc));
+            }
+            // SAFETY: `p` holds the umad just received.
+            let status = unsafe { (self.lib.status)(p) };
+            if status != 0 {
+                // A send of ours came back from the kernel (typically
+                // ETIMEDOUT); the transaction layer runs its own timers.
+                self.skipped_send_completions += 1;
+                tracing::trace!(status, "kernel send completion skipped");
+                return Ok(None);
+            }
+            // SAFETY: `p` is a received umad; the address lies inside it.
+            let a = unsafe { &*(self.lib.get_mad_addr)(p) };
+            // SAFETY: as above; 0 when the P_Key ABI is off.
+            let pkey_index = unsafe { (self.lib.get_pkey)(p) };
+            let addr = MadAddress {
+                lid: Lid(u16::from_be(a.lid)),
+                qpn: u32::from_be(a.qpn) & 0x00ff_ffff,
+                qkey: u32::from_be(a.qkey),
+                sl: a.sl,
+                pkey_index: pkey_index as u16,
+            };
+            let n = (len.max(0) as usize).min(self.buf.len() - self.mad_off);
+            let bytes: &[u8] = {
+                let all = self.buf.words.as_slice();
+                // SAFETY: viewing the u64 buffer as bytes; u8 has no
+                // alignment or validity requirements and the length is the
+                // buffer's byte length.
+                unsafe { std::slice::from_raw_parts(all.as_ptr().cast::<u8>(), all.len() * 8) }
+            };
+            return Ok(Some(Datagram {
+                addr,
+                mad: bytes[self.mad_off..self.mad_off + n].to_vec(),
+            }));
+        }
+    }
+}
+
+impl MadDevice for UmadDevice {
+    fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
+        let class = d
+            .mad
+            .get(1)
+            .copied()
+            .map(MgmtClass::from)
+            .unwrap_or(MgmtClass::Unknown(0));
+        let method = d
+            .mad
+            .get(3)
+            .copied()
+            .map(Method::from)
+            .unwrap_or(Method::Unknown(0));
+        let agent = self.agent_for(class).ok_or_else(|| DeviceError::Call {
+            call: "umad_send",
+            ca: self.info.ca_name.clone(),
+            port: self.info.port_num,
+            reason: format!("no agent registered for class {class:?}"),
+        })?;
+        if self.buf.len() < self.mad_off + d.mad.len() {
+            self.buf = UmadBuf::new(self.mad_off + d.mad.len());
+        }
+        self.buf.zero();
+        let p = self.buf.ptr();
+        // SAFETY: the buffer holds mad_off + len bytes, so the copy stays in
+        // bounds; umad_set_addr/umad_set_pkey write header fields only.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                d.mad.as_ptr(),
+                p.cast::<u8>().add(self.mad_off),
+                d.mad.len(),
+            );
+            (self.lib.set_addr)(
+                p,
+                c_int::from(d.addr.lid.0),
+                d.addr.qpn as c_int,
+                c_int::from(d.addr.sl),
+                d.addr.qkey as c_int,
+            );
+            (self.lib.set_pkey)(p, c_int::from(d.addr.pkey_index));
+        }
+        // Only requests wait in the kernel for a response (see module doc).
+        let expects_response = !method.is_response() && method != Method::Send;
+        let timeout = if expects_response {
+            self.kernel_timeout_ms
+        } else {
+            0
+        };
+        // SAFETY: `p` is a complete umad of umad_size() + len bytes.
+        let rc = unsafe { (self.lib.send)(self.fd, agent, p, d.mad.len() as c_int, timeout, 0) };
+        if rc < 0 {
+            return Err(self.err("umad_send", rc));
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
+        loop {
+            let now = self.now();
+            let wait = deadline.saturating_sub(now);
+            // Round up so a sub-millisecond wait does not become a busy poll.
+            let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as c_int;
+            // SAFETY: plain call on our open fd.
+            let rc = unsafe { (self.lib.poll)(self.fd, ms) };
+            if rc == -libc::ETIMEDOUT {
+                return Ok(None);
+            }
+            if rc < 0 {
+                return Err(self.err("umad_poll", rc));
+            }
+            match self.read_one()? {
+                Some(d) => return Ok(Some(d)),
+                // Nothing usable (a kernel completion or a spurious wake):
+                // wait again if time is left.
+                None if self.now() < deadline => continue,
+                None => return Ok(None),
+            }
+        }
+    }
+
+    fn local_port(&self) -> LocalPort {
+        LocalPort {
+            ca_name: self.info.ca_name.clone(),
+            port_num: self.info.port_num,
+            port_guid: self.info.port_guid,
+            node_guid: self.info.node_guid,
+            lid: self.info.base_lid,
+            sm_lid: self.info.sm_lid,
+        }
+    }
+}
+
+impl Drop for UmadDevice {
+    fn drop(&mut self) {
+        let _ = self.set_is_sm(false);
+        // SAFETY: closes the fd opened in `open`, once; agents go with it.
+        unsafe { (self.lib.close_port)(self.fd) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(ca: &str, n: u8, guid: u64, state: u32, phys: u32, ll: &str) -> UmadPortInfo {
+        UmadPortInfo {
+            ca_name: ca.into(),
+            port_num: n,
+            node_type: 1,
+            node_guid: Guid(guid & !0xff),
+            port_guid: Guid(guid),
+            gid_prefix: 0xfe80_0000_0000_0000,
+            base_lid: Lid(0),
+            lmc: 0,
+            sm_lid: Lid(0),
+            sm_sl: 0,
+            state,
+            phys_state: phys,
+            capmask: 0,
+            link_layer: ll.into(),
+        }
+    }
+
+    fn fabric() -> Vec<UmadPortInfo> {
+        vec![
+            port("mlx5_0", 1, 0x101, 1, 3, "Ethernet"),
+            port("mlx5_1", 1, 0x201, 2, 5, "InfiniBand"),
+            port("mlx5_1", 2, 0x202, 4, 5, "InfiniBand"),
+            port("mlx5_2", 1, 0x301, 1, 2, "IB"),
+        ]
+    }
+
+    #[test]
+    fn first_prefers_active_then_link_up_and_skips_ethernet() {
+        assert_eq!(
+            select_port(&fabric(), &PortSelector::First)
+                .unwrap()
+                .port_guid,
+            Guid(0x202)
+        );
+        let mut f = fabric();
+        f[2].state = 2;
+        f[2].phys_state = 2;
+        assert_eq!(
+            select_port(&f, &PortSelector::First).unwrap().port_guid,
+            Guid(0x201)
+        );
+        f[1].phys_state = 2;
+        assert_eq!(
+            select_port(&f, &PortSelector::First).unwrap().port_guid,
+            Guid(0x201),
+            "first IB port"
+        );
+        assert!(matches!(
+            select_port(&[], &PortSelector::First),
+            Err(DeviceError::NoPort { .. })
+        ));
+    }
+
+    #[test]
+    fn ethernet_ports_are_refused_with_a_reason() {
+        let sel = PortSelector::Ca {
+            name: "mlx5_0".into(),
+            port: Some(1),
+        };
+        let e = select_port(&fabric(), &sel).unwrap_err();
+        assert!(
+            matches!(&e, DeviceError::NotInfiniBand { link_layer, .. } if link_layer == "Ethernet")
+        );
+        assert!(e.to_string().contains("RoCE"), "{e}");
+        let only_eth = vec![fabric()[0].clone()];
+        assert!(matches!(
+            select_port(&only_eth, &PortSelector::First),
+            Err(DeviceError::NotInfiniBand { .. })
+        ));
+        let e = select_port(&fabric(), &PortSelector::Guid(Guid(0x101))).unwrap_err();
+        assert!(matches!(e, DeviceError::NotInfiniBand { .. }));
+    }
+
+    #[test]
+    fn by_name_port_and_guid() {
+        let f = fabric();
+        let sel = PortSelector::Ca {
+            name: "mlx5_1".into(),
+            port: Some(1),
+        };
+        assert_eq!(select_port(&f, &sel).unwrap().port_guid, Guid(0x201));
+        let sel = PortSelector::Ca {
+            name: "mlx5_1".into(),
+            port: None,
+        };
+        assert_eq!(select_port(&f, &sel).unwrap().port_guid, Guid(0x202));
+        assert_eq!(
+            select_port(&f, &PortSelector::Guid(Guid(0x301)))
+                .unwrap()
+                .ca_name,
+            "mlx5_2"
+        );
+        let e = select_port(
+            &f,
+            &PortSelector::Ca {
+                name: "mlx5_1".into(),
+                port: Some(3),
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no port 3"), "{e}");
+        let e = select_port(
+            &f,
+            &PortSelector::Ca {
+                name: "qib0".into(),
+                port: None,
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no CA named qib0"), "{e}");
+        let e = select_port(&f, &PortSelector::Guid(Guid(0x999))).unwrap_err();
+        assert!(e.to_string().contains("0x0000000000000999"), "{e}");
+    }
+
+    #[test]
+    fn method_masks_set_the_method_bits() {
+        let m = method_mask(&[Method::Get, Method::Set, Method::Trap, Method::TrapRepress]);
+        assert_eq!(m[0], 0b1010_0110);
+        assert_eq!(m[1], 0);
+        let m = method_mask(&[Method::GetTable, Method::Delete]);
+        assert_eq!(m[0], (1 << 0x12) | (1 << 0x15));
+    }
+}

@@ -1,0 +1,200 @@
+//! Running ibsim and umad2sim clients from tests.
+//!
+//! libumad2sim has to be LD_PRELOADed into a fresh process (it interposes
+//! libc's open/read/write/ioctl/poll), so every client — `ibsm` or an
+//! infiniband-diags tool — runs as a child with LD_PRELOAD, IBSIM_SOCKNAME,
+//! SIM_HOST and a private working directory (umad2sim writes ./sys-<pid>).
+//! A missing ibsim, libumad2sim or smpquery makes the test fail, not skip.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub const NET_EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
+
+pub fn net(name: &str) -> PathBuf {
+    let p = Path::new(NET_EXAMPLES).join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: install ibsim-utils",
+        p.display()
+    );
+    p
+}
+
+/// The libumad2sim preload library (multiarch directories differ).
+pub fn umad2sim() -> PathBuf {
+    let candidates = [
+        "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so",
+        "/usr/lib/aarch64-linux-gnu/umad2sim/libumad2sim.so",
+        "/usr/lib64/umad2sim/libumad2sim.so",
+        "/usr/lib/umad2sim/libumad2sim.so",
+    ];
+    candidates
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .unwrap_or_else(|| {
+            panic!("libumad2sim.so not found in {candidates:?}: install ibsim-utils")
+        })
+}
+
+/// Finds `tool` on PATH (or in /usr/sbin), failing the test if absent.
+pub fn tool(tool: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("`{tool}` not found: install ibsim-utils / infiniband-diags"))
+}
+
+/// A running ibsim on a unique socket name; killed on drop.
+pub struct Ibsim {
+    child: Child,
+    pub sock: String,
+    dir: tempfile::TempDir,
+    pub net: PathBuf,
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+impl Ibsim {
+    pub fn start(net: &Path) -> Ibsim {
+        let ibsim = tool("ibsim");
+        let sock = format!(
+            "ibsm-t{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::SeqCst)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let log = std::fs::File::create(dir.path().join("ibsim.log")).unwrap();
+        let child = Command::new(ibsim)
+            .args(["-s", "-n"])
+            .arg(net)
+            .env("IBSIM_SOCKNAME", &sock)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("starting ibsim");
+        let sim = Ibsim {
+            child,
+            sock,
+            dir,
+            net: net.to_path_buf(),
+        };
+        sim.wait_ready();
+        sim
+    }
+
+    /// ibsim listens on an abstract socket `@<name>:ctl` once the net is
+    /// parsed; /proc/net/unix shows it (with a trailing NUL as `@`).
+    fn wait_ready(&self) {
+        let want = format!("@{}:ctl", self.sock);
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) {
+            if std::fs::read_to_string("/proc/net/unix")
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.contains(&want))
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("ibsim did not come up on {want}; log: {}", self.log());
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("ibsim.log")).unwrap_or_default()
+    }
+
+    /// A command for `program` attached to this ibsim at `host` (None: the
+    /// net's first port), in a fresh working directory.
+    pub fn client(&self, program: &Path, host: Option<&str>) -> Command {
+        let mut c = Command::new(program);
+        let cwd = tempfile::tempdir_in(self.dir.path()).unwrap().keep();
+        c.env("LD_PRELOAD", umad2sim())
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .current_dir(cwd);
+        match host {
+            Some(h) => c.env("SIM_HOST", h),
+            None => c.env_remove("SIM_HOST"),
+        };
+        c
+    }
+
+    /// Runs `ibsm` with `args`, with a wall-clock guard.
+    pub fn ibsm(&self, host: Option<&str>, args: &[&str]) -> Output {
+        let mut c = self.client(Path::new(env!("CARGO_BIN_EXE_ibsm")), host);
+        c.args(args);
+        run_with_timeout(c, Duration::from_secs(60))
+    }
+
+    /// Runs smpquery with `args`.
+    pub fn smpquery(&self, host: Option<&str>, args: &[&str]) -> Output {
+        let mut c = self.client(&tool("smpquery"), host);
+        c.args(args);
+        run_with_timeout(c, Duration::from_secs(30))
+    }
+}
+
+impl Drop for Ibsim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `c` to completion, killing it (and failing) after `limit`: a hung
+/// umad2sim client must not hang the test suite.
+pub fn run_with_timeout(mut c: Command, limit: Duration) -> Output {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{c:?} did not finish in {limit:?}; stdout: {} stderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `Name:....value` lines of smpquery-style output, in order; continuation
+/// lines (tab-indented capability names) and comments are skipped.
+pub fn fields(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with('\t') && !l.starts_with(' '))
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            let value = rest.trim_start_matches('.');
+            Some((name.trim().to_string(), value.trim().to_string()))
+        })
+        .collect()
+}
