@@ -26,6 +26,7 @@ macro_rules! open_enum {
         }
     };
 }
+pub(crate) use open_enum;
 
 open_enum! {
     /// Management class (IBA 13.4.4, Table 105).

@@ -11,9 +11,21 @@
 //! A dedicated thread owns the device because libibumad's calls block and
 //! ibsim's simulated descriptors are invisible to epoll.
 
+use std::fmt;
+use std::future::Future;
 use std::time::Duration;
 
+use crate::mad::{AttributeId, DrPath, MadHeader, MgmtClass, Method, SmpRepr, WireError, MAD_HEADER_LEN};
 use crate::types::{Guid, Lid};
+
+pub mod io_thread;
+pub mod smp_client;
+pub mod txn;
+pub mod umad;
+
+pub use io_thread::MadTransport;
+pub use smp_client::{SmpClient, SmpError, SmpTarget};
+pub use txn::{MadCounters, MadKey, Received, Transactions, TxnConfig, TxnError, TxnStats};
 
 /// Where a MAD goes or came from: the fields of `ib_mad_addr` that an SM uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,4 +99,96 @@ pub trait MadDevice: Send + 'static {
     /// the deadline passed first. A virtual-time device advances its clock.
     fn recv(&mut self, deadline: Duration) -> Result<Option<Datagram>, DeviceError>;
     fn local_port(&self) -> LocalPort;
+}
+
+/// What a log line or an error needs to name one MAD: its code points, TID
+/// and where it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MadSummary {
+    pub class: MgmtClass,
+    pub method: Method,
+    pub attribute: AttributeId,
+    pub attribute_modifier: u32,
+    /// The whole TID as it was sent or received.
+    pub tid: u64,
+    /// The destination LID (permissive for directed route).
+    pub lid: Lid,
+    /// The initial path of a directed-route SMP.
+    pub path: Option<DrPath>,
+}
+
+impl MadSummary {
+    /// Summarises a datagram; fields a short buffer lacks read as zero.
+    pub fn of(d: &Datagram) -> Self {
+        let mut head = [0u8; MAD_HEADER_LEN];
+        let n = d.mad.len().min(MAD_HEADER_LEN);
+        head[..n].copy_from_slice(&d.mad[..n]);
+        let h = MadHeader::new_checked(&head[..]).expect("a full header buffer");
+        let path = if h.mgmt_class() == MgmtClass::SubnMgmtDirected {
+            SmpRepr::parse_bytes(&d.mad).ok().and_then(|r| r.path())
+        } else {
+            None
+        };
+        MadSummary {
+            class: h.mgmt_class(),
+            method: h.method(),
+            attribute: h.attribute_id(),
+            attribute_modifier: h.attribute_modifier(),
+            tid: h.transaction_id(),
+            lid: d.addr.lid,
+            path,
+        }
+    }
+}
+
+impl fmt::Display for MadSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} {:?} {:?}", self.class, self.method, self.attribute)?;
+        if self.attribute_modifier != 0 {
+            write!(f, " (modifier {:#x})", self.attribute_modifier)?;
+        }
+        match self.path {
+            Some(p) => write!(f, " via DR path {p}")?,
+            None => write!(f, " to LID {}", self.lid)?,
+        }
+        write!(f, ", TID {:#018x}", self.tid)
+    }
+}
+
+/// Errors of the transport: a request's fate or the device's.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("{mad}: no response after {attempts} attempts")]
+    Timeout { attempts: u32, mad: MadSummary },
+    #[error("{}device error: {error}", .mad.as_ref().map(|m| format!("{m}: ")).unwrap_or_default())]
+    Device { mad: Option<MadSummary>, error: DeviceError },
+    #[error("the transport is closed (its I/O thread has ended)")]
+    Closed,
+    /// Every slot of the bounded command queue is taken (only `send` can
+    /// see this; `request` waits for a slot instead).
+    #[error("{mad}: the transport's queue is full")]
+    Busy { mad: MadSummary },
+    #[error("not a MAD: {0}")]
+    Malformed(WireError),
+}
+
+/// Counters of a transport: the transaction layer's and the I/O thread's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TransportStats {
+    pub txn: TxnStats,
+    /// Unsolicited MADs dropped because their channel was full or closed.
+    pub unsolicited_dropped: u64,
+    /// Failed device sends and receives.
+    pub device_errors: u64,
+}
+
+/// Request/response and one-way MAD transport, as the SM's tasks see it.
+pub trait Transport: Send + Sync + 'static {
+    /// Sends a request and waits for its response, retrying on timeout.
+    /// The TID is assigned underneath; whatever the caller put there is lost.
+    fn request(&self, dgram: Datagram) -> impl Future<Output = Result<Datagram, TransportError>> + Send;
+    /// Sends a MAD that expects no response (a GetResp, a TrapRepress).
+    fn send(&self, dgram: Datagram) -> Result<(), TransportError>;
+    fn local_port(&self) -> LocalPort;
+    fn stats(&self) -> TransportStats;
 }

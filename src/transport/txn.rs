@@ -1,0 +1,687 @@
+//! The transaction table: TIDs, the send window, timeouts and retries.
+//!
+//! An I/O-free core in the quinn-proto shape: the owner feeds it requests
+//! ([`Transactions::submit`]), received MADs ([`Transactions::handle_receive`])
+//! and the passage of time ([`Transactions::handle_timeout`]), and pulls out
+//! what to put on the wire ([`Transactions::poll_transmit`]) and when to wake
+//! up next ([`Transactions::poll_timeout`]). It never reads a clock.
+//!
+//! TIDs: only the low 32 bits are ours. The Linux kernel overwrites the high
+//! 32 bits of every request's TID with the sending agent's `hi_tid`
+//! (ib_umad_write), and ibsim/umad2sim overwrite bits 32-63 with their agent
+//! and client numbers, so responses are matched on the low 32 bits alone.
+//!
+//! Every attempt of a transaction gets a fresh TID. The kernel refuses a
+//! second outstanding send with the same TID (`is_duplicate` in user_mad.c),
+//! and a kernel-timed-out send may still be outstanding when our own timer
+//! fires. A response to any earlier attempt of a live transaction still
+//! completes it (a "late" response): the answer is as good as the retry's.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::fmt;
+use std::time::Duration;
+
+use super::{Datagram, MadSummary};
+use crate::mad::{AttributeId, MadHeader, MgmtClass, Method, WireError, MAD_HEADER_LEN};
+
+/// Knobs of the transaction layer; the defaults are OpenSM's
+/// (`max_wire_smps` 4, `transaction_timeout` 200 ms, `transaction_retries` 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnConfig {
+    /// Requests on the wire at once (OpenSM's VL15 window). 0 is taken as 1.
+    pub window: usize,
+    /// How long one attempt waits for its response.
+    pub timeout: Duration,
+    /// Re-sends after the first attempt before the transaction fails.
+    pub retries: u32,
+}
+
+impl Default for TxnConfig {
+    fn default() -> Self {
+        TxnConfig { window: 4, timeout: Duration::from_millis(200), retries: 3 }
+    }
+}
+
+/// The key benchmarks group counters by: management class, attribute and
+/// request method (a response is filed under the method it answers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct MadKey {
+    pub class: u8,
+    pub attribute: u16,
+    pub method: u8,
+}
+
+impl MadKey {
+    /// The key of a MAD header; the response bit is cleared so a GetResp
+    /// counts under Get.
+    pub fn of<T: AsRef<[u8]>>(h: &MadHeader<T>) -> Self {
+        let method = u8::from(h.method());
+        let method = if method & 0x80 != 0 { method & 0x7f } else { method };
+        MadKey { class: h.mgmt_class().into(), attribute: h.attribute_id().into(), method }
+    }
+    pub fn class(&self) -> MgmtClass {
+        self.class.into()
+    }
+    pub fn attribute(&self) -> AttributeId {
+        self.attribute.into()
+    }
+    pub fn method(&self) -> Method {
+        self.method.into()
+    }
+}
+
+impl fmt::Display for MadKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} {:?} {:?}", self.class(), self.method(), self.attribute())
+    }
+}
+
+/// Counters for one [`MadKey`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MadCounters {
+    /// MADs put on the wire, retries and unsolicited sends included.
+    pub sent: u64,
+    /// Of `sent`, the re-sends after a timeout.
+    pub retries: u64,
+    /// Attempts whose timer expired (each leads to a retry or a failure).
+    pub timeouts: u64,
+    /// Transactions given up after the last retry.
+    pub failed: u64,
+    /// Responses that completed a transaction.
+    pub responses: u64,
+    /// Of `responses`, those answering an earlier attempt than the last.
+    pub late: u64,
+    /// Responses that matched no live transaction (dropped).
+    pub strays: u64,
+    /// Requests, traps and reports from others.
+    pub unsolicited: u64,
+}
+
+/// A snapshot of the transaction layer's counters and gauges.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TxnStats {
+    pub by_mad: BTreeMap<MadKey, MadCounters>,
+    /// Received buffers too short to hold a MAD header.
+    pub malformed: u64,
+    /// Sum and maximum of response times (first transmit of the answered
+    /// attempt to its response), for the mean RTT.
+    pub rtt_total: Duration,
+    pub rtt_max: Duration,
+    /// Transactions on the wire now.
+    pub in_flight: usize,
+    /// Transactions waiting for window space (new and retries).
+    pub queued: usize,
+}
+
+impl TxnStats {
+    /// The counters summed over every key.
+    pub fn totals(&self) -> MadCounters {
+        let mut t = MadCounters::default();
+        for c in self.by_mad.values() {
+            t.sent += c.sent;
+            t.retries += c.retries;
+            t.timeouts += c.timeouts;
+            t.failed += c.failed;
+            t.responses += c.responses;
+            t.late += c.late;
+            t.strays += c.strays;
+            t.unsolicited += c.unsolicited;
+        }
+        t
+    }
+}
+
+/// Why a transaction ended without a response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TxnError {
+    /// `mad` is the last attempt as sent, so its TID is the last one used.
+    #[error("{mad}: no response after {attempts} attempts")]
+    Timeout { attempts: u32, mad: MadSummary },
+    #[error("cannot submit: {0}")]
+    Malformed(WireError),
+}
+
+/// What a received MAD turned out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Received<T> {
+    /// The response to a transaction, which is now complete.
+    Response { token: T, dgram: Datagram },
+    /// A request, trap or report from someone else.
+    Unsolicited(Datagram),
+    /// A response that matches no live transaction (for instance one that
+    /// arrives after its transaction failed). Counted and dropped.
+    Stray { tid: u64 },
+    /// Too short to be a MAD. Counted and dropped.
+    Malformed(WireError),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Queued,
+    InFlight { sent_at: Duration, deadline: Duration },
+}
+
+#[derive(Debug)]
+struct Txn<T> {
+    token: T,
+    dgram: Datagram,
+    key: MadKey,
+    attempts: u32,
+    /// Every TID this transaction has used, the current one last.
+    tids: Vec<u32>,
+    state: State,
+}
+
+/// The transaction table. `T` is the caller's token for a request.
+#[derive(Debug)]
+pub struct Transactions<T> {
+    cfg: TxnConfig,
+    next_tid: u32,
+    next_id: u64,
+    txns: HashMap<u64, Txn<T>>,
+    by_tid: HashMap<u32, u64>,
+    /// Transactions waiting for window space. Entries whose transaction has
+    /// completed or is already in flight are skipped when popped.
+    queue: VecDeque<u64>,
+    deadlines: BTreeSet<(Duration, u64)>,
+    stats: TxnStats,
+}
+
+/// The first 24 bytes of a datagram as a header view, if it has them.
+fn header_of(mad: &[u8]) -> Result<MadHeader<&[u8]>, WireError> {
+    MadHeader::new_checked(&mad[..mad.len().min(MAD_HEADER_LEN)])
+}
+
+impl<T> Transactions<T> {
+    pub fn new(cfg: TxnConfig) -> Self {
+        Self::with_first_tid(cfg, 1)
+    }
+
+    /// Starts TID allocation at `first` (tests use it to reach wraparound).
+    pub fn with_first_tid(mut cfg: TxnConfig, first: u32) -> Self {
+        cfg.window = cfg.window.max(1);
+        Transactions {
+            cfg,
+            next_tid: first,
+            next_id: 0,
+            txns: HashMap::new(),
+            by_tid: HashMap::new(),
+            queue: VecDeque::new(),
+            deadlines: BTreeSet::new(),
+            stats: TxnStats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &TxnConfig {
+        &self.cfg
+    }
+
+    /// Queues a request. Its TID is assigned when it is transmitted.
+    pub fn submit(&mut self, token: T, dgram: Datagram) -> Result<(), TxnError> {
+        let key = MadKey::of(&header_of(&dgram.mad).map_err(TxnError::Malformed)?);
+        let id = self.next_id;
+        self.next_id += 1;
+        self.txns.insert(
+            id,
+            Txn { token, dgram, key, attempts: 0, tids: Vec::new(), state: State::Queued },
+        );
+        self.queue.push_back(id);
+        Ok(())
+    }
+
+    /// Counts a MAD sent outside any transaction (a response or a trap).
+    pub fn count_send(&mut self, dgram: &Datagram) {
+        if let Ok(h) = header_of(&dgram.mad) {
+            self.stats.by_mad.entry(MadKey::of(&h)).or_default().sent += 1;
+        }
+    }
+
+    /// The next MAD to put on the wire, if the window has room: retries
+    /// first, then new requests in submission order.
+    pub fn poll_transmit(&mut self, now: Duration) -> Option<Datagram> {
+        if self.deadlines.len() >= self.cfg.window {
+            return None;
+        }
+        while let Some(id) = self.queue.pop_front() {
+            if !matches!(self.txns.get(&id), Some(t) if t.state == State::Queued) {
+                continue;
+            }
+            let tid = self.alloc_tid();
+            let txn = self.txns.get_mut(&id).expect("checked above");
+            let mut h = MadHeader::new_checked(&mut txn.dgram.mad[..MAD_HEADER_LEN]).expect("checked at submit");
+            h.set_transaction_id(u64::from(tid));
+            txn.attempts += 1;
+            txn.tids.push(tid);
+            let deadline = now + self.cfg.timeout;
+            txn.state = State::InFlight { sent_at: now, deadline };
+            self.by_tid.insert(tid, id);
+            self.deadlines.insert((deadline, id));
+            let c = self.stats.by_mad.entry(txn.key).or_default();
+            c.sent += 1;
+            if txn.attempts > 1 {
+                c.retries += 1;
+            }
+            return Some(txn.dgram.clone());
+        }
+        None
+    }
+
+    /// The next free low-32-bit TID. 0 is skipped (it reads as "unset" in
+    /// traces) and so are TIDs still owned by a live transaction.
+    fn alloc_tid(&mut self) -> u32 {
+        loop {
+            let tid = self.next_tid;
+            self.next_tid = self.next_tid.wrapping_add(1);
+            if tid != 0 && !self.by_tid.contains_key(&tid) {
+                return tid;
+            }
+        }
+    }
+
+    /// Classifies a received MAD and completes the transaction it answers.
+    pub fn handle_receive(&mut self, now: Duration, dgram: Datagram) -> Received<T> {
+        let h = match header_of(&dgram.mad) {
+            Ok(h) => h,
+            Err(e) => {
+                self.stats.malformed += 1;
+                return Received::Malformed(e);
+            }
+        };
+        let key = MadKey::of(&h);
+        if !h.method().is_response() {
+            self.stats.by_mad.entry(key).or_default().unsolicited += 1;
+            return Received::Unsolicited(dgram);
+        }
+        let full_tid = h.transaction_id();
+        let tid = full_tid as u32;
+        let class: u8 = h.mgmt_class().into();
+        let id = match self.by_tid.get(&tid) {
+            Some(&id) if self.txns[&id].key.class == class => id,
+            _ => {
+                self.stats.by_mad.entry(key).or_default().strays += 1;
+                tracing::debug!(tid = format_args!("{full_tid:#018x}"), mad = %key, "stray response dropped");
+                return Received::Stray { tid: full_tid };
+            }
+        };
+        let txn = self.remove(id);
+        let c = self.stats.by_mad.entry(txn.key).or_default();
+        c.responses += 1;
+        if txn.tids.last() != Some(&tid) {
+            c.late += 1;
+        }
+        if let State::InFlight { sent_at, .. } = txn.state {
+            let rtt = now.saturating_sub(sent_at);
+            self.stats.rtt_total += rtt;
+            self.stats.rtt_max = self.stats.rtt_max.max(rtt);
+        }
+        Received::Response { token: txn.token, dgram }
+    }
+
+    /// Expires attempts whose deadline is at or before `now`. Those with
+    /// retries left go to the front of the queue (ahead of new requests, in
+    /// deadline order); the others fail and are returned.
+    pub fn handle_timeout(&mut self, now: Duration) -> Vec<(T, TxnError)> {
+        let mut expired = Vec::new();
+        while let Some(&(deadline, id)) = self.deadlines.first() {
+            if deadline > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            expired.push(id);
+        }
+        let mut requeue = Vec::new();
+        let mut failed = Vec::new();
+        for id in expired {
+            let txn = self.txns.get_mut(&id).expect("a deadline belongs to a live transaction");
+            txn.state = State::Queued;
+            let c = self.stats.by_mad.entry(txn.key).or_default();
+            c.timeouts += 1;
+            if txn.attempts <= self.cfg.retries {
+                requeue.push(id);
+            } else {
+                c.failed += 1;
+                let txn = self.remove(id);
+                let err = TxnError::Timeout { attempts: txn.attempts, mad: MadSummary::of(&txn.dgram) };
+                failed.push((txn.token, err));
+            }
+        }
+        for id in requeue.into_iter().rev() {
+            self.queue.push_front(id);
+        }
+        failed
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) next has work.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.deadlines.first().map(|&(d, _)| d)
+    }
+
+    /// Abandons the transaction whose current TID is `tid` (its send failed).
+    pub fn cancel_tid(&mut self, tid: u32) -> Option<T> {
+        let id = *self.by_tid.get(&tid)?;
+        Some(self.remove(id).token)
+    }
+
+    /// Abandons everything (shutdown), returning the tokens.
+    pub fn drain(&mut self) -> Vec<T> {
+        self.by_tid.clear();
+        self.queue.clear();
+        self.deadlines.clear();
+        self.txns.drain().map(|(_, t)| t.token).collect()
+    }
+
+    fn remove(&mut self, id: u64) -> Txn<T> {
+        let txn = self.txns.remove(&id).expect("live transaction");
+        for tid in &txn.tids {
+            self.by_tid.remove(tid);
+        }
+        if let State::InFlight { deadline, .. } = txn.state {
+            self.deadlines.remove(&(deadline, id));
+        }
+        txn
+    }
+
+    /// Transactions on the wire.
+    pub fn in_flight(&self) -> usize {
+        self.deadlines.len()
+    }
+
+    /// Transactions not yet complete (queued or on the wire).
+    pub fn pending(&self) -> usize {
+        self.txns.len()
+    }
+
+    /// Counters and gauges.
+    pub fn stats(&self) -> TxnStats {
+        let mut s = self.stats.clone();
+        s.in_flight = self.deadlines.len();
+        s.queued = self.txns.len() - s.in_flight;
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mad::smp::SmpRepr;
+    use crate::mad::DrPath;
+    use crate::transport::MadAddress;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn get(attr: AttributeId, path: &[u8]) -> Datagram {
+        let smp =
+            SmpRepr::directed_request(Method::Get, attr, 0, DrPath::from_ports(path).unwrap(), 0, [0; 64]);
+        Datagram { addr: MadAddress::smi_permissive(), mad: smp.to_bytes().to_vec() }
+    }
+
+    /// The response a device would send back, with the TID's high bits
+    /// scribbled over as the kernel and ibsim do.
+    fn answer(req: &Datagram) -> Datagram {
+        let mut r = req.clone();
+        let mut h = MadHeader::new_checked(&mut r.mad[..MAD_HEADER_LEN]).unwrap();
+        h.set_method(Method::GetResp);
+        let tid = h.transaction_id();
+        h.set_transaction_id(0xabcd_0001_0000_0000 | (tid & 0xffff_ffff));
+        r
+    }
+
+    fn tid_of(d: &Datagram) -> u64 {
+        header_of(&d.mad).unwrap().transaction_id()
+    }
+
+    fn cfg(window: usize, retries: u32) -> TxnConfig {
+        TxnConfig { window, timeout: 100 * MS, retries }
+    }
+
+    /// Steps a fake clock to each wake-up, answering every request after
+    /// `rtt` unless `drop` says so, and checks the window on every step.
+    /// Returns (completed tokens in order, failed tokens, max seen in flight).
+    fn run(
+        t: &mut Transactions<u32>,
+        rtt: Duration,
+        mut drop: impl FnMut(u64, u32) -> bool,
+    ) -> (Vec<u32>, Vec<u32>, usize) {
+        let mut now = Duration::ZERO;
+        let mut wire: Vec<(Duration, Datagram)> = Vec::new();
+        let (mut done, mut failed, mut max_inflight) = (Vec::new(), Vec::new(), 0);
+        let mut sends = 0u32;
+        for _step in 0..10_000 {
+            while let Some(d) = t.poll_transmit(now) {
+                sends += 1;
+                if !drop(tid_of(&d), sends) {
+                    wire.push((now + rtt, answer(&d)));
+                }
+            }
+            max_inflight = max_inflight.max(t.in_flight());
+            assert!(t.in_flight() <= t.config().window, "window exceeded");
+            let next_wire = wire.iter().map(|w| w.0).min();
+            let next = match (next_wire, t.poll_timeout()) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(x) => x,
+                    None => return (done, failed, max_inflight),
+                },
+            };
+            assert!(next >= now, "time must not go backwards");
+            now = next;
+            let (due, rest): (Vec<_>, Vec<_>) = wire.drain(..).partition(|w| w.0 <= now);
+            wire = rest;
+            for (_, d) in due {
+                match t.handle_receive(now, d) {
+                    Received::Response { token, .. } => done.push(token),
+                    Received::Stray { .. } => {}
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            failed.extend(t.handle_timeout(now).into_iter().map(|(tok, _)| tok));
+        }
+        panic!("livelock: no quiescence after 10000 steps");
+    }
+
+    #[test]
+    fn window_is_never_exceeded_and_all_complete() {
+        for window in [1, 2, 4, 7] {
+            let mut t = Transactions::new(cfg(window, 3));
+            for i in 0..50 {
+                t.submit(i, get(AttributeId::NodeInfo, &[1])).unwrap();
+            }
+            let (done, failed, max) = run(&mut t, 3 * MS, |_, _| false);
+            assert_eq!(done, (0..50).collect::<Vec<_>>(), "window {window}: FIFO completion");
+            assert!(failed.is_empty());
+            assert_eq!(max, window);
+            let s = t.stats();
+            let c = s.by_mad[&MadKey { class: 0x81, attribute: 0x11, method: 1 }];
+            assert_eq!((c.sent, c.responses, c.retries, c.timeouts), (50, 50, 0, 0));
+            assert_eq!((s.in_flight, s.queued), (0, 0));
+        }
+    }
+
+    #[test]
+    fn tids_are_unique_among_live_transactions() {
+        let mut t = Transactions::new(cfg(8, 0));
+        for i in 0..8 {
+            t.submit(i, get(AttributeId::PortInfo, &[])).unwrap();
+        }
+        let mut tids: Vec<u64> = std::iter::from_fn(|| t.poll_transmit(Duration::ZERO)).map(|d| tid_of(&d)).collect();
+        assert_eq!(tids.len(), 8);
+        assert!(tids.iter().all(|&x| x >> 32 == 0), "high 32 bits are left to the kernel");
+        tids.sort();
+        tids.dedup();
+        assert_eq!(tids.len(), 8);
+    }
+
+    #[test]
+    fn retries_then_failure() {
+        let mut t = Transactions::new(cfg(4, 2));
+        t.submit(7u32, get(AttributeId::SwitchInfo, &[1, 3])).unwrap();
+        let d1 = t.poll_transmit(Duration::ZERO).unwrap();
+        assert_eq!(t.poll_timeout(), Some(100 * MS));
+        assert!(t.handle_timeout(99 * MS).is_empty());
+        assert!(t.handle_timeout(100 * MS).is_empty(), "first retry");
+        assert_eq!(t.in_flight(), 0);
+        let d2 = t.poll_transmit(100 * MS).unwrap();
+        assert_ne!(tid_of(&d1), tid_of(&d2), "each attempt has its own TID");
+        assert!(t.handle_timeout(200 * MS).is_empty(), "second retry");
+        let d3 = t.poll_transmit(200 * MS).unwrap();
+        let failed = t.handle_timeout(300 * MS);
+        assert_eq!(failed.len(), 1);
+        let (tok, err) = &failed[0];
+        assert_eq!(*tok, 7);
+        match err {
+            TxnError::Timeout { attempts, mad } => {
+                assert_eq!(*attempts, 3);
+                assert_eq!(mad.tid, tid_of(&d3));
+                assert_eq!(mad.attribute, AttributeId::SwitchInfo);
+                assert_eq!(mad.path, Some(DrPath::from_ports(&[1, 3]).unwrap()));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(t.pending(), 0);
+        // Every attempt's late answer is now a stray.
+        for d in [&d1, &d2, &d3] {
+            assert!(matches!(t.handle_receive(310 * MS, answer(d)), Received::Stray { .. }));
+        }
+        let c = t.stats().by_mad[&MadKey { class: 0x81, attribute: 0x12, method: 1 }];
+        assert_eq!((c.sent, c.retries, c.timeouts, c.failed, c.strays), (3, 2, 3, 1, 3));
+    }
+
+    #[test]
+    fn late_response_after_retry_completes_and_the_retry_answer_is_stray() {
+        let mut t = Transactions::new(cfg(1, 3));
+        t.submit(1u32, get(AttributeId::NodeInfo, &[2])).unwrap();
+        t.submit(2u32, get(AttributeId::NodeInfo, &[3])).unwrap();
+        let first = t.poll_transmit(Duration::ZERO).unwrap();
+        assert!(t.poll_transmit(Duration::ZERO).is_none(), "window 1");
+        t.handle_timeout(100 * MS);
+        let retry = t.poll_transmit(100 * MS).unwrap();
+        assert_eq!(&retry.mad[129..130], &[2], "the retry goes before request 2");
+        // The first attempt's answer arrives late: it completes transaction 1.
+        match t.handle_receive(120 * MS, answer(&first)) {
+            Received::Response { token, .. } => assert_eq!(token, 1),
+            other => panic!("{other:?}"),
+        }
+        // The retry's answer then matches nothing.
+        assert!(matches!(t.handle_receive(130 * MS, answer(&retry)), Received::Stray { .. }));
+        // Window space freed: request 2 goes out.
+        let second = t.poll_transmit(130 * MS).unwrap();
+        assert_eq!(&second.mad[129..130], &[3]);
+        let c = t.stats().by_mad[&MadKey { class: 0x81, attribute: 0x11, method: 1 }];
+        assert_eq!((c.responses, c.late, c.strays, c.retries), (1, 1, 1, 1));
+    }
+
+    #[test]
+    fn retries_jump_the_queue_in_deadline_order() {
+        let mut t = Transactions::new(cfg(2, 1));
+        for (i, p) in [(0u32, 1u8), (1, 2), (2, 3)] {
+            t.submit(i, get(AttributeId::NodeInfo, &[p])).unwrap();
+        }
+        t.poll_transmit(Duration::ZERO).unwrap();
+        t.poll_transmit(MS).unwrap();
+        assert!(t.handle_timeout(101 * MS).is_empty());
+        let order: Vec<u8> = std::iter::from_fn(|| t.poll_transmit(101 * MS)).map(|d| d.mad[129]).collect();
+        assert_eq!(order, vec![1, 2], "both retries before request 3");
+    }
+
+    #[test]
+    fn lossy_link_eventually_delivers_with_retries() {
+        use rand::{Rng, SeedableRng};
+        let mut t = Transactions::new(cfg(4, 8));
+        for i in 0..40 {
+            t.submit(i, get(AttributeId::PortInfo, &[1])).unwrap();
+        }
+        // Drop a third of all sends (seeded: the outcome is fixed).
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut drops = 0u64;
+        let (done, failed, _) = run(&mut t, 2 * MS, |_, _| {
+            let d = rng.gen_ratio(1, 3);
+            drops += u64::from(d);
+            d
+        });
+        assert!(failed.is_empty());
+        let mut sorted = done.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..40).collect::<Vec<_>>());
+        let c = t.stats().totals();
+        assert_eq!(c.responses, 40);
+        assert_eq!(c.sent, 40 + c.retries);
+        assert_eq!(c.retries, drops, "one retry per dropped send: {c:?}");
+        assert_eq!(c.timeouts, drops);
+        assert!(drops >= 10, "the seed drops a fair share: {drops}");
+    }
+
+    #[test]
+    fn tid_wraparound_skips_zero_and_live_tids() {
+        let mut t = Transactions::with_first_tid(cfg(8, 0), u32::MAX - 1);
+        t.submit(0u32, get(AttributeId::NodeInfo, &[])).unwrap();
+        let a = t.poll_transmit(Duration::ZERO).unwrap();
+        assert_eq!(tid_of(&a), u64::from(u32::MAX - 1));
+        for i in 1..4 {
+            t.submit(i, get(AttributeId::NodeInfo, &[])).unwrap();
+        }
+        let tids: Vec<u64> = std::iter::from_fn(|| t.poll_transmit(Duration::ZERO)).map(|d| tid_of(&d)).collect();
+        assert_eq!(tids, vec![u64::from(u32::MAX), 1, 2]);
+        // A response whose high bits were rewritten still matches.
+        let mut r = answer(&a);
+        r.mad[8..12].copy_from_slice(&[0xff; 4]);
+        assert!(matches!(t.handle_receive(MS, r), Received::Response { token: 0, .. }));
+
+        // Wrap all the way round with TID 1 and 2 still live.
+        let mut t2 = Transactions::with_first_tid(cfg(8, 0), 1);
+        t2.submit(10u32, get(AttributeId::NodeInfo, &[])).unwrap();
+        t2.submit(11u32, get(AttributeId::NodeInfo, &[])).unwrap();
+        t2.poll_transmit(Duration::ZERO).unwrap();
+        t2.poll_transmit(Duration::ZERO).unwrap();
+        t2.next_tid = u32::MAX;
+        t2.submit(12u32, get(AttributeId::NodeInfo, &[])).unwrap();
+        t2.submit(13u32, get(AttributeId::NodeInfo, &[])).unwrap();
+        let tids: Vec<u64> = std::iter::from_fn(|| t2.poll_transmit(Duration::ZERO)).map(|d| tid_of(&d)).collect();
+        assert_eq!(tids, vec![u64::from(u32::MAX), 3]);
+    }
+
+    #[test]
+    fn unsolicited_stray_and_malformed_are_classified() {
+        let mut t: Transactions<u32> = Transactions::new(TxnConfig::default());
+        // A Get from another SM.
+        let req = get(AttributeId::SmInfo, &[]);
+        assert!(matches!(t.handle_receive(Duration::ZERO, req.clone()), Received::Unsolicited(_)));
+        // A trap.
+        let mut trap = req.clone();
+        trap.mad[3] = u8::from(Method::Trap);
+        assert!(matches!(t.handle_receive(Duration::ZERO, trap), Received::Unsolicited(_)));
+        // A response nobody asked for.
+        assert!(matches!(t.handle_receive(Duration::ZERO, answer(&req)), Received::Stray { .. }));
+        // Garbage.
+        let short = Datagram { addr: req.addr, mad: vec![1, 2, 3] };
+        assert!(matches!(t.handle_receive(Duration::ZERO, short.clone()), Received::Malformed(_)));
+        assert!(matches!(t.submit(1, short), Err(TxnError::Malformed(_))));
+        let s = t.stats();
+        assert_eq!(s.malformed, 1);
+        assert_eq!(s.totals().unsolicited, 2);
+        assert_eq!(s.totals().strays, 1);
+    }
+
+    #[test]
+    fn response_of_another_class_does_not_complete() {
+        let mut t = Transactions::new(TxnConfig::default());
+        t.submit(1u32, get(AttributeId::NodeInfo, &[])).unwrap();
+        let d = t.poll_transmit(Duration::ZERO).unwrap();
+        let mut r = answer(&d);
+        r.mad[1] = 0x03; // SubnAdm with the same TID
+        assert!(matches!(t.handle_receive(MS, r), Received::Stray { .. }));
+        assert_eq!(t.pending(), 1);
+    }
+
+    #[test]
+    fn cancel_and_drain() {
+        let mut t = Transactions::new(TxnConfig::default());
+        t.submit(1u32, get(AttributeId::NodeInfo, &[])).unwrap();
+        t.submit(2u32, get(AttributeId::NodeInfo, &[])).unwrap();
+        let d = t.poll_transmit(Duration::ZERO).unwrap();
+        assert_eq!(t.cancel_tid(tid_of(&d) as u32), Some(1));
+        assert_eq!(t.in_flight(), 0);
+        assert_eq!(t.drain(), vec![2]);
+        assert_eq!(t.pending(), 0);
+        assert!(t.poll_transmit(Duration::ZERO).is_none());
+    }
+}
