@@ -10,8 +10,10 @@
 //! - `spec` / `generate`: generator spec strings and the fabrics they build;
 //! - `guids`: the GUIDs ibsim assigns, shared by all of the above;
 //! - `validate`: the consistency rules every model must meet;
-//! - `index`: O(1) lookups and directed-route paths over a model.
+//! - `index`: O(1) lookups and directed-route paths over a model;
+//! - `diff`: compares two models of one fabric by GUID.
 
+pub mod diff;
 pub mod error;
 pub mod generate;
 pub mod guids;
@@ -21,6 +23,7 @@ pub mod spec;
 pub mod validate;
 pub mod writer;
 
+pub use diff::fabric_diff;
 pub use error::{Problem, SpecError, TopologyError};
 pub use guids::{assign_ibsim_guids, GuidCounters};
 pub use index::TopologyIndex;
@@ -136,7 +139,11 @@ impl Node {
     pub fn port_guid(&self, port: u8) -> Guid {
         match self.kind {
             NodeKind::Switch => self.port_guids.first().copied().unwrap_or(self.node_guid),
-            _ => self.port_guids.get(port as usize).copied().unwrap_or(self.node_guid),
+            _ => self
+                .port_guids
+                .get(port as usize)
+                .copied()
+                .unwrap_or(self.node_guid),
         }
     }
 }
@@ -164,7 +171,13 @@ impl Topology {
 
     /// Cables `a` to `b`; returns the link's index. Checks nothing: see
     /// `validate`.
-    pub fn connect(&mut self, a: PortRef, b: PortRef, width: LinkWidthCode, speed: LinkSpeedCode) -> usize {
+    pub fn connect(
+        &mut self,
+        a: PortRef,
+        b: PortRef,
+        width: LinkWidthCode,
+        speed: LinkSpeedCode,
+    ) -> usize {
         self.links.push(Link { a, b, width, speed });
         self.links.len() - 1
     }
@@ -183,7 +196,11 @@ impl Topology {
     }
 
     pub fn nodes_of(&self, kind: NodeKind) -> impl Iterator<Item = NodeIdx> + '_ {
-        self.nodes.iter().enumerate().filter(move |(_, n)| n.kind == kind).map(|(i, _)| NodeIdx(i))
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(move |(_, n)| n.kind == kind)
+            .map(|(i, _)| NodeIdx(i))
     }
 
     /// Linear scan; for repeated lookups build `index()` once.
@@ -193,7 +210,10 @@ impl Topology {
 
     /// The node whose node GUID is `guid`. Linear scan; see `index()`.
     pub fn node_by_guid(&self, guid: Guid) -> Option<NodeIdx> {
-        self.nodes.iter().position(|n| n.node_guid == guid).map(NodeIdx)
+        self.nodes
+            .iter()
+            .position(|n| n.node_guid == guid)
+            .map(NodeIdx)
     }
 
     /// The port at the other end of `port`'s cable. Linear in the number of

@@ -27,10 +27,15 @@ impl Topology {
                 return Err(Problem::EmptyName { index: i });
             }
             if names.insert(&n.name, i).is_some() {
-                return Err(Problem::DuplicateName { name: n.name.clone() });
+                return Err(Problem::DuplicateName {
+                    name: n.name.clone(),
+                });
             }
             if n.num_ports == 0 || n.num_ports > MAX_PORTS {
-                return Err(Problem::BadPortCount { node: n.name.clone(), num_ports: n.num_ports as u32 });
+                return Err(Problem::BadPortCount {
+                    node: n.name.clone(),
+                    num_ports: n.num_ports as u32,
+                });
             }
             let expected = match n.kind {
                 NodeKind::Switch => 1,
@@ -95,7 +100,9 @@ impl Topology {
                     });
                 };
                 if end.port == 0 {
-                    return Err(Problem::PortZero { node: node.name.clone() });
+                    return Err(Problem::PortZero {
+                        node: node.name.clone(),
+                    });
                 }
                 if end.port > node.num_ports {
                     return Err(Problem::PortOutOfRange {
@@ -107,7 +114,10 @@ impl Topology {
             }
             let a_name = &self.nodes[l.a.node.0].name;
             if l.a == l.b {
-                return Err(Problem::PortLoop { node: a_name.clone(), port: l.a.port });
+                return Err(Problem::PortLoop {
+                    node: a_name.clone(),
+                    port: l.a.port,
+                });
             }
             for end in [l.a, l.b] {
                 let slot = &mut used[base[end.node.0] + end.port as usize];
@@ -120,10 +130,20 @@ impl Topology {
                 *slot = true;
             }
             if !is_width_code(l.width) {
-                return Err(Problem::BadLinkRate { node: a_name.clone(), port: l.a.port, what: "width", value: l.width });
+                return Err(Problem::BadLinkRate {
+                    node: a_name.clone(),
+                    port: l.a.port,
+                    what: "width",
+                    value: l.width,
+                });
             }
             if !is_speed_code(l.speed) {
-                return Err(Problem::BadLinkRate { node: a_name.clone(), port: l.a.port, what: "speed", value: l.speed });
+                return Err(Problem::BadLinkRate {
+                    node: a_name.clone(),
+                    port: l.a.port,
+                    what: "speed",
+                    value: l.speed,
+                });
             }
         }
         Ok(())
@@ -142,7 +162,10 @@ mod tests {
         t
     }
     fn p(n: usize, port: u8) -> PortRef {
-        PortRef { node: NodeIdx(n), port }
+        PortRef {
+            node: NodeIdx(n),
+            port,
+        }
     }
 
     #[test]
@@ -158,11 +181,24 @@ mod tests {
         let mut t = two_nodes();
         t.connect(p(0, 1), p(1, 1), 2, 1);
         t.connect(p(0, 2), p(1, 1), 2, 1);
-        assert_eq!(t.validate(), Err(Problem::PortCabledTwice { node: "h".into(), port: 1 }));
+        assert_eq!(
+            t.validate(),
+            Err(Problem::PortCabledTwice {
+                node: "h".into(),
+                port: 1
+            })
+        );
 
         let mut t = two_nodes();
         t.connect(p(0, 5), p(1, 1), 2, 1);
-        assert_eq!(t.validate(), Err(Problem::PortOutOfRange { node: "sw".into(), port: 5, num_ports: 4 }));
+        assert_eq!(
+            t.validate(),
+            Err(Problem::PortOutOfRange {
+                node: "sw".into(),
+                port: 5,
+                num_ports: 4
+            })
+        );
 
         let mut t = two_nodes();
         t.connect(p(0, 0), p(1, 1), 2, 1);
@@ -170,36 +206,75 @@ mod tests {
 
         let mut t = two_nodes();
         t.connect(p(0, 1), p(7, 1), 2, 1);
-        assert_eq!(t.validate(), Err(Problem::NodeIndexOutOfRange { link: 0, index: 7, nodes: 2 }));
+        assert_eq!(
+            t.validate(),
+            Err(Problem::NodeIndexOutOfRange {
+                link: 0,
+                index: 7,
+                nodes: 2
+            })
+        );
 
         let mut t = two_nodes();
         t.connect(p(0, 1), p(0, 1), 2, 1);
-        assert_eq!(t.validate(), Err(Problem::PortLoop { node: "sw".into(), port: 1 }));
+        assert_eq!(
+            t.validate(),
+            Err(Problem::PortLoop {
+                node: "sw".into(),
+                port: 1
+            })
+        );
 
         let mut t = two_nodes();
         t.connect(p(0, 1), p(1, 1), 3, 1);
-        assert!(matches!(t.validate(), Err(Problem::BadLinkRate { what: "width", value: 3, .. })));
+        assert!(matches!(
+            t.validate(),
+            Err(Problem::BadLinkRate {
+                what: "width",
+                value: 3,
+                ..
+            })
+        ));
 
         let mut t = two_nodes();
         t.nodes[1].name = "sw".into();
-        assert_eq!(t.validate(), Err(Problem::DuplicateName { name: "sw".into() }));
+        assert_eq!(
+            t.validate(),
+            Err(Problem::DuplicateName { name: "sw".into() })
+        );
 
         let mut t = two_nodes();
         t.add_node(Node::new(NodeKind::Switch, "sw2", 4, Guid(0x200000)));
-        assert!(matches!(t.validate(), Err(Problem::DuplicateNodeGuid { .. })));
+        assert!(matches!(
+            t.validate(),
+            Err(Problem::DuplicateNodeGuid { .. })
+        ));
 
         // A CA port GUID colliding with a switch's port GUID.
         let mut t = two_nodes();
         t.add_node(Node::new(NodeKind::Switch, "sw2", 4, Guid(0x100001)));
-        assert!(matches!(t.validate(), Err(Problem::DuplicatePortGuid { .. })));
+        assert!(matches!(
+            t.validate(),
+            Err(Problem::DuplicatePortGuid { .. })
+        ));
 
         let mut t = two_nodes();
         t.nodes[1].port_guids.pop();
-        assert!(matches!(t.validate(), Err(Problem::PortGuidCount { expected: 3, found: 2, .. })));
+        assert!(matches!(
+            t.validate(),
+            Err(Problem::PortGuidCount {
+                expected: 3,
+                found: 2,
+                ..
+            })
+        ));
 
         let mut t = two_nodes();
         t.nodes[0].num_ports = 255;
-        assert!(matches!(t.validate(), Err(Problem::BadPortCount { num_ports: 255, .. })));
+        assert!(matches!(
+            t.validate(),
+            Err(Problem::BadPortCount { num_ports: 255, .. })
+        ));
     }
 
     #[test]
