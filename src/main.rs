@@ -18,22 +18,30 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the subnet manager (as a service, or --once).
+    Run(ibsm::cli::RunArgs),
     /// Send one directed-route SubnGet and print the decoded attribute.
     Probe(ibsm::probe::ProbeArgs),
+    /// Topology files and generators.
+    #[command(subcommand)]
+    Topology(ibsm::cli::TopologyCmd),
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("IBSM_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
+    // The SM logs what it does at info; tools only warn.
+    let (default_level, file, json) = match &cli.command {
+        Command::Run(a) => ("info", a.log_file.clone(), a.log_json),
+        _ => ("warn", None, false),
+    };
+    if let Err(e) = init_logging(default_level, file.as_deref(), json) {
+        eprintln!("ibsm: {e}");
+        return ExitCode::from(2);
+    }
     match cli.command {
+        Command::Run(args) => ibsm::cli::run(args).await,
+        Command::Topology(cmd) => ibsm::cli::topology(cmd),
         Command::Probe(args) => match ibsm::probe::run(&args).await {
             Ok(text) => {
                 print!("{text}");
@@ -45,4 +53,35 @@ async fn main() -> ExitCode {
             }
         },
     }
+}
+
+/// `IBSM_LOG` (tracing's filter syntax) overrides the default level.
+fn init_logging(default_level: &str, file: Option<&std::path::Path>, json: bool) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("IBSM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match file {
+        Some(path) => {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?;
+            let writer = std::sync::Mutex::new(f);
+            if json {
+                builder.json().with_writer(writer).init();
+            } else {
+                builder.with_ansi(false).with_writer(writer).init();
+            }
+        }
+        None => {
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            if json {
+                builder.json().with_writer(std::io::stderr).init();
+            } else {
+                builder.with_ansi(ansi).with_writer(std::io::stderr).init();
+            }
+        }
+    }
+    Ok(())
 }
