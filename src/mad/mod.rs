@@ -10,7 +10,7 @@ pub mod codes;
 pub mod header;
 pub mod smp;
 
-pub use codes::{AttributeId, MgmtClass, Method};
+pub use codes::{AttributeId, Method, MgmtClass};
 pub use header::{MadHeader, MadHeaderRepr};
 pub use smp::{DrPath, Smp, SmpRepr};
 
@@ -26,9 +26,17 @@ pub const SMP_DATA_LEN: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
     #[error("{what}: buffer is {len} bytes, need at least {need}")]
-    Truncated { what: &'static str, len: usize, need: usize },
+    Truncated {
+        what: &'static str,
+        len: usize,
+        need: usize,
+    },
     #[error("{what}: buffer is {len} bytes, at most {max} allowed")]
-    Oversized { what: &'static str, len: usize, max: usize },
+    Oversized {
+        what: &'static str,
+        len: usize,
+        max: usize,
+    },
     #[error("unsupported base version {0} (only 1 is defined)")]
     BaseVersion(u8),
     #[error("class {class:#04x}: unsupported class version {version}")]
@@ -40,9 +48,16 @@ pub enum WireError {
     #[error("directed-route path of {0} hops exceeds the 63-hop maximum")]
     PathTooLong(usize),
     #[error("{what}: field {field} holds {value}, which the spec forbids")]
-    Forbidden { what: &'static str, field: &'static str, value: u64 },
+    Forbidden {
+        what: &'static str,
+        field: &'static str,
+        value: u64,
+    },
     #[error("expected attribute {expected:?}, got {got:?}")]
-    UnexpectedAttribute { expected: AttributeId, got: AttributeId },
+    UnexpectedAttribute {
+        expected: AttributeId,
+        got: AttributeId,
+    },
 }
 
 pub type WireResult<T> = Result<T, WireError>;
@@ -50,7 +65,11 @@ pub type WireResult<T> = Result<T, WireError>;
 /// Checks that `buf` holds at least `need` bytes.
 pub(crate) fn check_len(what: &'static str, buf: &[u8], need: usize) -> WireResult<()> {
     if buf.len() < need {
-        Err(WireError::Truncated { what, len: buf.len(), need })
+        Err(WireError::Truncated {
+            what,
+            len: buf.len(),
+            need,
+        })
     } else {
         Ok(())
     }

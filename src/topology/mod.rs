@@ -53,7 +53,11 @@ impl Node {
     pub fn port_guid(&self, port: u8) -> Guid {
         match self.kind {
             NodeKind::Switch => self.port_guids.first().copied().unwrap_or(self.node_guid),
-            _ => self.port_guids.get(port as usize).copied().unwrap_or(self.node_guid),
+            _ => self
+                .port_guids
+                .get(port as usize)
+                .copied()
+                .unwrap_or(self.node_guid),
         }
     }
 }
