@@ -1,6 +1,6 @@
 //! Times fabric construction, MinHop and route validation on fat trees.
 //!
-//!     cargo run --release -p ibsm-routing --example route_bench [-- --no-validate] [-- SIZE...]
+//!     cargo run --release -p ibsm-routing --example route_bench -- [--no-validate] [SIZE...]
 //!
 //! SIZE is one of: 648, 3888, 11664, 45056 (default: all). One core, no
 //! parallelism. Each tree is measured twice: with the generator's switch
@@ -10,10 +10,13 @@
 //!
 //! Times are CPU time of the benchmark thread (Linux
 //! /proc/thread-self/schedstat), so other load on a shared machine does not
-//! inflate them; wall time is printed next to the routing time. 50,000 hosts cannot be addressed in one subnet (49,151
-//! unicast LIDs, IBA 4.1.3, shared with the switches), so the largest case
-//! is a 3-level radix-64 tree with 44 of its 64 pods: 45,056 hosts and 3,840
-//! switches, 48,896 LIDs.
+//! inflate them; the kernel updates it at scheduler ticks, so figures under
+//! ~10 ms are coarse. Wall time is printed next to the routing time.
+//!
+//! 50,000 hosts cannot be addressed in one subnet (49,151 unicast LIDs,
+//! IBA 4.1.3, shared with the switches), so the largest case is a 3-level
+//! radix-64 tree with 44 of its 64 pods: 45,056 hosts and 3,840 switches,
+//! 48,896 LIDs.
 
 use std::time::Instant;
 

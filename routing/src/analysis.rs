@@ -505,6 +505,9 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
     let mut flow = vec![0u64; ns];
 
     let hist = |h: &mut Vec<u64>, len: u32, n: u64| {
+        if n == 0 {
+            return;
+        }
         let i = len as usize;
         if h.len() <= i {
             h.resize(i + 1, 0);
@@ -1001,6 +1004,33 @@ mod tests {
                 end: TraceEnd::Delivered(NodeRef::End(h[1]))
             }
         );
+    }
+
+    #[test]
+    fn path_lengths_count_only_real_sources() {
+        // s0 - s1 - s2, one host on s0: the longest path is s2 -> host
+        // (3 cables); s2 has no end ports whose path would be one longer.
+        let mut b = RoutingFabric::builder();
+        let s: Vec<SwitchId> = (0..3)
+            .map(|i| {
+                b.add_switch(Switch::new(0xa0 + i, 4, 1 + i as u16))
+                    .unwrap()
+            })
+            .collect();
+        let h = b.add_end_port(EndPort::new(0x100, 0x101, 1, 10)).unwrap();
+        b.connect(PortEnd::Switch(s[0], 1), PortEnd::Switch(s[1], 1))
+            .unwrap();
+        b.connect(PortEnd::Switch(s[1], 2), PortEnd::Switch(s[2], 1))
+            .unwrap();
+        b.connect(PortEnd::End(h), PortEnd::Switch(s[0], 2))
+            .unwrap();
+        let f = b.build().unwrap();
+        let rep = validate(&f, &minhop(&f).unwrap());
+        assert!(rep.is_clean() && rep.all_minimal());
+        assert_eq!(rep.max_hops(), 3, "{rep}");
+        // 4 LIDs x 3 sources; lengths: s0<->s1, s1<->s2, h->s0, s0->h: 1 cable
+        // (6 pairs); s0<->s2, h->s1, s1->h: 2 (4 pairs); h->s2, s2->h: 3.
+        assert_eq!(rep.hop_histogram, vec![0, 6, 4, 2]);
     }
 
     #[test]

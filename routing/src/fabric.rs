@@ -795,7 +795,7 @@ mod tests {
         b.add_switch(Switch::new(0x10, 4, 4)).unwrap();
         b.add_end_port(EndPort::new(0x20, 0x21, 1, 2).with_lmc(2))
             .unwrap();
-        // 0x21 owns 4..=7 with LMC 2 at base 4? No: base 2 is misaligned for LMC 2.
+        // LMC 2 needs a base LID that is a multiple of 4.
         assert_eq!(
             b.clone().build().unwrap_err(),
             FabricError::MisalignedLid {
