@@ -6,7 +6,7 @@
 //!
 //! - [`fabric`]: the routing view of a fabric and its checked builder.
 //! - [`lft`]: forwarding tables, their 64-LID blocks and block diffs.
-//! - [`minhop`]: the default engine (shortest paths, balanced per port).
+//! - [`mod@minhop`]: the default engine (shortest paths, balanced per port).
 //! - [`analysis`]: traces every (source, LID) pair through the tables.
 //! - [`testfab`]: fabric generators for tests and benchmarks.
 #![forbid(unsafe_code)]
