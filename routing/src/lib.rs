@@ -6,7 +6,7 @@
 //!
 //! - [`fabric`]: the routing view of a fabric and its checked builder.
 //! - [`lft`]: forwarding tables, their 64-LID blocks and block diffs.
-//! - [`minhop`]: the default engine (shortest paths, balanced per port).
+//! - [`mod@minhop`]: the default engine (shortest paths, balanced per port).
 //! - [`analysis`]: traces every (source, LID) pair through the tables.
 //! - [`testfab`]: fabric generators for tests and benchmarks.
 #![forbid(unsafe_code)]
@@ -21,7 +21,8 @@ pub mod testfab;
 pub use analysis::{trace, validate, validate_with_loads, Report};
 pub use error::RoutingError;
 pub use fabric::{
-    EndPort, EndPortId, FabricBuilder, FabricError, LinkRate, NodeRef, PortEnd, RoutingFabric, Switch, SwitchId,
+    EndPort, EndPortId, FabricBuilder, FabricError, LinkRate, NodeRef, PortEnd, RoutingFabric,
+    Switch, SwitchId,
 };
-pub use lft::{diff_blocks, LinearFdbTop, Lft, LftBlock, Routes, UNROUTED};
+pub use lft::{diff_blocks, Lft, LftBlock, LinearFdbTop, Routes, UNROUTED};
 pub use minhop::minhop;

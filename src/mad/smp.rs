@@ -45,7 +45,11 @@ impl<T: AsRef<[u8]>> Smp<T> {
         let b = buffer.as_ref();
         check_len("SMP", b, MAD_SIZE)?;
         if b.len() > MAD_SIZE {
-            return Err(WireError::Oversized { what: "SMP", len: b.len(), max: MAD_SIZE });
+            return Err(WireError::Oversized {
+                what: "SMP",
+                len: b.len(),
+                max: MAD_SIZE,
+            });
         }
         Ok(Smp { buffer })
     }
@@ -103,7 +107,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Smp<T> {
     pub fn set_direction_inbound(&mut self, inbound: bool) {
         let b = self.buffer.as_mut();
         let raw = be::u16(b, field::STATUS);
-        let raw = if inbound { raw | DIRECTION_BIT } else { raw & !DIRECTION_BIT };
+        let raw = if inbound {
+            raw | DIRECTION_BIT
+        } else {
+            raw & !DIRECTION_BIT
+        };
         be::set_u16(b, field::STATUS, raw);
     }
     /// Sets the status, keeping the D bit of a directed-route SMP.
@@ -111,7 +119,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Smp<T> {
         let directed = self.is_directed();
         let b = self.buffer.as_mut();
         let raw = be::u16(b, field::STATUS);
-        let v = if directed { (raw & DIRECTION_BIT) | (status & !DIRECTION_BIT) } else { status };
+        let v = if directed {
+            (raw & DIRECTION_BIT) | (status & !DIRECTION_BIT)
+        } else {
+            status
+        };
         be::set_u16(b, field::STATUS, v);
     }
     pub fn set_hop_pointer(&mut self, v: u8) {
@@ -151,12 +163,18 @@ pub struct DrPath {
 impl DrPath {
     /// The empty path: the SM's own port.
     pub const fn local() -> Self {
-        DrPath { ports: [0; MAX_DR_HOPS], len: 0 }
+        DrPath {
+            ports: [0; MAX_DR_HOPS],
+            len: 0,
+        }
     }
 
     /// A path of `len` zero entries (an unfilled return path).
     pub fn zeros(len: usize) -> Self {
-        DrPath { ports: [0; MAX_DR_HOPS], len: len.min(MAX_DR_HOPS) as u8 }
+        DrPath {
+            ports: [0; MAX_DR_HOPS],
+            len: len.min(MAX_DR_HOPS) as u8,
+        }
     }
 
     pub fn from_ports(ports: &[u8]) -> WireResult<Self> {
@@ -210,7 +228,9 @@ impl DrPath {
         let mut ports = Vec::new();
         for (i, part) in text.split(',').enumerate() {
             let part = part.trim();
-            let v: u8 = part.parse().map_err(|_| format!("path element {i} `{part}` is not a port number 0-255"))?;
+            let v: u8 = part
+                .parse()
+                .map_err(|_| format!("path element {i} `{part}` is not a port number 0-255"))?;
             if i == 0 && v == 0 {
                 continue;
             }
@@ -284,7 +304,10 @@ impl SmpRepr {
                     return Err(WireError::HopCountTooLarge { hop_count });
                 }
                 if hop_pointer as usize > hop_count as usize + 1 {
-                    return Err(WireError::HopPointerBeyondCount { hop_pointer, hop_count });
+                    return Err(WireError::HopPointerBeyondCount {
+                        hop_pointer,
+                        hop_count,
+                    });
                 }
                 header.status = smp.status();
                 header.class_specific = 0;
@@ -300,12 +323,21 @@ impl SmpRepr {
             }
             MgmtClass::SubnMgmtLid => SmpRoute::Lid,
             other => {
-                return Err(WireError::Forbidden { what: "SMP", field: "MgmtClass", value: u8::from(other) as u64 })
+                return Err(WireError::Forbidden {
+                    what: "SMP",
+                    field: "MgmtClass",
+                    value: u8::from(other) as u64,
+                })
             }
         };
         let mut data = [0u8; SMP_DATA_LEN];
         data.copy_from_slice(smp.data());
-        Ok(SmpRepr { header, m_key: smp.m_key(), route, data })
+        Ok(SmpRepr {
+            header,
+            m_key: smp.m_key(),
+            route,
+            data,
+        })
     }
 
     /// Parses raw bytes (the common entry point for untrusted input).
@@ -442,7 +474,11 @@ mod tests {
         r.header.transaction_id = 0xdead_beef;
         let b = r.to_bytes();
         assert_eq!(&b[0..4], &[1, 0x81, 1, 1]);
-        assert_eq!(&b[4..8], &[0, 0, 0, 2], "status 0, hop pointer 0, hop count 2");
+        assert_eq!(
+            &b[4..8],
+            &[0, 0, 0, 2],
+            "status 0, hop pointer 0, hop count 2"
+        );
         assert_eq!(&b[12..16], &[0xde, 0xad, 0xbe, 0xef]);
         assert_eq!(&b[16..18], &[0, 0x11]);
         assert_eq!(&b[32..36], &[0xff, 0xff, 0xff, 0xff]);
@@ -468,10 +504,19 @@ mod tests {
     fn hop_fields_are_checked() {
         let mut b = get_nodeinfo(&[1]).to_bytes();
         b[7] = 64;
-        assert_eq!(SmpRepr::parse_bytes(&b), Err(WireError::HopCountTooLarge { hop_count: 64 }));
+        assert_eq!(
+            SmpRepr::parse_bytes(&b),
+            Err(WireError::HopCountTooLarge { hop_count: 64 })
+        );
         let mut b = get_nodeinfo(&[1]).to_bytes();
         b[6] = 3;
-        assert_eq!(SmpRepr::parse_bytes(&b), Err(WireError::HopPointerBeyondCount { hop_pointer: 3, hop_count: 1 }));
+        assert_eq!(
+            SmpRepr::parse_bytes(&b),
+            Err(WireError::HopPointerBeyondCount {
+                hop_pointer: 3,
+                hop_count: 1
+            })
+        );
         assert!(SmpRepr::parse_bytes(&b[..255]).is_err());
         assert!(DrPath::from_ports(&[1; 64]).is_err());
         assert!(DrPath::from_ports(&[1; 63]).unwrap().extend(1).is_err());
