@@ -176,3 +176,17 @@ fn index_agrees_with_linear_lookups_on_a_large_fabric() {
         assert!(path.len() <= 6, "{}", path.len());
     }
 }
+
+/// The largest named size builds, writes and reads back (release: well
+/// under a second each; debug: a few seconds).
+#[test]
+fn fifty_thousand_hosts_round_trip() {
+    let t = Topology::from_spec_or_file("fattree3:radix=64,pods=49").unwrap();
+    assert_eq!(t.hosts().count(), 50_176);
+    let text = to_net_string(&t).unwrap();
+    let back = ibsm::topology::parse_net(text.as_bytes(), Path::new("big.net"))
+        .unwrap()
+        .topology;
+    assert_eq!(back.nodes.len(), t.nodes.len());
+    assert!(fabric_diff(&t, &back, 5).is_empty());
+}

@@ -168,11 +168,10 @@ fn check(label: &str, topo: &Topology, net: &Path, cwd: &Path, sample: Option<us
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..WORKERS {
-            scope.spawn(|| loop {
-                let Some(&i) = targets.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                    break;
-                };
-                query_node(label, topo, &ix, &sim, host, from, NodeIdx(i));
+            scope.spawn(|| {
+                while let Some(&i) = targets.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    query_node(label, topo, &ix, &sim, host, from, NodeIdx(i));
+                }
             });
         }
     });

@@ -109,6 +109,29 @@ pub enum Problem {
     },
 }
 
+impl Problem {
+    /// The node a problem is best reported at (the later of two).
+    pub fn node_name(&self) -> Option<&str> {
+        use Problem::*;
+        match self {
+            EmptyName { .. } | NodeIndexOutOfRange { .. } => None,
+            DuplicateName { name } => Some(name),
+            DuplicateNodeGuid { second, .. } | DuplicatePortGuid { second, .. } => Some(second),
+            BadPortCount { node, .. }
+            | PortGuidCount { node, .. }
+            | DanglingLink { node, .. }
+            | PortOutOfRange { node, .. }
+            | PortZero { node }
+            | PortCabledTwice { node, .. }
+            | PortLoop { node, .. }
+            | OneSidedLink { node, .. }
+            | ContradictoryLink { node, .. }
+            | NoCommonRate { node, .. }
+            | BadLinkRate { node, .. } => Some(node),
+        }
+    }
+}
+
 /// Why a topology could not be read, generated or written.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {

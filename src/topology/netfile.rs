@@ -886,29 +886,6 @@ impl<'l> Reader<'l> {
     }
 }
 
-impl Problem {
-    /// The node a problem is best reported at (the later of two).
-    pub fn node_name(&self) -> Option<&str> {
-        use Problem::*;
-        match self {
-            EmptyName { .. } | NodeIndexOutOfRange { .. } => None,
-            DuplicateName { name } => Some(name),
-            DuplicateNodeGuid { second, .. } | DuplicatePortGuid { second, .. } => Some(second),
-            BadPortCount { node, .. }
-            | PortGuidCount { node, .. }
-            | DanglingLink { node, .. }
-            | PortOutOfRange { node, .. }
-            | PortZero { node }
-            | PortCabledTwice { node, .. }
-            | PortLoop { node, .. }
-            | OneSidedLink { node, .. }
-            | ContradictoryLink { node, .. }
-            | NoCommonRate { node, .. }
-            | BadLinkRate { node, .. } => Some(node),
-        }
-    }
-}
-
 /// The highest width both ends enable, in ibsim's order of preference.
 fn best_width(common: u8) -> Option<u8> {
     [8u8, 4, 2, 16, 1].into_iter().find(|w| common & w != 0)
