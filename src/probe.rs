@@ -451,11 +451,20 @@ fn port_info(r: &PortInfoRepr) -> Vec<Field> {
         int("OverrunErr", r.overrun_errors),
         int("MaxCreditHint", r.max_credit_hint),
         int("RoundTrip", r.link_round_trip_latency),
-        field(
-            "CapabilityMask2",
-            r.capability_mask2,
-            format!("{:#x}", r.capability_mask2),
-        ),
+        {
+            let mut f = field(
+                "CapabilityMask2",
+                r.capability_mask2,
+                format!("{:#x}", r.capability_mask2),
+            );
+            f.detail = CAP_MASK2_NAMES
+                .iter()
+                .enumerate()
+                .filter(|(bit, _)| r.capability_mask2 & (1 << bit) != 0)
+                .map(|(_, n)| n.to_string())
+                .collect();
+            f
+        },
         field(
             "LinkSpeedExtActive",
             r.link_speed_ext_active,
@@ -477,6 +486,22 @@ fn port_info(r: &PortInfoRepr) -> Vec<Field> {
         ),
     ]
 }
+
+/// CapabilityMask2 bit names, bit 0 first (IBA 14.2.5.6 and the 1.4/1.5
+/// annexes).
+const CAP_MASK2_NAMES: [&str; 11] = [
+    "IsSetNodeDescriptionSupported",
+    "IsPortInfoExtendedSupported",
+    "IsVirtualizationSupported",
+    "IsSwitchPortStateTableSupported",
+    "IsLinkWidth2xSupported",
+    "IsLinkSpeedHDRSupported",
+    "IsMKeyProtectBitsExtSupported",
+    "IsEnhancedTrap128Supported",
+    "IsPartitionTopSupported",
+    "IsEnhancedQoSArbiterSupported",
+    "IsLinkSpeedNDRSupported",
+];
 
 fn switch_info(r: &SwitchInfoRepr) -> Vec<Field> {
     vec![
@@ -732,10 +757,12 @@ pub async fn run(args: &ProbeArgs) -> Result<String, ProbeError> {
         (None, Some(g)) => PortSelector::Guid(Guid(g)),
         (None, None) => PortSelector::First,
     };
+    // The kernel must hold each send at least as long as we wait for it.
+    let default = UmadConfig::default();
     let ucfg = UmadConfig {
         port,
-        kernel_timeout: Duration::from_millis(args.timeout_ms.max(1)),
-        ..UmadConfig::default()
+        kernel_timeout: default.kernel_timeout.max(cfg.timeout),
+        ..default
     };
     let mut dev = UmadDevice::open(&ucfg)?;
     if args.is_sm {
