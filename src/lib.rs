@@ -1,7 +1,14 @@
 //! ibsm: an InfiniBand subnet manager and subnet administrator.
 
+pub mod backend;
+pub mod cli;
+pub mod config;
+pub mod lid;
 pub mod mad;
 pub mod probe;
+pub mod service;
+pub mod sim;
+pub mod sm;
 pub mod topology;
 pub mod transport;
 pub mod types;

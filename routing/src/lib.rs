@@ -1,2 +1,27 @@
 //! Routing engines and route analysis for InfiniBand fabrics.
+//!
+//! Engines are pure functions from a [`RoutingFabric`] to [`Routes`] (one
+//! linear forwarding table per switch): no I/O, no MAD types, so the same
+//! code runs inside the SM and offline on a topology file.
+//!
+//! - [`fabric`]: the routing view of a fabric and its checked builder.
+//! - [`lft`]: forwarding tables, their 64-LID blocks and block diffs.
+//! - [`minhop`]: the default engine (shortest paths, balanced per port).
+//! - [`analysis`]: traces every (source, LID) pair through the tables.
+//! - [`testfab`]: fabric generators for tests and benchmarks.
 #![forbid(unsafe_code)]
+
+pub mod analysis;
+pub mod error;
+pub mod fabric;
+pub mod lft;
+pub mod minhop;
+pub mod testfab;
+
+pub use analysis::{trace, validate, validate_with_loads, Report};
+pub use error::RoutingError;
+pub use fabric::{
+    EndPort, EndPortId, FabricBuilder, FabricError, LinkRate, NodeRef, PortEnd, RoutingFabric, Switch, SwitchId,
+};
+pub use lft::{diff_blocks, LinearFdbTop, Lft, LftBlock, Routes, UNROUTED};
+pub use minhop::minhop;

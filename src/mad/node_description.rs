@@ -51,10 +51,16 @@ impl NodeDescriptionRepr {
         NodeDescriptionRepr { text: text.into() }
     }
 
+    /// Replacement characters are 3 bytes, so a lossy conversion can grow
+    /// past 64 bytes; the text is cut back to what `emit` would write, which
+    /// makes parse -> emit -> parse the identity.
     pub fn parse<T: AsRef<[u8]>>(v: &NodeDescription<T>) -> WireResult<Self> {
-        Ok(NodeDescriptionRepr {
+        let mut r = NodeDescriptionRepr {
             text: String::from_utf8_lossy(v.text_bytes()).into_owned(),
-        })
+        };
+        let keep = r.wire_text().len();
+        r.text.truncate(keep);
+        Ok(r)
     }
 
     pub fn buffer_len(&self) -> usize {
@@ -130,6 +136,17 @@ mod tests {
             NodeDescriptionRepr::parse_bytes(&b).unwrap().text,
             "a\u{fffd}b"
         );
+    }
+
+    #[test]
+    fn replacement_characters_do_not_overflow() {
+        let mut b = [0x01u8; 64];
+        b[62] = 0xff;
+        b[63] = 0xfe;
+        let r = NodeDescriptionRepr::parse_bytes(&b).unwrap();
+        assert!(r.text.len() <= 64);
+        assert!(r.text.starts_with(&"\u{1}".repeat(62)));
+        assert_eq!(NodeDescriptionRepr::parse_bytes(&r.to_bytes()).unwrap(), r);
     }
 
     #[test]

@@ -45,7 +45,7 @@ impl<T: AsRef<[u8]>> SlToVlTable<T> {
             return None;
         }
         let b = self.buffer.as_ref()[field::VLS + sl / 2];
-        Some(if sl % 2 == 0 { b >> 4 } else { b & 0x0f })
+        Some(if sl & 1 == 0 { b >> 4 } else { b & 0x0f })
     }
 }
 
@@ -56,7 +56,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SlToVlTable<T> {
             return;
         }
         let b = &mut self.buffer.as_mut()[field::VLS + sl / 2];
-        *b = if sl % 2 == 0 {
+        *b = if sl & 1 == 0 {
             (*b & 0x0f) | (vl << 4)
         } else {
             (*b & 0xf0) | (vl & 0x0f)

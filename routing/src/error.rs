@@ -1,0 +1,63 @@
+//! Errors routing engines return.
+
+use std::fmt;
+
+use thiserror::Error;
+
+use crate::lft::Routes;
+
+/// Routes an engine computed before giving up, for callers that prefer
+/// programming the reachable part of a fabric to programming nothing. Its
+/// `Debug` is a one-line summary: a full table dump in a panic message helps
+/// nobody.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PartialRoutes(pub Box<Routes>);
+
+impl fmt::Debug for PartialRoutes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let top = self.0.lfts.first().map_or(0, |l| l.linear_fdb_top().0);
+        write!(f, "PartialRoutes({} LFTs, top LID {})", self.0.lfts.len(), top)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum RoutingError {
+    /// The cabling has more than one connected part. Every part was routed
+    /// on its own (`partial`); `unreachable` lists the GUIDs (switch GUIDs,
+    /// end-port port GUIDs) outside the largest part, switches first.
+    #[error(
+        "fabric is in {components} disconnected parts; {} node(s) outside the largest: {}",
+        unreachable.len(),
+        GuidList(unreachable)
+    )]
+    Disconnected { components: usize, unreachable: Vec<u64>, partial: PartialRoutes },
+}
+
+impl RoutingError {
+    /// The routes computed despite the error, if the engine produced any.
+    pub fn partial_routes(&self) -> Option<&Routes> {
+        match self {
+            RoutingError::Disconnected { partial, .. } => Some(&partial.0),
+        }
+    }
+}
+
+/// Prints at most eight GUIDs, then a count.
+struct GuidList<'a>(&'a [u64]);
+
+impl fmt::Display for GuidList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 8;
+        for (i, g) in self.0.iter().take(SHOWN).enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{g:#018x}")?;
+        }
+        if self.0.len() > SHOWN {
+            write!(f, " and {} more", self.0.len() - SHOWN)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,233 @@
+//! Linear forwarding tables: what an engine produces and the SM programs.
+//!
+//! A switch's LFT maps each destination LID to an output port (IBA 14.2.5.10,
+//! LinearForwardingTable). The SM writes it 64 LIDs at a time: block `n`
+//! holds LIDs `64n..64n+63` and travels as attribute modifier `n`. Entries
+//! past `LinearFDBTop` (IBA 14.2.5.4, SwitchInfo) are ignored by the switch.
+
+use serde::{Deserialize, Serialize};
+
+use crate::fabric::SwitchId;
+
+/// The port value meaning "no route": the switch drops packets to that LID.
+pub const UNROUTED: u8 = 255;
+/// LIDs per LinearForwardingTable block (one SMP data payload).
+pub const LFT_BLOCK_LIDS: usize = 64;
+
+/// SwitchInfo.LinearFDBTop: the highest LID the table holds a valid entry
+/// range for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct LinearFdbTop(pub u16);
+
+/// One switch's forwarding table, indexed by LID.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Lft {
+    /// `ports[lid]` is the output port; [`UNROUTED`] for no route.
+    pub ports: Vec<u8>,
+}
+
+/// One 64-LID block as sent in a LinearForwardingTable Set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LftBlock {
+    /// Block number: the SMP attribute modifier.
+    pub index: u16,
+    /// Ports for LIDs `64 * index ..`; padded with [`UNROUTED`] past the table.
+    pub ports: [u8; LFT_BLOCK_LIDS],
+}
+
+impl LftBlock {
+    pub fn first_lid(&self) -> u32 {
+        u32::from(self.index) * LFT_BLOCK_LIDS as u32
+    }
+}
+
+impl Lft {
+    /// A table covering LIDs `0..=top` with every entry unrouted.
+    pub fn unrouted(top: u16) -> Lft {
+        Lft { ports: vec![UNROUTED; usize::from(top) + 1] }
+    }
+
+    /// The output port for `lid`; [`UNROUTED`] past the end of the table.
+    pub fn port(&self, lid: u16) -> u8 {
+        self.ports.get(usize::from(lid)).copied().unwrap_or(UNROUTED)
+    }
+
+    /// Sets the port for `lid`, growing the table (with unrouted entries) if
+    /// needed.
+    pub fn set(&mut self, lid: u16, port: u8) {
+        let i = usize::from(lid);
+        if i >= self.ports.len() {
+            self.ports.resize(i + 1, UNROUTED);
+        }
+        self.ports[i] = port;
+    }
+
+    /// SwitchInfo.LinearFDBTop for this table: its last LID. Engines size every
+    /// table to the fabric's highest LID, as OpenSM does, so switches agree.
+    pub fn linear_fdb_top(&self) -> LinearFdbTop {
+        LinearFdbTop(self.ports.len().saturating_sub(1) as u16)
+    }
+
+    /// Blocks needed to cover the table.
+    pub fn num_blocks(&self) -> usize {
+        self.ports.len().div_ceil(LFT_BLOCK_LIDS)
+    }
+
+    /// Block `index`, padded with [`UNROUTED`]; a block wholly past the end is
+    /// all unrouted.
+    pub fn block(&self, index: u16) -> LftBlock {
+        let mut ports = [UNROUTED; LFT_BLOCK_LIDS];
+        let start = usize::from(index) * LFT_BLOCK_LIDS;
+        if start < self.ports.len() {
+            let end = (start + LFT_BLOCK_LIDS).min(self.ports.len());
+            ports[..end - start].copy_from_slice(&self.ports[start..end]);
+        }
+        LftBlock { index, ports }
+    }
+
+    /// All blocks in order.
+    pub fn blocks(&self) -> impl Iterator<Item = LftBlock> + '_ {
+        (0..self.num_blocks() as u16).map(|i| self.block(i))
+    }
+
+    /// Number of LIDs routed out of each port (index = port number, 0..=255);
+    /// the unrouted count sits at index 255.
+    pub fn port_histogram(&self) -> Vec<u32> {
+        let mut h = vec![0u32; 256];
+        for &p in &self.ports {
+            h[usize::from(p)] += 1;
+        }
+        h
+    }
+}
+
+/// The blocks of `new` the SM must send to a switch known to hold `old`:
+/// blocks whose entries differ, plus every block holding LIDs past the end of
+/// `old` (what a switch holds beyond the top we programmed is unknown, so a
+/// grown table always sends its new range; a fresh switch is `old` = empty).
+/// Blocks past the end of `new` are not sent: they lie beyond the new
+/// LinearFDBTop and the switch ignores them.
+pub fn diff_blocks<'a>(old: &'a Lft, new: &'a Lft) -> impl Iterator<Item = LftBlock> + 'a {
+    let known = old.ports.len();
+    (0..new.num_blocks() as u16).filter_map(move |i| {
+        let n = new.block(i);
+        let end = (usize::from(i) + 1) * LFT_BLOCK_LIDS;
+        let covers_unknown = end > known && new.ports.len() > known;
+        (covers_unknown || old.block(i) != n).then_some(n)
+    })
+}
+
+/// Path SLs chosen by engines that layer routes onto SLs for deadlock
+/// freedom (LASH, DFSSSP, Nue). MinHop leaves it empty.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PathSl {
+    /// `by_source_switch[s][dlid]` is the SL for traffic entering the fabric
+    /// at switch `s` towards `dlid`.
+    pub by_source_switch: Vec<Vec<u8>>,
+}
+
+impl PathSl {
+    pub fn sl(&self, source: SwitchId, dlid: u16) -> Option<u8> {
+        self.by_source_switch.get(source.index())?.get(usize::from(dlid)).copied()
+    }
+}
+
+/// An engine's output: one LFT per switch.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Routes {
+    /// Indexed by [`SwitchId`].
+    pub lfts: Vec<Lft>,
+    pub sl: Option<PathSl>,
+}
+
+impl Routes {
+    pub fn lft(&self, s: SwitchId) -> Option<&Lft> {
+        self.lfts.get(s.index())
+    }
+
+    /// The port switch `s` forwards `lid` to; [`UNROUTED`] if the switch or
+    /// entry is missing.
+    pub fn port(&self, s: SwitchId, lid: u16) -> u8 {
+        self.lft(s).map_or(UNROUTED, |l| l.port(lid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_pad_and_index() {
+        let mut l = Lft::unrouted(70);
+        assert_eq!(l.linear_fdb_top(), LinearFdbTop(70));
+        assert_eq!(l.num_blocks(), 2);
+        l.set(1, 3);
+        l.set(64, 7);
+        l.set(70, 9);
+        let b0 = l.block(0);
+        assert_eq!(b0.index, 0);
+        assert_eq!(b0.ports[1], 3);
+        assert_eq!(b0.ports[0], UNROUTED);
+        let b1 = l.block(1);
+        assert_eq!(b1.first_lid(), 64);
+        assert_eq!(b1.ports[0], 7);
+        assert_eq!(b1.ports[6], 9);
+        assert!(b1.ports[7..].iter().all(|&p| p == UNROUTED), "padding past LinearFDBTop");
+        assert_eq!(l.block(5).ports, [UNROUTED; 64]);
+        assert_eq!(l.port(1000), UNROUTED);
+        assert_eq!(l.blocks().count(), 2);
+    }
+
+    #[test]
+    fn set_grows_the_table() {
+        let mut l = Lft::default();
+        assert_eq!(l.linear_fdb_top(), LinearFdbTop(0));
+        l.set(130, 2);
+        assert_eq!(l.linear_fdb_top(), LinearFdbTop(130));
+        assert_eq!(l.port(129), UNROUTED);
+        assert_eq!(l.port(130), 2);
+        assert_eq!(l.num_blocks(), 3);
+        let h = l.port_histogram();
+        assert_eq!(h[2], 1);
+        assert_eq!(h[255], 130);
+    }
+
+    #[test]
+    fn diff_sends_only_changed_blocks() {
+        let mut old = Lft::unrouted(200);
+        for lid in 1..=200 {
+            old.set(lid, (lid % 4) as u8 + 1);
+        }
+        let mut new = old.clone();
+        assert_eq!(diff_blocks(&old, &new).count(), 0);
+        new.set(65, 9);
+        new.set(190, 9);
+        let d: Vec<u16> = diff_blocks(&old, &new).map(|b| b.index).collect();
+        assert_eq!(d, vec![1, 2]);
+        assert_eq!(diff_blocks(&old, &new).next().unwrap().ports[1], 9);
+
+        // A fresh switch (empty table) needs every block that routes something.
+        let empty = Lft::default();
+        assert_eq!(diff_blocks(&empty, &new).count(), new.num_blocks());
+
+        // Growing: the switch's entries past the old top are unknown, so
+        // every block touching the new range goes out, even unrouted ones.
+        let mut grown = old.clone();
+        grown.set(300, UNROUTED);
+        assert_eq!(diff_blocks(&old, &grown).map(|b| b.index).collect::<Vec<_>>(), vec![3, 4]);
+
+        // Shrinking: blocks past the new top are not sent.
+        let small = Lft { ports: old.ports[..64].to_vec() };
+        assert_eq!(diff_blocks(&old, &small).count(), 0);
+    }
+
+    #[test]
+    fn routes_lookup_is_total() {
+        let r = Routes { lfts: vec![Lft::unrouted(3)], sl: None };
+        assert_eq!(r.port(SwitchId(0), 2), UNROUTED);
+        assert_eq!(r.port(SwitchId(7), 2), UNROUTED);
+        let sl = PathSl { by_source_switch: vec![vec![0, 1, 2]] };
+        assert_eq!(sl.sl(SwitchId(0), 2), Some(2));
+        assert_eq!(sl.sl(SwitchId(0), 3), None);
+    }
+}

@@ -1,0 +1,233 @@
+//! The `run` and `topology` subcommands: argument types and what they do.
+//! `main.rs` only parses and dispatches.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+use crate::backend::{self, PortArgs, Role};
+use crate::config::Config;
+use crate::service::{self, RunOptions};
+use crate::topology::{writer, NodeKind, Topology};
+use crate::transport::txn::TxnConfig;
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// Configuration file (TOML; see deploy/ibsm.toml).
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Sweep until the subnet is up, log SUBNET UP and exit (non-zero with
+    /// the reason when it cannot be brought up).
+    #[arg(long)]
+    pub once: bool,
+    /// Where guid2lid is kept (overrides sm.cache_dir).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Ignore the LIDs ports hold and the guid2lid file on the first sweep (OpenSM -r).
+    #[arg(long, short = 'r')]
+    pub reassign_lids: bool,
+    /// LID mask control 0-7 (overrides sm.lmc).
+    #[arg(long, value_name = "N")]
+    pub lmc: Option<u8>,
+    /// Seconds between sweeps (overrides sm.sweep_interval_s).
+    #[arg(long, value_name = "S")]
+    pub sweep_interval: Option<u64>,
+    /// SMPs in flight at once (overrides transport.window).
+    #[arg(long, value_name = "N")]
+    pub window: Option<usize>,
+    /// Write the log here instead of standard error.
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// Log as JSON lines.
+    #[arg(long)]
+    pub log_json: bool,
+}
+
+impl RunArgs {
+    /// The configuration file with the command line's overrides applied.
+    pub fn config(&self) -> Result<Config, crate::config::ConfigError> {
+        let mut c = match &self.config {
+            Some(path) => Config::load(path)?,
+            None => Config::default(),
+        };
+        if let Some(d) = &self.cache_dir {
+            c.sm.cache_dir = d.clone();
+        }
+        if self.reassign_lids {
+            c.sm.reassign_lids = true;
+        }
+        if let Some(l) = self.lmc {
+            c.sm.lmc = l;
+        }
+        if let Some(s) = self.sweep_interval {
+            c.sm.sweep_interval_s = s;
+        }
+        if let Some(w) = self.window {
+            c.transport.window = w;
+        }
+        if let Some(ca) = &self.port.ca {
+            c.port.ca = Some(ca.clone());
+        }
+        Ok(c)
+    }
+}
+
+pub async fn run(args: RunArgs) -> ExitCode {
+    let config = match args.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ibsm run: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut port = args.port.clone();
+    if port.sim.is_none() && port.ca.is_none() && port.guid.is_none() {
+        port.ca = config.port.ca.clone();
+        port.port = config.port.port;
+        port.guid = config.port.guid.map(crate::types::Guid);
+    }
+    let txn = TxnConfig { window: config.transport.window, timeout: config.transport.timeout(), retries: config.transport.retries };
+    let opened = match backend::open(&port, txn, Role::SubnetManager) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("ibsm run: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // A simulated fabric has no state worth keeping across runs unless the
+    // operator names a cache directory.
+    let persist = port.sim.is_none() || args.cache_dir.is_some();
+    let options = RunOptions { once: args.once, persist_lids: persist, ..RunOptions::default() };
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    match service::run(opened.transport.clone(), opened.unsolicited, config, options, shutdown).await {
+        Ok(report) => {
+            if args.once {
+                let stats = crate::transport::Transport::stats(&opened.transport);
+                println!(
+                    "SUBNET UP: {} nodes, {} switches, max LID {}, {} SMPs sent, {:.3} s",
+                    report.subnet.nodes.len(),
+                    report.subnet.switches().count(),
+                    report.lids.max_lid.0,
+                    stats.txn.totals().sent,
+                    report.elapsed.as_secs_f64()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ibsm run: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum TopologyCmd {
+    /// Write a topology (file or generator spec) in ibsim's net format.
+    Write {
+        topology: String,
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Print the ibsim flags (-N/-S/-P) a topology needs.
+    IbsimArgs { topology: String },
+    /// Print the name of the node an SM should sit on (the first host).
+    SmNode { topology: String },
+    /// Print the fewest SMPs a cold bring-up of the topology needs, and how
+    /// that figure is made up.
+    MinimumSmps { topology: String },
+    /// Print a summary: nodes, switches, hosts, links.
+    Show { topology: String },
+}
+
+pub fn topology(cmd: TopologyCmd) -> ExitCode {
+    let load = |t: &str| Topology::from_spec_or_file(t).map_err(|e| format!("{t}: {e}"));
+    let result = (|| -> Result<String, String> {
+        match cmd {
+            TopologyCmd::Write { topology, out } => {
+                let t = load(&topology)?;
+                writer::write_net_file(&t, &out).map_err(|e| e.to_string())?;
+                Ok(String::new())
+            }
+            TopologyCmd::IbsimArgs { topology } => Ok(writer::ibsim_args(&load(&topology)?).join(" ") + "\n"),
+            TopologyCmd::SmNode { topology } => {
+                let t = load(&topology)?;
+                let h = t.hosts().next().ok_or_else(|| format!("{topology} has no host"))?;
+                Ok(format!("{}\n", t.node(h).name))
+            }
+            TopologyCmd::MinimumSmps { topology } => {
+                let m = minimum_smps(&load(&topology)?);
+                Ok(format!("{} {m:?}\n", m.total()))
+            }
+            TopologyCmd::Show { topology } => {
+                let t = load(&topology)?;
+                Ok(format!(
+                    "{} nodes: {} switches, {} hosts; {} links\n",
+                    t.nodes.len(),
+                    t.switches().count(),
+                    t.hosts().count(),
+                    t.links.len()
+                ))
+            }
+        }
+    })();
+    match result {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ibsm topology: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The SMPs no cold bring-up can avoid, by the definition: the
+/// NodeInfo and PortInfo reads discovery needs, the Sets that change state,
+/// and one LFT write per 64-LID block per switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinimumSmps {
+    /// One per cable (the far end's NodeInfo) plus the SM's own node.
+    pub node_info: u64,
+    /// Every switch port including 0, and every cabled CA port.
+    pub port_info_reads: u64,
+    /// Two per cabled port (to ARMED with its parameters, then ACTIVE), one
+    /// per switch port 0 (its LID).
+    pub port_info_sets: u64,
+    /// LinearFDBTop changes on every switch.
+    pub switch_info_sets: u64,
+    pub lft_blocks: u64,
+}
+
+impl MinimumSmps {
+    pub fn total(&self) -> u64 {
+        self.node_info + self.port_info_reads + self.port_info_sets + self.switch_info_sets + self.lft_blocks
+    }
+}
+
+pub fn minimum_smps(t: &Topology) -> MinimumSmps {
+    let switches = t.switches().count() as u64;
+    let cabled_ca_ports = t
+        .links
+        .iter()
+        .flat_map(|l| [l.a, l.b])
+        .filter(|p| t.node(p.node).kind != NodeKind::Switch)
+        .count() as u64;
+    let switch_ports: u64 = t.switches().map(|s| u64::from(t.node(s).num_ports) + 1).sum();
+    let cabled_ports = 2 * t.links.len() as u64;
+    // LMC 0: one LID per CA port and per switch.
+    let max_lid = cabled_ca_ports + switches;
+    MinimumSmps {
+        node_info: t.links.len() as u64 + 1,
+        port_info_reads: switch_ports + cabled_ca_ports,
+        port_info_sets: 2 * cabled_ports + switches,
+        switch_info_sets: switches,
+        lft_blocks: switches * (max_lid / 64 + 1),
+    }
+}

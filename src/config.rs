@@ -1,0 +1,250 @@
+//! The SM's configuration: a TOML file whose keys mirror OpenSM's opensm.conf
+//! where one exists, so an operator can carry settings across.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub sm: SmConfig,
+    pub transport: TransportConfig,
+    pub port: PortSelection,
+    pub metrics: MetricsConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SmConfig {
+    /// Seconds between periodic sweeps; 0 sweeps only on traps (OpenSM `sweep_interval`).
+    pub sweep_interval_s: u64,
+    /// 0-15; higher wins the master election (OpenSM `sm_priority`).
+    pub priority: u8,
+    /// LID mask control, 0-7 (OpenSM `lmc`).
+    pub lmc: u8,
+    /// Give switch enhanced port 0 the LMC too (OpenSM `lmc_esp0`).
+    pub lmc_esp0: bool,
+    /// Ignore current LIDs and the guid2lid file on the first sweep (OpenSM `-r`).
+    pub reassign_lids: bool,
+    /// Upper 64 bits of every port GID (OpenSM `subnet_prefix`).
+    #[serde(deserialize_with = "hex_u64")]
+    pub subnet_prefix: u64,
+    /// Subnet-wide M_Key; 0 disables protection (OpenSM `m_key`).
+    #[serde(deserialize_with = "hex_u64")]
+    pub m_key: u64,
+    pub m_key_protection_level: u8,
+    pub m_key_lease_period: u16,
+    /// 4.096 µs × 2^n (OpenSM `subnet_timeout`, default 18 ≈ 1 s).
+    pub subnet_timeout: u8,
+    /// SwitchInfo.LifeTimeValue (OpenSM `packet_life_time`).
+    pub packet_life_time: u8,
+    /// Upper bound for PortInfo.OperationalVLs, as a VLCap code (OpenSM `max_op_vls`).
+    pub max_op_vls: u8,
+    /// SL for SMP traffic toward the SM (OpenSM `sm_sl`).
+    pub sm_sl: u8,
+    /// Where guid2lid lives (OpenSM `$OSM_CACHE_DIR`).
+    pub cache_dir: PathBuf,
+    /// The routing engine chain, tried in order.
+    pub routing_engine: Vec<String>,
+}
+
+impl Default for SmConfig {
+    fn default() -> Self {
+        SmConfig {
+            sweep_interval_s: 10,
+            priority: 0,
+            lmc: 0,
+            lmc_esp0: false,
+            reassign_lids: false,
+            subnet_prefix: 0xfe80_0000_0000_0000,
+            m_key: 0,
+            m_key_protection_level: 0,
+            m_key_lease_period: 0,
+            subnet_timeout: 18,
+            packet_life_time: 0x12,
+            max_op_vls: 5,
+            sm_sl: 0,
+            cache_dir: PathBuf::from("/var/cache/ibsm"),
+            routing_engine: vec!["minhop".to_string()],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TransportConfig {
+    /// SMPs in flight at once (OpenSM `max_wire_smps`, default 4).
+    pub window: usize,
+    /// Per-attempt timeout in milliseconds (OpenSM `transaction_timeout`).
+    pub timeout_ms: u64,
+    /// Retries after the first attempt (OpenSM `transaction_retries`).
+    pub retries: u32,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig { window: 16, timeout_ms: 200, retries: 3 }
+    }
+}
+
+impl TransportConfig {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}
+
+/// Which local port the SM runs on; empty means the first active IB port.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PortSelection {
+    pub ca: Option<String>,
+    pub port: Option<u8>,
+    #[serde(deserialize_with = "opt_hex_u64")]
+    pub guid: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Address of the Prometheus endpoint; empty disables it.
+    pub listen: Option<String>,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig { listen: Some("127.0.0.1:9464".to_string()) }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            sm: SmConfig::default(),
+            transport: TransportConfig::default(),
+            port: PortSelection::default(),
+            metrics: MetricsConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse { path: PathBuf, line: usize, column: usize, message: String },
+    #[error("{path}: {key} = {value}: {why}")]
+    Invalid { path: PathBuf, key: &'static str, value: String, why: &'static str },
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses `text` (named `path` in errors) and checks value ranges.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
+            ConfigError::Parse { path: path.into(), line, column, message: e.message().to_string() }
+        })?;
+        config.check(path)?;
+        Ok(config)
+    }
+
+    fn check(&self, path: &Path) -> Result<(), ConfigError> {
+        let bad = |key, value: String, why| Err(ConfigError::Invalid { path: path.into(), key, value, why });
+        if self.sm.priority > 15 {
+            return bad("sm.priority", self.sm.priority.to_string(), "must be 0-15");
+        }
+        if self.sm.lmc > 7 {
+            return bad("sm.lmc", self.sm.lmc.to_string(), "must be 0-7");
+        }
+        if self.sm.subnet_timeout > 31 {
+            return bad("sm.subnet_timeout", self.sm.subnet_timeout.to_string(), "must be 0-31");
+        }
+        if self.sm.packet_life_time > 31 {
+            return bad("sm.packet_life_time", self.sm.packet_life_time.to_string(), "must be 0-31");
+        }
+        if !(1..=5).contains(&self.sm.max_op_vls) {
+            return bad("sm.max_op_vls", self.sm.max_op_vls.to_string(), "must be a VLCap code 1-5");
+        }
+        if self.sm.m_key_protection_level > 3 {
+            return bad("sm.m_key_protection_level", self.sm.m_key_protection_level.to_string(), "must be 0-3");
+        }
+        if self.transport.window == 0 {
+            return bad("transport.window", "0".into(), "must be at least 1");
+        }
+        if self.transport.timeout_ms == 0 {
+            return bad("transport.timeout_ms", "0".into(), "must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// 64-bit values (GUIDs, keys, prefixes) overflow TOML's signed integers,
+/// so they are also accepted as strings: "0xfe80000000000000".
+fn hex_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Int(i64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Int(i) => u64::try_from(i).map_err(|_| serde::de::Error::custom("must not be negative")),
+        Raw::Text(t) => parse_u64(&t).ok_or_else(|| serde::de::Error::custom(format!("`{t}` is not a number"))),
+    }
+}
+
+fn opt_hex_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    hex_u64(d).map(Some)
+}
+
+/// Parses decimal or 0x-prefixed hexadecimal.
+pub fn parse_u64(text: &str) -> Option<u64> {
+    let t = text.trim();
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => t.parse().ok(),
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map(|i| before.len() - i).unwrap_or(before.len() + 1);
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_config_parses() {
+        let text = include_str!("../deploy/ibsm.toml");
+        let c = Config::parse(text, Path::new("deploy/ibsm.toml")).unwrap();
+        assert_eq!(c.sm.sweep_interval_s, 10);
+    }
+
+    #[test]
+    fn empty_file_is_defaults() {
+        assert_eq!(Config::parse("", Path::new("x")).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let err = Config::parse("[sm]\nlmc = 3\nbogus = 1\n", Path::new("/etc/ibsm.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("/etc/ibsm.toml:3:"), "{msg}");
+        assert!(msg.contains("bogus"), "{msg}");
+        let err = Config::parse("[sm]\nlmc = 9\n", Path::new("c.toml")).unwrap_err();
+        assert_eq!(err.to_string(), "c.toml: sm.lmc = 9: must be 0-7");
+        let err = Config::parse("[transport]\nwindow = \"x\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().starts_with("c.toml:2:"), "{err}");
+    }
+}

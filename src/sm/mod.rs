@@ -1,0 +1,209 @@
+//! The subnet manager proper: one sweep discovers the fabric, assigns LIDs,
+//! routes, programs the switches and brings the ports up.
+
+pub mod discovery;
+pub mod program;
+pub mod routes;
+pub mod subnet;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use tracing::{info, warn};
+
+use crate::config::SmConfig;
+use crate::lid::assign::{assign_lids, LidAssignment, LidPolicy, PortRole, SweptPort};
+use crate::lid::{Guid2Lid, LidRange};
+use crate::mad::PortState;
+use crate::transport::smp_client::SmpClient;
+use crate::transport::Transport;
+use crate::types::{Guid, Lid};
+use program::{LftCache, Plan, ProgramReport};
+use subnet::{NodeId, Subnet, SweepProblem};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("the SM's own node did not answer NodeInfo: {0}")]
+    OwnNodeUnreadable(String),
+    #[error("LID configuration: {0}")]
+    Lid(String),
+    #[error(transparent)]
+    Route(#[from] routes::RouteError),
+}
+
+/// What one sweep found and did.
+#[derive(Debug)]
+pub struct SweepReport {
+    pub subnet: Subnet,
+    pub lids: LidAssignment,
+    pub program: ProgramReport,
+    /// Cabled ports that did not reach ACTIVE, as "GUID port N (state)".
+    pub inactive: Vec<String>,
+    pub routing_notes: Vec<String>,
+    pub elapsed: Duration,
+}
+
+impl SweepReport {
+    /// Every cabled port between managed nodes is ACTIVE, and every port got a LID.
+    pub fn subnet_up(&self) -> bool {
+        self.inactive.is_empty() && self.lids.error.is_none() && !self.subnet.nodes.is_empty()
+    }
+    pub fn problems(&self) -> &[SweepProblem] {
+        &self.subnet.problems
+    }
+}
+
+/// The SM's state that outlives a sweep.
+pub struct SubnetManager<T: Transport> {
+    client: SmpClient<T>,
+    config: SmConfig,
+    guid2lid: Guid2Lid,
+    guid2lid_path: Option<PathBuf>,
+    lft_cache: LftCache,
+    sweeps: u64,
+}
+
+impl<T: Transport> SubnetManager<T> {
+    /// Loads guid2lid from `config.cache_dir` (a missing or corrupt file is
+    /// a warning, never fatal: ports keep the LIDs they hold).
+    pub fn new(transport: T, config: SmConfig, persist: bool) -> Self {
+        let client = SmpClient::with_m_key(transport, config.m_key);
+        let guid2lid_path = persist.then(|| config.cache_dir.join("guid2lid"));
+        let mut guid2lid = Guid2Lid::new();
+        if let Some(path) = &guid2lid_path {
+            match Guid2Lid::read(path) {
+                Ok((map, warnings)) => {
+                    for w in warnings {
+                        warn!(%w, "guid2lid line skipped");
+                    }
+                    info!(path = %path.display(), entries = map.len(), "loaded guid2lid");
+                    guid2lid = map;
+                }
+                Err(e) if e.is_not_found() => info!(path = %path.display(), "no guid2lid yet"),
+                Err(e) => warn!(error = %e, "guid2lid unreadable; assigning afresh, keeping the LIDs ports hold"),
+            }
+        }
+        SubnetManager { client, config, guid2lid, guid2lid_path, lft_cache: LftCache::default(), sweeps: 0 }
+    }
+
+    pub fn client(&self) -> &SmpClient<T> {
+        &self.client
+    }
+
+    /// One heavy sweep: discover, assign LIDs, route, program, activate.
+    pub async fn sweep(&mut self) -> Result<SweepReport, SweepError> {
+        let started = Instant::now();
+        let first = self.sweeps == 0;
+        self.sweeps += 1;
+        let mut subnet = discovery::discover(&self.client).await;
+        let Some((sm_node, sm_port)) = subnet.sm_port else {
+            let why = subnet.problems.first().map(|p| p.to_string()).unwrap_or_else(|| "no answer".into());
+            return Err(SweepError::OwnNodeUnreadable(why));
+        };
+        info!(
+            nodes = subnet.nodes.len(),
+            switches = subnet.switches().count(),
+            problems = subnet.problems.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "discovery done"
+        );
+
+        // LIDs.
+        let mut port_of_guid: HashMap<Guid, (NodeId, u8)> = HashMap::new();
+        let mut swept = Vec::new();
+        for (id, port) in subnet.lid_ports().collect::<Vec<_>>() {
+            let node = subnet.node(id);
+            let Some(info) = node.ports.get(port as usize).and_then(|p| p.info.as_ref()) else { continue };
+            if node.quarantined.is_some() {
+                continue;
+            }
+            let role = if node.is_switch() {
+                PortRole::SwitchPort0 { enhanced: node.switch_info.as_ref().is_some_and(|s| s.enhanced_port0) }
+            } else {
+                PortRole::EndPort
+            };
+            let guid = node.port_guid(port);
+            port_of_guid.insert(guid, (id, port));
+            swept.push(SweptPort { guid, role, lid: info.lid, lmc: info.lmc });
+        }
+        let policy = LidPolicy::new(self.config.lmc)
+            .map_err(|e| SweepError::Lid(e.to_string()))?
+            .with_lmc_esp0(self.config.lmc_esp0)
+            .with_reassign_all(first && self.config.reassign_lids);
+        let sm_guid = subnet.node(sm_node).port_guid(sm_port);
+        let lids = assign_lids(&swept, &self.guid2lid, sm_guid, &policy);
+        for d in &lids.decisions {
+            tracing::debug!(%d, "LID decision");
+        }
+        if let Some(e) = &lids.error {
+            warn!(error = %e, "LID space exhausted; some ports stay without a LID");
+        }
+        if lids.map != self.guid2lid {
+            if let Some(path) = &self.guid2lid_path {
+                if let Err(e) = std::fs::create_dir_all(&self.config.cache_dir).map_err(|e| e.to_string()).and_then(|_| lids.map.write(path).map_err(|e| e.to_string())) {
+                    warn!(path = %path.display(), error = %e, "could not save guid2lid");
+                }
+            }
+            self.guid2lid = lids.map.clone();
+        }
+        let mut ranges: HashMap<(NodeId, u8), LidRange> = HashMap::new();
+        for (guid, range) in &lids.ranges {
+            if let Some(&at) = port_of_guid.get(guid) {
+                ranges.insert(at, *range);
+            }
+        }
+        let sm_lid = ranges.get(&(sm_node, sm_port)).map(|r| r.base()).unwrap_or(Lid(0));
+
+        // Routes.
+        let view = routes::routing_view(&subnet, &ranges)?;
+        let (lfts, routing_notes) = routes::compute(&view, &self.config.routing_engine)?;
+        for n in &routing_notes {
+            warn!(note = %n, "routing");
+        }
+
+        // Programming.
+        let plan = Plan {
+            lids: ranges.iter().map(|(&k, r)| (k, (r.base(), r.lmc()))).collect(),
+            sm_lid,
+            top: lids.max_lid,
+            lfts,
+            client_reregister: first,
+        };
+        let program = program::program(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
+        let inactive = inactive_ports(&subnet);
+        let report = SweepReport { subnet, lids, program, inactive, routing_notes, elapsed: started.elapsed() };
+        info!(
+            up = report.subnet_up(),
+            inactive = report.inactive.len(),
+            port_sets = report.program.port_sets,
+            lft_blocks = report.program.lft_blocks,
+            elapsed_ms = report.elapsed.as_millis() as u64,
+            "sweep done"
+        );
+        Ok(report)
+    }
+}
+
+/// Cabled ports between managed nodes that are not ACTIVE.
+fn inactive_ports(subnet: &Subnet) -> Vec<String> {
+    let mut out = Vec::new();
+    for id in subnet.ids() {
+        let node = subnet.node(id);
+        if node.quarantined.is_some() {
+            continue;
+        }
+        for port in node.external_ports() {
+            let slot = &node.ports[port as usize];
+            let Some((far, _)) = slot.remote else { continue };
+            if subnet.node(far).quarantined.is_some() {
+                continue;
+            }
+            let state = slot.info.as_ref().map(|i| i.port_state);
+            if state != Some(PortState::Active) {
+                out.push(format!("{} ({}) port {port}: {:?}", node.guid(), node.name(), state));
+            }
+        }
+    }
+    out
+}

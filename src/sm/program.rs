@@ -1,0 +1,322 @@
+//! Programming the fabric: port parameters, LIDs, forwarding tables, and the
+//! INIT -> ARMED -> ACTIVE link passes.
+//!
+//! Packet thrift: a port's parameters ride in the same Set that arms it, so a
+//! cold port costs two Sets (ARMED with everything, then ACTIVE). A Set is
+//! sent only when the port holds something other than what the SM wants, and
+//! LFT blocks only when they differ from what the SM last wrote there.
+
+use std::collections::HashMap;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use tracing::{debug, warn};
+
+use super::subnet::{NodeId, Subnet, SweepProblem};
+use crate::config::SmConfig;
+use crate::mad::{AttributeId, CapabilityMask, DrPath, LftBlockRepr, PortInfoRepr, PortState, SwitchInfoRepr};
+use crate::transport::smp_client::{SmpClient, SmpError};
+use crate::transport::Transport;
+use crate::mad::SmpAttribute;
+use crate::types::{Guid, Lid};
+
+/// What the SM wants the fabric to hold after this sweep.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// Base LID and LMC of every end port and switch port 0.
+    pub lids: HashMap<(NodeId, u8), (Lid, u8)>,
+    /// The SM's own LID.
+    pub sm_lid: Lid,
+    /// The highest LID in use (SwitchInfo.LinearFDBTop).
+    pub top: Lid,
+    /// Output port per LID, per switch.
+    pub lfts: HashMap<NodeId, Vec<u8>>,
+    /// Set PortInfo.ClientReregister on end ports (first master sweep).
+    pub client_reregister: bool,
+}
+
+/// What the SM last wrote to each switch's forwarding table, by switch GUID.
+#[derive(Debug, Clone, Default)]
+pub struct LftCache {
+    pub tables: HashMap<Guid, Vec<u8>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramReport {
+    pub port_sets: usize,
+    pub switch_info_sets: usize,
+    pub lft_blocks: usize,
+    pub armed: usize,
+    pub activated: usize,
+    pub failures: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Port { node: NodeId, port: u8 },
+    SwitchInfo { node: NodeId },
+    Lft { node: NodeId, block: u32 },
+}
+
+struct SetRequest {
+    target: Target,
+    path: DrPath,
+    attr: AttributeId,
+    amod: u32,
+    data: [u8; 64],
+}
+
+async fn run<T: Transport>(client: &SmpClient<T>, req: SetRequest) -> (SetRequest, Result<[u8; 64], SmpError>) {
+    let r = client.dr_set(&req.path, req.attr, req.amod, req.data).await.map(|smp| smp.data);
+    (req, r)
+}
+
+/// Programs everything in `plan`; the returned report counts what was sent.
+pub async fn program<T: Transport>(
+    client: &SmpClient<T>,
+    subnet: &mut Subnet,
+    plan: &Plan,
+    config: &SmConfig,
+    cache: &mut LftCache,
+) -> ProgramReport {
+    let mut report = ProgramReport::default();
+
+    // Pass 1: parameters + ARMED, SwitchInfo, LFTs; all independent.
+    let mut sets = Vec::new();
+    for id in subnet.ids().collect::<Vec<_>>() {
+        let node = subnet.node(id);
+        if node.quarantined.is_some() {
+            continue;
+        }
+        if node.is_switch() {
+            sets.extend(switch_info_set(subnet, id, plan, config));
+            sets.extend(lft_sets(subnet, id, plan, cache));
+        }
+        for port in 0..node.ports.len() as u8 {
+            if let Some(req) = port_set(subnet, id, port, plan, config, PortState::Armed) {
+                sets.push(req);
+            }
+        }
+    }
+    execute(client, subnet, sets, &mut report, cache, plan).await;
+
+    // Pass 2: ACTIVE, once every port on both ends of each link is armed.
+    let mut sets = Vec::new();
+    for id in subnet.ids().collect::<Vec<_>>() {
+        if subnet.node(id).quarantined.is_some() {
+            continue;
+        }
+        for port in 1..subnet.node(id).ports.len() as u8 {
+            let armed = subnet.node(id).ports[port as usize].info.as_ref().is_some_and(|i| i.port_state == PortState::Armed);
+            if armed {
+                if let Some(req) = port_set(subnet, id, port, plan, config, PortState::Active) {
+                    sets.push(req);
+                }
+            }
+        }
+    }
+    execute(client, subnet, sets, &mut report, cache, plan).await;
+    report
+}
+
+async fn execute<T: Transport>(
+    client: &SmpClient<T>,
+    subnet: &mut Subnet,
+    sets: Vec<SetRequest>,
+    report: &mut ProgramReport,
+    cache: &mut LftCache,
+    plan: &Plan,
+) {
+    let mut in_flight: FuturesUnordered<_> = sets.into_iter().map(|r| run(client, r)).collect();
+    while let Some((req, result)) = in_flight.next().await {
+        let data = match result {
+            Ok(d) => d,
+            Err(e) => {
+                report.failures += 1;
+                let (node, what) = match req.target {
+                    Target::Port { node, port } => (node, format!("Set PortInfo port {port} failed: {e}")),
+                    Target::SwitchInfo { node } => (node, format!("Set SwitchInfo failed: {e}")),
+                    Target::Lft { node, block } => {
+                        // Forget what we believe is there so the next sweep resends it.
+                        cache.tables.remove(&subnet.node(node).guid());
+                        (node, format!("Set LinearForwardingTable block {block} failed: {e}"))
+                    }
+                };
+                let p = SweepProblem { path: req.path, guid: Some(subnet.node(node).guid()), what };
+                warn!(%p, "programming failed");
+                subnet.problems.push(p);
+                continue;
+            }
+        };
+        match req.target {
+            Target::Port { node, port } => {
+                report.port_sets += 1;
+                let requested = PortInfoRepr::parse_data(&req.data).map(|p| p.port_state).ok();
+                if let Ok(now) = PortInfoRepr::parse_data(&data) {
+                    match (requested, now.port_state) {
+                        (Some(PortState::Armed), PortState::Armed) => report.armed += 1,
+                        (Some(PortState::Active), PortState::Active) => report.activated += 1,
+                        _ => {}
+                    }
+                    // Keep the state the port reports, and what we wrote.
+                    if let Some(slot) = subnet.node_mut(node).ports.get_mut(port as usize) {
+                        slot.info = Some(now);
+                    }
+                }
+            }
+            Target::SwitchInfo { node } => {
+                report.switch_info_sets += 1;
+                if let Ok(si) = SwitchInfoRepr::parse_data(&data) {
+                    subnet.node_mut(node).switch_info = Some(si);
+                }
+            }
+            Target::Lft { node, .. } => {
+                report.lft_blocks += 1;
+                let guid = subnet.node(node).guid();
+                if let Some(want) = plan.lfts.get(&node) {
+                    let entry = cache.tables.entry(guid).or_default();
+                    if entry.len() < want.len() {
+                        entry.resize(want.len(), 0xFF);
+                    }
+                    let start = (req.amod as usize) * 64;
+                    let end = (start + 64).min(want.len());
+                    entry[start..end].copy_from_slice(&want[start..end]);
+                }
+            }
+        }
+    }
+    debug!(?report, "programming batch done");
+}
+
+fn switch_info_set(subnet: &Subnet, id: NodeId, plan: &Plan, config: &SmConfig) -> Option<SetRequest> {
+    let node = subnet.node(id);
+    let current = node.switch_info.as_ref()?;
+    let mut want = current.clone();
+    want.linear_fdb_top = plan.top.0;
+    want.life_time_value = config.packet_life_time;
+    // PortStateChange is cleared by writing a one (IBA 14.2.5.4).
+    let clear_change = current.port_state_change;
+    if want == *current && !clear_change {
+        return None;
+    }
+    Some(SetRequest {
+        target: Target::SwitchInfo { node: id },
+        path: node.path,
+        attr: AttributeId::SwitchInfo,
+        amod: 0,
+        data: want.to_data(),
+    })
+}
+
+fn lft_sets(subnet: &Subnet, id: NodeId, plan: &Plan, cache: &LftCache) -> Vec<SetRequest> {
+    let node = subnet.node(id);
+    let Some(want) = plan.lfts.get(&id) else { return Vec::new() };
+    let held = cache.tables.get(&node.guid());
+    let top = plan.top.0 as usize;
+    let blocks = top / 64 + 1;
+    let mut out = Vec::new();
+    for block in 0..blocks {
+        let start = block * 64;
+        let mut ports = [0xFFu8; 64];
+        for (i, slot) in ports.iter_mut().enumerate() {
+            if let Some(&p) = want.get(start + i) {
+                *slot = p;
+            }
+        }
+        let same = held.is_some_and(|h| (0..64).all(|i| h.get(start + i).copied().unwrap_or(0xFF) == ports[i]));
+        if same {
+            continue;
+        }
+        out.push(SetRequest {
+            target: Target::Lft { node: id, block: block as u32 },
+            path: node.path,
+            attr: AttributeId::LinearForwardingTable,
+            amod: block as u32,
+            data: LftBlockRepr { ports }.to_data(),
+        });
+    }
+    out
+}
+
+/// The PortInfo Set for one port, or `None` when the port already holds what
+/// the SM wants. `target` is the logical state to move to when the port is
+/// one step below it.
+fn port_set(
+    subnet: &Subnet,
+    id: NodeId,
+    port: u8,
+    plan: &Plan,
+    config: &SmConfig,
+    target: PortState,
+) -> Option<SetRequest> {
+    let node = subnet.node(id);
+    let current = node.ports.get(port as usize)?.info.as_ref()?;
+    let is_switch = node.is_switch();
+    let remote = node.ports[port as usize].remote;
+    // `want` holds the managed fields at their wanted values and every
+    // other field as read, so comparing it with `current` says whether the
+    // port needs a Set at all.
+    let mut want = *current;
+
+    let end_port = !is_switch || port == 0;
+    if end_port {
+        let &(lid, lmc) = plan.lids.get(&(id, port))?;
+        want.lid = lid;
+        want.lmc = lmc;
+        want.master_sm_lid = plan.sm_lid;
+        want.master_sm_sl = config.sm_sl;
+        want.gid_prefix = config.subnet_prefix;
+        want.subnet_timeout = config.subnet_timeout;
+        want.m_key = config.m_key;
+        want.m_key_protect_bits = config.m_key_protection_level;
+        want.m_key_lease_period = config.m_key_lease_period;
+    }
+    // Link parameters live on each physical port: what both ends support.
+    if port != 0 {
+        let (far_node, far_port) = remote?;
+        if subnet.node(far_node).quarantined.is_some() {
+            return None;
+        }
+        let far = subnet.node(far_node).ports.get(far_port as usize)?.info.as_ref()?;
+        want.neighbor_mtu = current.mtu_cap.min(far.mtu_cap).max(1);
+        want.operational_vls = current.vl_cap.min(far.vl_cap).min(config.max_op_vls).max(1);
+    }
+
+    let changed = want != *current;
+    let step = match (current.port_state, target) {
+        (PortState::Init, PortState::Armed) if port != 0 => Some(PortState::Armed),
+        (PortState::Armed, PortState::Active) if port != 0 => Some(PortState::Active),
+        _ => None,
+    };
+    let reregister = plan.client_reregister
+        && !is_switch
+        && target == PortState::Armed
+        && current.capability_mask & CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED != 0;
+    if !changed && step.is_none() && !reregister {
+        return None;
+    }
+    // A Set writes every field: start from the no-change codes so only what
+    // the SM manages takes effect (IBA 14.2.5.6).
+    let mut set = current.for_set();
+    set.lid = want.lid;
+    set.lmc = want.lmc;
+    set.master_sm_lid = want.master_sm_lid;
+    set.master_sm_sl = want.master_sm_sl;
+    set.gid_prefix = want.gid_prefix;
+    set.subnet_timeout = want.subnet_timeout;
+    set.m_key = want.m_key;
+    set.m_key_protect_bits = want.m_key_protect_bits;
+    set.m_key_lease_period = want.m_key_lease_period;
+    set.neighbor_mtu = want.neighbor_mtu;
+    if want.operational_vls != current.operational_vls {
+        set.operational_vls = want.operational_vls;
+    }
+    set.port_state = step.unwrap_or(PortState::NoChange);
+    set.client_reregister = reregister;
+    Some(SetRequest {
+        target: Target::Port { node: id, port },
+        path: node.path_for_port(port),
+        attr: AttributeId::PortInfo,
+        amod: port as u32,
+        data: set.to_data(),
+    })
+}

@@ -1,0 +1,111 @@
+//! From a sweep to the routing crate and back: builds the routing view of
+//! the discovered subnet, runs the configured engine and maps the tables
+//! onto the sweep's node IDs.
+
+use std::collections::HashMap;
+
+use ibsm_routing::fabric::{EndPort, EndPortId, FabricError, PortEnd, RoutingFabric, Switch, SwitchId};
+use ibsm_routing::minhop::minhop;
+
+use super::subnet::{NodeId, Subnet};
+use crate::lid::LidRange;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RouteError {
+    #[error("routing view of the subnet is inconsistent: {0}")]
+    Fabric(#[from] FabricError),
+    #[error("unknown routing engine `{0}` (available: minhop)")]
+    UnknownEngine(String),
+}
+
+/// The routing input built from a sweep, with the ID maps back to it.
+pub struct RoutingView {
+    pub fabric: RoutingFabric,
+    pub switch_nodes: Vec<NodeId>,
+    pub end_ports: Vec<(NodeId, u8)>,
+}
+
+/// Builds the routing view: switches and end ports that have LIDs (or not,
+/// then they only forward / only source), and every cable between nodes the
+/// SM manages. Quarantined nodes are left out entirely.
+pub fn routing_view(subnet: &Subnet, lids: &HashMap<(NodeId, u8), LidRange>) -> Result<RoutingView, RouteError> {
+    let mut b = RoutingFabric::builder();
+    let mut switch_of: HashMap<NodeId, SwitchId> = HashMap::new();
+    let mut end_of: HashMap<(NodeId, u8), EndPortId> = HashMap::new();
+    let mut switch_nodes = Vec::new();
+    let mut end_ports = Vec::new();
+    for id in subnet.ids() {
+        let node = subnet.node(id);
+        if node.quarantined.is_some() {
+            continue;
+        }
+        if node.is_switch() {
+            let (base, lmc) = lids.get(&(id, 0)).map(|r| (r.base().0, r.lmc())).unwrap_or((0, 0));
+            let enhanced = node.switch_info.as_ref().is_some_and(|s| s.enhanced_port0);
+            let mut sw = Switch::new(node.guid().0, node.info.num_ports, base).with_name(node.name());
+            if enhanced {
+                sw = sw.with_enhanced_port0(lmc);
+            }
+            switch_of.insert(id, b.add_switch(sw)?);
+            switch_nodes.push(id);
+        } else {
+            for port in node.external_ports() {
+                if node.ports[port as usize].info.is_none() {
+                    continue;
+                }
+                let (base, lmc) = lids.get(&(id, port)).map(|r| (r.base().0, r.lmc())).unwrap_or((0, 0));
+                let ep = EndPort::new(node.guid().0, node.port_guid(port).0, port, base)
+                    .with_lmc(lmc)
+                    .with_name(node.name());
+                end_of.insert((id, port), b.add_end_port(ep)?);
+                end_ports.push((id, port));
+            }
+        }
+    }
+    let end = |id: NodeId, port: u8| -> Option<PortEnd> {
+        match switch_of.get(&id) {
+            Some(&s) => Some(PortEnd::Switch(s, port)),
+            None => end_of.get(&(id, port)).map(|&e| PortEnd::End(e)),
+        }
+    };
+    for id in subnet.ids() {
+        for (port, slot) in subnet.node(id).ports.iter().enumerate() {
+            let Some((far, far_port)) = slot.remote else { continue };
+            // Each cable once: from its lower (node, port) end.
+            if (far, far_port) < (id, port as u8) || port == 0 {
+                continue;
+            }
+            if let (Some(a), Some(z)) = (end(id, port as u8), end(far, far_port)) {
+                b.connect(a, z)?;
+            }
+        }
+    }
+    Ok(RoutingView { fabric: b.build()?, switch_nodes, end_ports })
+}
+
+/// Runs the first engine of `chain` that exists; returns each switch's table
+/// and the problems (e.g. a disconnected part) worth reporting.
+pub fn compute(view: &RoutingView, chain: &[String]) -> Result<(HashMap<NodeId, Vec<u8>>, Vec<String>), RouteError> {
+    let mut notes = Vec::new();
+    let engine = chain.first().map(String::as_str).unwrap_or("minhop");
+    let routes = match engine {
+        "minhop" => match minhop(&view.fabric) {
+            Ok(r) => r,
+            Err(e) => {
+                notes.push(e.to_string());
+                match e.partial_routes() {
+                    Some(r) => r.clone(),
+                    None => return Ok((HashMap::new(), notes)),
+                }
+            }
+        },
+        other => return Err(RouteError::UnknownEngine(other.to_string())),
+    };
+    let mut out = HashMap::new();
+    for (i, &node) in view.switch_nodes.iter().enumerate() {
+        if let Some(lft) = routes.lft(SwitchId(i as u32)) {
+            out.insert(node, lft.ports.clone());
+        }
+    }
+    Ok((out, notes))
+}

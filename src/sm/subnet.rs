@@ -1,0 +1,179 @@
+//! What a sweep learned: nodes and ports in an arena keyed by GUID, the links
+//! between them and the directed-route path to each node.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::mad::{DrPath, NodeInfoRepr, NodeType, PortInfoRepr, SwitchInfoRepr};
+use crate::types::{Guid, Lid};
+
+/// Index of a node in `Subnet::nodes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SubnetPort {
+    /// PortInfo as last read; `None` when it was never read (an uncabled CA
+    /// port, or the read failed).
+    pub info: Option<PortInfoRepr>,
+    /// The node and port at the other end of the cable.
+    pub remote: Option<(NodeId, u8)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SubnetNode {
+    pub info: NodeInfoRepr,
+    pub description: Option<String>,
+    /// The directed route the sweep first reached this node by.
+    pub path: DrPath,
+    pub switch_info: Option<SwitchInfoRepr>,
+    /// Indexed by port number; index 0 is switch port 0 (unused for CAs).
+    pub ports: Vec<SubnetPort>,
+    /// Why the SM leaves this node alone, when it does.
+    pub quarantined: Option<String>,
+    /// CA/router port GUIDs as read from NodeInfo through each port.
+    pub port_guids: Vec<Option<Guid>>,
+    /// CA/router ports: the directed route that enters through each port.
+    /// A CA's agent configures only the port an SMP arrived on (ibsim and
+    /// the Linux SMAs), so each port is programmed over its own path.
+    pub port_paths: Vec<Option<DrPath>>,
+}
+
+impl SubnetNode {
+    pub fn is_switch(&self) -> bool {
+        self.info.node_type == NodeType::Switch
+    }
+    pub fn guid(&self) -> Guid {
+        self.info.node_guid
+    }
+    pub fn name(&self) -> String {
+        match &self.description {
+            Some(d) if !d.is_empty() => d.clone(),
+            _ => self.info.node_guid.to_string(),
+        }
+    }
+    /// The path to use for SMPs about `port`.
+    pub fn path_for_port(&self, port: u8) -> DrPath {
+        if self.is_switch() {
+            return self.path;
+        }
+        self.port_paths.get(port as usize).copied().flatten().unwrap_or(self.path)
+    }
+    /// Port numbers that can carry traffic to a neighbour.
+    pub fn external_ports(&self) -> impl Iterator<Item = u8> + '_ {
+        (1..self.ports.len()).map(|p| p as u8)
+    }
+    /// The port GUID of `port` (switches share one port GUID).
+    pub fn port_guid(&self, port: u8) -> Guid {
+        if self.is_switch() {
+            self.info.port_guid
+        } else {
+            // A CA reports the GUID of the port a NodeInfo arrived on; the
+            // others follow the common node GUID + port numbering only by
+            // convention, so the sweep records each one it reads.
+            self.port_guids.get(port as usize).copied().flatten().unwrap_or(self.info.port_guid)
+        }
+    }
+}
+
+/// Problems found during a sweep that did not stop it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepProblem {
+    pub path: DrPath,
+    pub guid: Option<Guid>,
+    pub what: String,
+}
+
+impl fmt::Display for SweepProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.guid {
+            Some(g) => write!(f, "node {g} at path {}: {}", self.path, self.what),
+            None => write!(f, "path {}: {}", self.path, self.what),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Subnet {
+    pub nodes: Vec<SubnetNode>,
+    pub by_guid: HashMap<Guid, NodeId>,
+    /// The node and port the SM runs on.
+    pub sm_port: Option<(NodeId, u8)>,
+    pub problems: Vec<SweepProblem>,
+}
+
+impl Subnet {
+    pub fn node(&self, id: NodeId) -> &SubnetNode {
+        &self.nodes[id.index()]
+    }
+    pub fn node_mut(&mut self, id: NodeId) -> &mut SubnetNode {
+        &mut self.nodes[id.index()]
+    }
+    pub fn ids(&self) -> impl Iterator<Item = NodeId> {
+        (0..self.nodes.len() as u32).map(NodeId)
+    }
+    pub fn switches(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.ids().filter(|&id| self.node(id).is_switch())
+    }
+
+    /// Adds a node first seen at `path`, or returns the one with its GUID.
+    pub fn insert(&mut self, info: NodeInfoRepr, path: DrPath) -> (NodeId, bool) {
+        if let Some(&id) = self.by_guid.get(&info.node_guid) {
+            return (id, false);
+        }
+        let id = NodeId(self.nodes.len() as u32);
+        let nports = info.num_ports as usize + 1;
+        let mut port_guids = vec![None; nports];
+        let mut port_paths = vec![None; nports];
+        if info.node_type != NodeType::Switch && (info.local_port_num as usize) < nports {
+            port_guids[info.local_port_num as usize] = Some(info.port_guid);
+            port_paths[info.local_port_num as usize] = Some(path);
+        }
+        self.by_guid.insert(info.node_guid, id);
+        self.nodes.push(SubnetNode {
+            info,
+            description: None,
+            path,
+            switch_info: None,
+            ports: vec![SubnetPort::default(); nports],
+            quarantined: None,
+            port_guids,
+            port_paths,
+        });
+        (id, true)
+    }
+
+    /// Records a cable between two ports; both ends point at each other.
+    pub fn link(&mut self, a: (NodeId, u8), b: (NodeId, u8)) {
+        if let Some(p) = self.nodes[a.0.index()].ports.get_mut(a.1 as usize) {
+            p.remote = Some(b);
+        }
+        if let Some(p) = self.nodes[b.0.index()].ports.get_mut(b.1 as usize) {
+            p.remote = Some(a);
+        }
+    }
+
+    /// Every end port (CA/router port) and switch port 0 that gets a LID.
+    pub fn lid_ports(&self) -> impl Iterator<Item = (NodeId, u8)> + '_ {
+        self.ids().flat_map(move |id| {
+            let n = self.node(id);
+            let ports: Vec<u8> = if n.is_switch() {
+                vec![0]
+            } else {
+                n.external_ports().filter(|&p| n.ports[p as usize].info.is_some()).collect()
+            };
+            ports.into_iter().map(move |p| (id, p))
+        })
+    }
+
+    /// The LID a port currently holds, as last read.
+    pub fn current_lid(&self, id: NodeId, port: u8) -> Option<Lid> {
+        self.node(id).ports.get(port as usize)?.info.as_ref().map(|i| i.lid)
+    }
+}
