@@ -19,10 +19,8 @@ use crate::mad::{
     AttributeId, DrPath, LftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
     PKeyTableBlockRepr, PortInfoRepr, SmInfoRepr, SmpAttribute, SwitchInfoRepr, WireError,
 };
-use crate::transport::umad::{PortSelector, UmadConfig, UmadDevice};
-use crate::transport::{
-    DeviceError, MadTransport, SmpClient, SmpError, Transport, TransportStats, TxnConfig,
-};
+use crate::backend::{self, BackendError, PortArgs, Role};
+use crate::transport::{SmpClient, SmpError, Transport, TransportStats, TxnConfig};
 use crate::types::Guid;
 
 /// The attributes `probe` knows how to decode.
@@ -60,21 +58,8 @@ impl ProbeAttr {
 /// Arguments of `ibsm probe`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProbeArgs {
-    /// Use the in-process simulator on this topology file instead of a port.
-    #[arg(long, value_name = "TOPOLOGY", conflicts_with_all = ["ca", "guid"])]
-    pub sim: Option<std::path::PathBuf>,
-    /// With --sim: the node whose port the probe sends from.
-    #[arg(long, value_name = "NAME", requires = "sim")]
-    pub sm_node: Option<String>,
-    /// The CA to send from (libibumad's name, e.g. mlx5_0).
-    #[arg(long, conflicts_with = "guid")]
-    pub ca: Option<String>,
-    /// With --ca: the port number.
-    #[arg(long, requires = "ca")]
-    pub port: Option<u8>,
-    /// The port GUID to send from (searched on every CA).
-    #[arg(long, value_parser = parse_guid)]
-    pub guid: Option<u64>,
+    #[command(flatten)]
+    pub port: PortArgs,
     /// The directed-route path, smpquery style: 0 is the local port.
     #[arg(long, default_value = "0", value_parser = parse_path)]
     pub path: DrPath,
@@ -132,15 +117,11 @@ fn parse_u32(s: &str) -> Result<u32, String> {
         .and_then(|v| u32::try_from(v).map_err(|_| format!("`{s}` does not fit in 32 bits")))
 }
 
-fn parse_guid(s: &str) -> Result<u64, String> {
-    parse_u64(s)
-}
-
 /// Why the probe failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     #[error(transparent)]
-    Device(#[from] DeviceError),
+    Backend(#[from] BackendError),
     #[error(transparent)]
     Smp(#[from] SmpError),
     #[error("{attr:?} at DR path {path}: cannot decode the response: {error}")]
@@ -149,8 +130,6 @@ pub enum ProbeError {
         path: DrPath,
         error: WireError,
     },
-    #[error("{0}")]
-    Unsupported(String),
 }
 
 /// One decoded field: its smpquery name, raw value and display text.
@@ -744,31 +723,10 @@ pub async fn run(args: &ProbeArgs) -> Result<String, ProbeError> {
         timeout: Duration::from_millis(args.timeout_ms),
         retries: args.retries,
     };
-    if args.sim.is_some() {
-        return Err(ProbeError::Unsupported(
-            "--sim: the in-process simulator backend is not part of this build yet".into(),
-        ));
-    }
-    let port = match (&args.ca, args.guid) {
-        (Some(name), _) => PortSelector::Ca {
-            name: name.clone(),
-            port: args.port,
-        },
-        (None, Some(g)) => PortSelector::Guid(Guid(g)),
-        (None, None) => PortSelector::First,
-    };
-    // The kernel must hold each send at least as long as we wait for it.
-    let default = UmadConfig::default();
-    let ucfg = UmadConfig {
-        port,
-        kernel_timeout: default.kernel_timeout.max(cfg.timeout),
-        ..default
-    };
-    let mut dev = UmadDevice::open(&ucfg)?;
-    if args.is_sm {
-        dev.set_is_sm(true)?;
-    }
-    let (transport, _unsolicited) = MadTransport::spawn(dev, cfg);
+    // --is-sm makes the probe look like an SM: IsSM held, SM agent registered.
+    let role = if args.is_sm { Role::SubnetManager } else { Role::Tool };
+    let opened = backend::open(&args.port, cfg, role)?;
+    let transport = opened.transport;
     let client = SmpClient::with_m_key(transport, args.m_key);
     let report = probe(&client, args).await?;
     let text = render(&report, args.json);
