@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::backend::{self, BackendError, PortArgs, Role};
 use crate::mad::lft::LFT_BLOCK_ENTRIES;
 use crate::mad::pkey_table::PKEY_BLOCK_ENTRIES;
 use crate::mad::port_info::{link_speed_ext, mtu, CapabilityMask};
@@ -19,7 +20,6 @@ use crate::mad::{
     AttributeId, DrPath, LftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
     PKeyTableBlockRepr, PortInfoRepr, SmInfoRepr, SmpAttribute, SwitchInfoRepr, WireError,
 };
-use crate::backend::{self, BackendError, PortArgs, Role};
 use crate::transport::{SmpClient, SmpError, Transport, TransportStats, TxnConfig};
 use crate::types::Guid;
 
@@ -724,7 +724,11 @@ pub async fn run(args: &ProbeArgs) -> Result<String, ProbeError> {
         retries: args.retries,
     };
     // --is-sm makes the probe look like an SM: IsSM held, SM agent registered.
-    let role = if args.is_sm { Role::SubnetManager } else { Role::Tool };
+    let role = if args.is_sm {
+        Role::SubnetManager
+    } else {
+        Role::Tool
+    };
     let opened = backend::open(&args.port, cfg, role)?;
     let transport = opened.transport;
     let client = SmpClient::with_m_key(transport, args.m_key);
