@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::backend::{self, BackendError, PortArgs, Role};
 use crate::mad::lft::LFT_BLOCK_ENTRIES;
 use crate::mad::pkey_table::PKEY_BLOCK_ENTRIES;
 use crate::mad::port_info::{link_speed_ext, mtu, CapabilityMask};
@@ -19,10 +20,7 @@ use crate::mad::{
     AttributeId, DrPath, LftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
     PKeyTableBlockRepr, PortInfoRepr, SmInfoRepr, SmpAttribute, SwitchInfoRepr, WireError,
 };
-use crate::transport::umad::{PortSelector, UmadConfig, UmadDevice};
-use crate::transport::{
-    DeviceError, MadTransport, SmpClient, SmpError, Transport, TransportStats, TxnConfig,
-};
+use crate::transport::{SmpClient, SmpError, Transport, TransportStats, TxnConfig};
 use crate::types::Guid;
 
 /// The attributes `probe` knows how to decode.
@@ -60,21 +58,8 @@ impl ProbeAttr {
 /// Arguments of `ibsm probe`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProbeArgs {
-    /// Use the in-process simulator on this topology file instead of a port.
-    #[arg(long, value_name = "TOPOLOGY", conflicts_with_all = ["ca", "guid"])]
-    pub sim: Option<std::path::PathBuf>,
-    /// With --sim: the node whose port the probe sends from.
-    #[arg(long, value_name = "NAME", requires = "sim")]
-    pub sm_node: Option<String>,
-    /// The CA to send from (libibumad's name, e.g. mlx5_0).
-    #[arg(long, conflicts_with = "guid")]
-    pub ca: Option<String>,
-    /// With --ca: the port number.
-    #[arg(long, requires = "ca")]
-    pub port: Option<u8>,
-    /// The port GUID to send from (searched on every CA).
-    #[arg(long, value_parser = parse_guid)]
-    pub guid: Option<u64>,
+    #[command(flatten)]
+    pub port: PortArgs,
     /// The directed-route path, smpquery style: 0 is the local port.
     #[arg(long, default_value = "0", value_parser = parse_path)]
     pub path: DrPath,
@@ -132,15 +117,11 @@ fn parse_u32(s: &str) -> Result<u32, String> {
         .and_then(|v| u32::try_from(v).map_err(|_| format!("`{s}` does not fit in 32 bits")))
 }
 
-fn parse_guid(s: &str) -> Result<u64, String> {
-    parse_u64(s)
-}
-
 /// Why the probe failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     #[error(transparent)]
-    Device(#[from] DeviceError),
+    Backend(#[from] BackendError),
     #[error(transparent)]
     Smp(#[from] SmpError),
     #[error("{attr:?} at DR path {path}: cannot decode the response: {error}")]
@@ -149,8 +130,6 @@ pub enum ProbeError {
         path: DrPath,
         error: WireError,
     },
-    #[error("{0}")]
-    Unsupported(String),
 }
 
 /// One decoded field: its smpquery name, raw value and display text.
@@ -451,11 +430,20 @@ fn port_info(r: &PortInfoRepr) -> Vec<Field> {
         int("OverrunErr", r.overrun_errors),
         int("MaxCreditHint", r.max_credit_hint),
         int("RoundTrip", r.link_round_trip_latency),
-        field(
-            "CapabilityMask2",
-            r.capability_mask2,
-            format!("{:#x}", r.capability_mask2),
-        ),
+        {
+            let mut f = field(
+                "CapabilityMask2",
+                r.capability_mask2,
+                format!("{:#x}", r.capability_mask2),
+            );
+            f.detail = CAP_MASK2_NAMES
+                .iter()
+                .enumerate()
+                .filter(|(bit, _)| r.capability_mask2 & (1 << bit) != 0)
+                .map(|(_, n)| n.to_string())
+                .collect();
+            f
+        },
         field(
             "LinkSpeedExtActive",
             r.link_speed_ext_active,
@@ -477,6 +465,22 @@ fn port_info(r: &PortInfoRepr) -> Vec<Field> {
         ),
     ]
 }
+
+/// CapabilityMask2 bit names, bit 0 first (IBA 14.2.5.6 and the 1.4/1.5
+/// annexes).
+const CAP_MASK2_NAMES: [&str; 11] = [
+    "IsSetNodeDescriptionSupported",
+    "IsPortInfoExtendedSupported",
+    "IsVirtualizationSupported",
+    "IsSwitchPortStateTableSupported",
+    "IsLinkWidth2xSupported",
+    "IsLinkSpeedHDRSupported",
+    "IsMKeyProtectBitsExtSupported",
+    "IsEnhancedTrap128Supported",
+    "IsPartitionTopSupported",
+    "IsEnhancedQoSArbiterSupported",
+    "IsLinkSpeedNDRSupported",
+];
 
 fn switch_info(r: &SwitchInfoRepr) -> Vec<Field> {
     vec![
@@ -719,29 +723,14 @@ pub async fn run(args: &ProbeArgs) -> Result<String, ProbeError> {
         timeout: Duration::from_millis(args.timeout_ms),
         retries: args.retries,
     };
-    if args.sim.is_some() {
-        return Err(ProbeError::Unsupported(
-            "--sim: the in-process simulator backend is not part of this build yet".into(),
-        ));
-    }
-    let port = match (&args.ca, args.guid) {
-        (Some(name), _) => PortSelector::Ca {
-            name: name.clone(),
-            port: args.port,
-        },
-        (None, Some(g)) => PortSelector::Guid(Guid(g)),
-        (None, None) => PortSelector::First,
+    // --is-sm makes the probe look like an SM: IsSM held, SM agent registered.
+    let role = if args.is_sm {
+        Role::SubnetManager
+    } else {
+        Role::Tool
     };
-    let ucfg = UmadConfig {
-        port,
-        kernel_timeout: Duration::from_millis(args.timeout_ms.max(1)),
-        ..UmadConfig::default()
-    };
-    let mut dev = UmadDevice::open(&ucfg)?;
-    if args.is_sm {
-        dev.set_is_sm(true)?;
-    }
-    let (transport, _unsolicited) = MadTransport::spawn(dev, cfg);
+    let opened = backend::open(&args.port, cfg, role)?;
+    let transport = opened.transport;
     let client = SmpClient::with_m_key(transport, args.m_key);
     let report = probe(&client, args).await?;
     let text = render(&report, args.json);

@@ -19,6 +19,11 @@
 //!   calls `open64`.
 //! - libumad2sim dereferences a null queue when a MAD arrives for a class no
 //!   agent registered, so every class that can arrive is registered.
+//! - libumad2sim's `write` blocks on ibsim's socket while holding the lock
+//!   its receiver thread needs, so a deep enough window deadlocks the
+//!   client: on ibsim 0.10, 448 SMPs in flight worked and 512 hung about
+//!   half the time. Keep the window well below that on ibsim (OpenSM's 4
+//!   is far below; tests/transport_umad.rs sweeps 1-64 without a loss).
 
 #![allow(unsafe_code)]
 
