@@ -120,13 +120,17 @@ fn open_umad(args: &PortArgs, txn: TxnConfig, role: Role) -> Result<Opened, Back
     let cfg = UmadConfig {
         port,
         sm_agent: role == Role::SubnetManager,
-        sa_server: false,
+        // Registering the SA class keeps SA queries from reaching a port
+        // with no agent for them (libumad2sim crashes the client then).
+        sa_server: role == Role::SubnetManager,
         // The kernel must wait at least as long as all our attempts.
         kernel_timeout: txn.timeout.max(Duration::from_millis(100)),
     };
     let mut device = match UmadDevice::open(&cfg) {
         Ok(d) => d,
-        Err(e @ (DeviceError::NoPort { .. } | DeviceError::LibraryMissing { .. })) if !explicit => {
+        // With no port named, any failure to find one means "no usable
+        // hardware here"; a RoCE-only machine still gets its own message.
+        Err(e) if !explicit && !matches!(e, DeviceError::NotInfiniBand { .. }) => {
             return Err(BackendError::NoHardware(e.to_string()))
         }
         Err(e) => return Err(e.into()),

@@ -64,6 +64,11 @@ static SEQ: AtomicU32 = AtomicU32::new(0);
 
 impl Ibsim {
     pub fn start(net: &Path) -> Ibsim {
+        Self::start_with(net, &[])
+    }
+
+    /// Starts ibsim with extra flags (e.g. `-N/-S/-P` for big nets).
+    pub fn start_with(net: &Path, flags: &[String]) -> Ibsim {
         let ibsim = tool("ibsim");
         let sock = format!(
             "ibsm-t{}-{}",
@@ -74,6 +79,7 @@ impl Ibsim {
         let log = std::fs::File::create(dir.path().join("ibsim.log")).unwrap();
         let child = Command::new(ibsim)
             .args(["-s", "-n"])
+            .args(flags)
             .arg(net)
             .env("IBSIM_SOCKNAME", &sock)
             .current_dir(dir.path())
