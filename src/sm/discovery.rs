@@ -10,6 +10,7 @@
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::{debug, warn};
 
+use super::program::MAX_OUTSTANDING;
 use super::subnet::{NodeId, Subnet, SweepProblem};
 use crate::mad::{
     AttributeId, DrPath, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState, PortInfoRepr, PortState,
@@ -48,14 +49,17 @@ pub async fn discover<T: Transport>(client: &SmpClient<T>) -> Subnet {
     // Each round: run a batch to completion; replies may add to the batch
     // (same-layer work), and new nodes start the next layer.
     while !batch.is_empty() {
+        // Requests wait in `queue` and become futures only as room frees
+        // up, which bounds memory on big fabrics.
+        let mut queue: std::collections::VecDeque<Request> = batch.drain(..).collect();
         let mut in_flight = FuturesUnordered::new();
-        for req in batch.drain(..) {
-            in_flight.push(run(client, req));
-        }
-        while let Some((req, result)) = in_flight.next().await {
-            for follow_up in sweep.handle(req, result) {
-                in_flight.push(run(client, follow_up));
+        loop {
+            while in_flight.len() < MAX_OUTSTANDING {
+                let Some(req) = queue.pop_front() else { break };
+                in_flight.push(run(client, req));
             }
+            let Some((req, result)) = in_flight.next().await else { break };
+            queue.extend(sweep.handle(req, result));
         }
         // Layer barrier: every node found in this layer now gets read.
         for id in std::mem::take(&mut sweep.layer_nodes) {

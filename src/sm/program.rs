@@ -50,6 +50,10 @@ pub struct ProgramReport {
     pub failures: usize,
 }
 
+/// SMP futures alive at once; the transport's window bounds the wire, this
+/// bounds memory. Far above any useful window.
+pub const MAX_OUTSTANDING: usize = 512;
+
 #[derive(Debug, Clone, Copy)]
 enum Target {
     Port { node: NodeId, port: u8 },
@@ -126,8 +130,15 @@ async fn execute<T: Transport>(
     cache: &mut LftCache,
     plan: &Plan,
 ) {
-    let mut in_flight: FuturesUnordered<_> = sets.into_iter().map(|r| run(client, r)).collect();
+    // Requests become futures only as room frees up: a future holds its
+    // SMP, and a big fabric has hundreds of thousands of Sets to send.
+    let mut queue = sets.into_iter();
+    let mut in_flight = FuturesUnordered::new();
+    in_flight.extend(queue.by_ref().take(MAX_OUTSTANDING).map(|r| run(client, r)));
     while let Some((req, result)) = in_flight.next().await {
+        if let Some(next) = queue.next() {
+            in_flight.push(run(client, next));
+        }
         let data = match result {
             Ok(d) => d,
             Err(e) => {
