@@ -13,7 +13,7 @@ use tracing::{debug, warn};
 
 use super::subnet::{NodeId, Subnet, SweepProblem};
 use crate::config::SmConfig;
-use crate::mad::{AttributeId, CapabilityMask, DrPath, LftBlockRepr, PortInfoRepr, PortState, SwitchInfoRepr};
+use crate::mad::{AttributeId, CapabilityMask, DrPath, LftBlockRepr, PKeyTableBlockRepr, PortInfoRepr, PortState, SwitchInfoRepr};
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::Transport;
 use crate::mad::SmpAttribute;
@@ -47,6 +47,8 @@ pub struct ProgramReport {
     pub lft_blocks: usize,
     pub armed: usize,
     pub activated: usize,
+    pub pkey_reads: usize,
+    pub pkey_sets: usize,
     pub failures: usize,
 }
 
@@ -57,6 +59,7 @@ pub const MAX_OUTSTANDING: usize = 512;
 #[derive(Debug, Clone, Copy)]
 enum Target {
     Port { node: NodeId, port: u8 },
+    PKeys { node: NodeId, port: u8 },
     SwitchInfo { node: NodeId },
     Lft { node: NodeId, block: u32 },
 }
@@ -84,8 +87,14 @@ pub async fn program<T: Transport>(
 ) -> ProgramReport {
     let mut report = ProgramReport::default();
 
+    // The default partition: every end port's P_Key block 0 must hold the
+    // full-member default P_Key. Read first; write only what is missing.
+    let reads = pkey_reads(subnet);
+    report.pkey_reads = reads.len();
+    let pkey_fixes = read_pkeys(client, subnet, reads, &mut report).await;
+
     // Pass 1: parameters + ARMED, SwitchInfo, LFTs; all independent.
-    let mut sets = Vec::new();
+    let mut sets = pkey_fixes;
     for id in subnet.ids().collect::<Vec<_>>() {
         let node = subnet.node(id);
         if node.quarantined.is_some() {
@@ -145,6 +154,7 @@ async fn execute<T: Transport>(
                 report.failures += 1;
                 let (node, what) = match req.target {
                     Target::Port { node, port } => (node, format!("Set PortInfo port {port} failed: {e}")),
+                    Target::PKeys { node, port } => (node, format!("Set P_KeyTable port {port} failed: {e}")),
                     Target::SwitchInfo { node } => (node, format!("Set SwitchInfo failed: {e}")),
                     Target::Lft { node, block } => {
                         // Forget what we believe is there so the next sweep resends it.
@@ -174,6 +184,7 @@ async fn execute<T: Transport>(
                     }
                 }
             }
+            Target::PKeys { .. } => report.pkey_sets += 1,
             Target::SwitchInfo { node } => {
                 report.switch_info_sets += 1;
                 if let Ok(si) = SwitchInfoRepr::parse_data(&data) {
@@ -318,9 +329,9 @@ fn port_set(
     set.m_key_protect_bits = want.m_key_protect_bits;
     set.m_key_lease_period = want.m_key_lease_period;
     set.neighbor_mtu = want.neighbor_mtu;
-    if want.operational_vls != current.operational_vls {
-        set.operational_vls = want.operational_vls;
-    }
+    // 0 means "no change" in the spec, but ibsim stores it literally: say
+    // the value every time.
+    set.operational_vls = want.operational_vls;
     set.port_state = step.unwrap_or(PortState::NoChange);
     set.client_reregister = reregister;
     Some(SetRequest {
@@ -330,4 +341,111 @@ fn port_set(
         amod: port as u32,
         data: set.to_data(),
     })
+}
+
+/// P_Key block 0 of every end port the SM manages.
+fn pkey_reads(subnet: &Subnet) -> Vec<(NodeId, u8, DrPath)> {
+    let mut out = Vec::new();
+    for id in subnet.ids() {
+        let node = subnet.node(id);
+        if node.is_switch() || node.quarantined.is_some() {
+            continue;
+        }
+        for port in node.external_ports() {
+            if node.ports[port as usize].info.is_some() && node.ports[port as usize].remote.is_some() {
+                out.push((id, port, node.path_for_port(port)));
+            }
+        }
+    }
+    out
+}
+
+/// Reads the blocks; returns the Sets that put the default P_Key in place.
+async fn read_pkeys<T: Transport>(
+    client: &SmpClient<T>,
+    subnet: &mut Subnet,
+    reads: Vec<(NodeId, u8, DrPath)>,
+    report: &mut ProgramReport,
+) -> Vec<SetRequest> {
+    let mut queue = reads.into_iter();
+    let get = |(id, port, path): (NodeId, u8, DrPath)| async move {
+        // A CA's P_KeyTable modifier is the block number; the port is the
+        // one the SMP arrives on.
+        let r = client.dr_get(&path, AttributeId::PKeyTable, 0).await.map(|smp| smp.data);
+        (id, port, path, r)
+    };
+    let mut in_flight = FuturesUnordered::new();
+    in_flight.extend(queue.by_ref().take(MAX_OUTSTANDING).map(get));
+    let mut fixes = Vec::new();
+    while let Some((id, port, path, result)) = in_flight.next().await {
+        if let Some(next) = queue.next() {
+            in_flight.push(get(next));
+        }
+        let block = match result.map_err(|e| e.to_string()).and_then(|d| PKeyTableBlockRepr::parse_data(&d).map_err(|e| e.to_string())) {
+            Ok(b) => b,
+            Err(e) => {
+                report.failures += 1;
+                let p = SweepProblem { path, guid: Some(subnet.node(id).guid()), what: format!("Get P_KeyTable port {port} failed: {e}") };
+                warn!(%p, "P_Key read failed");
+                subnet.problems.push(p);
+                continue;
+            }
+        };
+        match with_default_pkey(&block) {
+            Some(fixed) => fixes.push(SetRequest {
+                target: Target::PKeys { node: id, port },
+                path,
+                attr: AttributeId::PKeyTable,
+                amod: 0,
+                data: fixed.to_data(),
+            }),
+            None if !block.pkeys.contains(&crate::mad::pkey_table::DEFAULT_PKEY) => {
+                let what = format!("port {port}: P_Key block 0 is full and lacks the default P_Key; left as is");
+                let p = SweepProblem { path, guid: Some(subnet.node(id).guid()), what };
+                warn!(%p, "default partition");
+                subnet.problems.push(p);
+            }
+            None => {}
+        }
+    }
+    fixes
+}
+
+/// The block with the full-member default P_Key added, or `None` when it
+/// already holds it. A limited default entry is upgraded in place; other
+/// entries keep their indexes (QPs are bound to indexes).
+pub fn with_default_pkey(block: &PKeyTableBlockRepr) -> Option<PKeyTableBlockRepr> {
+    use crate::mad::pkey_table::{DEFAULT_PKEY, PARTITION_MASK};
+    if block.pkeys.contains(&DEFAULT_PKEY) {
+        return None;
+    }
+    let mut fixed = *block;
+    let slot = fixed
+        .pkeys
+        .iter()
+        .position(|&k| k & PARTITION_MASK == PARTITION_MASK)
+        .or_else(|| fixed.pkeys.iter().position(|&k| k & PARTITION_MASK == 0))?;
+    fixed.pkeys[slot] = DEFAULT_PKEY;
+    Some(fixed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_pkey_is_added_without_moving_others() {
+        let mut b = PKeyTableBlockRepr::default();
+        b.pkeys[0] = 0xffff;
+        assert_eq!(with_default_pkey(&b), None);
+        b.pkeys[0] = 0x7fff;
+        assert_eq!(with_default_pkey(&b).unwrap().pkeys[0], 0xffff);
+        let mut b = PKeyTableBlockRepr::default();
+        b.pkeys[0] = 0x8001;
+        let fixed = with_default_pkey(&b).unwrap();
+        assert_eq!(fixed.pkeys[0], 0x8001);
+        assert_eq!(fixed.pkeys[1], 0xffff);
+        let full = PKeyTableBlockRepr { pkeys: [0x8002; 32] };
+        assert_eq!(with_default_pkey(&full), None, "no room: left alone");
+    }
 }
