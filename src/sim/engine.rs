@@ -420,7 +420,15 @@ impl Fabric {
         data.copy_from_slice(smp.data());
         let m_key = smp.m_key();
         match self.sma(a.at, method, attr, attr_mod, m_key, &data) {
-            SmaOutcome::Reply { status, data } => self.respond(a, status, Some(data)),
+            SmaOutcome::Reply { status, mut data } => {
+                let here = NodeIdx(node as usize);
+                for (n, at, offset, bytes) in &self.answer_patches {
+                    if *n == here && *at == attr && offset + bytes.len() <= data.len() {
+                        data[*offset..offset + bytes.len()].copy_from_slice(bytes);
+                    }
+                }
+                self.respond(a, status, Some(data))
+            }
             SmaOutcome::Silent(Some(r)) => self.count_drop(r),
             SmaOutcome::Silent(None) => {}
         }

@@ -197,6 +197,9 @@ pub struct Fabric {
     pub(crate) drops: HashMap<DropReason, u64>,
     /// Port -> devices attached there, in attach order.
     pub(crate) port_devices: HashMap<PortId, Vec<DevId>>,
+    /// Misbehaving devices: bytes written over a node's answers to one
+    /// attribute (node, attribute, offset in the SMP data, bytes).
+    pub(crate) answer_patches: Vec<(NodeIdx, AttributeId, usize, Vec<u8>)>,
 }
 
 impl Fabric {
@@ -269,6 +272,7 @@ impl Fabric {
             held: Vec::new(),
             devices: Vec::new(),
             counts: HashMap::new(),
+            answer_patches: Vec::new(),
             drops: HashMap::new(),
             port_devices: HashMap::new(),
         };
@@ -581,6 +585,13 @@ impl Fabric {
     // ---- fault rules ---------------------------------------------------
 
     /// Appends a rule (evaluated after those already installed).
+    /// Makes `node` a misbehaving device: from now on its answers to
+    /// `attribute` carry `bytes` at `offset` of the SMP data (e.g. a
+    /// SwitchInfo with LinearFDBCap 0, a NodeInfo with 255 ports).
+    pub fn corrupt_answers(&mut self, node: NodeIdx, attribute: AttributeId, offset: usize, bytes: &[u8]) {
+        self.answer_patches.push((node, attribute, offset, bytes.to_vec()));
+    }
+
     pub fn add_rule(&mut self, rule: Rule) -> RuleHandle {
         self.rules.push(rule)
     }
