@@ -107,13 +107,14 @@ pub async fn run(args: RunArgs) -> ExitCode {
     match service::run(opened.transport.clone(), opened.unsolicited, config, options, shutdown).await {
         Ok(report) => {
             if args.once {
-                let stats = crate::transport::Transport::stats(&opened.transport);
+                let totals = crate::transport::Transport::stats(&opened.transport).txn.totals();
                 println!(
-                    "SUBNET UP: {} nodes, {} switches, max LID {}, {} SMPs sent, {:.3} s",
+                    "SUBNET UP: {} nodes, {} switches, max LID {}, {} SMPs sent ({} retries), {:.3} s",
                     report.subnet.nodes.len(),
                     report.subnet.switches().count(),
                     report.lids.max_lid.0,
-                    stats.txn.totals().sent,
+                    totals.sent,
+                    totals.retries,
                     report.elapsed.as_secs_f64()
                 );
             }

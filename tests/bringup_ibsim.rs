@@ -308,6 +308,30 @@ fn opensm_guid2lid_is_honoured_on_a_cold_fabric() {
 }
 
 #[test]
+fn packet_drops_are_retried_on_ibsim() {
+    let dir = workdir();
+    let (net, flags, host) = generated("fattree2:radix=8,leaves=4,spines=2,hosts=3", dir.path());
+    let mut sim = Ibsim::start_with(&net, &flags);
+    // ibsim's Error command: every port of both spines drops 15% of packets.
+    let topo = Topology::from_spec_or_file(net.to_str().unwrap()).unwrap();
+    for s in topo.switches().filter(|&s| topo.node(s).name.starts_with("spine")) {
+        sim.console(&format!("Error \"{}\" 15", topo.node(s).name));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let cache = workdir();
+    let o = sim.ibsm(Some(&host), &["run", "--once", "--cache-dir", cache.path().to_str().unwrap()]);
+    assert!(o.status.success(), "ibsm failed under drops: {}", ibsim::stderr(&o));
+    let out = stdout(&o);
+    let retries: u64 = out.split('(').nth(1).and_then(|t| t.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap();
+    assert!(retries > 0, "15% drops must cost retries: {out}\nibsim log: {}", sim.log());
+    for s in topo.switches() {
+        sim.console(&format!("Error \"{}\" 0", topo.node(s).name));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    Fabric { sim: &sim, host }.judge("after drops");
+}
+
+#[test]
 fn no_hardware_points_at_sim() {
     // No ibsim, no umad2sim: the real backend finds no port here.
     let o = Command::new(env!("CARGO_BIN_EXE_ibsm")).args(["run", "--once"]).env_remove("LD_PRELOAD").output().unwrap();

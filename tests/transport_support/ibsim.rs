@@ -55,6 +55,8 @@ pub fn tool(tool: &str) -> PathBuf {
 /// A running ibsim on a unique socket name; killed on drop.
 pub struct Ibsim {
     child: Child,
+    /// ibsim's console: Unlink, Link, ReLink, Error (packet drops), ...
+    console: Option<std::process::ChildStdin>,
     pub sock: String,
     dir: tempfile::TempDir,
     pub net: PathBuf,
@@ -78,18 +80,21 @@ impl Ibsim {
         let dir = tempfile::tempdir().unwrap();
         let log = std::fs::File::create(dir.path().join("ibsim.log")).unwrap();
         let child = Command::new(ibsim)
-            .args(["-s", "-n"])
+            .arg("-s")
             .args(flags)
             .arg(net)
             .env("IBSIM_SOCKNAME", &sock)
             .current_dir(dir.path())
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .expect("starting ibsim");
+        let mut child = child;
+        let console = child.stdin.take();
         let sim = Ibsim {
             child,
+            console,
             sock,
             dir,
             net: net.to_path_buf(),
@@ -114,6 +119,14 @@ impl Ibsim {
             std::thread::sleep(Duration::from_millis(20));
         }
         panic!("ibsim did not come up on {want}; log: {}", self.log());
+    }
+
+    /// Sends one command to ibsim's console.
+    pub fn console(&mut self, command: &str) {
+        use std::io::Write;
+        let c = self.console.as_mut().expect("ibsim console");
+        writeln!(c, "{command}").expect("writing to ibsim's console");
+        c.flush().unwrap();
     }
 
     pub fn log(&self) -> String {
