@@ -6,7 +6,9 @@ use ibsm::mad::{MadHeader, MadHeaderRepr, MAD_HEADER_LEN};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(view) = MadHeader::new_checked(data) else { return };
+    let Ok(view) = MadHeader::new_checked(data) else {
+        return;
+    };
     // Every accessor on a checked view must be safe.
     let _ = (
         view.base_version(),
@@ -22,7 +24,8 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(h) = MadHeaderRepr::parse(&view) {
         let mut buf = [0u8; MAD_HEADER_LEN];
         h.emit(&mut MadHeader::new_checked(&mut buf[..]).expect("24 bytes"));
-        let again = MadHeaderRepr::parse(&MadHeader::new_checked(&buf[..]).unwrap()).expect("emitted header parses");
+        let again = MadHeaderRepr::parse(&MadHeader::new_checked(&buf[..]).unwrap())
+            .expect("emitted header parses");
         assert_eq!(again, h);
     }
 });

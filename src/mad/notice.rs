@@ -191,7 +191,9 @@ pub struct NoticeRepr {
     /// 15 bits.
     pub notice_count: u16,
     pub data_details: [u8; DATA_DETAILS_LEN],
-    /// All zero when parsed from a 64-byte (SMP) buffer.
+    /// All zero when parsed from a 64-byte (SMP) buffer. The 64-byte
+    /// `to_bytes`/`SmpAttribute::to_data` forms cannot carry it; use
+    /// `to_full_bytes` for the SA form.
     pub issuer_gid: [u8; 16],
 }
 
