@@ -66,12 +66,17 @@ def wait_attachable(sock, host, workdir, timeout=300):
 
 
 def run_measured(cmd, env, cwd):
-    """Runs cmd to completion; returns (exit code, wall seconds, peak RSS MiB)."""
+    """Runs cmd to completion; returns (exit code, wall seconds, peak RSS MiB).
+
+    Peak RSS comes from GNU time: a child forked from this Python process
+    would report Python's own resident pages as its maximum (about 14 MB)."""
+    rss_file = os.path.join(cwd, "maxrss")
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file] + cmd, env=env, cwd=cwd,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.monotonic() - t0
-    return os.waitstatus_to_exitcode(status), wall, ru.ru_maxrss / 1024.0
+    rss_kb = int(open(rss_file).read().split()[-1])
+    return p.returncode, wall, rss_kb / 1024.0
 
 
 def read_counts(path):
@@ -150,6 +155,8 @@ def main():
     ap.add_argument("--ibsm", default=os.path.join(ROOT, "target", "release", "ibsm"))
     ap.add_argument("--keep", action="store_true", help="keep the work directories")
     args = ap.parse_args()
+    if not os.path.exists("/usr/bin/time"):
+        raise SystemExit("bench needs GNU time: apt-get install time")
     work = tempfile.mkdtemp(prefix="ibsm-bench-")
     shim = build_shim(work)
     for name in args.sizes.split(","):

@@ -48,7 +48,7 @@ fn parse_guid(s: &str) -> Result<Guid, String> {
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     #[error("topology {source_text}: {error}")]
-    Topology { source_text: String, error: crate::topology::TopologyError },
+    Topology { source_text: String, error: Box<crate::topology::TopologyError> },
     #[error("simulated fabric: {0}")]
     Sim(String),
     #[error("{0}")]
@@ -87,11 +87,9 @@ pub fn open(args: &PortArgs, txn: TxnConfig, role: Role) -> Result<Opened, Backe
 fn open_sim(spec: &str, args: &PortArgs, txn: TxnConfig, role: Role) -> Result<Opened, BackendError> {
     let text = if spec == "builtin" { BUILTIN_TOPOLOGY } else { spec };
     let topology = Topology::from_spec_or_file(text)
-        .map_err(|error| BackendError::Topology { source_text: text.to_string(), error })?;
-    let fabric = FabricBuilder::new(&topology)
-        .seed(args.seed)
-        .build_shared()
-        .map_err(|e| BackendError::Sim(e.to_string()))?;
+        .map_err(|error| BackendError::Topology { source_text: text.to_string(), error: Box::new(error) })?;
+    let fabric =
+        FabricBuilder::new(&topology).seed(args.seed).build_shared().map_err(|e| BackendError::Sim(e.to_string()))?;
     let node = match &args.sm_node {
         Some(name) => topology
             .node_by_name(name)

@@ -89,7 +89,11 @@ pub async fn run(args: RunArgs) -> ExitCode {
         port.port = config.port.port;
         port.guid = config.port.guid.map(crate::types::Guid);
     }
-    let txn = TxnConfig { window: config.transport.window, timeout: config.transport.timeout(), retries: config.transport.retries };
+    let txn = TxnConfig {
+        window: config.transport.window,
+        timeout: config.transport.timeout(),
+        retries: config.transport.retries,
+    };
     let opened = match backend::open(&port, txn, Role::SubnetManager) {
         Ok(o) => o,
         Err(e) => {
@@ -214,12 +218,8 @@ impl MinimumSmps {
 
 pub fn minimum_smps(t: &Topology) -> MinimumSmps {
     let switches = t.switches().count() as u64;
-    let cabled_ca_ports = t
-        .links
-        .iter()
-        .flat_map(|l| [l.a, l.b])
-        .filter(|p| t.node(p.node).kind != NodeKind::Switch)
-        .count() as u64;
+    let cabled_ca_ports =
+        t.links.iter().flat_map(|l| [l.a, l.b]).filter(|p| t.node(p.node).kind != NodeKind::Switch).count() as u64;
     let switch_ports: u64 = t.switches().map(|s| u64::from(t.node(s).num_ports) + 1).sum();
     let cabled_ports = 2 * t.links.len() as u64;
     // LMC 0: one LID per CA port and per switch.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub sm: SmConfig,
@@ -115,17 +115,6 @@ pub struct MetricsConfig {
 impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig { listen: Some("127.0.0.1:9464".to_string()) }
-    }
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            sm: SmConfig::default(),
-            transport: TransportConfig::default(),
-            port: PortSelection::default(),
-            metrics: MetricsConfig::default(),
-        }
     }
 }
 

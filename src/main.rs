@@ -6,11 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "ibsm",
-    version,
-    about = "InfiniBand subnet manager and subnet administrator"
-)]
+#[command(name = "ibsm", version, about = "InfiniBand subnet manager and subnet administrator")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

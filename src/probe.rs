@@ -17,8 +17,8 @@ use crate::mad::lft::LFT_BLOCK_ENTRIES;
 use crate::mad::pkey_table::PKEY_BLOCK_ENTRIES;
 use crate::mad::port_info::{link_speed_ext, mtu, CapabilityMask};
 use crate::mad::{
-    AttributeId, DrPath, LftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType,
-    PKeyTableBlockRepr, PortInfoRepr, SmInfoRepr, SmpAttribute, SwitchInfoRepr, WireError,
+    AttributeId, DrPath, LftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType, PKeyTableBlockRepr, PortInfoRepr,
+    SmInfoRepr, SmpAttribute, SwitchInfoRepr, WireError,
 };
 use crate::transport::{SmpClient, SmpError, Transport, TransportStats, TxnConfig};
 use crate::types::Guid;
@@ -113,8 +113,7 @@ fn parse_u64(s: &str) -> Result<u64, String> {
 }
 
 fn parse_u32(s: &str) -> Result<u32, String> {
-    parse_u64(s)
-        .and_then(|v| u32::try_from(v).map_err(|_| format!("`{s}` does not fit in 32 bits")))
+    parse_u64(s).and_then(|v| u32::try_from(v).map_err(|_| format!("`{s}` does not fit in 32 bits")))
 }
 
 /// Why the probe failed.
@@ -125,11 +124,7 @@ pub enum ProbeError {
     #[error(transparent)]
     Smp(#[from] SmpError),
     #[error("{attr:?} at DR path {path}: cannot decode the response: {error}")]
-    Decode {
-        attr: AttributeId,
-        path: DrPath,
-        error: WireError,
-    },
+    Decode { attr: AttributeId, path: DrPath, error: WireError },
 }
 
 /// One decoded field: its smpquery name, raw value and display text.
@@ -144,12 +139,7 @@ pub struct Field {
 }
 
 fn field(name: &str, value: impl Into<Value>, text: impl Into<String>) -> Field {
-    Field {
-        name: name.to_string(),
-        value: value.into(),
-        text: text.into(),
-        detail: Vec::new(),
-    }
+    Field { name: name.to_string(), value: value.into(), text: text.into(), detail: Vec::new() }
 }
 
 fn int(name: &str, v: impl Into<u64> + Copy) -> Field {
@@ -172,11 +162,7 @@ fn flag(name: &str, b: bool) -> Field {
 }
 
 fn bit_list(v: u8, names: &[(u8, &str)]) -> String {
-    let parts: Vec<&str> = names
-        .iter()
-        .filter(|(b, _)| v & b != 0)
-        .map(|(_, n)| *n)
-        .collect();
+    let parts: Vec<&str> = names.iter().filter(|(b, _)| v & b != 0).map(|(_, n)| *n).collect();
     let known = names.iter().fold(0u8, |a, (b, _)| a | b);
     if v == 0 || v & !known != 0 {
         let mut s = parts.join(" or ");
@@ -192,12 +178,7 @@ fn bit_list(v: u8, names: &[(u8, &str)]) -> String {
 
 const WIDTHS: &[(u8, &str)] = &[(1, "1X"), (2, "4X"), (4, "8X"), (8, "12X"), (16, "2X")];
 const SPEEDS: &[(u8, &str)] = &[(1, "2.5 Gbps"), (2, "5.0 Gbps"), (4, "10.0 Gbps")];
-const EXT_SPEEDS: &[(u8, &str)] = &[
-    (1, "14.0625 Gbps"),
-    (2, "25.78125 Gbps"),
-    (4, "53.125 Gbps"),
-    (8, "106.25 Gbps"),
-];
+const EXT_SPEEDS: &[(u8, &str)] = &[(1, "14.0625 Gbps"), (2, "25.78125 Gbps"), (4, "53.125 Gbps"), (8, "106.25 Gbps")];
 
 fn width_active(v: u8) -> String {
     match WIDTHS.iter().find(|(b, _)| *b == v) {
@@ -239,12 +220,7 @@ fn ext_speed_active(v: u8) -> String {
         return "No Extended Speed".into();
     }
     link_speed_ext::name(v)
-        .and_then(|_| {
-            EXT_SPEEDS
-                .iter()
-                .find(|(b, _)| *b == v)
-                .map(|(_, n)| n.to_string())
-        })
+        .and_then(|_| EXT_SPEEDS.iter().find(|(b, _)| *b == v).map(|(_, n)| n.to_string()))
         .unwrap_or_else(|| format!("undefined ({v})"))
 }
 
@@ -293,9 +269,7 @@ fn phys_state_text(v: u8) -> String {
         "LinkErrorRecovery",
         "PhyTest",
     ];
-    NAMES
-        .get(v as usize)
-        .map_or_else(|| format!("?({v})"), |s| s.to_string())
+    NAMES.get(v as usize).map_or_else(|| format!("?({v})"), |s| s.to_string())
 }
 
 fn node_type_text(t: NodeType) -> String {
@@ -311,11 +285,7 @@ fn node_info(r: &NodeInfoRepr) -> Vec<Field> {
     vec![
         int("BaseVers", r.base_version),
         int("ClassVers", r.class_version),
-        field(
-            "NodeType",
-            u8::from(r.node_type),
-            node_type_text(r.node_type),
-        ),
+        field("NodeType", u8::from(r.node_type), node_type_text(r.node_type)),
         int("NumPorts", r.num_ports),
         guid("SystemGuid", r.system_image_guid),
         guid("Guid", r.node_guid),
@@ -329,16 +299,9 @@ fn node_info(r: &NodeInfoRepr) -> Vec<Field> {
 }
 
 fn port_info(r: &PortInfoRepr) -> Vec<Field> {
-    let mut cap = field(
-        "CapMask",
-        r.capability_mask,
-        format!("{:#x}", r.capability_mask),
-    );
-    cap.detail = CapabilityMask::NAMES
-        .iter()
-        .filter(|(b, _)| r.capability_mask & b != 0)
-        .map(|(_, n)| n.to_string())
-        .collect();
+    let mut cap = field("CapMask", r.capability_mask, format!("{:#x}", r.capability_mask));
+    cap.detail =
+        CapabilityMask::NAMES.iter().filter(|(b, _)| r.capability_mask & b != 0).map(|(_, n)| n.to_string()).collect();
     let ps = u8::from(r.port_state);
     let phys = u8::from(r.port_physical_state);
     let ldd = u8::from(r.link_down_default_state);
@@ -351,26 +314,10 @@ fn port_info(r: &PortInfoRepr) -> Vec<Field> {
         hex("DiagCode", r.diag_code, 4),
         int("MkeyLeasePeriod", r.m_key_lease_period),
         int("LocalPort", r.local_port_num),
-        field(
-            "LinkWidthEnabled",
-            r.link_width_enabled,
-            bit_list(r.link_width_enabled, WIDTHS),
-        ),
-        field(
-            "LinkWidthSupported",
-            r.link_width_supported,
-            width_supported(r.link_width_supported),
-        ),
-        field(
-            "LinkWidthActive",
-            r.link_width_active,
-            width_active(r.link_width_active),
-        ),
-        field(
-            "LinkSpeedSupported",
-            r.link_speed_supported,
-            speed_set(r.link_speed_supported),
-        ),
+        field("LinkWidthEnabled", r.link_width_enabled, bit_list(r.link_width_enabled, WIDTHS)),
+        field("LinkWidthSupported", r.link_width_supported, width_supported(r.link_width_supported)),
+        field("LinkWidthActive", r.link_width_active, width_active(r.link_width_active)),
+        field("LinkSpeedSupported", r.link_speed_supported, speed_set(r.link_speed_supported)),
         field("LinkState", ps, port_state_text(ps)),
         field("PhysLinkState", phys, phys_state_text(phys)),
         field(
@@ -385,16 +332,8 @@ fn port_info(r: &PortInfoRepr) -> Vec<Field> {
         ),
         int("ProtectBits", r.m_key_protect_bits),
         int("LMC", r.lmc),
-        field(
-            "LinkSpeedActive",
-            r.link_speed_active,
-            speed_active(r.link_speed_active),
-        ),
-        field(
-            "LinkSpeedEnabled",
-            r.link_speed_enabled,
-            speed_set(r.link_speed_enabled),
-        ),
+        field("LinkSpeedActive", r.link_speed_active, speed_active(r.link_speed_active)),
+        field("LinkSpeedEnabled", r.link_speed_enabled, speed_set(r.link_speed_enabled)),
         field("NeighborMTU", r.neighbor_mtu, mtu_text(r.neighbor_mtu)),
         int("SMSL", r.master_sm_sl),
         field("VLCap", r.vl_cap, vls_text(r.vl_cap, "?(0)")),
@@ -406,11 +345,7 @@ fn port_info(r: &PortInfoRepr) -> Vec<Field> {
         field("MtuCap", r.mtu_cap, mtu_text(r.mtu_cap)),
         int("VLStallCount", r.vl_stall_count),
         int("HoqLife", r.hoq_life),
-        field(
-            "OperVLs",
-            r.operational_vls,
-            vls_text(r.operational_vls, "No change"),
-        ),
+        field("OperVLs", r.operational_vls, vls_text(r.operational_vls, "No change")),
         flag("PartEnforceInb", r.partition_enforcement_inbound),
         flag("PartEnforceOutb", r.partition_enforcement_outbound),
         flag("FilterRawInb", r.filter_raw_inbound),
@@ -420,10 +355,7 @@ fn port_info(r: &PortInfoRepr) -> Vec<Field> {
         int("QkeyViolations", r.q_key_violations),
         int("GuidCap", r.guid_cap),
         flag("ClientReregister", r.client_reregister),
-        int(
-            "McastPkeyTrapSuppressionEnabled",
-            r.multicast_pkey_trap_suppression_enabled,
-        ),
+        int("McastPkeyTrapSuppressionEnabled", r.multicast_pkey_trap_suppression_enabled),
         int("SubnetTimeout", r.subnet_timeout),
         int("RespTimeVal", r.resp_time_value),
         int("LocalPhysErr", r.local_phy_errors),
@@ -431,11 +363,7 @@ fn port_info(r: &PortInfoRepr) -> Vec<Field> {
         int("MaxCreditHint", r.max_credit_hint),
         int("RoundTrip", r.link_round_trip_latency),
         {
-            let mut f = field(
-                "CapabilityMask2",
-                r.capability_mask2,
-                format!("{:#x}", r.capability_mask2),
-            );
+            let mut f = field("CapabilityMask2", r.capability_mask2, format!("{:#x}", r.capability_mask2));
             f.detail = CAP_MASK2_NAMES
                 .iter()
                 .enumerate()
@@ -444,16 +372,8 @@ fn port_info(r: &PortInfoRepr) -> Vec<Field> {
                 .collect();
             f
         },
-        field(
-            "LinkSpeedExtActive",
-            r.link_speed_ext_active,
-            ext_speed_active(r.link_speed_ext_active),
-        ),
-        field(
-            "LinkSpeedExtSupported",
-            r.link_speed_ext_supported,
-            ext_speed_set(r.link_speed_ext_supported),
-        ),
+        field("LinkSpeedExtActive", r.link_speed_ext_active, ext_speed_active(r.link_speed_ext_active)),
+        field("LinkSpeedExtSupported", r.link_speed_ext_supported, ext_speed_set(r.link_speed_ext_supported)),
         field(
             "LinkSpeedExtEnabled",
             r.link_speed_ext_enabled,
@@ -529,21 +449,13 @@ pub fn decode(attr: ProbeAttr, amod: u32, data: &[u8]) -> Result<Vec<Field>, Wir
             let r = PKeyTableBlockRepr::parse_data(data)?;
             let block = (amod & 0xffff) as usize;
             (0..PKEY_BLOCK_ENTRIES)
-                .map(|i| {
-                    hex(
-                        &format!("PKey[{}]", block * PKEY_BLOCK_ENTRIES + i),
-                        r.pkeys[i],
-                        4,
-                    )
-                })
+                .map(|i| hex(&format!("PKey[{}]", block * PKEY_BLOCK_ENTRIES + i), r.pkeys[i], 4))
                 .collect()
         }
         ProbeAttr::Lft => {
             let r = LftBlockRepr::parse_data(data)?;
             let first = amod as usize * LFT_BLOCK_ENTRIES;
-            (0..LFT_BLOCK_ENTRIES)
-                .map(|i| int(&format!("Lid[{}]", first + i), r.ports[i]))
-                .collect()
+            (0..LFT_BLOCK_ENTRIES).map(|i| int(&format!("Lid[{}]", first + i), r.ports[i])).collect()
         }
         ProbeAttr::Sminfo => sm_info(&SmInfoRepr::parse_data(data)?),
     })
@@ -581,10 +493,7 @@ pub struct ProbeReport {
 }
 
 /// Sends the Get(s) over `client` and decodes the first answer.
-pub async fn probe<T: Transport + Clone>(
-    client: &SmpClient<T>,
-    args: &ProbeArgs,
-) -> Result<ProbeReport, ProbeError> {
+pub async fn probe<T: Transport + Clone>(client: &SmpClient<T>, args: &ProbeArgs) -> Result<ProbeReport, ProbeError> {
     let attr = args.attr.attribute_id();
     let started = Instant::now();
     let n = args.repeat.max(1);
@@ -607,10 +516,7 @@ pub async fn probe<T: Transport + Clone>(
                 first_ok.get_or_insert(smp);
             }
             Err(e) => {
-                if matches!(
-                    e,
-                    SmpError::Transport(crate::transport::TransportError::Timeout { .. })
-                ) {
+                if matches!(e, SmpError::Transport(crate::transport::TransportError::Timeout { .. })) {
                     timeouts += 1;
                 } else {
                     other += 1;
@@ -620,13 +526,11 @@ pub async fn probe<T: Transport + Clone>(
         }
     }
     let fields = match (&first_ok, first_err) {
-        (Some(smp), _) => {
-            decode(args.attr, args.attrmod, &smp.data).map_err(|error| ProbeError::Decode {
-                attr,
-                path: args.path,
-                error,
-            })?
-        }
+        (Some(smp), _) => decode(args.attr, args.attrmod, &smp.data).map_err(|error| ProbeError::Decode {
+            attr,
+            path: args.path,
+            error,
+        })?,
         // A single probe that failed is an error; a benchmark reports counts.
         (None, Some(e)) if n == 1 => return Err(e.into()),
         _ => Vec::new(),
@@ -666,21 +570,14 @@ pub fn render(report: &ProbeReport, json_out: bool) -> String {
     if json_out {
         return serde_json::to_string_pretty(report).expect("a report serialises") + "\n";
     }
-    let mut out = format!(
-        "# {}: DR path {} (attribute modifier {:#x})\n",
-        report.attribute, report.path, report.attrmod
-    );
+    let mut out =
+        format!("# {}: DR path {} (attribute modifier {:#x})\n", report.attribute, report.path, report.attrmod);
     out.push_str(&render_text(&report.fields));
     if report.repeat > 1 {
         let _ = writeln!(
             out,
             "# {} Gets, window {}: {} answered, {} timed out, {} other errors in {:.1} ms",
-            report.repeat,
-            report.window,
-            report.ok,
-            report.timeouts,
-            report.other_errors,
-            report.elapsed_ms
+            report.repeat, report.window, report.ok, report.timeouts, report.other_errors, report.elapsed_ms
         );
     }
     if let Some(s) = &report.stats {
@@ -718,17 +615,9 @@ pub fn render_stats(s: &TransportStats) -> String {
 /// Runs `ibsm probe`: opens the backend, probes, prints. Returns the text
 /// to print.
 pub async fn run(args: &ProbeArgs) -> Result<String, ProbeError> {
-    let cfg = TxnConfig {
-        window: args.window,
-        timeout: Duration::from_millis(args.timeout_ms),
-        retries: args.retries,
-    };
+    let cfg = TxnConfig { window: args.window, timeout: Duration::from_millis(args.timeout_ms), retries: args.retries };
     // --is-sm makes the probe look like an SM: IsSM held, SM agent registered.
-    let role = if args.is_sm {
-        Role::SubnetManager
-    } else {
-        Role::Tool
-    };
+    let role = if args.is_sm { Role::SubnetManager } else { Role::Tool };
     let opened = backend::open(&args.port, cfg, role)?;
     let transport = opened.transport;
     let client = SmpClient::with_m_key(transport, args.m_key);
@@ -753,14 +642,8 @@ mod tests {
 
     #[test]
     fn text_layout_matches_smpquery() {
-        let f = vec![
-            int("BaseVers", 1u8),
-            int("McastPkeyTrapSuppressionEnabled", 0u8),
-        ];
-        assert_eq!(
-            render_text(&f),
-            "BaseVers:........................1\nMcastPkeyTrapSuppressionEnabled:.0\n"
-        );
+        let f = vec![int("BaseVers", 1u8), int("McastPkeyTrapSuppressionEnabled", 0u8)];
+        assert_eq!(render_text(&f), "BaseVers:........................1\nMcastPkeyTrapSuppressionEnabled:.0\n");
     }
 
     #[test]
@@ -803,10 +686,7 @@ mod tests {
 
     #[test]
     fn short_data_is_a_decode_error() {
-        assert!(matches!(
-            decode(ProbeAttr::Nodeinfo, 0, &[0u8; 10]),
-            Err(WireError::Truncated { .. })
-        ));
+        assert!(matches!(decode(ProbeAttr::Nodeinfo, 0, &[0u8; 10]), Err(WireError::Truncated { .. })));
     }
 
     #[test]

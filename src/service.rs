@@ -16,8 +16,8 @@ use tokio::sync::{mpsc, Notify};
 use tracing::{debug, error, info, warn};
 
 use crate::config::Config;
-use crate::mad::{MgmtClass, Method, SmInfoRepr, SmState, SmpAttribute, SmpRepr, AttributeId};
 use crate::mad::smp::SmpRoute;
+use crate::mad::{AttributeId, Method, MgmtClass, SmInfoRepr, SmState, SmpAttribute, SmpRepr};
 use crate::sm::{SubnetManager, SweepReport};
 use crate::transport::{Datagram, Transport};
 

@@ -3,9 +3,7 @@
 use std::fmt;
 
 /// A 64-bit EUI-64 globally unique identifier (node, port or system GUID).
-#[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Serialize, serde::Deserialize)]
 pub struct Guid(pub u64);
 
 impl fmt::Debug for Guid {
@@ -21,9 +19,7 @@ impl fmt::Display for Guid {
 }
 
 /// A 16-bit local identifier. Unicast LIDs are 0x0001..=0xBFFF (IBA 4.1.3).
-#[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Serialize, serde::Deserialize)]
 pub struct Lid(pub u16);
 
 impl Lid {

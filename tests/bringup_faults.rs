@@ -18,7 +18,12 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
-fn sm_on_first_host(topo: &Topology, fabric: &SharedFabric, config: SmConfig, persist: bool) -> SubnetManager<MadTransport> {
+fn sm_on_first_host(
+    topo: &Topology,
+    fabric: &SharedFabric,
+    config: SmConfig,
+    persist: bool,
+) -> SubnetManager<MadTransport> {
     let host = topo.hosts().next().unwrap();
     let dev = SimDevice::attach(fabric, host, 1).unwrap();
     let (transport, _unsolicited) =

@@ -36,10 +36,18 @@ fn parse_ports(text: &str) -> Vec<PortLine> {
         }
         let num = |s: &str| s.parse::<u32>().unwrap_or_else(|_| panic!("bad number `{s}` in `{line}`"));
         let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
-        let remote = f.iter().position(|&x| x == "-").filter(|&i| f.len() > i + 4 && matches!(f[i + 1], "CA" | "SW" | "RT")).map(|i| {
-            (f[i + 1] == "SW", num(f[i + 2]) as u16, num(f[i + 3]) as u8, hex(f[i + 4]))
+        let remote = f
+            .iter()
+            .position(|&x| x == "-")
+            .filter(|&i| f.len() > i + 4 && matches!(f[i + 1], "CA" | "SW" | "RT"))
+            .map(|i| (f[i + 1] == "SW", num(f[i + 2]) as u16, num(f[i + 3]) as u8, hex(f[i + 4])));
+        out.push(PortLine {
+            switch: f[0] == "SW",
+            lid: num(f[1]) as u16,
+            port: num(f[2]) as u8,
+            guid: hex(f[3]),
+            remote,
         });
-        out.push(PortLine { switch: f[0] == "SW", lid: num(f[1]) as u16, port: num(f[2]) as u8, guid: hex(f[3]), remote });
     }
     out
 }
@@ -119,10 +127,8 @@ impl Fabric<'_> {
         };
         let all_lids: Vec<u16> = owner.keys().copied().collect();
         // ibroute on every switch, then walk every (switch, LID).
-        let lfts: HashMap<u16, BTreeMap<u16, u8>> = switch_lids
-            .iter()
-            .map(|&s| (s, parse_ibroute(&self.tool("ibroute", &[&s.to_string()]))))
-            .collect();
+        let lfts: HashMap<u16, BTreeMap<u16, u8>> =
+            switch_lids.iter().map(|&s| (s, parse_ibroute(&self.tool("ibroute", &[&s.to_string()])))).collect();
         let mut unprinted = Vec::new();
         for &start in &switch_lids {
             for &dlid in &all_lids {
@@ -137,9 +143,9 @@ impl Fabric<'_> {
                         assert_eq!(at, dlid, "{label}: switch LID {at} sends LID {dlid} to port 0");
                         break;
                     }
-                    let &(is_switch, next) = far
-                        .get(&(at, port))
-                        .unwrap_or_else(|| panic!("{label}: switch LID {at} sends LID {dlid} out of uncabled port {port}"));
+                    let &(is_switch, next) = far.get(&(at, port)).unwrap_or_else(|| {
+                        panic!("{label}: switch LID {at} sends LID {dlid} out of uncabled port {port}")
+                    });
                     if !is_switch {
                         assert_eq!(next, dlid, "{label}: LID {dlid} from switch {start} reaches CA LID {next}");
                         break;
@@ -198,7 +204,7 @@ fn ibsm_service(sim: &Ibsim, host: &str, cache: &Path) -> (Child, PathBuf) {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let child = c.spawn().unwrap();
+    let mut child = c.spawn().unwrap();
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(30) {
         if std::fs::read_to_string(&log).unwrap_or_default().contains("SUBNET UP") {
@@ -206,6 +212,8 @@ fn ibsm_service(sim: &Ibsim, host: &str, cache: &Path) -> (Child, PathBuf) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("ibsm service never logged SUBNET UP: {}", std::fs::read_to_string(&log).unwrap_or_default());
 }
 
@@ -256,10 +264,7 @@ fn takeover_from_opensm_keeps_its_lids() {
     let fabric = Fabric { sim: &sim, host: host.clone() };
     let osm = workdir();
     let mut c = sim.client(&tool("opensm"), Some(&host));
-    c.args(["-o", "-f"])
-        .arg(osm.path().join("log"))
-        .env("OSM_TMP_DIR", osm.path())
-        .env("OSM_CACHE_DIR", osm.path());
+    c.args(["-o", "-f"]).arg(osm.path().join("log")).env("OSM_TMP_DIR", osm.path()).env("OSM_CACHE_DIR", osm.path());
     let o = run_with_timeout(c, Duration::from_secs(60));
     assert!(o.status.success(), "opensm -o failed");
     let before = fabric.lids();
@@ -322,7 +327,8 @@ fn packet_drops_are_retried_on_ibsim() {
     let o = sim.ibsm(Some(&host), &["run", "--once", "--cache-dir", cache.path().to_str().unwrap()]);
     assert!(o.status.success(), "ibsm failed under drops: {}", ibsim::stderr(&o));
     let out = stdout(&o);
-    let retries: u64 = out.split('(').nth(1).and_then(|t| t.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap();
+    let retries: u64 =
+        out.split('(').nth(1).and_then(|t| t.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap();
     assert!(retries > 0, "15% drops must cost retries: {out}\nibsim log: {}", sim.log());
     for s in topo.switches() {
         sim.console(&format!("Error \"{}\" 0", topo.node(s).name));

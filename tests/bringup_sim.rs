@@ -38,7 +38,13 @@ fn assert_fabric_up(topo: &Topology, fabric: &SharedFabric) {
     for link in &topo.links {
         for end in [link.a, link.b] {
             let state = f.port_state(end).unwrap();
-            assert_eq!(state, ibsm::mad::PortState::Active, "{} port {} is {state:?}", topo.node(end.node).name, end.port);
+            assert_eq!(
+                state,
+                ibsm::mad::PortState::Active,
+                "{} port {} is {state:?}",
+                topo.node(end.node).name,
+                end.port
+            );
         }
     }
     let mut lid_ports = Vec::new();
@@ -65,9 +71,9 @@ fn assert_fabric_up(topo: &Topology, fabric: &SharedFabric) {
     }
     for sw in topo.switches() {
         for &lid in owners.keys() {
-            let path = f.trace_lid_route(sw, lid).unwrap_or_else(|e| {
-                panic!("switch {} cannot deliver LID {lid}: {e}", topo.node(sw).name)
-            });
+            let path = f
+                .trace_lid_route(sw, lid)
+                .unwrap_or_else(|e| panic!("switch {} cannot deliver LID {lid}: {e}", topo.node(sw).name));
             let end = path.last().copied().expect("a path ends at the owner");
             assert_eq!(Some(&end), owners.get(&lid), "LID {lid} from {} ends elsewhere", topo.node(sw).name);
         }

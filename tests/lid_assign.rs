@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use ibsm::lid::{
-    assign_lids, Decision, Guid2Lid, LidAssignment, LidError, LidPolicy, LidRange, PortRole,
-    RangeError, SweptPort, Unused,
+    assign_lids, Decision, Guid2Lid, LidAssignment, LidError, LidPolicy, LidRange, PortRole, RangeError, SweptPort,
+    Unused,
 };
 use ibsm::{Guid, Lid};
 use proptest::prelude::*;
@@ -16,12 +16,7 @@ const SWITCH: PortRole = PortRole::SwitchPort0 { enhanced: false };
 const ESP0: PortRole = PortRole::SwitchPort0 { enhanced: true };
 
 fn port(guid: u64, role: PortRole, lid: u16, lmc: u8) -> SweptPort {
-    SweptPort {
-        guid: Guid(guid),
-        role,
-        lid: Lid(lid),
-        lmc,
-    }
+    SweptPort { guid: Guid(guid), role, lid: Lid(lid), lmc }
 }
 fn ca(guid: u64, lid: u16) -> SweptPort {
     port(guid, PortRole::EndPort, lid, 0)
@@ -50,11 +45,7 @@ fn apply(ports: &[SweptPort], a: &LidAssignment) -> Vec<SweptPort> {
     ports
         .iter()
         .map(|p| match a.ranges.get(&p.guid) {
-            Some(r) => SweptPort {
-                lid: r.base(),
-                lmc: r.lmc(),
-                ..*p
-            },
+            Some(r) => SweptPort { lid: r.base(), lmc: r.lmc(), ..*p },
             None => *p,
         })
         .collect()
@@ -67,17 +58,12 @@ fn changed(a: &LidAssignment) -> Vec<u64> {
 /// runs on Hca1 port 1.
 const SM: u64 = 0x100001;
 fn fabric(lid_of: impl Fn(u64) -> u16) -> Vec<SweptPort> {
-    let mut v: Vec<SweptPort> = [0x100001, 0x100002, 0x100004, 0x100005]
-        .iter()
-        .map(|&g| ca(g, lid_of(g)))
-        .collect();
+    let mut v: Vec<SweptPort> = [0x100001, 0x100002, 0x100004, 0x100005].iter().map(|&g| ca(g, lid_of(g))).collect();
     v.extend([0x200000, 0x200001].iter().map(|&g| sw(g, lid_of(g))));
     v
 }
 fn opensm_file(name: &str) -> Guid2Lid {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/guid2lid")
-        .join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/guid2lid").join(name);
     let (m, w) = Guid2Lid::read(&path).unwrap();
     assert!(w.is_empty());
     m
@@ -89,14 +75,7 @@ fn new_fabric_sm_port_first_then_guid_order() {
     let a = assign_lids(&ports, &Guid2Lid::new(), Guid(0x100004), &lmc(0));
     assert_eq!(
         bases(&a),
-        vec![
-            (0x100001, 2),
-            (0x100002, 3),
-            (0x100004, 1),
-            (0x100005, 4),
-            (0x200000, 5),
-            (0x200001, 6)
-        ]
+        vec![(0x100001, 2), (0x100002, 3), (0x100004, 1), (0x100005, 4), (0x200000, 5), (0x200001, 6)]
     );
     assert_eq!(changed(&a).len(), 6);
     assert_eq!(a.max_lid, Lid(6));
@@ -104,12 +83,7 @@ fn new_fabric_sm_port_first_then_guid_order() {
     assert_eq!(a.map.iter().collect::<BTreeMap<_, _>>(), a.ranges);
     assert_eq!(
         a.decision(Guid(0x100004)),
-        Some(&Decision::Fresh {
-            port: Guid(0x100004),
-            range: range(1, 0),
-            current: Unused::None,
-            file: Unused::None
-        })
+        Some(&Decision::Fresh { port: Guid(0x100004), range: range(1, 0), current: Unused::None, file: Unused::None })
     );
 }
 
@@ -133,14 +107,7 @@ fn restart_keeps_every_lid_whatever_the_file_says() {
         assert!(again.changes.is_empty());
         assert_eq!(again.ranges, first.ranges);
         assert_eq!(again.map, first.map);
-        assert!(
-            again
-                .decisions
-                .iter()
-                .all(|d| matches!(d, Decision::KeptCurrent { .. })),
-            "{:?}",
-            again.decisions
-        );
+        assert!(again.decisions.iter().all(|d| matches!(d, Decision::KeptCurrent { .. })), "{:?}", again.decisions);
     }
 }
 
@@ -150,19 +117,13 @@ fn takes_over_lids_opensm_assigned() {
         let theirs = opensm_file(name);
         let ports: Vec<SweptPort> = fabric(|g| theirs.get(Guid(g)).unwrap().base().0)
             .into_iter()
-            .map(|p| SweptPort {
-                lmc: if p.role == SWITCH { 0 } else { l },
-                ..p
-            })
+            .map(|p| SweptPort { lmc: if p.role == SWITCH { 0 } else { l }, ..p })
             .collect();
         for file in [Guid2Lid::new(), theirs.clone()] {
             let a = assign_lids(&ports, &file, Guid(SM), &lmc(l));
             assert!(a.changes.is_empty(), "{name}: {:?}", a.changes);
             assert_eq!(a.map, theirs, "{name}");
-            assert_eq!(
-                a.max_lid,
-                theirs.iter().map(|(_, r)| r.max()).max().unwrap()
-            );
+            assert_eq!(a.max_lid, theirs.iter().map(|(_, r)| r.max()).max().unwrap());
         }
     }
 }
@@ -173,17 +134,11 @@ fn lmc_change_keeps_bases_and_reprograms_lmc() {
     let theirs = opensm_file("opensm-net-lmc2.guid2lid");
     let ports: Vec<SweptPort> = fabric(|g| theirs.get(Guid(g)).unwrap().base().0)
         .into_iter()
-        .map(|p| SweptPort {
-            lmc: if p.role == SWITCH { 0 } else { 2 },
-            ..p
-        })
+        .map(|p| SweptPort { lmc: if p.role == SWITCH { 0 } else { 2 }, ..p })
         .collect();
     let a = assign_lids(&ports, &theirs, Guid(SM), &lmc(0));
     assert_eq!(changed(&a), vec![0x100001, 0x100002, 0x100004, 0x100005]);
-    assert!(a
-        .changes
-        .iter()
-        .all(|c| c.old_lid == c.new.base() && c.old_lmc == 2 && c.new.lmc() == 0));
+    assert!(a.changes.iter().all(|c| c.old_lid == c.new.base() && c.old_lmc == 2 && c.new.lmc() == 0));
     assert_eq!(a.max_lid, Lid(20));
 }
 
@@ -200,10 +155,7 @@ fn raising_lmc_keeps_aligned_bases_and_moves_the_rest() {
         Some(&Decision::Fresh {
             port: Guid(2),
             range: range(12, 2),
-            current: Unused::Invalid {
-                lid: Lid(5),
-                error: RangeError::Unaligned { base: 5, len: 4 }
-            },
+            current: Unused::Invalid { lid: Lid(5), error: RangeError::Unaligned { base: 5, len: 4 } },
             file: Unused::None
         })
     );
@@ -212,11 +164,7 @@ fn raising_lmc_keeps_aligned_bases_and_moves_the_rest() {
         Some(&Decision::Fresh {
             port: Guid(3),
             range: range(1, 0),
-            current: Unused::HeldBy {
-                lid: Lid(6),
-                holder: Guid(1),
-                holder_range: range(4, 2)
-            },
+            current: Unused::HeldBy { lid: Lid(6), holder: Guid(1), holder_range: range(4, 2) },
             file: Unused::None
         })
     );
@@ -229,22 +177,10 @@ fn file_used_when_ports_come_up_with_lid_zero() {
     let a = assign_lids(&fabric(|_| 0), &file, Guid(SM), &lmc(0));
     assert_eq!(a.map, file);
     assert_eq!(changed(&a).len(), 6);
-    assert!(a.decisions.iter().all(|d| matches!(
-        d,
-        Decision::FromFile {
-            current: Unused::None,
-            ..
-        }
-    )));
+    assert!(a.decisions.iter().all(|d| matches!(d, Decision::FromFile { current: Unused::None, .. })));
 
     // Half the hosts rebooted (LID 0), the rest still hold their LIDs.
-    let ports = fabric(|g| {
-        if g % 2 == 0 {
-            file.get(Guid(g)).unwrap().base().0
-        } else {
-            0
-        }
-    });
+    let ports = fabric(|g| if g % 2 == 0 { file.get(Guid(g)).unwrap().base().0 } else { 0 });
     let a = assign_lids(&ports, &file, Guid(SM), &lmc(0));
     assert_eq!(a.map, file);
     assert_eq!(changed(&a), vec![0x100001, 0x100005, 0x200001]);
@@ -263,11 +199,7 @@ fn rebooted_host_whose_lid_was_taken_gets_a_fresh_one() {
             port: Guid(2),
             range: range(2, 0),
             current: Unused::None,
-            file: Unused::HeldBy {
-                lid: Lid(3),
-                holder: Guid(9),
-                holder_range: range(3, 0)
-            }
+            file: Unused::HeldBy { lid: Lid(3), holder: Guid(9), holder_range: range(3, 0) }
         })
     );
 }
@@ -279,22 +211,9 @@ fn merged_fabrics_file_owner_wins_then_lower_guid() {
     // says they are A's.
     let a_guids: Vec<u64> = (0xA00..0xA10).collect();
     let b_guids: Vec<u64> = (0x100..0x110).collect();
-    let file = map(&a_guids
-        .iter()
-        .enumerate()
-        .map(|(i, &g)| (g, i as u16 + 1, 0))
-        .collect::<Vec<_>>());
-    let mut ports: Vec<SweptPort> = a_guids
-        .iter()
-        .enumerate()
-        .map(|(i, &g)| ca(g, i as u16 + 1))
-        .collect();
-    ports.extend(
-        b_guids
-            .iter()
-            .enumerate()
-            .map(|(i, &g)| ca(g, i as u16 + 1)),
-    );
+    let file = map(&a_guids.iter().enumerate().map(|(i, &g)| (g, i as u16 + 1, 0)).collect::<Vec<_>>());
+    let mut ports: Vec<SweptPort> = a_guids.iter().enumerate().map(|(i, &g)| ca(g, i as u16 + 1)).collect();
+    ports.extend(b_guids.iter().enumerate().map(|(i, &g)| ca(g, i as u16 + 1)));
     let res = assign_lids(&ports, &file, Guid(0xA00), &lmc(0));
     for (i, &g) in a_guids.iter().enumerate() {
         assert_eq!(res.ranges[&Guid(g)], range(i as u16 + 1, 0));
@@ -320,10 +239,7 @@ fn merged_fabrics_file_owner_wins_then_lower_guid() {
     // Without a file, the lower GUID wins.
     let res = assign_lids(&ports, &Guid2Lid::new(), Guid(0xA00), &lmc(0));
     assert_eq!(changed(&res), a_guids);
-    assert!(b_guids
-        .iter()
-        .enumerate()
-        .all(|(i, &g)| res.ranges[&Guid(g)] == range(i as u16 + 1, 0)));
+    assert!(b_guids.iter().enumerate().all(|(i, &g)| res.ranges[&Guid(g)] == range(i as u16 + 1, 0)));
 }
 
 #[test]
@@ -350,12 +266,7 @@ fn reassign_all_ignores_current_lids_and_file() {
 fn absent_ports_keep_their_lids_reserved() {
     // Hosts 0x50 and 0x60 are down; their LIDs 1 and 3 must wait for them.
     let file = map(&[(0x50, 1, 0), (0x60, 3, 0)]);
-    let a = assign_lids(
-        &[ca(0x10, 0), ca(0x20, 0), ca(0x30, 0)],
-        &file,
-        Guid(0x10),
-        &lmc(0),
-    );
+    let a = assign_lids(&[ca(0x10, 0), ca(0x20, 0), ca(0x30, 0)], &file, Guid(0x10), &lmc(0));
     assert_eq!(bases(&a), vec![(0x10, 2), (0x20, 4), (0x30, 5)]);
     assert_eq!(a.map.get(Guid(0x50)), Some(range(1, 0)));
     assert_eq!(a.map.get(Guid(0x60)), Some(range(3, 0)));
@@ -385,41 +296,25 @@ fn exhaustion_reports_the_ports_left_out() {
     let ports: Vec<SweptPort> = (1..=400).map(|g| ca(g, 0)).collect();
     let a = assign_lids(&ports, &Guid2Lid::new(), Guid(400), &lmc(7));
     assert_eq!(a.ranges.len(), 383);
-    assert_eq!(
-        a.ranges[&Guid(400)],
-        range(128, 7),
-        "the SM port is served first"
-    );
+    assert_eq!(a.ranges[&Guid(400)], range(128, 7), "the SM port is served first");
     assert_eq!(a.max_lid, Lid(0xBFFF));
     let left: Vec<Guid> = (383..400).map(Guid).collect();
-    assert_eq!(
-        a.error,
-        Some(LidError::Exhausted {
-            unassigned: left.clone()
-        })
-    );
+    assert_eq!(a.error, Some(LidError::Exhausted { unassigned: left.clone() }));
     for g in left {
-        assert_eq!(
-            a.decision(g),
-            Some(&Decision::Unassigned {
-                port: g,
-                current: Unused::None,
-                file: Unused::None
-            })
-        );
+        assert_eq!(a.decision(g), Some(&Decision::Unassigned { port: g, current: Unused::None, file: Unused::None }));
     }
-    assert!(a.error.unwrap().to_string().starts_with(
-        "unicast LID space exhausted: 17 port(s) left without LIDs: 0x000000000000017f,"
-    ));
+    assert!(a
+        .error
+        .unwrap()
+        .to_string()
+        .starts_with("unicast LID space exhausted: 17 port(s) left without LIDs: 0x000000000000017f,"));
 }
 
 #[test]
 fn exhaustion_reclaims_reservations_lowest_guid_first() {
     // 10 absent hosts reserve 128-blocks; 380 new ports need 380 of the 383
     // blocks, so the 7 lowest-GUID reservations are reclaimed.
-    let absent: Vec<(u64, u16, u8)> = (0..10)
-        .map(|i| (0xF000 - i as u64, 0x400 + 0x80 * i, 7))
-        .collect();
+    let absent: Vec<(u64, u16, u8)> = (0..10).map(|i| (0xF000 - i as u64, 0x400 + 0x80 * i, 7)).collect();
     let file = map(&absent);
     let ports: Vec<SweptPort> = (1..=380).map(|g| ca(g, 0)).collect();
     let a = assign_lids(&ports, &file, Guid(1), &lmc(7));
@@ -437,10 +332,7 @@ fn exhaustion_reclaims_reservations_lowest_guid_first() {
     assert_eq!(reclaimed, lowest[..7]);
     for &g in &lowest[7..] {
         assert!(a.map.get(Guid(g)).is_some(), "{g:#x} keeps its reservation");
-        assert!(a
-            .ranges
-            .values()
-            .all(|r| !r.overlaps(file.get(Guid(g)).unwrap())));
+        assert!(a.ranges.values().all(|r| !r.overlaps(file.get(Guid(g)).unwrap())));
     }
     let text: Vec<String> = a
         .decisions
@@ -448,31 +340,16 @@ fn exhaustion_reclaims_reservations_lowest_guid_first() {
         .filter(|d| matches!(d, Decision::ReservationReclaimed { .. }))
         .map(|d| d.to_string())
         .collect();
-    assert!(
-        text[0].contains("LID space exhausted, its reserved LIDs"),
-        "{}",
-        text[0]
-    );
+    assert!(text[0].contains("LID space exhausted, its reserved LIDs"), "{}", text[0]);
 }
 
 #[test]
 fn switch_port0_lmc() {
     let ports = vec![ca(1, 0), sw(2, 0), port(3, ESP0, 0, 0)];
     let a = assign_lids(&ports, &Guid2Lid::new(), Guid(1), &lmc(2));
-    assert_eq!(
-        a.ranges.values().map(|r| r.lmc()).collect::<Vec<_>>(),
-        vec![2, 0, 0]
-    );
-    let a = assign_lids(
-        &ports,
-        &Guid2Lid::new(),
-        Guid(1),
-        &lmc(2).with_lmc_esp0(true),
-    );
-    assert_eq!(
-        a.ranges.values().map(|r| r.lmc()).collect::<Vec<_>>(),
-        vec![2, 0, 2]
-    );
+    assert_eq!(a.ranges.values().map(|r| r.lmc()).collect::<Vec<_>>(), vec![2, 0, 0]);
+    let a = assign_lids(&ports, &Guid2Lid::new(), Guid(1), &lmc(2).with_lmc_esp0(true));
+    assert_eq!(a.ranges.values().map(|r| r.lmc()).collect::<Vec<_>>(), vec![2, 0, 2]);
     // A base port 0 reporting some LMC is not reprogrammed for it.
     let a = assign_lids(&[port(2, SWITCH, 7, 3)], &Guid2Lid::new(), Guid(1), &lmc(2));
     assert!(a.changes.is_empty());
@@ -488,28 +365,18 @@ fn bad_current_lids_and_duplicate_input() {
         Some(&Decision::Fresh {
             port: Guid(1),
             range: range(1, 0),
-            current: Unused::Invalid {
-                lid: Lid(0xC001),
-                error: RangeError::NotUnicast(0xC001)
-            },
+            current: Unused::Invalid { lid: Lid(0xC001), error: RangeError::NotUnicast(0xC001) },
             file: Unused::None
         })
     );
-    assert!(a
-        .decisions
-        .contains(&Decision::DuplicateInput { port: Guid(3) }));
+    assert!(a.decisions.contains(&Decision::DuplicateInput { port: Guid(3) }));
     assert!(LidPolicy::new(8).is_err());
 }
 
 #[test]
 fn decisions_read_as_log_lines() {
     let file = map(&[(2, 8, 0), (0x99, 9, 0)]);
-    let a = assign_lids(
-        &[ca(1, 5), ca(2, 0), ca(3, 5), ca(4, 0)],
-        &file,
-        Guid(1),
-        &lmc(0),
-    );
+    let a = assign_lids(&[ca(1, 5), ca(2, 0), ca(3, 5), ca(4, 0)], &file, Guid(1), &lmc(0));
     let lines: Vec<String> = a.decisions.iter().map(|d| d.to_string()).collect();
     assert_eq!(
         lines,
@@ -531,9 +398,7 @@ fn fifty_thousand_ports() {
     let a = assign_lids(&ports, &Guid2Lid::new(), Guid(7919), &lmc(0));
     let fresh = t.elapsed();
     assert_eq!(a.ranges.len(), 0xBFFF);
-    assert!(
-        matches!(&a.error, Some(LidError::Exhausted { unassigned }) if unassigned.len() == 50_000 - 0xBFFF)
-    );
+    assert!(matches!(&a.error, Some(LidError::Exhausted { unassigned }) if unassigned.len() == 50_000 - 0xBFFF));
 
     // Restart over the running fabric with the stored map: nothing moves.
     let running = apply(&ports, &a);
@@ -552,19 +417,9 @@ fn fifty_thousand_ports() {
         let lid = Lid(i as u16 + 1);
         file.insert(g, LidRange::single(lid).unwrap()).unwrap();
         match i % 49 {
-            0..=9 => ports.push(SweptPort {
-                guid: g,
-                role: PortRole::EndPort,
-                lid: Lid(0),
-                lmc: 0,
-            }),
+            0..=9 => ports.push(SweptPort { guid: g, role: PortRole::EndPort, lid: Lid(0), lmc: 0 }),
             10..=18 => {}
-            _ => ports.push(SweptPort {
-                guid: g,
-                role: PortRole::EndPort,
-                lid,
-                lmc: 0,
-            }),
+            _ => ports.push(SweptPort { guid: g, role: PortRole::EndPort, lid, lmc: 0 }),
         }
     }
     let t = Instant::now();
@@ -592,12 +447,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
     // current LIDs below 0x2000 so they collide often yet can fragment at
     // most 64 of the 383 128-blocks, leaving room for every port.
     let role = prop_oneof![Just(PortRole::EndPort), Just(SWITCH), Just(ESP0)];
-    let swept = (
-        1u64..300,
-        role,
-        prop_oneof![Just(0u16), 1u16..0x2000, 0xBF00u16..=0xFFFF],
-        0u8..=7,
-    )
+    let swept = (1u64..300, role, prop_oneof![Just(0u16), 1u16..0x2000, 0xBF00u16..=0xFFFF], 0u8..=7)
         .prop_map(|(g, role, lid, l)| port(g, role, lid, l));
     (
         prop::collection::vec(swept, 0..150),
@@ -614,14 +464,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                     let _ = file.insert(Guid(g), r);
                 }
             }
-            Case {
-                ports,
-                file,
-                sm: Guid(sm),
-                policy: lmc(l)
-                    .with_lmc_esp0(lmc_esp0)
-                    .with_reassign_all(reassign_all),
-            }
+            Case { ports, file, sm: Guid(sm), policy: lmc(l).with_lmc_esp0(lmc_esp0).with_reassign_all(reassign_all) }
         })
 }
 

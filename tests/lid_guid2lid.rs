@@ -7,9 +7,7 @@ use ibsm::{Guid, Lid};
 use proptest::prelude::*;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/guid2lid")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/guid2lid").join(name)
 }
 
 fn range(min: u16, max: u16) -> LidRange {
@@ -25,11 +23,7 @@ fn parse(text: &str) -> (Guid2Lid, Vec<Guid2LidWarning>) {
 }
 
 fn problems(text: &str) -> Vec<(usize, LineProblem)> {
-    parse(text)
-        .1
-        .into_iter()
-        .map(|w| (w.line, w.problem))
-        .collect()
+    parse(text).1.into_iter().map(|w| (w.line, w.problem)).collect()
 }
 
 /// Real OpenSM output quoted in reference/opensm.md §5.
@@ -89,11 +83,7 @@ fn writes_opensm_records_in_guid_order() {
         let (m, _) = Guid2Lid::read(&fixture(name)).unwrap();
         let ours = m.to_text();
         let records = |t: &str| {
-            let mut v: Vec<String> = t
-                .split("\n\n")
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect();
+            let mut v: Vec<String> = t.split("\n\n").filter(|s| !s.is_empty()).map(String::from).collect();
             v.sort();
             v
         };
@@ -101,13 +91,7 @@ fn writes_opensm_records_in_guid_order() {
         assert_eq!(ours.len(), original.len());
         let mut sorted = records(&original);
         sorted.sort_by_key(|r| u64::from_str_radix(&r[2..18], 16).unwrap());
-        assert_eq!(
-            ours,
-            sorted
-                .iter()
-                .map(|r| format!("{r}\n\n"))
-                .collect::<String>()
-        );
+        assert_eq!(ours, sorted.iter().map(|r| format!("{r}\n\n")).collect::<String>());
     }
 }
 
@@ -153,10 +137,7 @@ fn failed_write_leaves_the_old_file_intact() {
     let mut m = Guid2Lid::new();
     m.insert(Guid(2), range(2, 2)).unwrap();
     let err = m.write(&path).unwrap_err();
-    assert!(
-        err.to_string().contains("creating the temporary file"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("creating the temporary file"), "{err}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), old);
 
     // A missing directory is an error too, not a panic.
@@ -207,39 +188,12 @@ fn bad_ranges_are_reported_and_skipped() {
         got,
         vec![
             (1, LineProblem::BadRange(RangeError::Zero)),
-            (
-                3,
-                LineProblem::BadRange(RangeError::Reversed { min: 8, max: 7 })
-            ),
-            (
-                5,
-                LineProblem::BadRange(RangeError::NotPowerOfTwo { min: 8, max: 10 })
-            ),
-            (
-                7,
-                LineProblem::NotUnicast {
-                    field: Field::MinLid,
-                    value: 0xC000
-                }
-            ),
-            (
-                9,
-                LineProblem::NotUnicast {
-                    field: Field::MaxLid,
-                    value: 0xC001
-                }
-            ),
-            (
-                11,
-                LineProblem::BadRange(RangeError::Unaligned { base: 5, len: 2 })
-            ),
-            (
-                15,
-                LineProblem::BadRange(RangeError::TooWide {
-                    min: 0x100,
-                    max: 0x1ff
-                })
-            ),
+            (3, LineProblem::BadRange(RangeError::Reversed { min: 8, max: 7 })),
+            (5, LineProblem::BadRange(RangeError::NotPowerOfTwo { min: 8, max: 10 })),
+            (7, LineProblem::NotUnicast { field: Field::MinLid, value: 0xC000 }),
+            (9, LineProblem::NotUnicast { field: Field::MaxLid, value: 0xC001 }),
+            (11, LineProblem::BadRange(RangeError::Unaligned { base: 5, len: 2 })),
+            (15, LineProblem::BadRange(RangeError::TooWide { min: 0x100, max: 0x1ff })),
             (17, LineProblem::ZeroGuid),
         ]
     );
@@ -252,28 +206,16 @@ fn bad_ranges_are_reported_and_skipped() {
 
 #[test]
 fn duplicates_keep_the_first_and_overlaps_are_refused() {
-    let text =
-        "0x01 0x0004 0x0007\n\n0x02 0x0005 0x0005\n\n0x01 0x0010 0x0010\n\n0x03 0x0010 0x0010\n\n";
+    let text = "0x01 0x0004 0x0007\n\n0x02 0x0005 0x0005\n\n0x01 0x0010 0x0010\n\n0x03 0x0010 0x0010\n\n";
     assert_eq!(entries(&parse(text).0), vec![(1, 4, 7), (3, 16, 16)]);
     assert_eq!(
         problems(text),
         vec![
             (
                 3,
-                LineProblem::Overlap {
-                    range: range(5, 5),
-                    holder: Guid(1),
-                    holder_range: range(4, 7),
-                    holder_line: 1
-                }
+                LineProblem::Overlap { range: range(5, 5), holder: Guid(1), holder_range: range(4, 7), holder_line: 1 }
             ),
-            (
-                5,
-                LineProblem::Duplicate {
-                    guid: Guid(1),
-                    first_line: 1
-                }
-            ),
+            (5, LineProblem::Duplicate { guid: Guid(1), first_line: 1 }),
         ]
     );
 }
@@ -287,37 +229,13 @@ fn garbage_is_reported_line_by_line() {
     assert_eq!(
         got,
         vec![
-            (
-                1,
-                LineProblem::BadNumber {
-                    field: Field::PortGuid,
-                    text: "hello".into()
-                }
-            ),
-            (
-                2,
-                LineProblem::BadNumber {
-                    field: Field::PortGuid,
-                    text: "\0\0\0".into()
-                }
-            ),
-            (
-                4,
-                LineProblem::BadNumber {
-                    field: Field::PortGuid,
-                    text: "\u{fffd}\u{fffd}".into()
-                }
-            ),
+            (1, LineProblem::BadNumber { field: Field::PortGuid, text: "hello".into() }),
+            (2, LineProblem::BadNumber { field: Field::PortGuid, text: "\0\0\0".into() }),
+            (4, LineProblem::BadNumber { field: Field::PortGuid, text: "\u{fffd}\u{fffd}".into() }),
             (5, LineProblem::Indented("indented".into())),
             (6, LineProblem::Missing(Field::MaxLid)),
             (7, LineProblem::Trailing("0x0004".into())),
-            (
-                8,
-                LineProblem::BadNumber {
-                    field: Field::MinLid,
-                    text: "zz".into()
-                }
-            ),
+            (8, LineProblem::BadNumber { field: Field::MinLid, text: "zz".into() }),
         ]
     );
 }
@@ -327,10 +245,7 @@ fn hand_edited_files_are_accepted() {
     // No blank separators, decimal and octal numbers, CRLF, no final newline.
     let (m, w) = parse("0x10 5 5\r\n0x11 010 011\n\n\n0x12 0x0C 0x0c");
     assert!(w.is_empty(), "{w:?}");
-    assert_eq!(
-        entries(&m),
-        vec![(0x10, 5, 5), (0x11, 8, 9), (0x12, 12, 12)]
-    );
+    assert_eq!(entries(&m), vec![(0x10, 5, 5), (0x11, 8, 9), (0x12, 12, 12)]);
 }
 
 /// A crash while some other tool wrote the file (ours is atomic) can cut it
@@ -379,11 +294,8 @@ fn arb_text() -> impl Strategy<Value = String> {
         "\\PC{0,4}",
         Just(String::new()),
     ];
-    prop::collection::vec(
-        prop::collection::vec(token, 0..5).prop_map(|t| t.join(" ")),
-        0..30,
-    )
-    .prop_map(|l| l.join("\n"))
+    prop::collection::vec(prop::collection::vec(token, 0..5).prop_map(|t| t.join(" ")), 0..30)
+        .prop_map(|l| l.join("\n"))
 }
 
 fn check_invariants(m: &Guid2Lid) {

@@ -28,18 +28,10 @@ fn read_hex(path: &Path) -> Vec<u8> {
         .flat_map(|l| l.chars())
         .filter(|c| !c.is_whitespace())
         .collect();
-    assert_eq!(
-        digits.len() % 2,
-        0,
-        "{}: odd number of hex digits",
-        path.display()
-    );
+    assert_eq!(digits.len() % 2, 0, "{}: odd number of hex digits", path.display());
     (0..digits.len())
         .step_by(2)
-        .map(|i| {
-            u8::from_str_radix(&digits[i..i + 2], 16)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        })
+        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
         .collect()
 }
 
@@ -48,9 +40,7 @@ fn read_fields(path: &Path) -> BTreeMap<String, String> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
-            let (k, v) = l
-                .split_once('=')
-                .unwrap_or_else(|| panic!("{}: bad line {l:?}", path.display()));
+            let (k, v) = l.split_once('=').unwrap_or_else(|| panic!("{}: bad line {l:?}", path.display()));
             (k.to_string(), v.to_string())
         })
         .collect()
@@ -109,10 +99,7 @@ fn port_info_fields(r: &PortInfoRepr) -> Named {
         n("link_speed_supported", r.link_speed_supported),
         n("port_state", u8::from(r.port_state)),
         n("port_physical_state", u8::from(r.port_physical_state)),
-        n(
-            "link_down_default_state",
-            u8::from(r.link_down_default_state),
-        ),
+        n("link_down_default_state", u8::from(r.link_down_default_state)),
         n("m_key_protect_bits", r.m_key_protect_bits),
         n("lmc", r.lmc),
         n("link_speed_active", r.link_speed_active),
@@ -129,14 +116,8 @@ fn port_info_fields(r: &PortInfoRepr) -> Named {
         n("vl_stall_count", r.vl_stall_count),
         n("hoq_life", r.hoq_life),
         n("operational_vls", r.operational_vls),
-        n(
-            "partition_enforcement_inbound",
-            r.partition_enforcement_inbound,
-        ),
-        n(
-            "partition_enforcement_outbound",
-            r.partition_enforcement_outbound,
-        ),
+        n("partition_enforcement_inbound", r.partition_enforcement_inbound),
+        n("partition_enforcement_outbound", r.partition_enforcement_outbound),
         n("filter_raw_inbound", r.filter_raw_inbound),
         n("filter_raw_outbound", r.filter_raw_outbound),
         n("m_key_violations", r.m_key_violations),
@@ -144,10 +125,7 @@ fn port_info_fields(r: &PortInfoRepr) -> Named {
         n("q_key_violations", r.q_key_violations),
         n("guid_cap", r.guid_cap),
         n("client_reregister", r.client_reregister),
-        n(
-            "multicast_pkey_trap_suppression_enabled",
-            r.multicast_pkey_trap_suppression_enabled,
-        ),
+        n("multicast_pkey_trap_suppression_enabled", r.multicast_pkey_trap_suppression_enabled),
         n("subnet_timeout", r.subnet_timeout),
         n("resp_time_value", r.resp_time_value),
         n("local_phy_errors", r.local_phy_errors),
@@ -169,16 +147,10 @@ fn switch_info_fields(r: &SwitchInfoRepr) -> Named {
         n("linear_fdb_top", r.linear_fdb_top),
         n("default_port", r.default_port),
         n("default_mcast_primary_port", r.default_mcast_primary_port),
-        n(
-            "default_mcast_not_primary_port",
-            r.default_mcast_not_primary_port,
-        ),
+        n("default_mcast_not_primary_port", r.default_mcast_not_primary_port),
         n("life_time_value", r.life_time_value),
         n("port_state_change", r.port_state_change),
-        n(
-            "optimized_sl_to_vl_mapping_programming",
-            r.optimized_sl_to_vl_mapping_programming,
-        ),
+        n("optimized_sl_to_vl_mapping_programming", r.optimized_sl_to_vl_mapping_programming),
         n("lids_per_port", r.lids_per_port),
         n("partition_enforcement_cap", r.partition_enforcement_cap),
         n("inbound_enforcement_cap", r.inbound_enforcement_cap),
@@ -201,11 +173,7 @@ fn sm_info_fields(r: &SmInfoRepr) -> Named {
 }
 
 fn guid_info_fields(r: &GuidInfoBlockRepr) -> Named {
-    r.guids
-        .iter()
-        .enumerate()
-        .map(|(i, g)| n(&format!("guids[{i}]"), g.0))
-        .collect()
+    r.guids.iter().enumerate().map(|(i, g)| n(&format!("guids[{i}]"), g.0)).collect()
 }
 
 fn notice_fields(r: &NoticeRepr) -> Named {
@@ -219,14 +187,8 @@ fn notice_fields(r: &NoticeRepr) -> Named {
         n("notice_toggle", r.notice_toggle),
     ];
     match r.trap_details() {
-        TrapDetails::LinkStateChanged { switch_lid } => {
-            v.push(n("trap128.switch_lid", switch_lid.0))
-        }
-        TrapDetails::LocalChanges {
-            lid,
-            capability_mask,
-            ..
-        } => {
+        TrapDetails::LinkStateChanged { switch_lid } => v.push(n("trap128.switch_lid", switch_lid.0)),
+        TrapDetails::LocalChanges { lid, capability_mask, .. } => {
             v.push(n("trap144.lid", lid.0));
             v.push(n("trap144.capability_mask", capability_mask));
         }
@@ -270,11 +232,7 @@ where
 {
     let r = R::parse_data(hex).unwrap_or_else(|e| panic!("{name}: {e}"));
     compare(name, &to_fields(&r), fields, skip);
-    assert_eq!(
-        &r.to_data()[..],
-        hex,
-        "{name}: emit differs from fixture bytes"
-    );
+    assert_eq!(&r.to_data()[..], hex, "{name}: emit differs from fixture bytes");
     r
 }
 
@@ -286,10 +244,7 @@ fn smpquery_lines(path: &Path) -> Vec<(String, String)> {
         .filter(|l| !l.starts_with('#') && !l.starts_with('\t'))
         .filter_map(|l| {
             let (k, v) = l.split_once(':')?;
-            Some((
-                k.trim().to_string(),
-                v.trim_start_matches('.').trim().to_string(),
-            ))
+            Some((k.trim().to_string(), v.trim_start_matches('.').trim().to_string()))
         })
         .collect()
 }
@@ -348,9 +303,7 @@ fn smpquery_name(attr: &str, name: &str) -> Option<&'static str> {
         ("portinfo", "QkeyViolations") => "q_key_violations",
         ("portinfo", "GuidCap") => "guid_cap",
         ("portinfo", "ClientReregister") => "client_reregister",
-        ("portinfo", "McastPkeyTrapSuppressionEnabled") => {
-            "multicast_pkey_trap_suppression_enabled"
-        }
+        ("portinfo", "McastPkeyTrapSuppressionEnabled") => "multicast_pkey_trap_suppression_enabled",
         ("portinfo", "SubnetTimeout") => "subnet_timeout",
         ("portinfo", "RespTimeVal") => "resp_time_value",
         ("portinfo", "LocalPhysErr") => "local_phy_errors",
@@ -451,17 +404,10 @@ fn compare_smpquery(attr: &str, name: &str, ours: &Named, path: &Path) -> (usize
             assert!(k == "Mkey", "{name}: smpquery field {k} unmapped");
             continue;
         };
-        let ours_v = ours
-            .iter()
-            .find(|(o, _)| o == field)
-            .map(|(_, v)| *v)
-            .unwrap();
+        let ours_v = ours.iter().find(|(o, _)| o == field).map(|(_, v)| *v).unwrap();
         match smpquery_value(field, &text) {
             Some(v) => {
-                assert_eq!(
-                    ours_v, v,
-                    "{name}: {field} ours {ours_v:#x}, smpquery says {text:?}"
-                );
+                assert_eq!(ours_v, v, "{name}: {field} ours {ours_v:#x}, smpquery says {text:?}");
                 compared += 1;
             }
             None => skipped += 1,
@@ -509,34 +455,12 @@ fn check_file(hex_path: &Path, t: &mut Tally) {
     t.ibsim += ibsim as usize;
 
     let ours: Option<Named> = match attr {
-        "nodeinfo" => Some(node_info_fields(&check_attr::<NodeInfoRepr>(
-            name,
-            &hex,
-            &fields,
-            node_info_fields,
-            &[],
-        ))),
-        "portinfo" => Some(port_info_fields(&check_attr::<PortInfoRepr>(
-            name,
-            &hex,
-            &fields,
-            port_info_fields,
-            &[],
-        ))),
-        "switchinfo" => Some(switch_info_fields(&check_attr::<SwitchInfoRepr>(
-            name,
-            &hex,
-            &fields,
-            switch_info_fields,
-            &[],
-        ))),
-        "sminfo" => Some(sm_info_fields(&check_attr::<SmInfoRepr>(
-            name,
-            &hex,
-            &fields,
-            sm_info_fields,
-            &[],
-        ))),
+        "nodeinfo" => Some(node_info_fields(&check_attr::<NodeInfoRepr>(name, &hex, &fields, node_info_fields, &[]))),
+        "portinfo" => Some(port_info_fields(&check_attr::<PortInfoRepr>(name, &hex, &fields, port_info_fields, &[]))),
+        "switchinfo" => {
+            Some(switch_info_fields(&check_attr::<SwitchInfoRepr>(name, &hex, &fields, switch_info_fields, &[])))
+        }
+        "sminfo" => Some(sm_info_fields(&check_attr::<SmInfoRepr>(name, &hex, &fields, sm_info_fields, &[]))),
         "guidinfo" => {
             let r = check_attr::<GuidInfoBlockRepr>(name, &hex, &fields, guid_info_fields, &[]);
             if smpq.exists() {
@@ -552,10 +476,8 @@ fn check_file(hex_path: &Path, t: &mut Tally) {
         "notice" => {
             let r = check_attr::<NoticeRepr>(name, &hex, &fields, notice_fields, &["data_details"]);
             let dd = fields["data_details"].as_str();
-            let want: Vec<u8> = (0..dd.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(&dd[i..i + 2], 16).unwrap())
-                .collect();
+            let want: Vec<u8> =
+                (0..dd.len()).step_by(2).map(|i| u8::from_str_radix(&dd[i..i + 2], 16).unwrap()).collect();
             assert_eq!(&r.data_details[..], &want[..], "{name}: data_details");
             None
         }
@@ -574,11 +496,7 @@ fn check_file(hex_path: &Path, t: &mut Tally) {
         "lft" => {
             let r = LftBlockRepr::parse_data(&hex).unwrap();
             let want = list(&fields["ports"]);
-            assert_eq!(
-                r.ports.iter().map(|&p| p as u64).collect::<Vec<_>>(),
-                want,
-                "{name}: ports"
-            );
+            assert_eq!(r.ports.iter().map(|&p| p as u64).collect::<Vec<_>>(), want, "{name}: ports");
             assert_eq!(&r.to_data()[..], &hex[..], "{name}: emit");
             let ibroute = hex_path.with_extension("ibroute.txt");
             if ibroute.exists() {
@@ -592,11 +510,7 @@ fn check_file(hex_path: &Path, t: &mut Tally) {
                         continue;
                     };
                     let lid = usize::from_str_radix(lid, 16).unwrap();
-                    assert_eq!(
-                        r.ports[lid] as u64,
-                        port.parse::<u64>().unwrap(),
-                        "{name}: LID {lid} vs ibroute"
-                    );
+                    assert_eq!(r.ports[lid] as u64, port.parse::<u64>().unwrap(), "{name}: LID {lid} vs ibroute");
                     n += 1;
                 }
                 assert!(n >= 4, "{name}: ibroute listed {n} LIDs");
@@ -607,11 +521,7 @@ fn check_file(hex_path: &Path, t: &mut Tally) {
         "pkeys" => {
             let r = PKeyTableBlockRepr::parse_data(&hex).unwrap();
             let want = list(&fields["pkeys"]);
-            assert_eq!(
-                r.pkeys.iter().map(|&p| p as u64).collect::<Vec<_>>(),
-                want,
-                "{name}: pkeys"
-            );
+            assert_eq!(r.pkeys.iter().map(|&p| p as u64).collect::<Vec<_>>(), want, "{name}: pkeys");
             assert_eq!(&r.to_data()[..], &hex[..], "{name}: emit");
             if smpq.exists() {
                 let table = smpquery_table(&smpq);
@@ -625,19 +535,13 @@ fn check_file(hex_path: &Path, t: &mut Tally) {
         }
         "mft" => {
             let r = MftBlockRepr::parse_data(&hex).unwrap();
-            assert_eq!(
-                r.port_masks.iter().map(|&p| p as u64).collect::<Vec<_>>(),
-                list(&fields["port_masks"])
-            );
+            assert_eq!(r.port_masks.iter().map(|&p| p as u64).collect::<Vec<_>>(), list(&fields["port_masks"]));
             assert_eq!(&r.to_data()[..], &hex[..], "{name}: emit");
             None
         }
         "sl2vl" => {
             let r = SlToVlTableRepr::parse_data(&hex).unwrap();
-            assert_eq!(
-                r.vl.iter().map(|&p| p as u64).collect::<Vec<_>>(),
-                list(&fields["vl"])
-            );
+            assert_eq!(r.vl.iter().map(|&p| p as u64).collect::<Vec<_>>(), list(&fields["vl"]));
             assert_eq!(&r.to_data()[..], &hex[..], "{name}: emit");
             None
         }
@@ -650,11 +554,7 @@ fn check_file(hex_path: &Path, t: &mut Tally) {
                     (num(a), num(b))
                 })
                 .collect();
-            let got: Vec<(u64, u64)> = r
-                .entries
-                .iter()
-                .map(|e| (e.vl as u64, e.weight as u64))
-                .collect();
+            let got: Vec<(u64, u64)> = r.entries.iter().map(|e| (e.vl as u64, e.weight as u64)).collect();
             assert_eq!(got, want, "{name}: entries");
             assert_eq!(&r.to_data()[..], &hex[..], "{name}: emit");
             None
@@ -665,10 +565,7 @@ fn check_file(hex_path: &Path, t: &mut Tally) {
     if let Some(ours) = ours {
         if smpq.exists() {
             let (compared, skipped) = compare_smpquery(attr, name, &ours, &smpq);
-            assert!(
-                compared >= 3 * skipped,
-                "{name}: only {compared} smpquery fields compared, {skipped} skipped"
-            );
+            assert!(compared >= 3 * skipped, "{name}: only {compared} smpquery fields compared, {skipped} skipped");
             t.smpquery_compared += compared;
         } else {
             assert!(!ibsim, "{name}: ibsim capture without smpquery text");
@@ -695,11 +592,7 @@ fn every_fixture_matches_byte_for_byte() {
     // Guard against a silently empty or shrunken fixture set.
     assert!(t.files >= 45, "only {} fixtures", t.files);
     assert!(t.ibsim >= 15, "only {} ibsim captures", t.ibsim);
-    assert!(
-        t.smpquery_compared >= 300,
-        "only {} values compared with smpquery",
-        t.smpquery_compared
-    );
+    assert!(t.smpquery_compared >= 300, "only {} values compared with smpquery", t.smpquery_compared);
     for attr in [
         "nodeinfo",
         "portinfo",
@@ -715,12 +608,7 @@ fn every_fixture_matches_byte_for_byte() {
         "vlarb",
     ] {
         assert!(
-            paths.iter().any(|p| p
-                .file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with(&format!("{attr}_"))),
+            paths.iter().any(|p| p.file_name().unwrap().to_str().unwrap().starts_with(&format!("{attr}_"))),
             "no libibmad/hand-encoded fixture for {attr}"
         );
     }
@@ -738,11 +626,7 @@ fn ibsim_captures_read_as_the_fabric() {
     let hca = NodeInfoRepr::parse_data(&read_hex(&d.join("ibsim_nodeinfo_0.hex"))).unwrap();
     assert_eq!(hca.node_type, NodeType::Ca);
     let pi = PortInfoRepr::parse_data(&read_hex(&d.join("ibsim_portinfo_0-1_port3.hex"))).unwrap();
-    assert_eq!(
-        pi.port_state,
-        PortState::Init,
-        "no SM has run: links stop at Init"
-    );
+    assert_eq!(pi.port_state, PortState::Init, "no SM has run: links stop at Init");
     assert_eq!(pi.port_physical_state, PhysState::LinkUp);
     assert_eq!(pi.neighbor_mtu_bytes(), Some(2048));
     let si = SwitchInfoRepr::parse_data(&read_hex(&d.join("ibsim_switchinfo_0-1.hex"))).unwrap();

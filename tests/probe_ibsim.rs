@@ -40,47 +40,21 @@ fn fetch(
     smpq_args: &[&str],
 ) -> Pair {
     let amod_s = amod.to_string();
-    let args = [
-        "probe",
-        "--timeout-ms",
-        "300",
-        "--path",
-        path,
-        attr,
-        &amod_s,
-    ];
+    let args = ["probe", "--timeout-ms", "300", "--path", path, attr, &amod_s];
     let o = match ours_on {
         Ours::Umad => sim.ibsm(host, &args),
         Ours::Sim { node } => {
             let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_ibsm"));
-            c.args(args)
-                .arg("--sim")
-                .arg(&sim.net)
-                .args(["--sm-node", node]);
+            c.args(args).arg("--sim").arg(&sim.net).args(["--sm-node", node]);
             ibsim::run_with_timeout(c, std::time::Duration::from_secs(60))
         }
     };
-    let ours = if o.status.success() {
-        Ok(stdout(&o))
-    } else {
-        Err(stderr(&o))
-    };
+    let ours = if o.status.success() { Ok(stdout(&o)) } else { Err(stderr(&o)) };
     let mut args = vec!["-D", attr_for_smpquery(attr), path];
     args.extend_from_slice(smpq_args);
     let o = sim.smpquery(host, &args);
-    let theirs = if o.status.success() {
-        Ok(stdout(&o))
-    } else {
-        Err(stderr(&o))
-    };
-    Pair {
-        what: format!(
-            "{attr} {amod:#x} at {path} (host {host:?}, {})",
-            sim.net.display()
-        ),
-        ours,
-        theirs,
-    }
+    let theirs = if o.status.success() { Ok(stdout(&o)) } else { Err(stderr(&o)) };
+    Pair { what: format!("{attr} {amod:#x} at {path} (host {host:?}, {})", sim.net.display()), ours, theirs }
 }
 
 fn attr_for_smpquery(attr: &str) -> &str {
@@ -104,25 +78,14 @@ fn compare(p: &Pair) -> usize {
     let mine: BTreeMap<String, String> = fields(ours).into_iter().collect();
     let mut n = 0;
     for (name, value) in fields(theirs) {
-        let name = if name == "Node Description" {
-            "NodeDesc".to_string()
-        } else {
-            name
-        };
+        let name = if name == "Node Description" { "NodeDesc".to_string() } else { name };
         if SKIP.contains(&name.as_str()) {
             continue;
         }
-        let mine = mine.get(&name).unwrap_or_else(|| {
-            panic!(
-                "{}: smpquery prints {name} = {value}, ibsm does not\nibsm:\n{ours}",
-                p.what
-            )
-        });
-        assert_eq!(
-            mine, &value,
-            "{}: field {name}\nibsm:\n{ours}\nsmpquery:\n{theirs}",
-            p.what
-        );
+        let mine = mine
+            .get(&name)
+            .unwrap_or_else(|| panic!("{}: smpquery prints {name} = {value}, ibsm does not\nibsm:\n{ours}", p.what));
+        assert_eq!(mine, &value, "{}: field {name}\nibsm:\n{ours}\nsmpquery:\n{theirs}", p.what);
         n += 1;
     }
     n
@@ -145,20 +108,10 @@ fn compare_pkeys(p: &Pair) -> usize {
         }
         table.extend(rest.split_whitespace().map(str::to_string));
     }
-    assert!(
-        table.len() >= 32,
-        "{}: smpquery printed {} P_Keys:\n{theirs}",
-        p.what,
-        table.len()
-    );
+    assert!(table.len() >= 32, "{}: smpquery printed {} P_Keys:\n{theirs}", p.what, table.len());
     let mine: BTreeMap<String, String> = fields(ours).into_iter().collect();
     for (i, v) in table.iter().take(32).enumerate() {
-        assert_eq!(
-            mine.get(&format!("PKey[{i}]")),
-            Some(v),
-            "{}: P_Key {i}\nibsm:\n{ours}",
-            p.what
-        );
+        assert_eq!(mine.get(&format!("PKey[{i}]")), Some(v), "{}: P_Key {i}\nibsm:\n{ours}", p.what);
     }
     32
 }
@@ -176,8 +129,7 @@ fn check_with(netfile: &str, ours: Ours, host: Option<&str>, paths: &[&str], swi
         let n = compare(&ni);
         assert!(n >= 11, "{}: only {n} NodeInfo fields compared", ni.what);
         compared += n;
-        let info: BTreeMap<String, String> =
-            fields(ni.theirs.as_ref().unwrap()).into_iter().collect();
+        let info: BTreeMap<String, String> = fields(ni.theirs.as_ref().unwrap()).into_iter().collect();
         let is_switch = info["NodeType"] == "Switch";
         let num_ports: u32 = info["NumPorts"].parse().unwrap();
 
@@ -228,10 +180,7 @@ fn check_with(netfile: &str, ours: Ours, host: Option<&str>, paths: &[&str], swi
         Ours::Umad => "umad".to_string(),
         Ours::Sim { node } => format!("--sim from {node}"),
     };
-    eprintln!(
-        "{netfile} from {host:?} ({by}): {compared} fields agree over {} paths",
-        paths.len()
-    );
+    eprintln!("{netfile} from {host:?} ({by}): {compared} fields agree over {} paths", paths.len());
 }
 
 #[test]
@@ -256,29 +205,15 @@ fn probe_matches_smpquery_on_2sw2path4hca() {
 
 #[test]
 fn probe_matches_smpquery_on_2sw2path4hca2port_from_a_switch_and_a_ca() {
-    check(
-        "net.2sw2path4hca2port",
-        None,
-        &["0", "0,2", "0,3,1", "0,5,2"],
-    );
-    check(
-        "net.2sw2path4hca2port",
-        Some("Hca1"),
-        &["0", "0,1", "0,1,3", "0,1,3,2"],
-    );
+    check("net.2sw2path4hca2port", None, &["0", "0,2", "0,3,1", "0,5,2"]);
+    check("net.2sw2path4hca2port", Some("Hca1"), &["0", "0,1", "0,1,3", "0,1,3,2"]);
 }
 
 /// `ibsm probe --sim` (the in-process fabric) decodes the same values as
 /// smpquery reads from ibsim on the same net file.
 #[test]
 fn probe_sim_backend_matches_smpquery_on_ibsim() {
-    check_with(
-        "net",
-        Ours::Sim { node: "Switch1" },
-        None,
-        &["0", "0,1", "0,3", "0,3,4"],
-        false,
-    );
+    check_with("net", Ours::Sim { node: "Switch1" }, None, &["0", "0,1", "0,3", "0,3,4"], false);
     check_with(
         "net.2sw2path4hca2port",
         Ours::Sim { node: "Hca1" },

@@ -6,8 +6,8 @@ mod sim_common;
 
 use ibsm::mad::header::status;
 use ibsm::mad::{
-    AttributeId, DrPath, LftBlockRepr, Method, NodeDescriptionRepr, NodeInfoRepr, NodeType,
-    PortInfoRepr, SmpRepr, SwitchInfoRepr,
+    AttributeId, DrPath, LftBlockRepr, Method, NodeDescriptionRepr, NodeInfoRepr, NodeType, PortInfoRepr, SmpRepr,
+    SwitchInfoRepr,
 };
 use ibsm::sim::{DropReason, FabricBuilder};
 use ibsm::transport::{Datagram, MadAddress, MadDevice};
@@ -41,52 +41,23 @@ fn local_get_answers_for_the_sm_port_itself() {
 fn one_hop_response_bytes() {
     let f = fabric();
     let mut sm = TestSm::attach(&f, "H-0001", 1);
-    let req = SmpRepr::directed_request(
-        Method::Get,
-        AttributeId::NodeInfo,
-        0,
-        DrPath::from_ports(&[1]).unwrap(),
-        0,
-        [0; 64],
-    );
+    let req =
+        SmpRepr::directed_request(Method::Get, AttributeId::NodeInfo, 0, DrPath::from_ports(&[1]).unwrap(), 0, [0; 64]);
     let d = sm.exchange(req, MadAddress::smi_permissive()).unwrap();
     let b = &d.mad;
     assert_eq!(b.len(), 256);
-    assert_eq!(
-        &b[0..4],
-        &[1, 0x81, 1, 0x81],
-        "base, DR class, class version, GetResp"
-    );
-    assert_eq!(
-        &b[4..8],
-        &[0x80, 0x00, 0x00, 0x01],
-        "D bit, status 0, hop pointer 0, hop count 1"
-    );
+    assert_eq!(&b[0..4], &[1, 0x81, 1, 0x81], "base, DR class, class version, GetResp");
+    assert_eq!(&b[4..8], &[0x80, 0x00, 0x00, 0x01], "D bit, status 0, hop pointer 0, hop count 1");
     assert_eq!(&b[16..18], &[0x00, 0x11]);
-    assert_eq!(
-        &b[32..36],
-        &[0xff, 0xff, 0xff, 0xff],
-        "DrSLID/DrDLID stay permissive"
-    );
+    assert_eq!(&b[32..36], &[0xff, 0xff, 0xff, 0xff], "DrSLID/DrDLID stay permissive");
     assert_eq!(&b[128..130], &[0, 1], "initial path untouched");
-    assert_eq!(
-        &b[192..194],
-        &[0, 1],
-        "return path: entry 0 unused, entry 1 = switch ingress port"
-    );
+    assert_eq!(&b[192..194], &[0, 1], "return path: entry 0 unused, entry 1 = switch ingress port");
     assert_eq!(b[64 + 2], 2, "NodeType switch");
-    assert_eq!(
-        b[64 + 36],
-        1,
-        "LocalPortNum = port the SMP entered the switch by"
-    );
+    assert_eq!(b[64 + 36], 1, "LocalPortNum = port the SMP entered the switch by");
     assert_eq!(d.addr.lid, Lid::PERMISSIVE);
     // Switch NodeInfo mirrors ibsim's: 0101 0208 ... PartitionCap 8, rev a1.
     let ni = NodeInfoRepr::parse_bytes(&b[64..128]).unwrap();
-    assert_eq!(
-        (ni.node_guid, ni.port_guid, ni.partition_cap),
-        (Guid(0x200000), Guid(0x200000), 8)
-    );
+    assert_eq!((ni.node_guid, ni.port_guid, ni.partition_cap), (Guid(0x200000), Guid(0x200000), 8));
 }
 
 #[test]
@@ -94,13 +65,8 @@ fn three_hops_fill_the_return_path_with_ingress_ports() {
     let f = fabric();
     let mut sm = TestSm::attach(&f, "H-0001", 1);
     // H1 -> S1 (in 1) -out 3-> S2 (in 1) -out 2-> H3 (in 1)
-    let r = sm
-        .dr_get(&[1, 3, 2], AttributeId::NodeDescription, 0)
-        .unwrap();
-    assert_eq!(
-        NodeDescriptionRepr::parse_bytes(&r.data).unwrap().text,
-        "h-0003"
-    );
+    let r = sm.dr_get(&[1, 3, 2], AttributeId::NodeDescription, 0).unwrap();
+    assert_eq!(NodeDescriptionRepr::parse_bytes(&r.data).unwrap().text, "h-0003");
     let (inbound, hp, hc, ret) = dr_route(&r);
     assert!(inbound);
     assert_eq!((hp, hc), (0, 3));
@@ -136,22 +102,11 @@ fn bad_paths_are_dropped_silently() {
     assert!(sm.dr_get(&[2], AttributeId::NodeInfo, 0).is_none());
     assert_eq!(f.lock().unwrap().dropped(DropReason::DrBadPort), 2);
     // A request with a non-zero hop pointer at the source.
-    let mut req = SmpRepr::directed_request(
-        Method::Get,
-        AttributeId::NodeInfo,
-        0,
-        DrPath::from_ports(&[1]).unwrap(),
-        0,
-        [0; 64],
-    )
-    .to_bytes();
+    let mut req =
+        SmpRepr::directed_request(Method::Get, AttributeId::NodeInfo, 0, DrPath::from_ports(&[1]).unwrap(), 0, [0; 64])
+            .to_bytes();
     req[6] = 1;
-    sm.dev
-        .send(&Datagram {
-            addr: MadAddress::smi_permissive(),
-            mad: req.to_vec(),
-        })
-        .unwrap();
+    sm.dev.send(&Datagram { addr: MadAddress::smi_permissive(), mad: req.to_vec() }).unwrap();
     let deadline = sm.dev.now() + TIMEOUT;
     assert!(sm.dev.recv(deadline).unwrap().is_none());
     assert_eq!(f.lock().unwrap().dropped(DropReason::DrHopPointer), 1);
@@ -162,85 +117,31 @@ fn status_codes_of_the_sma() {
     let f = fabric();
     let mut sm = TestSm::attach(&f, "H-0001", 1);
     let st = |r: Option<SmpRepr>| r.expect("answered").header.status;
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::PortInfo, 9)),
-        status::INVALID_FIELD,
-        "port 9 of 8"
-    );
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::PortInfo, 9)), status::INVALID_FIELD, "port 9 of 8");
     assert_eq!(st(sm.dr_get(&[1], AttributeId::PortInfo, 8)), 0);
-    assert_eq!(
-        st(sm.dr_get(&[], AttributeId::PortInfo, 3)),
-        status::INVALID_FIELD,
-        "CA has 2 ports"
-    );
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::Unknown(0xff30), 0)),
-        status::METHOD_ATTR_UNSUPPORTED
-    );
-    assert_eq!(
-        st(sm.dr_get(&[], AttributeId::SwitchInfo, 0)),
-        status::METHOD_ATTR_UNSUPPORTED,
-        "CA"
-    );
-    assert_eq!(
-        st(sm.dr_get(&[], AttributeId::LinearForwardingTable, 0)),
-        status::METHOD_ATTR_UNSUPPORTED
-    );
+    assert_eq!(st(sm.dr_get(&[], AttributeId::PortInfo, 3)), status::INVALID_FIELD, "CA has 2 ports");
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::Unknown(0xff30), 0)), status::METHOD_ATTR_UNSUPPORTED);
+    assert_eq!(st(sm.dr_get(&[], AttributeId::SwitchInfo, 0)), status::METHOD_ATTR_UNSUPPORTED, "CA");
+    assert_eq!(st(sm.dr_get(&[], AttributeId::LinearForwardingTable, 0)), status::METHOD_ATTR_UNSUPPORTED);
     assert_eq!(
         st(sm.dr(Method::Set, &[1], AttributeId::NodeInfo, 0, [0; 64])),
         status::METHOD_ATTR_UNSUPPORTED,
         "NodeInfo is read-only"
     );
-    assert_eq!(
-        st(sm.dr(
-            Method::Unknown(0x04),
-            &[1],
-            AttributeId::NodeInfo,
-            0,
-            [0; 64]
-        )),
-        status::METHOD_UNSUPPORTED
-    );
+    assert_eq!(st(sm.dr(Method::Unknown(0x04), &[1], AttributeId::NodeInfo, 0, [0; 64])), status::METHOD_UNSUPPORTED);
     // LFT: 49152 entries = 768 blocks.
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::LinearForwardingTable, 767)),
-        0
-    );
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::LinearForwardingTable, 768)),
-        status::INVALID_FIELD
-    );
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::LinearForwardingTable, 767)), 0);
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::LinearForwardingTable, 768)), status::INVALID_FIELD);
     // P_Key: a switch's port 0 has 8 entries (1 block), external ports 64.
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::PKeyTable, 1)),
-        status::INVALID_FIELD
-    );
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::PKeyTable, (1 << 16) | 1)),
-        0
-    );
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::PKeyTable, (9 << 16) | 1)),
-        status::INVALID_FIELD
-    );
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::PKeyTable, 1)), status::INVALID_FIELD);
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::PKeyTable, (1 << 16) | 1)), 0);
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::PKeyTable, (9 << 16) | 1)), status::INVALID_FIELD);
     // MFT: 1024 entries = 32 blocks; 8 ports = position 0 only.
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::MulticastForwardingTable, 31)),
-        0
-    );
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::MulticastForwardingTable, 32)),
-        status::INVALID_FIELD
-    );
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::MulticastForwardingTable, 1 << 28)),
-        status::INVALID_FIELD
-    );
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::MulticastForwardingTable, 31)), 0);
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::MulticastForwardingTable, 32)), status::INVALID_FIELD);
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::MulticastForwardingTable, 1 << 28)), status::INVALID_FIELD);
     // No SM anywhere: SMInfo is unsupported (ibsim would stay silent).
-    assert_eq!(
-        st(sm.dr_get(&[1], AttributeId::SmInfo, 0)),
-        status::METHOD_ATTR_UNSUPPORTED
-    );
+    assert_eq!(st(sm.dr_get(&[1], AttributeId::SmInfo, 0)), status::METHOD_ATTR_UNSUPPORTED);
     // An invalid Set answers with the unchanged attribute.
     let before = sm.port_info(&[1], 2);
     let (s, after) = sm.set_port_info(&[1], 2, |pi| {
@@ -248,13 +149,7 @@ fn status_codes_of_the_sma() {
         pi.neighbor_mtu = 6;
     });
     assert_eq!(s, status::INVALID_FIELD);
-    assert_eq!(
-        after,
-        PortInfoRepr {
-            local_port_num: before.local_port_num,
-            ..before
-        }
-    );
+    assert_eq!(after, PortInfoRepr { local_port_num: before.local_port_num, ..before });
 }
 
 #[test]
@@ -266,89 +161,34 @@ fn tables_read_back_what_was_set() {
     assert_eq!(&r.data[..4], &[0xff, 0xff, 0, 0]);
     let mut d = [0u8; 64];
     d[..6].copy_from_slice(&[0xff, 0xff, 0x80, 0x01, 0x00, 0x02]);
-    let r = sm
-        .dr(Method::Set, &[], AttributeId::PKeyTable, 1, d)
-        .unwrap();
+    let r = sm.dr(Method::Set, &[], AttributeId::PKeyTable, 1, d).unwrap();
     assert_eq!(r.header.status, 0);
     assert_eq!(r.data, d);
-    assert_eq!(
-        f.lock().unwrap().pkeys(pr(H1, 1)).unwrap()[32..35],
-        [0xffff, 0x8001, 0x0002]
-    );
+    assert_eq!(f.lock().unwrap().pkeys(pr(H1, 1)).unwrap()[32..35], [0xffff, 0x8001, 0x0002]);
     // SL2VL of S1 in 1 out 2; other pairs keep the default.
     let mut t = [0u8; 64];
     t[..8].copy_from_slice(&[0x00, 0x00, 0x11, 0x11, 0, 0, 0, 0]);
+    assert_eq!(sm.dr(Method::Set, &[1], AttributeId::SlToVlMappingTable, 0x0102, t).unwrap().data, t);
+    assert_eq!(sm.dr_get(&[1], AttributeId::SlToVlMappingTable, 0x0102).unwrap().data, t);
     assert_eq!(
-        sm.dr(
-            Method::Set,
-            &[1],
-            AttributeId::SlToVlMappingTable,
-            0x0102,
-            t
-        )
-        .unwrap()
-        .data,
-        t
-    );
-    assert_eq!(
-        sm.dr_get(&[1], AttributeId::SlToVlMappingTable, 0x0102)
-            .unwrap()
-            .data,
-        t
-    );
-    assert_eq!(
-        &sm.dr_get(&[1], AttributeId::SlToVlMappingTable, 0x0201)
-            .unwrap()
-            .data[..8],
+        &sm.dr_get(&[1], AttributeId::SlToVlMappingTable, 0x0201).unwrap().data[..8],
         &[0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xe7]
     );
     // VLArb low table of S1 port 3: 8 entries.
-    let r = sm
-        .dr_get(&[1], AttributeId::VlArbitrationTable, (1 << 16) | 3)
-        .unwrap();
+    let r = sm.dr_get(&[1], AttributeId::VlArbitrationTable, (1 << 16) | 3).unwrap();
     assert_eq!(&r.data[..6], &[0, 0, 1, 4, 2, 4]);
-    assert_eq!(
-        sm.dr_get(&[1], AttributeId::VlArbitrationTable, (2 << 16) | 3)
-            .unwrap()
-            .header
-            .status,
-        0x1c
-    );
+    assert_eq!(sm.dr_get(&[1], AttributeId::VlArbitrationTable, (2 << 16) | 3).unwrap().header.status, 0x1c);
     // GUIDInfo: entry 0 is the port GUID and stays; entry 1 takes an alias.
     let mut g = [0u8; 64];
     g[..16].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 9, 0xaa, 0, 0, 0, 0, 0, 0, 1]);
-    let r = sm
-        .dr(Method::Set, &[], AttributeId::GuidInfo, 0, g)
-        .unwrap();
-    assert_eq!(
-        &r.data[..16],
-        &[0, 0, 0, 0, 0, 0x10, 0, 1, 0xaa, 0, 0, 0, 0, 0, 0, 1]
-    );
-    assert_eq!(
-        sm.dr_get(&[], AttributeId::GuidInfo, 4)
-            .unwrap()
-            .header
-            .status,
-        0x1c,
-        "GuidCap 32 = 4 blocks"
-    );
+    let r = sm.dr(Method::Set, &[], AttributeId::GuidInfo, 0, g).unwrap();
+    assert_eq!(&r.data[..16], &[0, 0, 0, 0, 0, 0x10, 0, 1, 0xaa, 0, 0, 0, 0, 0, 0, 1]);
+    assert_eq!(sm.dr_get(&[], AttributeId::GuidInfo, 4).unwrap().header.status, 0x1c, "GuidCap 32 = 4 blocks");
     // MFT block 0 position 0 of S2.
     let mut m = [0u8; 64];
     m[..4].copy_from_slice(&[0x00, 0x06, 0x00, 0x01]);
-    sm.dr(
-        Method::Set,
-        &[1, 3],
-        AttributeId::MulticastForwardingTable,
-        0,
-        m,
-    )
-    .unwrap();
-    assert_eq!(
-        sm.dr_get(&[1, 3], AttributeId::MulticastForwardingTable, 0)
-            .unwrap()
-            .data,
-        m
-    );
+    sm.dr(Method::Set, &[1, 3], AttributeId::MulticastForwardingTable, 0, m).unwrap();
+    assert_eq!(sm.dr_get(&[1, 3], AttributeId::MulticastForwardingTable, 0).unwrap().data, m);
 }
 
 /// Programs LIDs and LFTs, then uses DrDLID (LID-routed last segment) and
@@ -359,68 +199,35 @@ fn lid_routed_segments_at_either_end() {
     let f = FabricBuilder::new(&topo).build_shared().unwrap();
     let mut sm = TestSm::attach(&f, "H-0001", 1);
     let lids = bring_up(&mut sm, &topo, H1, 1);
-    let (sm_lid, s1_lid, s2_lid, h3_lid) = (
-        lids[&pr(H1, 1)],
-        lids[&pr(S1, 0)],
-        lids[&pr(S2, 0)],
-        lids[&pr(H3, 1)],
-    );
+    let (sm_lid, s1_lid, s2_lid, h3_lid) = (lids[&pr(H1, 1)], lids[&pr(S1, 0)], lids[&pr(S2, 0)], lids[&pr(H3, 1)]);
 
     // DR to S1, then LID-routed to H3 (DrDLID).
-    let mut req = SmpRepr::directed_request(
-        Method::Get,
-        AttributeId::NodeInfo,
-        0,
-        DrPath::from_ports(&[1]).unwrap(),
-        0,
-        [0; 64],
-    );
+    let mut req =
+        SmpRepr::directed_request(Method::Get, AttributeId::NodeInfo, 0, DrPath::from_ports(&[1]).unwrap(), 0, [0; 64]);
     if let ibsm::mad::smp::SmpRoute::Directed { dr_dlid, .. } = &mut req.route {
         *dr_dlid = h3_lid;
     }
-    let d = sm
-        .exchange(req, MadAddress::smi_permissive())
-        .expect("DrDLID answered");
+    let d = sm.exchange(req, MadAddress::smi_permissive()).expect("DrDLID answered");
     let r = SmpRepr::parse_bytes(&d.mad).unwrap();
-    assert_eq!(
-        NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid,
-        Guid(0x100005)
-    );
+    assert_eq!(NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid, Guid(0x100005));
     let (inbound, hp, hc, ret) = dr_route(&r);
     assert!(inbound);
     assert_eq!((hp, hc, ret.ports()), (0, 1, &[1u8][..]));
-    assert_eq!(
-        &d.mad[32..36],
-        &[0xff, 0xff, (h3_lid.0 >> 8) as u8, h3_lid.0 as u8]
-    );
+    assert_eq!(&d.mad[32..36], &[0xff, 0xff, (h3_lid.0 >> 8) as u8, h3_lid.0 as u8]);
 
     // LID-routed to S2 first (DrSLID = SM LID), then DR out S2 port 2 to H3.
-    let mut req = SmpRepr::directed_request(
-        Method::Get,
-        AttributeId::NodeInfo,
-        0,
-        DrPath::from_ports(&[2]).unwrap(),
-        0,
-        [0; 64],
-    );
+    let mut req =
+        SmpRepr::directed_request(Method::Get, AttributeId::NodeInfo, 0, DrPath::from_ports(&[2]).unwrap(), 0, [0; 64]);
     if let ibsm::mad::smp::SmpRoute::Directed { dr_slid, .. } = &mut req.route {
         *dr_slid = sm_lid;
     }
-    let d = sm
-        .exchange(req, MadAddress::smi(s2_lid))
-        .expect("DrSLID answered");
+    let d = sm.exchange(req, MadAddress::smi(s2_lid)).expect("DrSLID answered");
     let r = SmpRepr::parse_bytes(&d.mad).unwrap();
-    assert_eq!(
-        NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid,
-        Guid(0x100005)
-    );
+    assert_eq!(NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid, Guid(0x100005));
     let (inbound, hp, _, ret) = dr_route(&r);
     assert!(inbound);
     assert_eq!((hp, ret.ports()), (0, &[1u8][..]));
-    assert_eq!(
-        d.addr.lid, s2_lid,
-        "the last segment came LID-routed from S2"
-    );
+    assert_eq!(d.addr.lid, s2_lid, "the last segment came LID-routed from S2");
 
     // Both: LID-routed to S1, DR out port 3 to S2, LID-routed on to H3.
     let mut req = SmpRepr::directed_request(
@@ -431,18 +238,12 @@ fn lid_routed_segments_at_either_end() {
         0,
         [0; 64],
     );
-    if let ibsm::mad::smp::SmpRoute::Directed {
-        dr_slid, dr_dlid, ..
-    } = &mut req.route
-    {
+    if let ibsm::mad::smp::SmpRoute::Directed { dr_slid, dr_dlid, .. } = &mut req.route {
         *dr_slid = sm_lid;
         *dr_dlid = h3_lid;
     }
     let r = SmpRepr::parse_bytes(&sm.exchange(req, MadAddress::smi(s1_lid)).unwrap().mad).unwrap();
-    assert_eq!(
-        NodeDescriptionRepr::parse_bytes(&r.data).unwrap().text,
-        "h-0003"
-    );
+    assert_eq!(NodeDescriptionRepr::parse_bytes(&r.data).unwrap().text, "h-0003");
     assert_eq!(dr_route(&r).3.ports(), &[1], "S2 entered on port 1");
 
     // A CA at the end of the directed part cannot LID-route onwards.
@@ -466,28 +267,16 @@ fn lid_routing_follows_the_programmed_lfts() {
     let f = FabricBuilder::new(&topo).build_shared().unwrap();
     let mut sm = TestSm::attach(&f, "H-0001", 1);
     let lids = bring_up(&mut sm, &topo, H1, 1);
-    for (port, guid) in [
-        (pr(S2, 0), 0x200001),
-        (pr(H3, 1), 0x100005),
-        (pr(H2, 1), 0x100003),
-        (pr(S1, 0), 0x200000),
-    ] {
-        let r = sm
-            .lid_req(Method::Get, lids[&port], AttributeId::NodeInfo, 0, [0; 64])
-            .expect("LID-routed answer");
+    for (port, guid) in [(pr(S2, 0), 0x200001), (pr(H3, 1), 0x100005), (pr(H2, 1), 0x100003), (pr(S1, 0), 0x200000)] {
+        let r = sm.lid_req(Method::Get, lids[&port], AttributeId::NodeInfo, 0, [0; 64]).expect("LID-routed answer");
         assert_eq!(r.header.status, 0);
-        assert_eq!(
-            NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid,
-            Guid(guid)
-        );
+        assert_eq!(NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid, Guid(guid));
     }
     {
         let fab = f.lock().unwrap();
         for (port, lid) in &lids {
             for s in [S1, S2] {
-                let path = fab
-                    .trace_lid_route(ibsm::topology::NodeIdx(s), *lid)
-                    .unwrap();
+                let path = fab.trace_lid_route(ibsm::topology::NodeIdx(s), *lid).unwrap();
                 assert_eq!(path.last().unwrap(), port, "from {s} to {lid}");
             }
         }
@@ -501,69 +290,28 @@ fn lid_routing_follows_the_programmed_lfts() {
     let current = f.lock().unwrap().lft(ibsm::topology::NodeIdx(S2)).unwrap()[..64].to_vec();
     ports.copy_from_slice(&current);
     ports[h3.0 as usize] = 7;
-    let r = sm.dr(
-        Method::Set,
-        &[1, 3],
-        AttributeId::LinearForwardingTable,
-        0,
-        LftBlockRepr { ports }.to_bytes(),
-    );
+    let r = sm.dr(Method::Set, &[1, 3], AttributeId::LinearForwardingTable, 0, LftBlockRepr { ports }.to_bytes());
     assert_eq!(r.unwrap().header.status, 0);
-    assert!(sm
-        .lid_req(Method::Get, h3, AttributeId::NodeInfo, 0, [0; 64])
-        .is_none());
-    let err = f
-        .lock()
-        .unwrap()
-        .trace_lid_route(ibsm::topology::NodeIdx(S1), h3)
-        .unwrap_err();
+    assert!(sm.lid_req(Method::Get, h3, AttributeId::NodeInfo, 0, [0; 64]).is_none());
+    let err = f.lock().unwrap().trace_lid_route(ibsm::topology::NodeIdx(S1), h3).unwrap_err();
     assert_eq!(err, ibsm::sim::TraceError::LinkDown { port: pr(S2, 7) });
     // LinearFDBTop below the LID: the switch drops it.
-    let mut si =
-        SwitchInfoRepr::parse_bytes(&sm.dr_get(&[1], AttributeId::SwitchInfo, 0).unwrap().data)
-            .unwrap();
+    let mut si = SwitchInfoRepr::parse_bytes(&sm.dr_get(&[1], AttributeId::SwitchInfo, 0).unwrap().data).unwrap();
     si.linear_fdb_top = 2;
-    sm.dr(Method::Set, &[1], AttributeId::SwitchInfo, 0, si.to_bytes())
-        .unwrap();
-    let err = f
-        .lock()
-        .unwrap()
-        .trace_lid_route(ibsm::topology::NodeIdx(S1), Lid(5))
-        .unwrap_err();
-    assert!(
-        matches!(err, ibsm::sim::TraceError::BeyondTop { top: 2, .. }),
-        "{err:?}"
-    );
+    sm.dr(Method::Set, &[1], AttributeId::SwitchInfo, 0, si.to_bytes()).unwrap();
+    let err = f.lock().unwrap().trace_lid_route(ibsm::topology::NodeIdx(S1), Lid(5)).unwrap_err();
+    assert!(matches!(err, ibsm::sim::TraceError::BeyondTop { top: 2, .. }), "{err:?}");
     // A loop: S1 sends LID 3 to S2 and S2 sends it back.
     let mut a = [0xffu8; 64];
     a[..64].copy_from_slice(&f.lock().unwrap().lft(ibsm::topology::NodeIdx(S2)).unwrap()[..64]);
     a[3] = 1;
-    sm.dr(
-        Method::Set,
-        &[1, 3],
-        AttributeId::LinearForwardingTable,
-        0,
-        LftBlockRepr { ports: a }.to_bytes(),
-    )
-    .unwrap();
+    sm.dr(Method::Set, &[1, 3], AttributeId::LinearForwardingTable, 0, LftBlockRepr { ports: a }.to_bytes()).unwrap();
     let mut b = [0xffu8; 64];
     b[..64].copy_from_slice(&f.lock().unwrap().lft(ibsm::topology::NodeIdx(S1)).unwrap()[..64]);
     b[3] = 3;
     si.linear_fdb_top = 64;
-    sm.dr(Method::Set, &[1], AttributeId::SwitchInfo, 0, si.to_bytes())
-        .unwrap();
-    sm.dr(
-        Method::Set,
-        &[1],
-        AttributeId::LinearForwardingTable,
-        0,
-        LftBlockRepr { ports: b }.to_bytes(),
-    )
-    .unwrap();
-    let err = f
-        .lock()
-        .unwrap()
-        .trace_lid_route(ibsm::topology::NodeIdx(S1), Lid(3))
-        .unwrap_err();
+    sm.dr(Method::Set, &[1], AttributeId::SwitchInfo, 0, si.to_bytes()).unwrap();
+    sm.dr(Method::Set, &[1], AttributeId::LinearForwardingTable, 0, LftBlockRepr { ports: b }.to_bytes()).unwrap();
+    let err = f.lock().unwrap().trace_lid_route(ibsm::topology::NodeIdx(S1), Lid(3)).unwrap_err();
     assert!(matches!(err, ibsm::sim::TraceError::Loop { .. }), "{err:?}");
 }

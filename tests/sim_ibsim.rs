@@ -57,16 +57,9 @@ impl Ibsim {
     /// `smpdump -D <path> <attr> <mod>` from `host`'s port 1: the 64 data
     /// bytes and the status word, or None when nothing answered.
     fn smpdump(&self, host: &str, path: &[u8], attr: u16, amod: u32) -> Option<([u8; 64], u16)> {
-        let dr = std::iter::once("0".to_string())
-            .chain(path.iter().map(|p| p.to_string()))
-            .collect::<Vec<_>>();
+        let dr = std::iter::once("0".to_string()).chain(path.iter().map(|p| p.to_string())).collect::<Vec<_>>();
         let out = Command::new("smpdump")
-            .args([
-                "-D",
-                &dr.join(","),
-                &format!("{attr:#x}"),
-                &format!("{amod:#x}"),
-            ])
+            .args(["-D", &dr.join(","), &format!("{attr:#x}"), &format!("{amod:#x}")])
             .env("LD_PRELOAD", UMAD2SIM)
             .env("IBSIM_SOCKNAME", &self.sock)
             .env("SIM_HOST", host)
@@ -95,25 +88,15 @@ fn parse_dump(text: &str) -> Option<([u8; 64], u16)> {
 }
 
 fn which(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(tool))
-        .find(|p| p.exists())
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(tool)).find(|p| p.exists())
 }
 
 #[test]
 fn fresh_fabric_answers_like_ibsim() {
     for tool in ["ibsim", "smpdump"] {
-        assert!(
-            which(tool).is_some(),
-            "{tool} is not installed; this test needs ibsim-utils and infiniband-diags"
-        );
+        assert!(which(tool).is_some(), "{tool} is not installed; this test needs ibsim-utils and infiniband-diags");
     }
-    assert!(
-        Path::new(UMAD2SIM).exists(),
-        "{UMAD2SIM} missing (ibsim-utils)"
-    );
+    assert!(Path::new(UMAD2SIM).exists(), "{UMAD2SIM} missing (ibsim-utils)");
     let mut topo = small();
     // One faster and one narrower link, so training is compared too.
     topo.links[2].speed = 4; // S1-S2 QDR
@@ -124,26 +107,16 @@ fn fresh_fabric_answers_like_ibsim() {
     // Wait until ibsim answers, then read its LinearFDBCap from the log.
     let t = Instant::now();
     while ibsim.smpdump("H-0001", &[], 0x11, 0).is_none() {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "ibsim did not come up:\n{}",
-            ibsim.log()
-        );
+        assert!(t.elapsed() < Duration::from_secs(10), "ibsim did not come up:\n{}", ibsim.log());
         std::thread::sleep(Duration::from_millis(100));
     }
     let log = ibsim.log();
     let cap: u16 = log
         .lines()
-        .find_map(|l| {
-            l.strip_prefix("MaxLinearCap")
-                .map(|r| r.trim_start_matches([' ', '=']).trim().parse().unwrap())
-        })
+        .find_map(|l| l.strip_prefix("MaxLinearCap").map(|r| r.trim_start_matches([' ', '=']).trim().parse().unwrap()))
         .expect("ibsim prints MaxLinearCap");
 
-    let f = FabricBuilder::new(&topo)
-        .linear_fdb_cap(cap)
-        .build_shared()
-        .unwrap();
+    let f = FabricBuilder::new(&topo).linear_fdb_cap(cap).build_shared().unwrap();
     let mut sm = TestSm::attach(&f, "H-0001", 1);
     let paths = dr_paths(&topo, H1, 1);
     let mut compared = 0;
@@ -172,10 +145,7 @@ fn fresh_fabric_answers_like_ibsim() {
                 (AttributeId::PortInfo, node.num_ports as u32 + 1),
             ]);
         } else {
-            queries.extend([
-                (AttributeId::VlArbitrationTable, 1 << 16),
-                (AttributeId::VlArbitrationTable, 3 << 16),
-            ]);
+            queries.extend([(AttributeId::VlArbitrationTable, 1 << 16), (AttributeId::VlArbitrationTable, 3 << 16)]);
         }
         for (attr, amod) in queries {
             let theirs = ibsim.smpdump("H-0001", path, attr.into(), amod);
@@ -195,10 +165,5 @@ fn fresh_fabric_answers_like_ibsim() {
         }
     }
     assert!(compared > 40);
-    assert!(
-        mismatches.is_empty(),
-        "{} of {compared} answers differ:\n{}",
-        mismatches.len(),
-        mismatches.join("\n")
-    );
+    assert!(mismatches.is_empty(), "{} of {compared} answers differ:\n{}", mismatches.len(), mismatches.join("\n"));
 }

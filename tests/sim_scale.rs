@@ -24,11 +24,7 @@ fn thousands_of_dr_gets_on_a_4500_node_fat_tree() {
     let t = Instant::now();
     let f = FabricBuilder::new(&topo).seed(5).build_shared().unwrap();
     let built = t.elapsed();
-    let host = topo
-        .nodes
-        .iter()
-        .position(|n| n.kind == NodeKind::Ca)
-        .unwrap();
+    let host = topo.nodes.iter().position(|n| n.kind == NodeKind::Ca).unwrap();
     let mut sm = TestSm::attach(&f, &topo.nodes[host].name.clone(), 1);
     let paths = dr_paths(&topo, host, 1);
     assert_eq!(paths.len(), topo.nodes.len(), "every node reachable");
@@ -42,10 +38,7 @@ fn thousands_of_dr_gets_on_a_4500_node_fat_tree() {
         let path = &paths[&target];
         if i % 2 == 0 {
             let r = sm.dr_get(path, AttributeId::NodeInfo, 0).expect("answered");
-            assert_eq!(
-                NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid,
-                topo.nodes[target].node_guid
-            );
+            assert_eq!(NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid, topo.nodes[target].node_guid);
         } else {
             let r = sm.dr_get(path, AttributeId::PortInfo, 1).expect("answered");
             let pi = PortInfoRepr::parse_bytes(&r.data).unwrap();
@@ -53,11 +46,7 @@ fn thousands_of_dr_gets_on_a_4500_node_fat_tree() {
         }
     }
     let virt = sm.dev.now() - t0;
-    eprintln!(
-        "{} nodes built in {built:?}; {n} DR Gets in {:?} wall, {virt:?} virtual",
-        topo.nodes.len(),
-        t.elapsed()
-    );
+    eprintln!("{} nodes built in {built:?}; {n} DR Gets in {:?} wall, {virt:?} virtual", topo.nodes.len(), t.elapsed());
 }
 
 /// The 50,176-host fat tree (radix 64, 49 pods) fits and builds; one Get
@@ -72,21 +61,12 @@ fn fifty_thousand_hosts_build() {
     let t = Instant::now();
     let f = FabricBuilder::new(&topo).build_shared().unwrap();
     let built = t.elapsed();
-    let first = topo
-        .nodes
-        .iter()
-        .position(|n| n.kind == NodeKind::Ca)
-        .unwrap();
+    let first = topo.nodes.iter().position(|n| n.kind == NodeKind::Ca).unwrap();
     let last = topo.nodes.len() - 1;
     let mut sm = TestSm::attach(&f, &topo.nodes[first].name.clone(), 1);
     let paths = dr_paths(&topo, first, 1);
-    let r = sm
-        .dr_get(&paths[&last], AttributeId::NodeInfo, 0)
-        .expect("the far host answers");
-    assert_eq!(
-        NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid,
-        topo.nodes[last].node_guid
-    );
+    let r = sm.dr_get(&paths[&last], AttributeId::NodeInfo, 0).expect("the far host answers");
+    assert_eq!(NodeInfoRepr::parse_bytes(&r.data).unwrap().node_guid, topo.nodes[last].node_guid);
     eprintln!(
         "{} nodes ({hosts} hosts, {} links): generated in {generated:?}, fabric built in {built:?}, path of {} hops",
         topo.nodes.len(),

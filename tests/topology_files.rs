@@ -6,15 +6,12 @@
 use std::path::{Path, PathBuf};
 
 use ibsm::topology::{
-    fabric_diff, read_net_file, to_net_string, GeneratorSpec, NodeKind, NoteKind, Topology,
-    TopologyError,
+    fabric_diff, read_net_file, to_net_string, GeneratorSpec, NodeKind, NoteKind, Topology, TopologyError,
 };
 use ibsm::types::Guid;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/topologies")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/topologies").join(name)
 }
 
 fn read(name: &str) -> Topology {
@@ -72,10 +69,7 @@ fn every_example_parses_and_validates() {
     ] {
         let t = read(name);
         assert_eq!(t.validate(), Ok(()), "{name}");
-        assert!(
-            t.switches().count() >= 1 && t.hosts().count() >= 2,
-            "{name}"
-        );
+        assert!(t.switches().count() >= 1 && t.hosts().count() >= 2, "{name}");
     }
 }
 
@@ -85,26 +79,14 @@ fn the_guid_fixture_reads_as_ibsim_reports_it() {
     let t = read("guids.net");
     let n = |name: &str| t.node(t.node_by_name(name).unwrap()).clone();
     let s1 = n("S1");
-    assert_eq!(
-        (s1.node_guid, s1.system_guid, s1.description.as_str()),
-        (Guid(0x5000), Guid(0x777), "my switch")
-    );
+    assert_eq!((s1.node_guid, s1.system_guid, s1.description.as_str()), (Guid(0x5000), Guid(0x777), "my switch"));
     assert!(s1.enhanced_port0);
     let s2 = n("S2");
-    assert_eq!(
-        (s2.node_guid, s2.description.as_str(), s2.enhanced_port0),
-        (Guid(0x5001), "base port 0", false)
-    );
+    assert_eq!((s2.node_guid, s2.description.as_str(), s2.enhanced_port0), (Guid(0x5001), "base port 0", false));
     let h2 = n("H2");
-    assert_eq!(
-        (h2.node_guid, h2.port_guid(2)),
-        (Guid(0xabd0), Guid(0xabd2))
-    );
+    assert_eq!((h2.node_guid, h2.port_guid(2)), (Guid(0xabd0), Guid(0xabd2)));
     let r1 = n("R1");
-    assert_eq!(
-        (r1.kind, r1.node_guid, r1.port_guid(1)),
-        (NodeKind::Router, Guid(0x900000), Guid(0x900001))
-    );
+    assert_eq!((r1.kind, r1.node_guid, r1.port_guid(1)), (NodeKind::Router, Guid(0x900000), Guid(0x900001)));
 }
 
 #[test]
@@ -119,29 +101,18 @@ fn includes_and_do_lines() {
 
 #[test]
 fn from_spec_or_file_takes_both() {
-    let f =
-        Topology::from_spec_or_file(fixture("ibsim-example-net.net").to_str().unwrap()).unwrap();
+    let f = Topology::from_spec_or_file(fixture("ibsim-example-net.net").to_str().unwrap()).unwrap();
     assert_eq!(f.nodes.len(), 4);
     let g = Topology::from_spec_or_file("torus2d:3x3,hosts=2").unwrap();
     assert_eq!(g.hosts().count(), 18);
-    assert!(matches!(
-        Topology::from_spec_or_file("fattree2:radix=x"),
-        Err(TopologyError::Spec(_))
-    ));
-    assert!(matches!(
-        Topology::from_spec_or_file("/nonexistent/net"),
-        Err(TopologyError::Io { .. })
-    ));
+    assert!(matches!(Topology::from_spec_or_file("fattree2:radix=x"), Err(TopologyError::Spec(_))));
+    assert!(matches!(Topology::from_spec_or_file("/nonexistent/net"), Err(TopologyError::Io { .. })));
 }
 
 /// The generated fixture is what the writer produces for its spec today.
 #[test]
 fn generated_fixture_is_current() {
-    let t = "fattree2:radix=4,width=12x,speed=qdr"
-        .parse::<GeneratorSpec>()
-        .unwrap()
-        .generate()
-        .unwrap();
+    let t = "fattree2:radix=4,width=12x,speed=qdr".parse::<GeneratorSpec>().unwrap().generate().unwrap();
     let text = std::fs::read_to_string(fixture("fattree2-r4.net")).unwrap();
     assert_eq!(to_net_string(&t).unwrap(), text);
 }
@@ -152,14 +123,8 @@ fn index_agrees_with_linear_lookups_on_a_large_fabric() {
     let ix = t.index();
     for (i, n) in t.nodes.iter().enumerate().step_by(37) {
         assert_eq!(ix.node_by_name(&n.name), t.node_by_name(&n.name));
-        assert_eq!(
-            ix.node_by_guid(n.node_guid),
-            Some(ibsm::topology::NodeIdx(i))
-        );
-        assert_eq!(
-            t.node_by_guid(n.node_guid),
-            Some(ibsm::topology::NodeIdx(i))
-        );
+        assert_eq!(ix.node_by_guid(n.node_guid), Some(ibsm::topology::NodeIdx(i)));
+        assert_eq!(t.node_by_guid(n.node_guid), Some(ibsm::topology::NodeIdx(i)));
     }
     for l in t.links.iter().step_by(11) {
         assert_eq!(ix.neighbor(l.a), Some(l.b));
@@ -169,9 +134,7 @@ fn index_agrees_with_linear_lookups_on_a_large_fabric() {
     let h0 = t.hosts().next().unwrap();
     let from = ibsm::topology::PortRef { node: h0, port: 1 };
     for i in 0..t.nodes.len() {
-        let path = ix
-            .dr_path_to(from, ibsm::topology::NodeIdx(i))
-            .expect("reachable");
+        let path = ix.dr_path_to(from, ibsm::topology::NodeIdx(i)).expect("reachable");
         // host -> leaf -> spine -> core -> spine -> leaf -> host at most.
         assert!(path.len() <= 6, "{}", path.len());
     }
@@ -184,9 +147,7 @@ fn fifty_thousand_hosts_round_trip() {
     let t = Topology::from_spec_or_file("fattree3:radix=64,pods=49").unwrap();
     assert_eq!(t.hosts().count(), 50_176);
     let text = to_net_string(&t).unwrap();
-    let back = ibsm::topology::parse_net(text.as_bytes(), Path::new("big.net"))
-        .unwrap()
-        .topology;
+    let back = ibsm::topology::parse_net(text.as_bytes(), Path::new("big.net")).unwrap().topology;
     assert_eq!(back.nodes.len(), t.nodes.len());
     assert!(fabric_diff(&t, &back, 5).is_empty());
 }

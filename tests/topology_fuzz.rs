@@ -4,16 +4,11 @@
 
 use std::path::Path;
 
-use ibsm::topology::{
-    fabric_diff, netfile::parse_net_with, to_net_string, GeneratorSpec, Topology, TopologyError,
-};
+use ibsm::topology::{fabric_diff, netfile::parse_net_with, to_net_string, GeneratorSpec, Topology, TopologyError};
 use proptest::prelude::*;
 
 fn no_includes(p: &Path) -> std::io::Result<Vec<u8>> {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::NotFound,
-        p.display().to_string(),
-    ))
+    Err(std::io::Error::new(std::io::ErrorKind::NotFound, p.display().to_string()))
 }
 
 /// Parses; when accepted, checks the model is valid and that writing it
@@ -40,40 +35,16 @@ fn check(text: &[u8]) {
 
 /// Line fragments close to the grammar, so random combinations get deep.
 fn line() -> impl Strategy<Value = String> {
-    let name = prop_oneof![
-        Just("a"),
-        Just("b"),
-        Just("sw"),
-        Just("S-0002c9"),
-        Just(""),
-        Just("x#y")
-    ];
+    let name = prop_oneof![Just("a"), Just("b"), Just("sw"), Just("S-0002c9"), Just(""), Just("x#y")];
     let num = prop_oneof![0u32..5, Just(8), Just(36), Just(255), Just(4096)];
-    let kind = prop_oneof![
-        Just("Switch"),
-        Just("Hca"),
-        Just("Ca"),
-        Just("Rt"),
-        Just("Swtch")
-    ];
+    let kind = prop_oneof![Just("Switch"), Just("Hca"), Just("Ca"), Just("Rt"), Just("Swtch")];
     prop_oneof![
-        (
-            kind,
-            num.clone(),
-            name.clone(),
-            prop::option::of("[ -~]{0,20}")
-        )
-            .prop_map(|(k, n, nm, d)| match d {
-                Some(d) => format!("{k}\t{n} \"{nm}\"\t# {d}"),
-                None => format!("{k} {n} \"{nm}\""),
-            }),
-        (
-            num.clone(),
-            name.clone(),
-            prop::option::of(num.clone()),
-            prop::option::of("[wse]=[0-9x]{1,3}")
-        )
-            .prop_map(|(p, nm, rp, opt)| {
+        (kind, num.clone(), name.clone(), prop::option::of("[ -~]{0,20}")).prop_map(|(k, n, nm, d)| match d {
+            Some(d) => format!("{k}\t{n} \"{nm}\"\t# {d}"),
+            None => format!("{k} {n} \"{nm}\""),
+        }),
+        (num.clone(), name.clone(), prop::option::of(num.clone()), prop::option::of("[wse]=[0-9x]{1,3}")).prop_map(
+            |(p, nm, rp, opt)| {
                 let mut s = format!("[{p}]\t\"{nm}\"");
                 if let Some(rp) = rp {
                     s += &format!("[{rp}]");
@@ -82,18 +53,12 @@ fn line() -> impl Strategy<Value = String> {
                     s += &format!(" {o}");
                 }
                 s
-            }),
-        (num.clone(), name.clone(), num.clone()).prop_map(|(p, nm, rp)| format!(
-            "[{p}](1234) \t\"{nm}\"[{rp}](abcd) \t\t# lid 3 lmc 0 \"d\" lid 1 4xQDR"
-        )),
+            }
+        ),
+        (num.clone(), name.clone(), num.clone())
+            .prop_map(|(p, nm, rp)| format!("[{p}](1234) \t\"{nm}\"[{rp}](abcd) \t\t# lid 3 lmc 0 \"d\" lid 1 4xQDR")),
         (
-            prop_oneof![
-                Just("switchguid"),
-                Just("caguid"),
-                Just("rtguid"),
-                Just("sysimgguid"),
-                Just("width")
-            ],
+            prop_oneof![Just("switchguid"), Just("caguid"), Just("rtguid"), Just("sysimgguid"), Just("width")],
             prop_oneof![Just("="), Just("+"), Just(" ")],
             "[0-9a-fx()]{0,12}"
         )

@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use ibsm::topology::{
-    fabric_diff, ibsim_args, netfile::parse_net_with, to_net_string, NodeIdx, NodeKind, PortRef,
-    Topology, TopologyIndex,
+    fabric_diff, ibsim_args, netfile::parse_net_with, to_net_string, NodeIdx, NodeKind, PortRef, Topology,
+    TopologyIndex,
 };
 
 const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
@@ -26,9 +26,7 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 const WORKERS: usize = 4;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/topologies")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/topologies").join(name)
 }
 
 /// One ibsim process, killed on drop.
@@ -41,16 +39,9 @@ struct Sim {
 
 impl Sim {
     fn start(net: &Path, args: &[String], cwd: &Path) -> Sim {
-        assert!(
-            Path::new(UMAD2SIM).exists(),
-            "{UMAD2SIM} missing: install ibsim-utils"
-        );
+        assert!(Path::new(UMAD2SIM).exists(), "{UMAD2SIM} missing: install ibsim-utils");
         let dir = tempfile::tempdir().unwrap();
-        let sock = format!(
-            "ibsm-topo-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::SeqCst)
-        );
+        let sock = format!("ibsm-topo-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
         let log_path = dir.path().join("ibsim.log");
         let log = std::fs::File::create(&log_path).unwrap();
         let child = Command::new("ibsim")
@@ -74,10 +65,7 @@ impl Sim {
             if let Ok(Some(status)) = sim.child.try_wait() {
                 panic!("ibsim exited ({status}) loading {}:\n{text}", net.display());
             }
-            assert!(
-                Instant::now() < deadline,
-                "ibsim not ready after 30 s:\n{text}"
-            );
+            assert!(Instant::now() < deadline, "ibsim not ready after 30 s:\n{text}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -126,12 +114,7 @@ fn hex(v: &str) -> u64 {
 fn walk(ix: &TopologyIndex, from: PortRef, path: &[u8]) -> (NodeIdx, u8) {
     let mut at = (from.node, from.port);
     for &p in path {
-        let far = ix
-            .neighbor(PortRef {
-                node: at.0,
-                port: p,
-            })
-            .expect("path follows cables");
+        let far = ix.neighbor(PortRef { node: at.0, port: p }).expect("path follows cables");
         at = (far.node, far.port);
     }
     at
@@ -144,20 +127,9 @@ fn check(label: &str, topo: &Topology, net: &Path, cwd: &Path, sample: Option<us
     let sim = Sim::start(net, &ibsim_args(topo), cwd);
     let ix = topo.index();
     // Attach to a switch (port 0 reaches every port) or else to a CA's port 1.
-    let attach = topo
-        .switches()
-        .next()
-        .or_else(|| topo.hosts().next())
-        .expect("a node to attach to");
+    let attach = topo.switches().next().or_else(|| topo.hosts().next()).expect("a node to attach to");
     let host = &topo.node(attach).name;
-    let from = PortRef {
-        node: attach,
-        port: if topo.node(attach).kind == NodeKind::Switch {
-            0
-        } else {
-            1
-        },
-    };
+    let from = PortRef { node: attach, port: if topo.node(attach).kind == NodeKind::Switch { 0 } else { 1 } };
     let n = topo.nodes.len();
     let step = sample.map_or(1, |s| (n / s).max(1));
     let mut targets: Vec<usize> = (0..n).step_by(step).collect();
@@ -179,40 +151,21 @@ fn check(label: &str, topo: &Topology, net: &Path, cwd: &Path, sample: Option<us
         return;
     }
     let disc = sim.tool(host, "ibnetdiscover", &[]);
-    let seen = parse_net_with(
-        disc.as_bytes(),
-        Path::new("ibnetdiscover"),
-        &mut |_| unreachable!(),
-    )
-    .unwrap_or_else(|e| panic!("{label}: our reader rejects ibnetdiscover's output: {e}"))
-    .topology;
+    let seen = parse_net_with(disc.as_bytes(), Path::new("ibnetdiscover"), &mut |_| unreachable!())
+        .unwrap_or_else(|e| panic!("{label}: our reader rejects ibnetdiscover's output: {e}"))
+        .topology;
     let diff = fabric_diff(topo, &seen, 20);
-    assert!(
-        diff.is_empty(),
-        "{label}: ibsim's fabric differs from ours: {diff:#?}"
-    );
+    assert!(diff.is_empty(), "{label}: ibsim's fabric differs from ours: {diff:#?}");
 }
 
 /// Compares one node's NodeInfo, read by smpquery along our computed path.
-fn query_node(
-    label: &str,
-    topo: &Topology,
-    ix: &TopologyIndex,
-    sim: &Sim,
-    host: &str,
-    from: PortRef,
-    i: NodeIdx,
-) {
+fn query_node(label: &str, topo: &Topology, ix: &TopologyIndex, sim: &Sim, host: &str, from: PortRef, i: NodeIdx) {
     let node = topo.node(i);
-    let path = ix
-        .dr_path_to(from, i)
-        .unwrap_or_else(|| panic!("{label}: no path to {}", node.name));
+    let path = ix.dr_path_to(from, i).unwrap_or_else(|| panic!("{label}: no path to {}", node.name));
     let (reached, entered) = walk(ix, from, &path);
     assert_eq!(reached, i);
-    let text: String = std::iter::once("0".to_string())
-        .chain(path.iter().map(u8::to_string))
-        .collect::<Vec<_>>()
-        .join(",");
+    let text: String =
+        std::iter::once("0".to_string()).chain(path.iter().map(u8::to_string)).collect::<Vec<_>>().join(",");
     let out = sim.tool(host, "smpquery", &["-D", "nodeinfo", &text]);
     let what = format!("{label}: {} via {text}", node.name);
     let kind = match node.kind {
@@ -221,34 +174,16 @@ fn query_node(
         NodeKind::Router => "Router",
     };
     assert_eq!(field(&out, "NodeType"), kind, "{what}");
-    assert_eq!(
-        field(&out, "NumPorts").parse::<u8>().unwrap(),
-        node.num_ports,
-        "{what}"
-    );
+    assert_eq!(field(&out, "NumPorts").parse::<u8>().unwrap(), node.num_ports, "{what}");
     assert_eq!(hex(field(&out, "Guid")), node.node_guid.0, "{what}");
     assert_eq!(hex(field(&out, "SystemGuid")), node.system_guid.0, "{what}");
-    assert_eq!(
-        hex(field(&out, "PortGuid")),
-        node.port_guid(entered).0,
-        "{what}"
-    );
-    assert_eq!(
-        field(&out, "LocalPort").parse::<u8>().unwrap(),
-        entered,
-        "{what}"
-    );
+    assert_eq!(hex(field(&out, "PortGuid")), node.port_guid(entered).0, "{what}");
+    assert_eq!(field(&out, "LocalPort").parse::<u8>().unwrap(), entered, "{what}");
 }
 
 fn check_file(path: &Path) {
     let topo = Topology::from_net_file(path).unwrap_or_else(|e| panic!("{e}"));
-    check(
-        &path.display().to_string(),
-        &topo,
-        path,
-        path.parent().unwrap(),
-        None,
-    );
+    check(&path.display().to_string(), &topo, path, path.parent().unwrap(), None);
 }
 
 fn check_spec(spec: &str, sample: Option<usize>) {
@@ -275,10 +210,7 @@ fn ibsim_example_nets() {
     if let Ok(entries) = std::fs::read_dir(docs) {
         let mut nets: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("net"))
-            })
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("net")))
             .collect();
         nets.sort();
         for p in nets {

@@ -10,23 +10,12 @@ use ibsim::{net, stderr, stdout, Ibsim};
 use serde_json::Value;
 
 fn json(o: &std::process::Output) -> Value {
-    assert!(
-        o.status.success(),
-        "ibsm failed: {}\n{}",
-        stdout(o),
-        stderr(o)
-    );
+    assert!(o.status.success(), "ibsm failed: {}\n{}", stdout(o), stderr(o));
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
 }
 
 fn field<'a>(v: &'a Value, name: &str) -> &'a Value {
-    v["fields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .map(|f| &f["value"])
-        .unwrap()
+    v["fields"].as_array().unwrap().iter().find(|f| f["name"] == name).map(|f| &f["value"]).unwrap()
 }
 
 /// Send N DR Gets at each window size and count what comes back. ibsim
@@ -71,33 +60,19 @@ fn window_sweep_on_ibsim() {
         // The transaction layer never lets more than the window out.
         assert_eq!(stats["in_flight"], 0);
     }
-    eprintln!(
-        "ibsim window sweep (DR SubnGet NodeInfo to 0,3, {N} each):\n{}",
-        figures.join("\n")
-    );
+    eprintln!("ibsim window sweep (DR SubnGet NodeInfo to 0,3, {N} each):\n{}", figures.join("\n"));
 }
 
 /// The stats keys are (class, attribute, method): a DR NodeInfo Get.
 #[test]
 fn stats_are_keyed_by_class_attribute_and_method() {
     let sim = Ibsim::start(&net("net.1"));
-    let v = json(&sim.ibsm(
-        None,
-        &[
-            "probe", "--json", "--stats", "--repeat", "3", "--path", "0,1", "portinfo", "1",
-        ],
-    ));
+    let v = json(&sim.ibsm(None, &["probe", "--json", "--stats", "--repeat", "3", "--path", "0,1", "portinfo", "1"]));
     let by = v["stats"]["txn"]["by_mad"].as_array().unwrap();
     assert_eq!(by.len(), 1);
-    assert_eq!(
-        (&by[0]["class"], &by[0]["attribute"], &by[0]["method"]),
-        (&0x81.into(), &0x15.into(), &1.into())
-    );
+    assert_eq!((&by[0]["class"], &by[0]["attribute"], &by[0]["method"]), (&0x81.into(), &0x15.into(), &1.into()));
     assert_eq!(by[0]["name"], "SubnMgmtDirected Get PortInfo");
-    assert_eq!(
-        (&by[0]["sent"], &by[0]["responses"]),
-        (&3.into(), &3.into())
-    );
+    assert_eq!((&by[0]["sent"], &by[0]["responses"]), (&3.into(), &3.into()));
     assert_eq!(field(&v, "LocalPort"), 1);
 }
 
@@ -118,19 +93,7 @@ fn umad_size_is_read_after_open() {
 #[test]
 fn dead_path_times_out_with_a_useful_error() {
     let sim = Ibsim::start(&net("net"));
-    let o = sim.ibsm(
-        None,
-        &[
-            "probe",
-            "--timeout-ms",
-            "50",
-            "--retries",
-            "2",
-            "--path",
-            "0,3,1",
-            "nodeinfo",
-        ],
-    );
+    let o = sim.ibsm(None, &["probe", "--timeout-ms", "50", "--retries", "2", "--path", "0,3,1", "nodeinfo"]);
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(e.contains("no response after 3 attempts"), "{e}");
@@ -144,20 +107,11 @@ fn port_selection_by_guid_and_name() {
     // Switch1's port 0 GUID in this net is its node GUID.
     let v = json(&sim.ibsm(None, &["probe", "--json", "--guid", "0x200000", "nodeinfo"]));
     assert_eq!(field(&v, "Guid"), "0x0000000000200000");
-    let v = json(&sim.ibsm(
-        None,
-        &[
-            "probe", "--json", "--ca", "ibsim0", "--port", "0", "nodeinfo",
-        ],
-    ));
+    let v = json(&sim.ibsm(None, &["probe", "--json", "--ca", "ibsim0", "--port", "0", "nodeinfo"]));
     assert_eq!(field(&v, "NodeType"), 2);
     let o = sim.ibsm(None, &["probe", "--guid", "0x1234", "nodeinfo"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("port GUID 0x0000000000001234"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("port GUID 0x0000000000001234"), "{}", stderr(&o));
     let o = sim.ibsm(None, &["probe", "--ca", "mlx5_9", "nodeinfo"]);
     assert!(stderr(&o).contains("no CA named mlx5_9"), "{}", stderr(&o));
 }
@@ -178,15 +132,7 @@ fn issm_device_sets_and_clears_is_sm() {
     const IS_SM: u32 = 1 << 1;
     assert_eq!(capmask() & IS_SM, 0, "no SM yet");
     let mut c = sim.client(std::path::Path::new(env!("CARGO_BIN_EXE_ibsm")), None);
-    c.args([
-        "probe",
-        "--is-sm",
-        "--hold-ms",
-        "4000",
-        "--json",
-        "portinfo",
-    ])
-    .stdout(std::process::Stdio::piped());
+    c.args(["probe", "--is-sm", "--hold-ms", "4000", "--json", "portinfo"]).stdout(std::process::Stdio::piped());
     let mut child = c.spawn().unwrap();
     // The probe prints once IsSM is held and the Get is answered; its own
     // view of the port already shows the bit.
@@ -194,20 +140,13 @@ fn issm_device_sets_and_clears_is_sm() {
     let mut text = String::new();
     while !text.contains("\"CapMask\"") {
         let mut line = String::new();
-        assert!(
-            std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0,
-            "probe ended early: {text}"
-        );
+        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0, "probe ended early: {text}");
         text.push_str(&line);
     }
     let held = capmask();
     let status = child.wait().unwrap();
     assert!(status.success());
-    assert_ne!(
-        held & IS_SM,
-        0,
-        "IsSM while the issm device is open: {held:#x}"
-    );
+    assert_ne!(held & IS_SM, 0, "IsSM while the issm device is open: {held:#x}");
     assert_eq!(capmask() & IS_SM, 0, "IsSM cleared when the SM went away");
 }
 
@@ -217,16 +156,12 @@ fn missing_library_is_named() {
     let o = ibsim::run_with_timeout(
         {
             let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_ibsm"));
-            c.env("IBSM_LIBIBUMAD", "libibumad-not-here.so.3")
-                .args(["probe", "nodeinfo"]);
+            c.env("IBSM_LIBIBUMAD", "libibumad-not-here.so.3").args(["probe", "nodeinfo"]);
             c
         },
         std::time::Duration::from_secs(30),
     );
     assert!(!o.status.success());
     let e = stderr(&o);
-    assert!(
-        e.contains("libibumad-not-here.so.3") && e.contains("could not be loaded"),
-        "{e}"
-    );
+    assert!(e.contains("libibumad-not-here.so.3") && e.contains("could not be loaded"), "{e}");
 }

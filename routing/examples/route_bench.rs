@@ -55,16 +55,7 @@ fn main() {
     ];
     println!(
         "{:<28} {:>7} {:>6} {:>6} {:>9} {:>9} {:>10} {:>11} {:>8} {:>8}",
-        "fabric",
-        "hosts",
-        "sw",
-        "LIDs",
-        "build ms",
-        "route ms",
-        "(wall ms)",
-        "validate ms",
-        "LFT MiB",
-        "EFI"
+        "fabric", "hosts", "sw", "LIDs", "build ms", "route ms", "(wall ms)", "validate ms", "LFT MiB", "EFI"
     );
     for (name, ft) in cases {
         if !wanted.is_empty() && !wanted.contains(&ft.hosts) {
@@ -83,10 +74,7 @@ fn run(name: &str, f: &ibsm_routing::RoutingFabric, build_ms: Option<f64>, do_va
 
     let (validate_ms, efi) = if do_validate {
         let (rep, v, _) = timed(|| validate(f, &routes));
-        assert!(
-            rep.is_clean() && rep.all_minimal() && rep.fully_connected(),
-            "{rep}"
-        );
+        assert!(rep.is_clean() && rep.all_minimal() && rep.fully_connected(), "{rep}");
         (format!("{v:.0}"), rep.inter_switch_load.max.to_string())
     } else {
         ("-".into(), "-".into())

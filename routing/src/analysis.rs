@@ -70,9 +70,7 @@ pub enum Failure {
 impl Failure {
     pub fn lid(&self) -> u16 {
         match self {
-            Failure::Loop { lid, .. }
-            | Failure::BlackHole { lid, .. }
-            | Failure::WrongDestination { lid, .. } => *lid,
+            Failure::Loop { lid, .. } | Failure::BlackHole { lid, .. } | Failure::WrongDestination { lid, .. } => *lid,
         }
     }
     pub fn sources(&self) -> u64 {
@@ -206,39 +204,22 @@ pub fn trace(f: &RoutingFabric, routes: &Routes, source: NodeRef, dlid: u16) -> 
     let mut cur = match source {
         NodeRef::Switch(s) => s,
         NodeRef::End(e) => match f.end_peer(e) {
-            None => {
-                return Trace {
-                    hops,
-                    end: TraceEnd::NoCable,
-                }
-            }
-            Some(PortEnd::End(o)) => {
-                return Trace {
-                    hops,
-                    end: arrive(owner, NodeRef::End(o)),
-                }
-            }
+            None => return Trace { hops, end: TraceEnd::NoCable },
+            Some(PortEnd::End(o)) => return Trace { hops, end: arrive(owner, NodeRef::End(o)) },
             Some(PortEnd::Switch(s, _)) => s,
         },
     };
     let mut seen = vec![false; f.num_switches()];
     loop {
         if std::mem::replace(&mut seen[cur.index()], true) {
-            return Trace {
-                hops,
-                end: TraceEnd::Loop(cur),
-            };
+            return Trace { hops, end: TraceEnd::Loop(cur) };
         }
         match step(f, routes, cur, dlid) {
             Step::Terminal(port, end) => {
                 hops.push((cur, port));
                 let end = match end {
                     Terminal::Reached(node) => arrive(owner, node),
-                    Terminal::Dropped(reason) => TraceEnd::BlackHole {
-                        switch: cur,
-                        port,
-                        reason,
-                    },
+                    Terminal::Dropped(reason) => TraceEnd::BlackHole { switch: cur, port, reason },
                 };
                 return Trace { hops, end };
             }
@@ -345,14 +326,7 @@ impl Walker {
     }
 
     /// Resolves switch `start` and everything on its forwarding path.
-    fn walk(
-        &mut self,
-        f: &RoutingFabric,
-        routes: &Routes,
-        owner: Option<NodeRef>,
-        dlid: u16,
-        start: usize,
-    ) {
+    fn walk(&mut self, f: &RoutingFabric, routes: &Routes, owner: Option<NodeRef>, dlid: u16, start: usize) {
         let stamp = self.stamp;
         self.path.clear();
         let mut cur = start;
@@ -362,15 +336,9 @@ impl Walker {
                 break (self.kind[cur], self.hops[cur], self.term[cur]);
             }
             if self.on_path[cur] == stamp {
-                let cycle = self.path[self.path_pos[cur] as usize..]
-                    .iter()
-                    .map(|&s| f.switches()[s as usize].guid)
-                    .collect();
-                self.terms.push(Failure::Loop {
-                    lid: dlid,
-                    cycle,
-                    sources: 0,
-                });
+                let cycle =
+                    self.path[self.path_pos[cur] as usize..].iter().map(|&s| f.switches()[s as usize].guid).collect();
+                self.terms.push(Failure::Loop { lid: dlid, cycle, sources: 0 });
                 // The path's last node points back into it: resolve it and
                 // the rest below as looping.
                 let last = self.path.pop().expect("a cycle has a node");
@@ -391,11 +359,9 @@ impl Walker {
                     self.next[cur] = NONE;
                     let guid = f.switches()[cur].guid;
                     let (k, h, tid) = match t {
-                        Terminal::Reached(node) if Some(node) == owner => (
-                            K_DELIVERED,
-                            u32::from(matches!(node, NodeRef::End(_))),
-                            NONE,
-                        ),
+                        Terminal::Reached(node) if Some(node) == owner => {
+                            (K_DELIVERED, u32::from(matches!(node, NodeRef::End(_))), NONE)
+                        }
                         Terminal::Reached(node) => {
                             let reached = f.guid_of(node);
                             self.terms.push(Failure::WrongDestination {
@@ -408,13 +374,7 @@ impl Walker {
                             (K_WRONG, 0, self.terms.len() as u32 - 1)
                         }
                         Terminal::Dropped(reason) => {
-                            self.terms.push(Failure::BlackHole {
-                                lid: dlid,
-                                switch: guid,
-                                port,
-                                reason,
-                                sources: 0,
-                            });
+                            self.terms.push(Failure::BlackHole { lid: dlid, switch: guid, port, reason, sources: 0 });
                             (K_BLACK_HOLE, 0, self.terms.len() as u32 - 1)
                         }
                     };
@@ -491,10 +451,7 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
         failures_omitted: 0,
     };
     let mut failures: Vec<Failure> = Vec::new();
-    let mut loads = LinkLoads {
-        switch_ports: vec![0; f.num_switch_port_slots()],
-        end_ports: vec![0; ne],
-    };
+    let mut loads = LinkLoads { switch_ports: vec![0; f.num_switch_port_slots()], end_ports: vec![0; ne] };
     // All-to-all access links: paths leaving each switch's end ports.
     let mut delivered_from = vec![0u64; ns];
     let mut own_delivered = vec![0u64; ne];
@@ -536,8 +493,7 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
             }
             // Sources: every switch but the owner, every end port but the owner.
             rep.pairs += (ns + ne) as u64 - 1;
-            let reachable_sources: u64 =
-                queue.iter().map(|&s| 1 + attached[s as usize]).sum::<u64>() - 1;
+            let reachable_sources: u64 = queue.iter().map(|&s| 1 + attached[s as usize]).sum::<u64>() - 1;
             rep.no_path += (ns + ne) as u64 - 1 - reachable_sources;
 
             for &s in &queue {
@@ -686,22 +642,10 @@ fn load_stats(f: &RoutingFabric, loads: &LinkLoads) -> (LoadStats, LoadStats) {
             let Some(peer) = *peer else { continue };
             let load = loads.switch_ports[f.switch_port_slot(s, port as u8)];
             match peer {
-                PortEnd::Switch(n, _) => isl.add(
-                    load,
-                    DirectedLink {
-                        from,
-                        port: port as u8,
-                        to: f.switch(n).guid,
-                    },
-                ),
-                PortEnd::End(e) => access.add(
-                    load,
-                    DirectedLink {
-                        from,
-                        port: port as u8,
-                        to: f.end_port(e).port_guid,
-                    },
-                ),
+                PortEnd::Switch(n, _) => isl.add(load, DirectedLink { from, port: port as u8, to: f.switch(n).guid }),
+                PortEnd::End(e) => {
+                    access.add(load, DirectedLink { from, port: port as u8, to: f.end_port(e).port_guid })
+                }
             }
         }
     }
@@ -712,14 +656,7 @@ fn load_stats(f: &RoutingFabric, loads: &LinkLoads) -> (LoadStats, LoadStats) {
             PortEnd::Switch(s, _) => f.switch(s).guid,
             PortEnd::End(o) => f.end_port(o).port_guid,
         };
-        access.add(
-            loads.end_ports[e.index()],
-            DirectedLink {
-                from: ep.port_guid,
-                port: ep.port_num,
-                to,
-            },
-        );
+        access.add(loads.end_ports[e.index()], DirectedLink { from: ep.port_guid, port: ep.port_num, to });
     }
     (isl.finish(), access.finish())
 }
@@ -745,30 +682,18 @@ impl fmt::Display for Report {
             if self.is_clean() { " (clean)" } else { "" }
         )?;
         write!(f, "path lengths (cables: pairs):")?;
-        for (len, n) in self
-            .hop_histogram
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| **n > 0)
-        {
+        for (len, n) in self.hop_histogram.iter().enumerate().filter(|(_, n)| **n > 0) {
             write!(f, " {len}: {n}")?;
         }
         writeln!(f)?;
-        for (name, s) in [
-            ("switch-to-switch", &self.inter_switch_load),
-            ("end-port", &self.access_load),
-        ] {
+        for (name, s) in [("switch-to-switch", &self.inter_switch_load), ("end-port", &self.access_load)] {
             write!(
                 f,
                 "all-to-all load on {} {name} links: max {} ({} at max), mean {:.1}",
                 s.links, s.max, s.at_max, s.mean
             )?;
             if let Some(l) = s.max_link {
-                write!(
-                    f,
-                    ", e.g. {:#018x} port {} -> {:#018x}",
-                    l.from, l.port, l.to
-                )?;
+                write!(f, ", e.g. {:#018x} port {} -> {:#018x}", l.from, l.port, l.to)?;
             }
             writeln!(f)?;
         }
@@ -810,24 +735,14 @@ mod tests {
     /// triangle, a host on s0 port 2 (LID 10) and one on s2 port 2 (LID 11).
     fn triangle() -> (RoutingFabric, [SwitchId; 3], [EndPortId; 2]) {
         let mut b = RoutingFabric::builder();
-        let s: Vec<SwitchId> = (0..3)
-            .map(|i| {
-                b.add_switch(Switch::new(0xa0 + i, 4, 1 + i as u16))
-                    .unwrap()
-            })
-            .collect();
+        let s: Vec<SwitchId> = (0..3).map(|i| b.add_switch(Switch::new(0xa0 + i, 4, 1 + i as u16)).unwrap()).collect();
         let h0 = b.add_end_port(EndPort::new(0x100, 0x101, 1, 10)).unwrap();
         let h1 = b.add_end_port(EndPort::new(0x200, 0x201, 1, 11)).unwrap();
-        b.connect(PortEnd::Switch(s[0], 1), PortEnd::Switch(s[1], 1))
-            .unwrap();
-        b.connect(PortEnd::Switch(s[1], 2), PortEnd::Switch(s[2], 1))
-            .unwrap();
-        b.connect(PortEnd::Switch(s[0], 3), PortEnd::Switch(s[2], 3))
-            .unwrap();
-        b.connect(PortEnd::End(h0), PortEnd::Switch(s[0], 2))
-            .unwrap();
-        b.connect(PortEnd::End(h1), PortEnd::Switch(s[2], 2))
-            .unwrap();
+        b.connect(PortEnd::Switch(s[0], 1), PortEnd::Switch(s[1], 1)).unwrap();
+        b.connect(PortEnd::Switch(s[1], 2), PortEnd::Switch(s[2], 1)).unwrap();
+        b.connect(PortEnd::Switch(s[0], 3), PortEnd::Switch(s[2], 3)).unwrap();
+        b.connect(PortEnd::End(h0), PortEnd::Switch(s[0], 2)).unwrap();
+        b.connect(PortEnd::End(h1), PortEnd::Switch(s[2], 2)).unwrap();
         (b.build().unwrap(), [s[0], s[1], s[2]], [h0, h1])
     }
 
@@ -837,10 +752,7 @@ mod tests {
         let r = minhop(&f).unwrap();
         let (rep, loads) = validate_with_loads(&f, &r);
         // 3 LIDs, 2 sources each.
-        assert_eq!(
-            (rep.destination_lids, rep.pairs, rep.delivered, rep.minimal),
-            (3, 6, 6, 6)
-        );
+        assert_eq!((rep.destination_lids, rep.pairs, rep.delivered, rep.minimal), (3, 6, 6, 6));
         // switch->host x2, host->switch x2 are one cable; host->host two.
         assert_eq!(rep.hop_histogram, vec![0, 4, 2]);
         assert_eq!(rep.inter_switch_load.links, 0);
@@ -877,13 +789,7 @@ mod tests {
         let rep = validate(&f, &r);
         assert!(rep.failures.iter().any(|x| matches!(
             x,
-            Failure::BlackHole {
-                lid: 11,
-                switch: 0xa0,
-                port: 4,
-                reason: BlackHoleReason::NotCabled,
-                sources: 2
-            }
+            Failure::BlackHole { lid: 11, switch: 0xa0, port: 4, reason: BlackHoleReason::NotCabled, sources: 2 }
         )));
         assert_eq!(rep.black_holes, 3);
         // Port 9 on a 4-port switch.
@@ -891,20 +797,11 @@ mod tests {
         let rep = validate(&f, &r);
         assert!(rep.failures.iter().any(|x| matches!(
             x,
-            Failure::BlackHole {
-                reason: BlackHoleReason::PortOutOfRange,
-                port: 9,
-                sources: 2,
-                ..
-            }
+            Failure::BlackHole { reason: BlackHoleReason::PortOutOfRange, port: 9, sources: 2, .. }
         )));
         assert_eq!(
             trace(&f, &r, NodeRef::End(h[0]), 11).end,
-            TraceEnd::BlackHole {
-                switch: s[0],
-                port: 9,
-                reason: BlackHoleReason::PortOutOfRange
-            }
+            TraceEnd::BlackHole { switch: s[0], port: 9, reason: BlackHoleReason::PortOutOfRange }
         );
         assert!(!rep.to_string().contains("(clean)"));
     }
@@ -924,11 +821,7 @@ mod tests {
             .failures
             .iter()
             .filter_map(|x| match x {
-                Failure::Loop {
-                    cycle,
-                    sources: 3,
-                    lid: 11,
-                } => Some(cycle),
+                Failure::Loop { cycle, sources: 3, lid: 11 } => Some(cycle),
                 _ => None,
             })
             .collect();
@@ -947,10 +840,7 @@ mod tests {
         let rep = validate(&f, &r);
         // Sources: s1, s2, h0, h1 (s0 itself is the owner, not a source).
         assert_eq!(rep.loops, 4, "{rep}");
-        assert!(rep
-            .failures
-            .iter()
-            .any(|x| matches!(x, Failure::Loop { cycle, .. } if cycle.len() == 3)));
+        assert!(rep.failures.iter().any(|x| matches!(x, Failure::Loop { cycle, .. } if cycle.len() == 3)));
     }
 
     #[test]
@@ -963,31 +853,15 @@ mod tests {
         assert_eq!(rep.wrong_destination, 2, "{rep}");
         assert!(rep.failures.iter().any(|x| matches!(
             x,
-            Failure::WrongDestination {
-                lid: 11,
-                switch: 0xa0,
-                port: 0,
-                reached: 0xa0,
-                sources: 2
-            }
+            Failure::WrongDestination { lid: 11, switch: 0xa0, port: 0, reached: 0xa0, sources: 2 }
         )));
-        assert_eq!(
-            trace(&f, &r, NodeRef::Switch(s[0]), 11).end,
-            TraceEnd::WrongDestination(NodeRef::Switch(s[0]))
-        );
+        assert_eq!(trace(&f, &r, NodeRef::Switch(s[0]), 11).end, TraceEnd::WrongDestination(NodeRef::Switch(s[0])));
 
         // s2 hands h0's LID 10 to h1: a wrong destination too.
         let mut r = minhop(&f).unwrap();
         r.lfts[2].set(10, 2);
         let rep = validate(&f, &r);
-        assert!(rep.failures.iter().any(|x| matches!(
-            x,
-            Failure::WrongDestination {
-                lid: 10,
-                reached: 0x201,
-                ..
-            }
-        )));
+        assert!(rep.failures.iter().any(|x| matches!(x, Failure::WrongDestination { lid: 10, reached: 0x201, .. })));
 
         // A detour: s0 reaches LID 11 (on s2) through s1: one cable longer.
         let mut r = minhop(&f).unwrap();
@@ -999,10 +873,7 @@ mod tests {
         assert_eq!(rep.delivered - rep.minimal, 2, "s0 and h0");
         assert_eq!(
             trace(&f, &r, NodeRef::End(h[0]), 11),
-            Trace {
-                hops: vec![(s[0], 1), (s[1], 2), (s[2], 2)],
-                end: TraceEnd::Delivered(NodeRef::End(h[1]))
-            }
+            Trace { hops: vec![(s[0], 1), (s[1], 2), (s[2], 2)], end: TraceEnd::Delivered(NodeRef::End(h[1])) }
         );
     }
 
@@ -1011,19 +882,11 @@ mod tests {
         // s0 - s1 - s2, one host on s0: the longest path is s2 -> host
         // (3 cables); s2 has no end ports whose path would be one longer.
         let mut b = RoutingFabric::builder();
-        let s: Vec<SwitchId> = (0..3)
-            .map(|i| {
-                b.add_switch(Switch::new(0xa0 + i, 4, 1 + i as u16))
-                    .unwrap()
-            })
-            .collect();
+        let s: Vec<SwitchId> = (0..3).map(|i| b.add_switch(Switch::new(0xa0 + i, 4, 1 + i as u16)).unwrap()).collect();
         let h = b.add_end_port(EndPort::new(0x100, 0x101, 1, 10)).unwrap();
-        b.connect(PortEnd::Switch(s[0], 1), PortEnd::Switch(s[1], 1))
-            .unwrap();
-        b.connect(PortEnd::Switch(s[1], 2), PortEnd::Switch(s[2], 1))
-            .unwrap();
-        b.connect(PortEnd::End(h), PortEnd::Switch(s[0], 2))
-            .unwrap();
+        b.connect(PortEnd::Switch(s[0], 1), PortEnd::Switch(s[1], 1)).unwrap();
+        b.connect(PortEnd::Switch(s[1], 2), PortEnd::Switch(s[2], 1)).unwrap();
+        b.connect(PortEnd::End(h), PortEnd::Switch(s[0], 2)).unwrap();
         let f = b.build().unwrap();
         let rep = validate(&f, &minhop(&f).unwrap());
         assert!(rep.is_clean() && rep.all_minimal());
@@ -1036,10 +899,7 @@ mod tests {
     #[test]
     fn missing_tables_black_hole_everything() {
         let (f, _, _) = triangle();
-        let r = Routes {
-            lfts: vec![Lft::default(); 1],
-            sl: None,
-        };
+        let r = Routes { lfts: vec![Lft::default(); 1], sl: None };
         let rep = validate(&f, &r);
         assert_eq!(rep.delivered, 0);
         // 5 LIDs, 4 sources each: every source enters the switches, and no

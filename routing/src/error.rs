@@ -16,12 +16,7 @@ pub struct PartialRoutes(pub Box<Routes>);
 impl fmt::Debug for PartialRoutes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let top = self.0.lfts.first().map_or(0, |l| l.linear_fdb_top().0);
-        write!(
-            f,
-            "PartialRoutes({} LFTs, top LID {})",
-            self.0.lfts.len(),
-            top
-        )
+        write!(f, "PartialRoutes({} LFTs, top LID {})", self.0.lfts.len(), top)
     }
 }
 
@@ -36,11 +31,7 @@ pub enum RoutingError {
         unreachable.len(),
         GuidList(unreachable)
     )]
-    Disconnected {
-        components: usize,
-        unreachable: Vec<u64>,
-        partial: PartialRoutes,
-    },
+    Disconnected { components: usize, unreachable: Vec<u64>, partial: PartialRoutes },
 }
 
 impl RoutingError {

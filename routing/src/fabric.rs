@@ -70,14 +70,7 @@ pub struct Switch {
 
 impl Switch {
     pub fn new(guid: u64, num_ports: u8, base_lid: u16) -> Switch {
-        Switch {
-            guid,
-            name: String::new(),
-            num_ports,
-            base_lid,
-            lmc: 0,
-            enhanced_port0: false,
-        }
+        Switch { guid, name: String::new(), num_ports, base_lid, lmc: 0, enhanced_port0: false }
     }
     pub fn with_name(mut self, name: impl Into<String>) -> Switch {
         self.name = name.into();
@@ -110,14 +103,7 @@ pub struct EndPort {
 
 impl EndPort {
     pub fn new(node_guid: u64, port_guid: u64, port_num: u8, base_lid: u16) -> EndPort {
-        EndPort {
-            node_guid,
-            port_guid,
-            port_num,
-            base_lid,
-            lmc: 0,
-            name: String::new(),
-        }
+        EndPort { node_guid, port_guid, port_num, base_lid, lmc: 0, name: String::new() }
     }
     pub fn with_lmc(mut self, lmc: u8) -> EndPort {
         self.lmc = lmc;
@@ -240,46 +226,28 @@ impl FabricBuilder {
 
     pub fn add_switch(&mut self, sw: Switch) -> Result<SwitchId, FabricError> {
         if sw.num_ports == 0 || sw.num_ports > MAX_PORTS {
-            return Err(FabricError::BadPortCount {
-                guid: sw.guid,
-                num_ports: sw.num_ports,
-            });
+            return Err(FabricError::BadPortCount { guid: sw.guid, num_ports: sw.num_ports });
         }
         if sw.lmc > MAX_LMC {
-            return Err(FabricError::BadLmc {
-                guid: sw.guid,
-                lmc: sw.lmc,
-            });
+            return Err(FabricError::BadLmc { guid: sw.guid, lmc: sw.lmc });
         }
         if sw.lmc != 0 && !sw.enhanced_port0 {
-            return Err(FabricError::LmcOnBasePort0 {
-                guid: sw.guid,
-                lmc: sw.lmc,
-            });
+            return Err(FabricError::LmcOnBasePort0 { guid: sw.guid, lmc: sw.lmc });
         }
-        let id =
-            SwitchId(u32::try_from(self.switches.len()).map_err(|_| FabricError::TooManyNodes)?);
-        self.sw_peers
-            .push(vec![None; usize::from(sw.num_ports) + 1]);
+        let id = SwitchId(u32::try_from(self.switches.len()).map_err(|_| FabricError::TooManyNodes)?);
+        self.sw_peers.push(vec![None; usize::from(sw.num_ports) + 1]);
         self.switches.push(sw);
         Ok(id)
     }
 
     pub fn add_end_port(&mut self, ep: EndPort) -> Result<EndPortId, FabricError> {
         if ep.port_num == 0 || ep.port_num > MAX_PORTS {
-            return Err(FabricError::BadEndPortNumber {
-                port_guid: ep.port_guid,
-                port_num: ep.port_num,
-            });
+            return Err(FabricError::BadEndPortNumber { port_guid: ep.port_guid, port_num: ep.port_num });
         }
         if ep.lmc > MAX_LMC {
-            return Err(FabricError::BadLmc {
-                guid: ep.port_guid,
-                lmc: ep.lmc,
-            });
+            return Err(FabricError::BadLmc { guid: ep.port_guid, lmc: ep.lmc });
         }
-        let id =
-            EndPortId(u32::try_from(self.end_ports.len()).map_err(|_| FabricError::TooManyNodes)?);
+        let id = EndPortId(u32::try_from(self.end_ports.len()).map_err(|_| FabricError::TooManyNodes)?);
         self.end_peers.push(None);
         self.end_ports.push(ep);
         Ok(id)
@@ -290,12 +258,7 @@ impl FabricBuilder {
         self.connect_with(a, b, LinkRate::default())
     }
 
-    pub fn connect_with(
-        &mut self,
-        a: PortEnd,
-        b: PortEnd,
-        rate: LinkRate,
-    ) -> Result<LinkId, FabricError> {
+    pub fn connect_with(&mut self, a: PortEnd, b: PortEnd, rate: LinkRate) -> Result<LinkId, FabricError> {
         if a == b {
             return Err(FabricError::SelfLink(a));
         }
@@ -315,41 +278,22 @@ impl FabricBuilder {
     fn peer_slot(&mut self, end: PortEnd) -> Result<&mut Option<PortEnd>, FabricError> {
         match end {
             PortEnd::Switch(s, port) => {
-                let sw = self
-                    .switches
-                    .get(s.index())
-                    .ok_or(FabricError::UnknownSwitch(s))?;
+                let sw = self.switches.get(s.index()).ok_or(FabricError::UnknownSwitch(s))?;
                 if port == 0 || port > sw.num_ports {
-                    return Err(FabricError::PortOutOfRange {
-                        guid: sw.guid,
-                        port,
-                        num_ports: sw.num_ports,
-                    });
+                    return Err(FabricError::PortOutOfRange { guid: sw.guid, port, num_ports: sw.num_ports });
                 }
                 Ok(&mut self.sw_peers[s.index()][usize::from(port)])
             }
-            PortEnd::End(e) => self
-                .end_peers
-                .get_mut(e.index())
-                .ok_or(FabricError::UnknownEndPort(e)),
+            PortEnd::End(e) => self.end_peers.get_mut(e.index()).ok_or(FabricError::UnknownEndPort(e)),
         }
     }
 
     /// Checks GUID uniqueness and the LID plan, then lays out the flat tables.
     pub fn build(self) -> Result<RoutingFabric, FabricError> {
-        let FabricBuilder {
-            switches,
-            end_ports,
-            links,
-            sw_peers,
-            end_peers,
-        } = self;
+        let FabricBuilder { switches, end_ports, links, sw_peers, end_peers } = self;
 
-        let mut guids: Vec<u64> = switches
-            .iter()
-            .map(|s| s.guid)
-            .chain(end_ports.iter().map(|e| e.port_guid))
-            .collect();
+        let mut guids: Vec<u64> =
+            switches.iter().map(|s| s.guid).chain(end_ports.iter().map(|e| e.port_guid)).collect();
         guids.sort_unstable();
         if let Some(w) = guids.windows(2).find(|w| w[0] == w[1]) {
             return Err(FabricError::DuplicateGuid { guid: w[0] });
@@ -359,22 +303,13 @@ impl FabricBuilder {
         let owners = switches
             .iter()
             .enumerate()
-            .map(|(i, s)| {
-                (
-                    NodeRef::Switch(SwitchId(i as u32)),
-                    s.guid,
-                    s.base_lid,
-                    s.lmc,
-                )
-            })
-            .chain(end_ports.iter().enumerate().map(|(i, e)| {
-                (
-                    NodeRef::End(EndPortId(i as u32)),
-                    e.port_guid,
-                    e.base_lid,
-                    e.lmc,
-                )
-            }));
+            .map(|(i, s)| (NodeRef::Switch(SwitchId(i as u32)), s.guid, s.base_lid, s.lmc))
+            .chain(
+                end_ports
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (NodeRef::End(EndPortId(i as u32)), e.port_guid, e.base_lid, e.lmc)),
+            );
         let mut max_lid: u16 = 0;
         let mut claims: Vec<(u16, u16, NodeRef, u64)> = Vec::new();
         for (node, guid, base_lid, lmc) in owners {
@@ -383,19 +318,11 @@ impl FabricBuilder {
             }
             let span = 1u32 << lmc;
             if u32::from(base_lid) % span != 0 {
-                return Err(FabricError::MisalignedLid {
-                    guid,
-                    base_lid,
-                    lmc,
-                });
+                return Err(FabricError::MisalignedLid { guid, base_lid, lmc });
             }
             let last = u32::from(base_lid) + span - 1;
             if last > u32::from(UNICAST_LID_MAX) {
-                return Err(FabricError::LidOutOfRange {
-                    guid,
-                    base_lid,
-                    lmc,
-                });
+                return Err(FabricError::LidOutOfRange { guid, base_lid, lmc });
             }
             max_lid = max_lid.max(last as u16);
             claims.push((base_lid, last as u16, node, guid));
@@ -406,11 +333,7 @@ impl FabricBuilder {
             for lid in first..=last {
                 let slot = &mut lid_owner[usize::from(lid)];
                 if slot.is_some() {
-                    return Err(FabricError::LidConflict {
-                        lid,
-                        first: lid_guid[usize::from(lid)],
-                        second: guid,
-                    });
+                    return Err(FabricError::LidConflict { lid, first: lid_guid[usize::from(lid)], second: guid });
                 }
                 *slot = Some(node);
                 lid_guid[usize::from(lid)] = guid;
@@ -432,11 +355,7 @@ impl FabricBuilder {
             adj_base.push(adj.len() as u32);
             for (port, peer) in peers.iter().enumerate() {
                 if let Some(PortEnd::Switch(n, rp)) = *peer {
-                    adj.push(SwitchEdge {
-                        port: port as u8,
-                        remote_port: rp,
-                        neighbor: n,
-                    });
+                    adj.push(SwitchEdge { port: port as u8, remote_port: rp, neighbor: n });
                 }
             }
         }
@@ -679,11 +598,8 @@ impl RoutingFabric {
 
 impl fmt::Display for RoutingFabric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let isl = self
-            .links
-            .iter()
-            .filter(|l| matches!((l.a, l.b), (PortEnd::Switch(..), PortEnd::Switch(..))))
-            .count();
+        let isl =
+            self.links.iter().filter(|l| matches!((l.a, l.b), (PortEnd::Switch(..), PortEnd::Switch(..)))).count();
         write!(
             f,
             "{} switches, {} end ports, {} links ({} switch-to-switch), max LID {}",
@@ -712,19 +628,11 @@ mod tests {
         let (mut b, s0, s1) = two_switches();
         assert_eq!(
             b.connect(PortEnd::Switch(s0, 5), PortEnd::Switch(s1, 1)),
-            Err(FabricError::PortOutOfRange {
-                guid: 0x10,
-                port: 5,
-                num_ports: 4
-            })
+            Err(FabricError::PortOutOfRange { guid: 0x10, port: 5, num_ports: 4 })
         );
         assert_eq!(
             b.connect(PortEnd::Switch(s0, 1), PortEnd::Switch(s1, 0)),
-            Err(FabricError::PortOutOfRange {
-                guid: 0x11,
-                port: 0,
-                num_ports: 4
-            })
+            Err(FabricError::PortOutOfRange { guid: 0x11, port: 0, num_ports: 4 })
         );
         assert_eq!(
             b.connect(PortEnd::Switch(SwitchId(9), 1), PortEnd::Switch(s1, 1)),
@@ -735,121 +643,62 @@ mod tests {
     #[test]
     fn rejects_a_port_cabled_twice_and_self_links() {
         let (mut b, s0, s1) = two_switches();
-        b.connect(PortEnd::Switch(s0, 1), PortEnd::Switch(s1, 1))
-            .unwrap();
+        b.connect(PortEnd::Switch(s0, 1), PortEnd::Switch(s1, 1)).unwrap();
         assert_eq!(
             b.connect(PortEnd::Switch(s1, 2), PortEnd::Switch(s0, 1)),
-            Err(FabricError::AlreadyCabled {
-                end: PortEnd::Switch(s0, 1),
-                peer: PortEnd::Switch(s1, 1)
-            })
+            Err(FabricError::AlreadyCabled { end: PortEnd::Switch(s0, 1), peer: PortEnd::Switch(s1, 1) })
         );
         assert_eq!(
             b.connect(PortEnd::Switch(s0, 2), PortEnd::Switch(s0, 2)),
             Err(FabricError::SelfLink(PortEnd::Switch(s0, 2)))
         );
         // A failed connect must not half-cable: s1 port 2 is still free.
-        b.connect(PortEnd::Switch(s1, 2), PortEnd::Switch(s0, 2))
-            .unwrap();
+        b.connect(PortEnd::Switch(s1, 2), PortEnd::Switch(s0, 2)).unwrap();
         let f = b.build().unwrap();
-        assert_eq!(
-            f.switch_neighbors(s0).len(),
-            2,
-            "parallel cables both listed"
-        );
+        assert_eq!(f.switch_neighbors(s0).len(), 2, "parallel cables both listed");
         assert_eq!(f.switch_peer(s1, 2), Some(PortEnd::Switch(s0, 2)));
     }
 
     #[test]
     fn rejects_bad_nodes() {
         let mut b = RoutingFabric::builder();
-        assert_eq!(
-            b.add_switch(Switch::new(1, 0, 1)),
-            Err(FabricError::BadPortCount {
-                guid: 1,
-                num_ports: 0
-            })
-        );
+        assert_eq!(b.add_switch(Switch::new(1, 0, 1)), Err(FabricError::BadPortCount { guid: 1, num_ports: 0 }));
         let mut sw = Switch::new(1, 8, 2);
         sw.lmc = 1;
-        assert_eq!(
-            b.add_switch(sw),
-            Err(FabricError::LmcOnBasePort0 { guid: 1, lmc: 1 })
-        );
+        assert_eq!(b.add_switch(sw), Err(FabricError::LmcOnBasePort0 { guid: 1, lmc: 1 }));
         assert_eq!(
             b.add_end_port(EndPort::new(2, 3, 0, 5)),
-            Err(FabricError::BadEndPortNumber {
-                port_guid: 3,
-                port_num: 0
-            })
+            Err(FabricError::BadEndPortNumber { port_guid: 3, port_num: 0 })
         );
-        assert_eq!(
-            b.add_end_port(EndPort::new(2, 3, 1, 8).with_lmc(8)),
-            Err(FabricError::BadLmc { guid: 3, lmc: 8 })
-        );
+        assert_eq!(b.add_end_port(EndPort::new(2, 3, 1, 8).with_lmc(8)), Err(FabricError::BadLmc { guid: 3, lmc: 8 }));
     }
 
     #[test]
     fn build_checks_lid_plan() {
         let mut b = RoutingFabric::builder();
         b.add_switch(Switch::new(0x10, 4, 4)).unwrap();
-        b.add_end_port(EndPort::new(0x20, 0x21, 1, 2).with_lmc(2))
-            .unwrap();
+        b.add_end_port(EndPort::new(0x20, 0x21, 1, 2).with_lmc(2)).unwrap();
         // LMC 2 needs a base LID that is a multiple of 4.
-        assert_eq!(
-            b.clone().build().unwrap_err(),
-            FabricError::MisalignedLid {
-                guid: 0x21,
-                base_lid: 2,
-                lmc: 2
-            }
-        );
+        assert_eq!(b.clone().build().unwrap_err(), FabricError::MisalignedLid { guid: 0x21, base_lid: 2, lmc: 2 });
         let mut b = RoutingFabric::builder();
         b.add_switch(Switch::new(0x10, 4, 5)).unwrap();
-        b.add_end_port(EndPort::new(0x20, 0x21, 1, 4).with_lmc(2))
-            .unwrap();
-        assert_eq!(
-            b.build().unwrap_err(),
-            FabricError::LidConflict {
-                lid: 5,
-                first: 0x10,
-                second: 0x21
-            }
-        );
+        b.add_end_port(EndPort::new(0x20, 0x21, 1, 4).with_lmc(2)).unwrap();
+        assert_eq!(b.build().unwrap_err(), FabricError::LidConflict { lid: 5, first: 0x10, second: 0x21 });
 
         let mut b = RoutingFabric::builder();
-        b.add_end_port(EndPort::new(0x20, 0x21, 1, 0xBFFE).with_lmc(1))
-            .unwrap();
+        b.add_end_port(EndPort::new(0x20, 0x21, 1, 0xBFFE).with_lmc(1)).unwrap();
         assert!(b.clone().build().is_ok());
-        b.add_end_port(EndPort::new(0x20, 0x22, 2, 0xBFFC).with_lmc(2))
-            .unwrap();
-        assert_eq!(
-            b.build().unwrap_err(),
-            FabricError::LidConflict {
-                lid: 0xBFFE,
-                first: 0x21,
-                second: 0x22
-            }
-        );
+        b.add_end_port(EndPort::new(0x20, 0x22, 2, 0xBFFC).with_lmc(2)).unwrap();
+        assert_eq!(b.build().unwrap_err(), FabricError::LidConflict { lid: 0xBFFE, first: 0x21, second: 0x22 });
 
         let mut b = RoutingFabric::builder();
         b.add_end_port(EndPort::new(0x20, 0x21, 1, 0xC000)).unwrap();
-        assert_eq!(
-            b.build().unwrap_err(),
-            FabricError::LidOutOfRange {
-                guid: 0x21,
-                base_lid: 0xC000,
-                lmc: 0
-            }
-        );
+        assert_eq!(b.build().unwrap_err(), FabricError::LidOutOfRange { guid: 0x21, base_lid: 0xC000, lmc: 0 });
 
         let mut b = RoutingFabric::builder();
         b.add_switch(Switch::new(0x10, 4, 1)).unwrap();
         b.add_end_port(EndPort::new(0x10, 0x10, 1, 2)).unwrap();
-        assert_eq!(
-            b.build().unwrap_err(),
-            FabricError::DuplicateGuid { guid: 0x10 }
-        );
+        assert_eq!(b.build().unwrap_err(), FabricError::DuplicateGuid { guid: 0x10 });
     }
 
     #[test]
@@ -858,15 +707,11 @@ mod tests {
         let s0 = b.add_switch(Switch::new(0x10, 4, 1)).unwrap();
         let s1 = b.add_switch(Switch::new(0x11, 4, 2)).unwrap();
         let s2 = b.add_switch(Switch::new(0x12, 4, 3)).unwrap();
-        let h0 = b
-            .add_end_port(EndPort::new(0x20, 0x21, 1, 4).with_lmc(1))
-            .unwrap();
+        let h0 = b.add_end_port(EndPort::new(0x20, 0x21, 1, 4).with_lmc(1)).unwrap();
         let h1 = b.add_end_port(EndPort::new(0x30, 0x31, 1, 6)).unwrap();
         let h2 = b.add_end_port(EndPort::new(0x40, 0x41, 1, 0)).unwrap();
-        b.connect(PortEnd::Switch(s0, 3), PortEnd::Switch(s1, 1))
-            .unwrap();
-        b.connect(PortEnd::Switch(s1, 2), PortEnd::Switch(s2, 1))
-            .unwrap();
+        b.connect(PortEnd::Switch(s0, 3), PortEnd::Switch(s1, 1)).unwrap();
+        b.connect(PortEnd::Switch(s1, 2), PortEnd::Switch(s2, 1)).unwrap();
         b.connect(PortEnd::End(h0), PortEnd::Switch(s0, 1)).unwrap();
         b.connect(PortEnd::End(h1), PortEnd::End(h2)).unwrap();
         let f = b.build().unwrap();

@@ -44,17 +44,12 @@ impl LftBlock {
 impl Lft {
     /// A table covering LIDs `0..=top` with every entry unrouted.
     pub fn unrouted(top: u16) -> Lft {
-        Lft {
-            ports: vec![UNROUTED; usize::from(top) + 1],
-        }
+        Lft { ports: vec![UNROUTED; usize::from(top) + 1] }
     }
 
     /// The output port for `lid`; [`UNROUTED`] past the end of the table.
     pub fn port(&self, lid: u16) -> u8 {
-        self.ports
-            .get(usize::from(lid))
-            .copied()
-            .unwrap_or(UNROUTED)
+        self.ports.get(usize::from(lid)).copied().unwrap_or(UNROUTED)
     }
 
     /// Sets the port for `lid`, growing the table (with unrouted entries) if
@@ -133,10 +128,7 @@ pub struct PathSl {
 
 impl PathSl {
     pub fn sl(&self, source: SwitchId, dlid: u16) -> Option<u8> {
-        self.by_source_switch
-            .get(source.index())?
-            .get(usize::from(dlid))
-            .copied()
+        self.by_source_switch.get(source.index())?.get(usize::from(dlid)).copied()
     }
 }
 
@@ -180,10 +172,7 @@ mod tests {
         assert_eq!(b1.first_lid(), 64);
         assert_eq!(b1.ports[0], 7);
         assert_eq!(b1.ports[6], 9);
-        assert!(
-            b1.ports[7..].iter().all(|&p| p == UNROUTED),
-            "padding past LinearFDBTop"
-        );
+        assert!(b1.ports[7..].iter().all(|&p| p == UNROUTED), "padding past LinearFDBTop");
         assert_eq!(l.block(5).ports, [UNROUTED; 64]);
         assert_eq!(l.port(1000), UNROUTED);
         assert_eq!(l.blocks().count(), 2);
@@ -225,31 +214,19 @@ mod tests {
         // every block touching the new range goes out, even unrouted ones.
         let mut grown = old.clone();
         grown.set(300, UNROUTED);
-        assert_eq!(
-            diff_blocks(&old, &grown)
-                .map(|b| b.index)
-                .collect::<Vec<_>>(),
-            vec![3, 4]
-        );
+        assert_eq!(diff_blocks(&old, &grown).map(|b| b.index).collect::<Vec<_>>(), vec![3, 4]);
 
         // Shrinking: blocks past the new top are not sent.
-        let small = Lft {
-            ports: old.ports[..64].to_vec(),
-        };
+        let small = Lft { ports: old.ports[..64].to_vec() };
         assert_eq!(diff_blocks(&old, &small).count(), 0);
     }
 
     #[test]
     fn routes_lookup_is_total() {
-        let r = Routes {
-            lfts: vec![Lft::unrouted(3)],
-            sl: None,
-        };
+        let r = Routes { lfts: vec![Lft::unrouted(3)], sl: None };
         assert_eq!(r.port(SwitchId(0), 2), UNROUTED);
         assert_eq!(r.port(SwitchId(7), 2), UNROUTED);
-        let sl = PathSl {
-            by_source_switch: vec![vec![0, 1, 2]],
-        };
+        let sl = PathSl { by_source_switch: vec![vec![0, 1, 2]] };
         assert_eq!(sl.sl(SwitchId(0), 2), Some(2));
         assert_eq!(sl.sl(SwitchId(0), 3), None);
     }

@@ -21,8 +21,7 @@ pub mod testfab;
 pub use analysis::{trace, validate, validate_with_loads, Report};
 pub use error::RoutingError;
 pub use fabric::{
-    EndPort, EndPortId, FabricBuilder, FabricError, LinkRate, NodeRef, PortEnd, RoutingFabric,
-    Switch, SwitchId,
+    EndPort, EndPortId, FabricBuilder, FabricError, LinkRate, NodeRef, PortEnd, RoutingFabric, Switch, SwitchId,
 };
 pub use lft::{diff_blocks, Lft, LftBlock, LinearFdbTop, Routes, UNROUTED};
 pub use minhop::minhop;

@@ -97,13 +97,7 @@ fn destinations(f: &RoutingFabric, order: &[SwitchId]) -> (Vec<u32>, Vec<Dest>) 
         }
         let sw = f.switch(d);
         if sw.base_lid != 0 {
-            dests.push(Dest {
-                base: sw.base_lid,
-                count: 1 << sw.lmc,
-                out_port: 0,
-                counted: false,
-                slot,
-            });
+            dests.push(Dest { base: sw.base_lid, count: 1 << sw.lmc, out_port: 0, counted: false, slot });
         }
     }
     base.push(dests.len() as u32);
@@ -164,11 +158,7 @@ impl Selector {
                 return;
             }
             let r = l + 1;
-            let c = if r < n && self.keys[r] < self.keys[l] {
-                r
-            } else {
-                l
-            };
+            let c = if r < n && self.keys[r] < self.keys[l] { r } else { l };
             if self.keys[c] >= self.keys[i] {
                 return;
             }
@@ -204,11 +194,7 @@ impl Selector {
                 let port = self.port_of_rank[usize::from(k as u8)];
                 let nb = self.next[usize::from(port)];
                 let un = self.used_next.iter().find(|u| u.0 == nb).map_or(0, |u| u.1);
-                let up = self
-                    .used_port
-                    .iter()
-                    .find(|u| u.0 == port)
-                    .map_or(0, |u| u.1);
+                let up = self.used_port.iter().find(|u| u.0 == port).map_or(0, |u| u.1);
                 let score = (un, up, k);
                 if score < best_score {
                     best_score = score;
@@ -285,22 +271,15 @@ impl Canon {
         let mut slots = 0u32;
         for &s in &order {
             adj_base.push(adj.len() as u32);
-            adj.extend(f.switch_neighbors(s).iter().map(|e| SwitchEdge {
-                neighbor: SwitchId(pos[e.neighbor.index()]),
-                ..*e
-            }));
+            adj.extend(
+                f.switch_neighbors(s).iter().map(|e| SwitchEdge { neighbor: SwitchId(pos[e.neighbor.index()]), ..*e }),
+            );
             port_base.push(slots);
             slots += u32::from(f.switch(s).num_ports) + 1;
         }
         adj_base.push(adj.len() as u32);
         port_base.push(slots);
-        Canon {
-            order,
-            pos,
-            adj_base,
-            adj,
-            port_base,
-        }
+        Canon { order, pos, adj_base, adj, port_base }
     }
 
     fn neighbors(&self, s: usize) -> &[SwitchEdge] {
@@ -339,9 +318,7 @@ impl Canon {
 /// [`RoutingError::Disconnected`], which carries those routes.
 pub fn minhop(fabric: &RoutingFabric) -> Result<Routes, RoutingError> {
     let top = fabric.max_lid();
-    let mut lfts: Vec<Lft> = (0..fabric.num_switches())
-        .map(|_| Lft::unrouted(top))
-        .collect();
+    let mut lfts: Vec<Lft> = (0..fabric.num_switches()).map(|_| Lft::unrouted(top)).collect();
     let c = Canon::new(fabric);
     let ns = c.order.len();
     let (dest_base, dests) = destinations(fabric, &c.order);
@@ -366,11 +343,7 @@ pub fn minhop(fabric: &RoutingFabric) -> Result<Routes, RoutingError> {
     // inflow[s * m + j]: end ports whose packets to the j-th LID of the
     // current destination switch reach switch s from upstream. All zero
     // between destination switches: a row is cleared once consumed.
-    let max_m = dests
-        .iter()
-        .map(|x| x.slot as usize + usize::from(x.count))
-        .max()
-        .unwrap_or(0);
+    let max_m = dests.iter().map(|x| x.slot as usize + usize::from(x.count)).max().unwrap_or(0);
     let mut inflow: Vec<u64> = vec![0; ns * max_m];
 
     // Switch indices below are canonical (see `Canon`); `c.order` maps
@@ -381,9 +354,7 @@ pub fn minhop(fabric: &RoutingFabric) -> Result<Routes, RoutingError> {
             continue;
         }
         c.distances(d, &mut dist, &mut queue);
-        let m = ds
-            .last()
-            .map_or(0, |x| x.slot as usize + usize::from(x.count));
+        let m = ds.last().map_or(0, |x| x.slot as usize + usize::from(x.count));
 
         let own = &mut lfts[c.order[d].index()].ports;
         for dest in ds {
@@ -406,10 +377,7 @@ pub fn minhop(fabric: &RoutingFabric) -> Result<Routes, RoutingError> {
                     sel.next[usize::from(e.port)] = e.neighbor.0;
                 }
             }
-            debug_assert!(
-                !sel.keys.is_empty(),
-                "a BFS-reached switch has a downhill neighbour"
-            );
+            debug_assert!(!sel.keys.is_empty(), "a BFS-reached switch has a downhill neighbour");
             sel.rank(s + d);
 
             let lft = &mut lfts[c.order[s].index()].ports;
@@ -422,11 +390,7 @@ pub fn minhop(fabric: &RoutingFabric) -> Result<Routes, RoutingError> {
                     if dest.count == 1 {
                         lft[b] = sel.peek();
                     } else {
-                        sel.spread(
-                            dest.count,
-                            |_| 0,
-                            |off, port| lft[b + usize::from(off)] = port,
-                        );
+                        sel.spread(dest.count, |_| 0, |off, port| lft[b + usize::from(off)] = port);
                     }
                     continue;
                 }
@@ -528,19 +492,12 @@ mod tests {
         let leaves = [SwitchId(0), SwitchId(1)];
         let spines = [SwitchId(2), SwitchId(3)];
         for (li, &leaf) in leaves.iter().enumerate() {
-            let remote: Vec<u16> = (0..8u32)
-                .filter(|e| e / 4 != li as u32)
-                .map(|e| lid_of(&f, e))
-                .collect();
+            let remote: Vec<u16> = (0..8u32).filter(|e| e / 4 != li as u32).map(|e| lid_of(&f, e)).collect();
             let mut per_port = [0u32; 9];
             for &lid in &remote {
                 per_port[usize::from(r.port(leaf, lid))] += 1;
             }
-            assert_eq!(
-                &per_port[5..9],
-                &[1, 1, 1, 1],
-                "leaf {li}: one remote host per up-link"
-            );
+            assert_eq!(&per_port[5..9], &[1, 1, 1, 1], "leaf {li}: one remote host per up-link");
         }
         // Spines see the traffic leaf 0 sends them: two of leaf 1's hosts
         // each, over two parallel cables. Balancing by traffic puts one
@@ -548,11 +505,7 @@ mod tests {
         // switch-to-switch links carry the same all-to-all load: 4 sources x
         // 4 destinations / 4 links = 4 paths each way.
         let (rep, loads) = validate_with_loads(&f, &r);
-        assert_eq!(
-            (rep.inter_switch_load.links, rep.inter_switch_load.max),
-            (16, 4),
-            "{rep}"
-        );
+        assert_eq!((rep.inter_switch_load.links, rep.inter_switch_load.max), (16, 4), "{rep}");
         assert_eq!(rep.inter_switch_load.at_max, 16, "{rep}");
         for &spine in &spines {
             for p in 1..=4 {
@@ -599,31 +552,18 @@ mod tests {
         let s0 = b.add_switch(Switch::new(0xa0, 4, 1)).unwrap();
         let s1 = b.add_switch(Switch::new(0xa1, 4, 2)).unwrap();
         let s2 = b.add_switch(Switch::new(0xb0, 4, 3)).unwrap();
-        let h: Vec<_> = (0..4u64)
-            .map(|i| {
-                b.add_end_port(EndPort::new(0x100 + i, 0x200 + i, 1, 10 + i as u16))
-                    .unwrap()
-            })
-            .collect();
+        let h: Vec<_> =
+            (0..4u64).map(|i| b.add_end_port(EndPort::new(0x100 + i, 0x200 + i, 1, 10 + i as u16)).unwrap()).collect();
         let lone = b.add_end_port(EndPort::new(0x300, 0x301, 1, 20)).unwrap();
-        b.connect(PortEnd::Switch(s0, 1), PortEnd::Switch(s1, 1))
-            .unwrap();
-        b.connect(PortEnd::End(h[0]), PortEnd::Switch(s0, 2))
-            .unwrap();
-        b.connect(PortEnd::End(h[1]), PortEnd::Switch(s1, 2))
-            .unwrap();
-        b.connect(PortEnd::End(h[2]), PortEnd::Switch(s2, 1))
-            .unwrap();
-        b.connect(PortEnd::End(h[3]), PortEnd::Switch(s2, 2))
-            .unwrap();
+        b.connect(PortEnd::Switch(s0, 1), PortEnd::Switch(s1, 1)).unwrap();
+        b.connect(PortEnd::End(h[0]), PortEnd::Switch(s0, 2)).unwrap();
+        b.connect(PortEnd::End(h[1]), PortEnd::Switch(s1, 2)).unwrap();
+        b.connect(PortEnd::End(h[2]), PortEnd::Switch(s2, 1)).unwrap();
+        b.connect(PortEnd::End(h[3]), PortEnd::Switch(s2, 2)).unwrap();
         let _ = lone;
         let f = b.build().unwrap();
         let err = minhop(&f).unwrap_err();
-        let RoutingError::Disconnected {
-            components,
-            unreachable,
-            partial,
-        } = &err;
+        let RoutingError::Disconnected { components, unreachable, partial } = &err;
         assert_eq!(*components, 3);
         assert_eq!(unreachable, &vec![0xb0, 0x202, 0x203, 0x301]);
         assert!(err.to_string().contains("0x0000000000000301"), "{err}");
@@ -646,27 +586,18 @@ mod tests {
     #[test]
     fn lmc_spreads_a_hosts_lids_over_different_spines() {
         // Radix 8, 2 levels: 4 spines; LMC 2 gives each host 4 LIDs.
-        let f = FatTree {
-            host_lmc: 2,
-            ..FatTree::new(8, 2, 16)
-        }
-        .build();
+        let f = FatTree { host_lmc: 2, ..FatTree::new(8, 2, 16) }.build();
         let r = minhop(&f).unwrap();
         assert_perfect(&f, &r);
         let leaf0 = SwitchId(0);
-        for e in f
-            .end_port_ids()
-            .filter(|e| f.attached_switch(*e).unwrap().0 != leaf0)
-        {
+        for e in f.end_port_ids().filter(|e| f.attached_switch(*e).unwrap().0 != leaf0) {
             let mut next: Vec<_> = f
                 .end_port(e)
                 .lids()
-                .map(
-                    |lid| match f.switch_peer(leaf0, r.port(leaf0, lid as u16)) {
-                        Some(PortEnd::Switch(n, _)) => n,
-                        other => panic!("up-link expected, got {other:?}"),
-                    },
-                )
+                .map(|lid| match f.switch_peer(leaf0, r.port(leaf0, lid as u16)) {
+                    Some(PortEnd::Switch(n, _)) => n,
+                    other => panic!("up-link expected, got {other:?}"),
+                })
                 .collect();
             next.sort();
             next.dedup();
@@ -677,16 +608,10 @@ mod tests {
     #[test]
     fn switch_lids_with_enhanced_port0_lmc() {
         let mut b = RoutingFabric::builder();
-        let s0 = b
-            .add_switch(Switch::new(0xa0, 4, 4).with_enhanced_port0(2))
-            .unwrap();
-        let s1 = b
-            .add_switch(Switch::new(0xa1, 4, 8).with_enhanced_port0(2))
-            .unwrap();
-        b.connect(PortEnd::Switch(s0, 1), PortEnd::Switch(s1, 1))
-            .unwrap();
-        b.connect(PortEnd::Switch(s0, 2), PortEnd::Switch(s1, 2))
-            .unwrap();
+        let s0 = b.add_switch(Switch::new(0xa0, 4, 4).with_enhanced_port0(2)).unwrap();
+        let s1 = b.add_switch(Switch::new(0xa1, 4, 8).with_enhanced_port0(2)).unwrap();
+        b.connect(PortEnd::Switch(s0, 1), PortEnd::Switch(s1, 1)).unwrap();
+        b.connect(PortEnd::Switch(s0, 2), PortEnd::Switch(s1, 2)).unwrap();
         let f = b.build().unwrap();
         let r = minhop(&f).unwrap();
         assert_eq!(&r.lfts[0].ports[4..8], &[0, 0, 0, 0]);
@@ -725,10 +650,7 @@ mod tests {
             let k = u64::from(radix);
             let ideal = k / 2 * (k - 1);
             assert_eq!(rep.inter_switch_load.max, ideal, "radix {radix}: {rep}");
-            assert_eq!(
-                rep.inter_switch_load.at_max, rep.inter_switch_load.links,
-                "radix {radix}: {rep}"
-            );
+            assert_eq!(rep.inter_switch_load.at_max, rep.inter_switch_load.links, "radix {radix}: {rep}");
 
             let h = radix / 2;
             for leaf in f.switch_ids().take(usize::from(radix)) {
@@ -740,15 +662,8 @@ mod tests {
                         per_up[usize::from(r.port(leaf, f.end_port(e).base_lid))] += 1;
                     }
                 }
-                assert!(
-                    per_up[h as usize + 1..]
-                        .iter()
-                        .all(|&n| u32::from(radix) - 1 == n),
-                    "{per_up:?}"
-                );
-                assert!(hist[usize::from(h) + 1..=usize::from(radix)]
-                    .iter()
-                    .all(|&n| n > 0));
+                assert!(per_up[h as usize + 1..].iter().all(|&n| u32::from(radix) - 1 == n), "{per_up:?}");
+                assert!(hist[usize::from(h) + 1..=usize::from(radix)].iter().all(|&n| n > 0));
             }
         }
     }
@@ -780,21 +695,14 @@ mod tests {
                 let f = testfab::renumbered(&f0, seed);
                 let rep = validate(&f, &minhop(&f).unwrap());
                 assert!(rep.is_clean() && rep.all_minimal(), "{rep}");
-                assert_eq!(
-                    rep.inter_switch_load.max, ideal,
-                    "radix {radix} seed {seed}"
-                );
+                assert_eq!(rep.inter_switch_load.max, ideal, "radix {radix} seed {seed}");
             }
         }
     }
 
     #[test]
     fn three_level_fat_tree_routes_perfectly() {
-        for ft in [
-            FatTree::full(8, 3),
-            FatTree::new(8, 3, 50),
-            FatTree::full(4, 4),
-        ] {
+        for ft in [FatTree::full(8, 3), FatTree::new(8, 3, 50), FatTree::full(4, 4)] {
             let f = ft.build();
             let r = minhop(&f).unwrap();
             assert_perfect(&f, &r);
@@ -808,26 +716,15 @@ mod tests {
     /// table on every switch.
     #[test]
     fn independent_of_switch_numbering() {
-        let spec = testfab::RandomSpec {
-            switches: 25,
-            extra_links: 30,
-            max_hosts_per_switch: 3,
-            max_lmc: 1,
-        };
-        for f in [
-            FatTree::new(8, 3, 100).build(),
-            testfab::random_connected(11, spec),
-            testfab::ring(6, 2),
-        ] {
+        let spec = testfab::RandomSpec { switches: 25, extra_links: 30, max_hosts_per_switch: 3, max_lmc: 1 };
+        for f in [FatTree::new(8, 3, 100).build(), testfab::random_connected(11, spec), testfab::ring(6, 2)] {
             let r = minhop(&f).unwrap();
             for seed in 0..3 {
                 let g = testfab::renumbered(&f, seed);
                 let rg = minhop(&g).unwrap();
                 let by_guid = |fab: &RoutingFabric, routes: &Routes| {
-                    let mut v: Vec<(u64, Vec<u8>)> = fab
-                        .switch_ids()
-                        .map(|s| (fab.switch(s).guid, routes.lfts[s.index()].ports.clone()))
-                        .collect();
+                    let mut v: Vec<(u64, Vec<u8>)> =
+                        fab.switch_ids().map(|s| (fab.switch(s).guid, routes.lfts[s.index()].ports.clone())).collect();
                     v.sort();
                     v
                 };
@@ -840,12 +737,7 @@ mod tests {
     fn deterministic() {
         let f = testfab::random_connected(
             7,
-            testfab::RandomSpec {
-                switches: 20,
-                extra_links: 25,
-                max_hosts_per_switch: 3,
-                max_lmc: 1,
-            },
+            testfab::RandomSpec { switches: 20, extra_links: 25, max_hosts_per_switch: 3, max_lmc: 1 },
         );
         assert_eq!(minhop(&f).unwrap(), minhop(&f).unwrap());
     }
@@ -860,16 +752,10 @@ mod tests {
         b.connect(PortEnd::End(h1), PortEnd::Switch(s, 2)).unwrap();
         let f = b.build().unwrap();
         let r = minhop(&f).unwrap();
-        assert_eq!(
-            r.lfts[0].ports,
-            vec![UNROUTED, UNROUTED, UNROUTED, UNROUTED, UNROUTED, 2]
-        );
+        assert_eq!(r.lfts[0].ports, vec![UNROUTED, UNROUTED, UNROUTED, UNROUTED, UNROUTED, 2]);
         let rep = validate(&f, &r);
         assert_eq!(rep.destination_lids, 1);
         assert_eq!(rep.pairs, 2);
-        assert_eq!(
-            crate::analysis::trace(&f, &r, NodeRef::End(h0), 5).hops,
-            vec![(s, 2)]
-        );
+        assert_eq!(crate::analysis::trace(&f, &r, NodeRef::End(h0), 5).hops, vec![(s, 2)]);
     }
 }

@@ -66,8 +66,7 @@ impl Gen {
     fn switch(&mut self, ports: u8, name: String) -> SwitchId {
         let id = SwitchId(self.switch_specs.len() as u32);
         let guid = SWITCH_GUID_BASE + self.switch_specs.len() as u64 + 1;
-        self.switch_specs
-            .push(Switch::new(guid, ports, 0).with_name(name));
+        self.switch_specs.push(Switch::new(guid, ports, 0).with_name(name));
         self.switch_lmc.push(0);
         id
     }
@@ -75,8 +74,7 @@ impl Gen {
     fn host(&mut self, lmc: u8, name: String) -> EndPortId {
         let id = EndPortId(self.end_specs.len() as u32);
         let node = CA_GUID_BASE + ((self.end_specs.len() as u64 + 1) << 8);
-        self.end_specs
-            .push(EndPort::new(node, node + 1, 1, 0).with_name(name));
+        self.end_specs.push(EndPort::new(node, node + 1, 1, 0).with_name(name));
         self.end_lmc.push(lmc);
         id
     }
@@ -108,19 +106,13 @@ impl Gen {
             }
         }
         for s in self.switch_specs {
-            self.b
-                .add_switch(s)
-                .expect("generator makes valid switches");
+            self.b.add_switch(s).expect("generator makes valid switches");
         }
         for e in self.end_specs {
-            self.b
-                .add_end_port(e)
-                .expect("generator makes valid end ports");
+            self.b.add_end_port(e).expect("generator makes valid end ports");
         }
         for (a, b) in self.links {
-            self.b
-                .connect(a, b)
-                .expect("generator cables each port once");
+            self.b.connect(a, b).expect("generator cables each port once");
         }
         self.b.build().expect("generator makes a valid LID plan")
     }
@@ -145,12 +137,7 @@ pub struct FatTree {
 
 impl FatTree {
     pub fn new(radix: u8, levels: u8, hosts: usize) -> FatTree {
-        FatTree {
-            radix,
-            levels,
-            hosts,
-            host_lmc: 0,
-        }
+        FatTree { radix, levels, hosts, host_lmc: 0 }
     }
 
     /// A full tree: as many hosts as it can hold.
@@ -175,15 +162,9 @@ impl FatTree {
     /// # Panics
     /// On an odd radix below 2, zero levels, or more hosts than fit.
     pub fn build(&self) -> RoutingFabric {
-        assert!(
-            self.radix >= 2 && self.radix & 1 == 0,
-            "radix must be even and at least 2"
-        );
+        assert!(self.radix >= 2 && self.radix & 1 == 0, "radix must be even and at least 2");
         assert!(self.levels >= 1, "at least one level");
-        assert!(
-            self.hosts <= FatTree::capacity(self.radix, self.levels),
-            "too many hosts for this tree"
-        );
+        assert!(self.hosts <= FatTree::capacity(self.radix, self.levels), "too many hosts for this tree");
         let r = self.radix;
         let h = r / 2;
         let mut g = Gen::new();
@@ -216,13 +197,7 @@ impl FatTree {
     }
 
     /// Builds a subtree of height `t` and returns its up ports in order.
-    fn subtree(
-        &self,
-        g: &mut Gen,
-        t: u8,
-        hosts_left: &mut usize,
-        path: &str,
-    ) -> Vec<(SwitchId, u8)> {
+    fn subtree(&self, g: &mut Gen, t: u8, hosts_left: &mut usize, path: &str) -> Vec<(SwitchId, u8)> {
         let h = self.radix / 2;
         if t == 1 {
             let leaf = g.switch(self.radix, format!("sw-L1-{path}"));
@@ -234,9 +209,8 @@ impl FatTree {
             }
             return (0..h).map(|u| (leaf, h + 1 + u)).collect();
         }
-        let subs: Vec<Vec<(SwitchId, u8)>> = (0..h)
-            .map(|c| self.subtree(g, t - 1, hosts_left, &format!("{path}.{c}")))
-            .collect();
+        let subs: Vec<Vec<(SwitchId, u8)>> =
+            (0..h).map(|c| self.subtree(g, t - 1, hosts_left, &format!("{path}.{c}"))).collect();
         let width = subs[0].len();
         let mut ups = Vec::with_capacity(width * usize::from(h));
         for j in 0..width {
@@ -277,9 +251,7 @@ pub fn spine_leaf(spines: u8, leaves: u8, parallel: u8, hosts_per_leaf: u8) -> R
     let mut g = Gen::new();
     let leaf_ports = hosts_per_leaf + spines * parallel;
     let spine_ports = leaves * parallel;
-    let ls: Vec<SwitchId> = (0..leaves)
-        .map(|i| g.switch(leaf_ports, format!("leaf{i}")))
-        .collect();
+    let ls: Vec<SwitchId> = (0..leaves).map(|i| g.switch(leaf_ports, format!("leaf{i}"))).collect();
     for (i, &l) in ls.iter().enumerate() {
         for p in 1..=hosts_per_leaf {
             let e = g.host(0, format!("h{i}-{p}"));
@@ -304,14 +276,9 @@ pub fn spine_leaf(spines: u8, leaves: u8, parallel: u8, hosts_per_leaf: u8) -> R
 pub fn ring(switches: u8, hosts_per_switch: u8) -> RoutingFabric {
     assert!(switches >= 3, "a ring needs three switches");
     let mut g = Gen::new();
-    let ss: Vec<SwitchId> = (0..switches)
-        .map(|i| g.switch(2 + hosts_per_switch, format!("r{i}")))
-        .collect();
+    let ss: Vec<SwitchId> = (0..switches).map(|i| g.switch(2 + hosts_per_switch, format!("r{i}"))).collect();
     for i in 0..ss.len() {
-        g.link(
-            PortEnd::Switch(ss[i], 1),
-            PortEnd::Switch(ss[(i + 1) % ss.len()], 2),
-        );
+        g.link(PortEnd::Switch(ss[i], 1), PortEnd::Switch(ss[(i + 1) % ss.len()], 2));
         for p in 0..hosts_per_switch {
             let e = g.host(0, format!("h{i}-{p}"));
             g.link(PortEnd::End(e), PortEnd::Switch(ss[i], 3 + p));
@@ -361,9 +328,7 @@ pub fn random_connected(seed: u64, spec: RandomSpec) -> RoutingFabric {
     for _ in 0..spec.extra_links {
         cables.push((rng.below(n), rng.below(n)));
     }
-    let mut hosts: Vec<usize> = (0..n)
-        .map(|_| rng.below(spec.max_hosts_per_switch + 1))
-        .collect();
+    let mut hosts: Vec<usize> = (0..n).map(|_| rng.below(spec.max_hosts_per_switch + 1)).collect();
     let total: usize = hosts.iter().sum();
     if total < 2 {
         hosts[0] += 2 - total;
@@ -399,11 +364,7 @@ pub fn random_connected(seed: u64, spec: RandomSpec) -> RoutingFabric {
     }
     for i in 0..n {
         for k in 0..hosts[i] {
-            let lmc = if spec.max_lmc > 0 {
-                rng.below(usize::from(spec.max_lmc) + 1) as u8
-            } else {
-                0
-            };
+            let lmc = if spec.max_lmc > 0 { rng.below(usize::from(spec.max_lmc) + 1) as u8 } else { 0 };
             let e = g.host(lmc, format!("h{i}-{k}"));
             let p = free_ports[i].pop().expect("counted");
             g.link(PortEnd::End(e), PortEnd::Switch(ids[i], p));
@@ -447,20 +408,17 @@ pub fn renumbered(f: &RoutingFabric, seed: u64) -> RoutingFabric {
     };
     let mut b = FabricBuilder::new();
     for &old in &sw_order {
-        b.add_switch(f.switches()[old].clone())
-            .expect("valid in the original");
+        b.add_switch(f.switches()[old].clone()).expect("valid in the original");
     }
     for &old in &ep_order {
-        b.add_end_port(f.end_ports()[old].clone())
-            .expect("valid in the original");
+        b.add_end_port(f.end_ports()[old].clone()).expect("valid in the original");
     }
     let mut links = f.links().to_vec();
     for k in (1..links.len()).rev() {
         links.swap(k, rng.below(k + 1));
     }
     for l in links {
-        b.connect_with(map(l.a), map(l.b), l.rate)
-            .expect("valid in the original");
+        b.connect_with(map(l.a), map(l.b), l.rate).expect("valid in the original");
     }
     b.build().expect("valid in the original")
 }
@@ -494,11 +452,7 @@ mod tests {
         let lids: Vec<u16> = f.end_ports().iter().map(|e| e.base_lid).collect();
         assert_eq!(lids, (1..=8).collect::<Vec<u16>>());
         assert_eq!(f.switches()[0].base_lid, 9);
-        let f = FatTree {
-            host_lmc: 2,
-            ..FatTree::new(4, 2, 3)
-        }
-        .build();
+        let f = FatTree { host_lmc: 2, ..FatTree::new(4, 2, 3) }.build();
         let lids: Vec<u16> = f.end_ports().iter().map(|e| e.base_lid).collect();
         assert_eq!(lids, vec![4, 8, 12]);
     }
@@ -506,20 +460,11 @@ mod tests {
     #[test]
     fn small_generators() {
         let f = spine_leaf(2, 2, 2, 2);
-        assert_eq!(
-            (f.num_switches(), f.num_end_ports(), f.links().len()),
-            (4, 4, 4 + 8)
-        );
+        assert_eq!((f.num_switches(), f.num_end_ports(), f.links().len()), (4, 4, 4 + 8));
         let f = ring(5, 1);
-        assert_eq!(
-            (f.num_switches(), f.num_end_ports(), f.links().len()),
-            (5, 5, 10)
-        );
+        assert_eq!((f.num_switches(), f.num_end_ports(), f.links().len()), (5, 5, 10));
         let f = back_to_back();
-        assert_eq!(
-            (f.num_switches(), f.num_end_ports(), f.links().len()),
-            (0, 2, 1)
-        );
+        assert_eq!((f.num_switches(), f.num_end_ports(), f.links().len()), (0, 2, 1));
         let f = single_switch(2);
         assert_eq!((f.num_switches(), f.num_end_ports()), (1, 2));
     }
@@ -535,17 +480,11 @@ mod tests {
         assert_ne!(f.switches(), g.switches(), "order changed");
         for lid in 1..=f.max_lid() {
             let (a, b) = (f.lid_owner(lid), g.lid_owner(lid));
-            assert_eq!(
-                a.map(|n| f.guid_of(n)),
-                b.map(|n| g.guid_of(n)),
-                "LID {lid}"
-            );
+            assert_eq!(a.map(|n| f.guid_of(n)), b.map(|n| g.guid_of(n)), "LID {lid}");
         }
         let degree = |x: &RoutingFabric| {
-            let mut d: Vec<(u64, usize)> = x
-                .switch_ids()
-                .map(|s| (x.switch(s).guid, x.switch_neighbors(s).len()))
-                .collect();
+            let mut d: Vec<(u64, usize)> =
+                x.switch_ids().map(|s| (x.switch(s).guid, x.switch_neighbors(s).len())).collect();
             d.sort();
             d
         };
@@ -554,12 +493,7 @@ mod tests {
 
     #[test]
     fn random_is_seeded_and_connected() {
-        let spec = RandomSpec {
-            switches: 12,
-            extra_links: 10,
-            max_hosts_per_switch: 3,
-            max_lmc: 2,
-        };
+        let spec = RandomSpec { switches: 12, extra_links: 10, max_hosts_per_switch: 3, max_lmc: 2 };
         for seed in 0..50 {
             let f = random_connected(seed, spec);
             assert_eq!(f.components().count(), 1, "seed {seed}");

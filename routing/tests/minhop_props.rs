@@ -8,15 +8,7 @@ use proptest::prelude::*;
 fn spec() -> impl Strategy<Value = (u64, RandomSpec)> {
     (any::<u64>(), 1usize..24, 0usize..30, 0usize..4, 0u8..=2).prop_map(
         |(seed, switches, extra_links, max_hosts_per_switch, max_lmc)| {
-            (
-                seed,
-                RandomSpec {
-                    switches,
-                    extra_links,
-                    max_hosts_per_switch,
-                    max_lmc,
-                },
-            )
+            (seed, RandomSpec { switches, extra_links, max_hosts_per_switch, max_lmc })
         },
     )
 }

@@ -81,11 +81,7 @@ impl LidPolicy {
         if lmc > MAX_LMC {
             return Err(LidError::InvalidLmc(lmc));
         }
-        Ok(LidPolicy {
-            lmc,
-            lmc_esp0: false,
-            reassign_all: false,
-        })
+        Ok(LidPolicy { lmc, lmc_esp0: false, reassign_all: false })
     }
 
     pub fn with_lmc_esp0(self, lmc_esp0: bool) -> LidPolicy {
@@ -93,10 +89,7 @@ impl LidPolicy {
     }
 
     pub fn with_reassign_all(self, reassign_all: bool) -> LidPolicy {
-        LidPolicy {
-            reassign_all,
-            ..self
-        }
+        LidPolicy { reassign_all, ..self }
     }
 
     pub fn lmc(&self) -> u8 {
@@ -142,17 +135,9 @@ pub enum Unused {
     /// Not a valid range for the port's LMC (unaligned, multicast, ...).
     Invalid { lid: Lid, error: RangeError },
     /// Another present port holds (some of) these LIDs.
-    HeldBy {
-        lid: Lid,
-        holder: Guid,
-        holder_range: LidRange,
-    },
+    HeldBy { lid: Lid, holder: Guid, holder_range: LidRange },
     /// guid2lid reserves (some of) these LIDs for a port absent from this sweep.
-    ReservedFor {
-        lid: Lid,
-        absent: Guid,
-        absent_range: LidRange,
-    },
+    ReservedFor { lid: Lid, absent: Guid, absent_range: LidRange },
 }
 
 impl fmt::Display for Unused {
@@ -161,25 +146,11 @@ impl fmt::Display for Unused {
             Unused::None => f.write_str("none"),
             Unused::Ignored { lid } => write!(f, "{lid} ignored (reassigning all LIDs)"),
             Unused::Invalid { lid, error } => write!(f, "{lid} unusable: {error}"),
-            Unused::HeldBy {
-                lid,
-                holder,
-                holder_range,
-            } => {
-                write!(
-                    f,
-                    "{lid} conflicts with {holder}, which holds {holder_range}"
-                )
+            Unused::HeldBy { lid, holder, holder_range } => {
+                write!(f, "{lid} conflicts with {holder}, which holds {holder_range}")
             }
-            Unused::ReservedFor {
-                lid,
-                absent,
-                absent_range,
-            } => {
-                write!(
-                    f,
-                    "{lid} overlaps {absent_range}, reserved for absent port {absent}"
-                )
+            Unused::ReservedFor { lid, absent, absent_range } => {
+                write!(f, "{lid} overlaps {absent_range}, reserved for absent port {absent}")
             }
         }
     }
@@ -237,8 +208,7 @@ impl Decision {
             | Decision::Fresh { port, .. }
             | Decision::Unassigned { port, .. }
             | Decision::DuplicateInput { port } => port,
-            Decision::ReservationDropped { absent, .. }
-            | Decision::ReservationReclaimed { absent, .. } => absent,
+            Decision::ReservationDropped { absent, .. } | Decision::ReservationReclaimed { absent, .. } => absent,
         }
     }
 }
@@ -259,11 +229,12 @@ impl fmt::Display for Decision {
             Decision::ReservationDropped { absent, range, holder } => {
                 write!(f, "{absent}: absent; its guid2lid LIDs {range} are held by {holder}, entry dropped")
             }
-            Decision::ReservationReclaimed { absent, range, for_port } => write!(
-                f,
-                "{absent}: absent; LID space exhausted, its reserved LIDs {range} reclaimed for {for_port}"
-            ),
-            Decision::DuplicateInput { port } => write!(f, "{port}: listed twice by the sweep; the first entry is used"),
+            Decision::ReservationReclaimed { absent, range, for_port } => {
+                write!(f, "{absent}: absent; LID space exhausted, its reserved LIDs {range} reclaimed for {for_port}")
+            }
+            Decision::DuplicateInput { port } => {
+                write!(f, "{port}: listed twice by the sweep; the first entry is used")
+            }
         }
     }
 }
@@ -311,12 +282,7 @@ impl LidAssignment {
 }
 
 /// Assigns LIDs to `ports`. See the module docs for the rules.
-pub fn assign_lids(
-    ports: &[SweptPort],
-    persisted: &Guid2Lid,
-    sm_port: Guid,
-    policy: &LidPolicy,
-) -> LidAssignment {
+pub fn assign_lids(ports: &[SweptPort], persisted: &Guid2Lid, sm_port: Guid, policy: &LidPolicy) -> LidAssignment {
     let mut events = Vec::new();
 
     // Present ports in GUID order, one per GUID (a stable sort keeps the
@@ -326,9 +292,7 @@ pub fn assign_lids(
     let mut ps: Vec<&SweptPort> = Vec::with_capacity(sorted.len());
     for p in sorted {
         match ps.last() {
-            Some(last) if last.guid == p.guid => {
-                events.push(Decision::DuplicateInput { port: p.guid })
-            }
+            Some(last) if last.guid == p.guid => events.push(Decision::DuplicateInput { port: p.guid }),
             _ => ps.push(p),
         }
     }
@@ -336,10 +300,7 @@ pub fn assign_lids(
     let index_of = |g: Guid| ps.binary_search_by_key(&g, |p| p.guid).ok();
     let lmc: Vec<u8> = ps.iter().map(|p| policy.lmc_for(p.role)).collect();
     let sm_idx = index_of(sm_port);
-    let order: Vec<usize> = sm_idx
-        .into_iter()
-        .chain((0..n).filter(|&i| Some(i) != sm_idx))
-        .collect();
+    let order: Vec<usize> = sm_idx.into_iter().chain((0..n).filter(|&i| Some(i) != sm_idx)).collect();
 
     let mut space = Space::new();
     let mut got: Vec<Option<(LidRange, Phase)>> = vec![None; n];
@@ -385,11 +346,8 @@ pub fn assign_lids(
         claims.sort_unstable_by_key(|&(not_in_file, i, _)| (not_in_file, i));
         for (_, i, r) in claims {
             if let Some(h) = space.holder(r) {
-                why_current[i] = Unused::HeldBy {
-                    lid: r.base(),
-                    holder: ps[h].guid,
-                    holder_range: range_of(&got, h, r),
-                };
+                why_current[i] =
+                    Unused::HeldBy { lid: r.base(), holder: ps[h].guid, holder_range: range_of(&got, h, r) };
                 continue;
             }
             space.take(r, i);
@@ -398,11 +356,7 @@ pub fn assign_lids(
             for (g, rr) in dropped {
                 reserved.remove(g);
                 space.set_reserved(rr, false);
-                events.push(Decision::ReservationDropped {
-                    absent: g,
-                    range: rr,
-                    holder: ps[i].guid,
-                });
+                events.push(Decision::ReservationDropped { absent: g, range: rr, holder: ps[i].guid });
             }
         }
 
@@ -419,18 +373,10 @@ pub fn assign_lids(
                 Err(error) => Unused::Invalid { lid, error },
                 Ok(r) => {
                     if let Some(h) = space.holder(r) {
-                        Unused::HeldBy {
-                            lid,
-                            holder: ps[h].guid,
-                            holder_range: range_of(&got, h, r),
-                        }
+                        Unused::HeldBy { lid, holder: ps[h].guid, holder_range: range_of(&got, h, r) }
                     } else if let Some((absent, absent_range)) = reserved.overlapping(r).next() {
                         // Only when the LMC grew since the file was written.
-                        Unused::ReservedFor {
-                            lid,
-                            absent,
-                            absent_range,
-                        }
+                        Unused::ReservedFor { lid, absent, absent_range }
                     } else {
                         space.take(r, i);
                         got[i] = Some((r, Phase::File));
@@ -461,11 +407,7 @@ pub fn assign_lids(
             reserved.remove(g);
             space.set_reserved(rr, false);
             space.rewind(rr.base());
-            events.push(Decision::ReservationReclaimed {
-                absent: g,
-                range: rr,
-                for_port: ps[i].guid,
-            });
+            events.push(Decision::ReservationReclaimed { absent: g, range: rr, for_port: ps[i].guid });
         }
     }
 
@@ -478,41 +420,20 @@ pub fn assign_lids(
     for (i, p) in ps.iter().enumerate() {
         let (current, file) = (why_current[i], why_file[i]);
         let Some((r, phase)) = got[i] else {
-            decisions.push(Decision::Unassigned {
-                port: p.guid,
-                current,
-                file,
-            });
+            decisions.push(Decision::Unassigned { port: p.guid, current, file });
             continue;
         };
         decisions.push(match phase {
-            Phase::Current => Decision::KeptCurrent {
-                port: p.guid,
-                range: r,
-            },
-            Phase::File => Decision::FromFile {
-                port: p.guid,
-                range: r,
-                current,
-            },
-            Phase::Fresh => Decision::Fresh {
-                port: p.guid,
-                range: r,
-                current,
-                file,
-            },
+            Phase::Current => Decision::KeptCurrent { port: p.guid, range: r },
+            Phase::File => Decision::FromFile { port: p.guid, range: r, current },
+            Phase::Fresh => Decision::Fresh { port: p.guid, range: r, current, file },
         });
         ranges.insert(p.guid, r);
         max_lid = max_lid.max(r.max());
         // A base switch port 0 has no LMC of its own to program.
         let lmc_differs = p.role != (PortRole::SwitchPort0 { enhanced: false }) && p.lmc != r.lmc();
         if p.lid != r.base() || lmc_differs {
-            changes.push(LidChange {
-                guid: p.guid,
-                old_lid: p.lid,
-                old_lmc: p.lmc,
-                new: r,
-            });
+            changes.push(LidChange { guid: p.guid, old_lid: p.lid, old_lmc: p.lmc, new: r });
         }
         let stored = map.insert(p.guid, r);
         // Present ranges are disjoint from each other and from surviving
@@ -520,17 +441,9 @@ pub fn assign_lids(
         debug_assert!(stored.is_ok(), "{stored:?}");
     }
     decisions.extend(events);
-    let error = (!unassigned.is_empty()).then(|| LidError::Exhausted {
-        unassigned: unassigned.iter().map(|&i| ps[i].guid).collect(),
-    });
-    LidAssignment {
-        ranges,
-        changes,
-        decisions,
-        map,
-        max_lid,
-        error,
-    }
+    let error = (!unassigned.is_empty())
+        .then(|| LidError::Exhausted { unassigned: unassigned.iter().map(|&i| ps[i].guid).collect() });
+    LidAssignment { ranges, changes, decisions, map, max_lid, error }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -575,12 +488,8 @@ struct Space {
 
 impl Space {
     fn new() -> Space {
-        let mut s = Space {
-            taken: vec![0; WORDS],
-            reserved: vec![0; WORDS],
-            owner: vec![NO_OWNER; SPACE],
-            cursor: [0; 8],
-        };
+        let mut s =
+            Space { taken: vec![0; WORDS], reserved: vec![0; WORDS], owner: vec![NO_OWNER; SPACE], cursor: [0; 8] };
         s.taken[0] = 1; // LID 0 is never assignable
         s
     }
@@ -611,10 +520,7 @@ impl Space {
     /// The owner of the first taken LID in `r`.
     fn holder(&self, r: LidRange) -> Option<usize> {
         let lo = usize::from(r.min().0);
-        self.owner[lo..lo + usize::from(r.len())]
-            .iter()
-            .find(|&&o| o != NO_OWNER)
-            .map(|&o| o as usize)
+        self.owner[lo..lo + usize::from(r.len())].iter().find(|&&o| o != NO_OWNER).map(|&o| o as usize)
     }
 
     fn free_word(&self, w: usize) -> u64 {

@@ -80,12 +80,7 @@ impl Guid2Lid {
     /// the range overlaps another GUID's entry; the map is then unchanged.
     pub fn insert(&mut self, guid: Guid, range: LidRange) -> Result<Option<LidRange>, Overlap> {
         if let Some((holder, holder_range)) = self.overlapping(range).find(|(g, _)| *g != guid) {
-            return Err(Overlap {
-                guid,
-                range,
-                holder,
-                holder_range,
-            });
+            return Err(Overlap { guid, range, holder, holder_range });
         }
         let old = self.remove(guid);
         self.by_guid.insert(guid, range);
@@ -126,12 +121,7 @@ impl Guid2Lid {
             // `fmt::Write` for String cannot fail.
             let _ = fmt::Write::write_fmt(
                 &mut s,
-                format_args!(
-                    "0x{:016x} 0x{:04x} 0x{:04x}\n\n",
-                    guid.0,
-                    r.min().0,
-                    r.max().0
-                ),
+                format_args!("0x{:016x} 0x{:04x} 0x{:04x}\n\n", guid.0, r.min().0, r.max().0),
             );
         }
         s
@@ -153,27 +143,16 @@ impl Guid2Lid {
         }
         for (i, raw) in lines.into_iter().enumerate() {
             let line = i + 1;
-            let mut warn = |problem| {
-                warnings.push(Guid2LidWarning {
-                    file: file.to_path_buf(),
-                    line,
-                    problem,
-                })
-            };
+            let mut warn = |problem| warnings.push(Guid2LidWarning { file: file.to_path_buf(), line, problem });
             match parse_line(raw) {
                 Ok(None) => {}
                 Ok(Some(Record { guid, lids })) => {
                     if let Some(&first) = first_line.get(&guid) {
-                        warn(LineProblem::Duplicate {
-                            guid,
-                            first_line: first,
-                        });
+                        warn(LineProblem::Duplicate { guid, first_line: first });
                         continue;
                     }
                     first_line.insert(guid, line);
-                    match lids.and_then(|(min, max)| {
-                        LidRange::from_min_max(min, max).map_err(LineProblem::BadRange)
-                    }) {
+                    match lids.and_then(|(min, max)| LidRange::from_min_max(min, max).map_err(LineProblem::BadRange)) {
                         Err(p) => warn(p),
                         Ok(range) => match map.insert(guid, range) {
                             Ok(_) => {
@@ -198,19 +177,11 @@ impl Guid2Lid {
     /// (missing, unreadable, absurdly large); callers log it and start from
     /// an empty map.
     pub fn read(path: &Path) -> Result<(Guid2Lid, Vec<Guid2LidWarning>), Guid2LidError> {
-        let read_err = |source| Guid2LidError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
+        let read_err = |source| Guid2LidError::Read { path: path.to_path_buf(), source };
         let mut bytes = Vec::new();
-        File::open(path)
-            .and_then(|f| f.take(MAX_FILE_LEN + 1).read_to_end(&mut bytes))
-            .map_err(read_err)?;
+        File::open(path).and_then(|f| f.take(MAX_FILE_LEN + 1).read_to_end(&mut bytes)).map_err(read_err)?;
         if bytes.len() as u64 > MAX_FILE_LEN {
-            return Err(Guid2LidError::TooLarge {
-                path: path.to_path_buf(),
-                max: MAX_FILE_LEN,
-            });
+            return Err(Guid2LidError::TooLarge { path: path.to_path_buf(), max: MAX_FILE_LEN });
         }
         Ok(Guid2Lid::parse(&bytes, path))
     }
@@ -222,23 +193,15 @@ impl Guid2Lid {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
-        let err = |step, source| Guid2LidError::Write {
-            path: path.to_path_buf(),
-            step,
-            source,
-        };
+        let err = |step, source| Guid2LidError::Write { path: path.to_path_buf(), step, source };
 
         let written = File::create(&tmp)
             .map_err(|e| err("creating the temporary file", e))
             .and_then(|mut f| {
-                f.write_all(self.to_text().as_bytes())
-                    .map_err(|e| err("writing the temporary file", e))?;
-                f.sync_all()
-                    .map_err(|e| err("fsyncing the temporary file", e))
+                f.write_all(self.to_text().as_bytes()).map_err(|e| err("writing the temporary file", e))?;
+                f.sync_all().map_err(|e| err("fsyncing the temporary file", e))
             })
-            .and_then(|()| {
-                fs::rename(&tmp, path).map_err(|e| err("renaming the temporary file", e))
-            });
+            .and_then(|()| fs::rename(&tmp, path).map_err(|e| err("renaming the temporary file", e)));
         if written.is_err() {
             // Best effort: a leftover .tmp is harmless (never read) but untidy.
             let _ = fs::remove_file(&tmp);
@@ -248,9 +211,7 @@ impl Guid2Lid {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| err("fsyncing the directory", e))
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| err("fsyncing the directory", e))
     }
 }
 
@@ -268,11 +229,7 @@ pub enum Guid2LidError {
     #[error("guid2lid file {} is larger than {max} bytes; refusing to read it", path.display())]
     TooLarge { path: PathBuf, max: u64 },
     #[error("cannot write guid2lid file {}: {step}: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        step: &'static str,
-        source: io::Error,
-    },
+    Write { path: PathBuf, step: &'static str, source: io::Error },
 }
 
 impl Guid2LidError {
@@ -293,13 +250,7 @@ pub struct Guid2LidWarning {
 
 impl fmt::Display for Guid2LidWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}: {}; line ignored",
-            self.file.display(),
-            self.line,
-            self.problem
-        )
+        write!(f, "{}:{}: {}; line ignored", self.file.display(), self.line, self.problem)
     }
 }
 
@@ -342,12 +293,7 @@ pub enum LineProblem {
     #[error("{0}")]
     BadRange(RangeError),
     #[error("LIDs {range} overlap LIDs {holder_range} of {holder} (line {holder_line})")]
-    Overlap {
-        range: LidRange,
-        holder: Guid,
-        holder_range: LidRange,
-        holder_line: usize,
-    },
+    Overlap { range: LidRange, holder: Guid, holder_range: LidRange, holder_line: usize },
 }
 
 struct Record {
@@ -359,9 +305,7 @@ struct Record {
 
 /// `Ok(None)` for a blank line.
 fn parse_line(raw: &[u8]) -> Result<Option<Record>, LineProblem> {
-    let mut tokens = raw
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|t| !t.is_empty());
+    let mut tokens = raw.split(|b| b.is_ascii_whitespace()).filter(|t| !t.is_empty());
     let Some(first) = tokens.next() else {
         return Ok(None);
     };
@@ -382,23 +326,18 @@ fn parse_line(raw: &[u8]) -> Result<Option<Record>, LineProblem> {
         }
         Ok(Lid(v as u16))
     };
-    let lids = lid(Field::MinLid)
-        .and_then(|min| Ok((min, lid(Field::MaxLid)?)))
-        .and_then(|pair| {
-            let rest: Vec<&[u8]> = tokens.collect();
-            match rest.is_empty() {
-                true => Ok(pair),
-                false => Err(LineProblem::Trailing(excerpt(&rest.join(&b' ')))),
-            }
-        });
+    let lids = lid(Field::MinLid).and_then(|min| Ok((min, lid(Field::MaxLid)?))).and_then(|pair| {
+        let rest: Vec<&[u8]> = tokens.collect();
+        match rest.is_empty() {
+            true => Ok(pair),
+            false => Err(LineProblem::Trailing(excerpt(&rest.join(&b' ')))),
+        }
+    });
     Ok(Some(Record { guid, lids }))
 }
 
 fn bad(field: Field, text: &[u8]) -> LineProblem {
-    LineProblem::BadNumber {
-        field,
-        text: excerpt(text),
-    }
+    LineProblem::BadNumber { field, text: excerpt(text) }
 }
 
 fn excerpt(bytes: &[u8]) -> String {
@@ -457,62 +396,35 @@ mod tests {
     #[test]
     fn overlap_query_walks_only_neighbours() {
         let mut m = Guid2Lid::new();
-        m.insert(Guid(1), LidRange::new(Lid(4), 2).unwrap())
-            .unwrap();
-        m.insert(Guid(2), LidRange::single(Lid(9)).unwrap())
-            .unwrap();
-        m.insert(Guid(3), LidRange::single(Lid(12)).unwrap())
-            .unwrap();
-        let hits: Vec<Guid> = m
-            .overlapping(LidRange::new(Lid(8), 3).unwrap())
-            .map(|(g, _)| g)
-            .collect();
+        m.insert(Guid(1), LidRange::new(Lid(4), 2).unwrap()).unwrap();
+        m.insert(Guid(2), LidRange::single(Lid(9)).unwrap()).unwrap();
+        m.insert(Guid(3), LidRange::single(Lid(12)).unwrap()).unwrap();
+        let hits: Vec<Guid> = m.overlapping(LidRange::new(Lid(8), 3).unwrap()).map(|(g, _)| g).collect();
         assert_eq!(hits, vec![Guid(3), Guid(2)]);
         assert_eq!(m.holder_of(Lid(6)).map(|(g, _)| g), Some(Guid(1)));
         assert_eq!(m.holder_of(Lid(8)), None);
-        let err = m
-            .insert(Guid(4), LidRange::single(Lid(5)).unwrap())
-            .unwrap_err();
+        let err = m.insert(Guid(4), LidRange::single(Lid(5)).unwrap()).unwrap_err();
         assert_eq!(err.holder, Guid(1));
         // A GUID may move within its own old range.
-        assert_eq!(
-            m.insert(Guid(1), LidRange::single(Lid(5)).unwrap()),
-            Ok(LidRange::new(Lid(4), 2).ok())
-        );
+        assert_eq!(m.insert(Guid(1), LidRange::single(Lid(5)).unwrap()), Ok(LidRange::new(Lid(4), 2).ok()));
         assert_eq!(m.holder_of(Lid(4)), None);
         assert_eq!(m.len(), 3);
     }
 
     #[test]
     fn first_record_claims_the_key_even_when_bad() {
-        let (m, p) =
-            parse("0x0000000000000001 0x0000 0x0000\n\n0x0000000000000001 0x0005 0x0005\n\n");
+        let (m, p) = parse("0x0000000000000001 0x0000 0x0000\n\n0x0000000000000001 0x0005 0x0005\n\n");
         assert!(m.is_empty());
         assert_eq!(
             p,
-            vec![
-                LineProblem::BadRange(RangeError::Zero),
-                LineProblem::Duplicate {
-                    guid: Guid(1),
-                    first_line: 1
-                }
-            ]
+            vec![LineProblem::BadRange(RangeError::Zero), LineProblem::Duplicate { guid: Guid(1), first_line: 1 }]
         );
     }
 
     #[test]
     fn indented_and_trailing_text() {
         let (m, p) = parse("0x01 0x0001 0x0001 junk\n   0x02 0x0002 0x0002\n0x03 3 3\n");
-        assert_eq!(
-            m.iter().collect::<Vec<_>>(),
-            vec![(Guid(3), LidRange::single(Lid(3)).unwrap())]
-        );
-        assert_eq!(
-            p,
-            vec![
-                LineProblem::Trailing("junk".into()),
-                LineProblem::Indented("0x02 0x0002 0x0002".into())
-            ]
-        );
+        assert_eq!(m.iter().collect::<Vec<_>>(), vec![(Guid(3), LidRange::single(Lid(3)).unwrap())]);
+        assert_eq!(p, vec![LineProblem::Trailing("junk".into()), LineProblem::Indented("0x02 0x0002 0x0002".into())]);
     }
 }

@@ -14,10 +14,7 @@
 pub mod assign;
 pub mod guid2lid;
 
-pub use assign::{
-    assign_lids, Decision, LidAssignment, LidChange, LidError, LidPolicy, PortRole, SweptPort,
-    Unused,
-};
+pub use assign::{assign_lids, Decision, LidAssignment, LidChange, LidError, LidPolicy, PortRole, SweptPort, Unused};
 pub use guid2lid::{Field, Guid2Lid, Guid2LidError, Guid2LidWarning, LineProblem, Overlap};
 
 use std::fmt;
@@ -86,23 +83,14 @@ impl LidRange {
             }
         }
         if min > max {
-            return Err(RangeError::Reversed {
-                min: min.0,
-                max: max.0,
-            });
+            return Err(RangeError::Reversed { min: min.0, max: max.0 });
         }
         let len = u32::from(max.0 - min.0) + 1;
         if !len.is_power_of_two() {
-            return Err(RangeError::NotPowerOfTwo {
-                min: min.0,
-                max: max.0,
-            });
+            return Err(RangeError::NotPowerOfTwo { min: min.0, max: max.0 });
         }
         if len > 1 << MAX_LMC {
-            return Err(RangeError::TooWide {
-                min: min.0,
-                max: max.0,
-            });
+            return Err(RangeError::TooWide { min: min.0, max: max.0 });
         }
         LidRange::new(min, len.trailing_zeros() as u8)
     }
@@ -159,19 +147,10 @@ mod tests {
 
     #[test]
     fn new_checks_alignment_and_bounds() {
-        assert_eq!(
-            LidRange::new(Lid(4), 2).map(|r| (r.min(), r.max())),
-            Ok((Lid(4), Lid(7)))
-        );
-        assert_eq!(
-            LidRange::new(Lid(6), 2),
-            Err(RangeError::Unaligned { base: 6, len: 4 })
-        );
+        assert_eq!(LidRange::new(Lid(4), 2).map(|r| (r.min(), r.max())), Ok((Lid(4), Lid(7))));
+        assert_eq!(LidRange::new(Lid(6), 2), Err(RangeError::Unaligned { base: 6, len: 4 }));
         assert_eq!(LidRange::new(Lid(0), 0), Err(RangeError::Zero));
-        assert_eq!(
-            LidRange::new(Lid(0xC000), 0),
-            Err(RangeError::NotUnicast(0xC000))
-        );
+        assert_eq!(LidRange::new(Lid(0xC000), 0), Err(RangeError::NotUnicast(0xC000)));
         assert_eq!(LidRange::new(Lid(0x80), 8), Err(RangeError::InvalidLmc(8)));
         // The last aligned 128-block ends exactly at the top of unicast space.
         let top = LidRange::new(Lid(0xBF80), 7).unwrap();
@@ -180,30 +159,12 @@ mod tests {
 
     #[test]
     fn from_min_max_rejects_bad_widths() {
-        assert_eq!(
-            LidRange::from_min_max(Lid(8), Lid(11)).map(|r| r.lmc()),
-            Ok(2)
-        );
-        assert_eq!(
-            LidRange::from_min_max(Lid(8), Lid(10)),
-            Err(RangeError::NotPowerOfTwo { min: 8, max: 10 })
-        );
-        assert_eq!(
-            LidRange::from_min_max(Lid(9), Lid(8)),
-            Err(RangeError::Reversed { min: 9, max: 8 })
-        );
-        assert_eq!(
-            LidRange::from_min_max(Lid(5), Lid(6)),
-            Err(RangeError::Unaligned { base: 5, len: 2 })
-        );
-        assert_eq!(
-            LidRange::from_min_max(Lid(256), Lid(511)),
-            Err(RangeError::TooWide { min: 256, max: 511 })
-        );
-        assert_eq!(
-            LidRange::from_min_max(Lid(5), Lid(0xC000)),
-            Err(RangeError::NotUnicast(0xC000))
-        );
+        assert_eq!(LidRange::from_min_max(Lid(8), Lid(11)).map(|r| r.lmc()), Ok(2));
+        assert_eq!(LidRange::from_min_max(Lid(8), Lid(10)), Err(RangeError::NotPowerOfTwo { min: 8, max: 10 }));
+        assert_eq!(LidRange::from_min_max(Lid(9), Lid(8)), Err(RangeError::Reversed { min: 9, max: 8 }));
+        assert_eq!(LidRange::from_min_max(Lid(5), Lid(6)), Err(RangeError::Unaligned { base: 5, len: 2 }));
+        assert_eq!(LidRange::from_min_max(Lid(256), Lid(511)), Err(RangeError::TooWide { min: 256, max: 511 }));
+        assert_eq!(LidRange::from_min_max(Lid(5), Lid(0xC000)), Err(RangeError::NotUnicast(0xC000)));
     }
 
     #[test]

@@ -85,11 +85,7 @@ mod tests {
         assert_eq!(GuidInfoBlock::new_checked(&b[..]).unwrap().guid(8), None);
         assert_eq!(
             GuidInfoBlockRepr::parse_bytes(&b[..56]),
-            Err(WireError::Truncated {
-                what: "GUIDInfo",
-                len: 56,
-                need: 64
-            })
+            Err(WireError::Truncated { what: "GUIDInfo", len: 56, need: 64 })
         );
     }
 

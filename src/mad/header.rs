@@ -8,9 +8,7 @@
 //! 20: AttributeModifier (32)
 //! ```
 
-use super::{
-    be, check_len, AttributeId, Method, MgmtClass, WireError, WireResult, MAD_HEADER_LEN, MAD_SIZE,
-};
+use super::{be, check_len, AttributeId, Method, MgmtClass, WireError, WireResult, MAD_HEADER_LEN, MAD_SIZE};
 
 mod field {
     pub const BASE_VERSION: usize = 0;
@@ -37,11 +35,7 @@ impl<T: AsRef<[u8]>> MadHeader<T> {
         let b = buffer.as_ref();
         check_len("MAD header", b, MAD_HEADER_LEN)?;
         if b.len() > MAD_SIZE {
-            return Err(WireError::Oversized {
-                what: "MAD",
-                len: b.len(),
-                max: MAD_SIZE,
-            });
+            return Err(WireError::Oversized { what: "MAD", len: b.len(), max: MAD_SIZE });
         }
         Ok(MadHeader { buffer })
     }
@@ -141,10 +135,7 @@ impl MadHeaderRepr {
         let class = h.mgmt_class();
         if let Some(v) = Self::expected_class_version(class) {
             if h.class_version() != v {
-                return Err(WireError::ClassVersion {
-                    class: class.into(),
-                    version: h.class_version(),
-                });
+                return Err(WireError::ClassVersion { class: class.into(), version: h.class_version() });
             }
         }
         Ok(MadHeaderRepr {
@@ -199,8 +190,8 @@ mod tests {
 
     // A SubnGet(NodeInfo) header as smpquery sends it (TID 0x1234).
     const GET_NODEINFO: [u8; 24] = [
-        0x01, 0x81, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x12,
-        0x34, 0x00, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x01, 0x81, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x12, 0x34, 0x00, 0x11,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     ];
 
     #[test]
@@ -220,18 +211,12 @@ mod tests {
     fn refuses_bad_versions_and_sizes() {
         let mut b = GET_NODEINFO;
         b[0] = 2;
-        assert_eq!(
-            MadHeaderRepr::parse(&MadHeader::new_checked(&b[..]).unwrap()),
-            Err(WireError::BaseVersion(2))
-        );
+        assert_eq!(MadHeaderRepr::parse(&MadHeader::new_checked(&b[..]).unwrap()), Err(WireError::BaseVersion(2)));
         let mut b = GET_NODEINFO;
         b[2] = 2;
         assert!(matches!(
             MadHeaderRepr::parse(&MadHeader::new_checked(&b[..]).unwrap()),
-            Err(WireError::ClassVersion {
-                class: 0x81,
-                version: 2
-            })
+            Err(WireError::ClassVersion { class: 0x81, version: 2 })
         ));
         assert!(MadHeader::new_checked(&GET_NODEINFO[..10]).is_err());
         assert!(MadHeader::new_checked(&[1u8; 257][..]).is_err());

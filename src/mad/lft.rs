@@ -61,9 +61,7 @@ pub struct LftBlockRepr {
 impl Default for LftBlockRepr {
     /// Every LID unrouted.
     fn default() -> Self {
-        LftBlockRepr {
-            ports: [LFT_NO_PORT; LFT_BLOCK_ENTRIES],
-        }
+        LftBlockRepr { ports: [LFT_NO_PORT; LFT_BLOCK_ENTRIES] }
     }
 }
 
@@ -95,9 +93,7 @@ pub fn index_in_block(lid: Lid) -> usize {
 
 /// The first LID of `block`, None if the block lies beyond the 16-bit LID space.
 pub fn first_lid(block: u32) -> Option<Lid> {
-    u16::try_from(block.checked_mul(LFT_BLOCK_ENTRIES as u32)?)
-        .ok()
-        .map(Lid)
+    u16::try_from(block.checked_mul(LFT_BLOCK_ENTRIES as u32)?).ok().map(Lid)
 }
 
 /// Blocks needed to cover LIDs `0..=top` (LinearFDBTop).
@@ -140,11 +136,7 @@ mod tests {
         assert_eq!(LftBlockRepr::parse_bytes(&b).unwrap(), r);
         assert_eq!(
             LftBlockRepr::parse_bytes(&b[..63]),
-            Err(WireError::Truncated {
-                what: "LinearForwardingTable",
-                len: 63,
-                need: 64
-            })
+            Err(WireError::Truncated { what: "LinearForwardingTable", len: 63, need: 64 })
         );
     }
 

@@ -117,11 +117,7 @@ mod tests {
         assert_eq!(locate(Lid(0xbfff)), None);
         assert_eq!(
             MftBlockRepr::parse_bytes(&b[..1]),
-            Err(WireError::Truncated {
-                what: "MulticastForwardingTable",
-                len: 1,
-                need: 64
-            })
+            Err(WireError::Truncated { what: "MulticastForwardingTable", len: 1, need: 64 })
         );
     }
 

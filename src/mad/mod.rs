@@ -23,9 +23,9 @@ pub mod sm_info;
 pub mod switch_info;
 pub mod vl_arb;
 
-pub use codes::{AttributeId, MgmtClass, Method};
-pub use header::{MadHeader, MadHeaderRepr};
+pub use codes::{AttributeId, Method, MgmtClass};
 pub use guid_info::{GuidInfoBlock, GuidInfoBlockRepr};
+pub use header::{MadHeader, MadHeaderRepr};
 pub use lft::{LftBlock, LftBlockRepr};
 pub use mft::{MftBlock, MftBlockRepr};
 pub use node_description::{NodeDescription, NodeDescriptionRepr};
@@ -265,19 +265,14 @@ mod tests {
     fn attribute_ids_match_the_layouts() {
         assert_eq!(NodeInfoRepr::ATTRIBUTE_ID, AttributeId::NodeInfo);
         assert_eq!(PortInfoRepr::ATTRIBUTE_ID, AttributeId::PortInfo);
-        assert_eq!(
-            LftBlockRepr::ATTRIBUTE_ID,
-            AttributeId::LinearForwardingTable
-        );
+        assert_eq!(LftBlockRepr::ATTRIBUTE_ID, AttributeId::LinearForwardingTable);
         assert_eq!(SmInfoRepr::ATTRIBUTE_ID, AttributeId::SmInfo);
         assert_eq!(u16::from(MftBlockRepr::ATTRIBUTE_ID), 0x1b);
     }
 
     /// Emit-then-parse is the identity on whatever a parse produced, for
     /// every attribute (the same property the fuzz target checks).
-    fn reparse<A: SmpAttribute + PartialEq + std::fmt::Debug>(
-        bytes: &[u8],
-    ) -> Result<(), TestCaseError> {
+    fn reparse<A: SmpAttribute + PartialEq + std::fmt::Debug>(bytes: &[u8]) -> Result<(), TestCaseError> {
         let a = A::parse_data(bytes).unwrap();
         prop_assert_eq!(A::parse_data(&a.to_data()).unwrap(), a);
         Ok(())

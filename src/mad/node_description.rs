@@ -55,9 +55,7 @@ impl NodeDescriptionRepr {
     /// past 64 bytes; the text is cut back to what `emit` would write, which
     /// makes parse -> emit -> parse the identity.
     pub fn parse<T: AsRef<[u8]>>(v: &NodeDescription<T>) -> WireResult<Self> {
-        let mut r = NodeDescriptionRepr {
-            text: String::from_utf8_lossy(v.text_bytes()).into_owned(),
-        };
+        let mut r = NodeDescriptionRepr { text: String::from_utf8_lossy(v.text_bytes()).into_owned() };
         let keep = r.wire_text().len();
         r.text.truncate(keep);
         Ok(r)
@@ -95,19 +93,13 @@ mod tests {
         let b = NodeDescriptionRepr::new("ibsim switch 1").to_bytes();
         assert_eq!(&b[..14], b"ibsim switch 1");
         assert!(b[14..].iter().all(|&x| x == 0));
-        assert_eq!(
-            NodeDescriptionRepr::parse_bytes(&b).unwrap().text,
-            "ibsim switch 1"
-        );
+        assert_eq!(NodeDescriptionRepr::parse_bytes(&b).unwrap().text, "ibsim switch 1");
     }
 
     #[test]
     fn full_length_has_no_terminator() {
         let b = [b'x'; 64];
-        assert_eq!(
-            NodeDescriptionRepr::parse_bytes(&b).unwrap().text,
-            "x".repeat(64)
-        );
+        assert_eq!(NodeDescriptionRepr::parse_bytes(&b).unwrap().text, "x".repeat(64));
     }
 
     #[test]
@@ -120,22 +112,14 @@ mod tests {
         assert_eq!(b[63], 0);
         assert_eq!(r.wire_text().len(), 63);
         let long = NodeDescriptionRepr::new("b".repeat(100));
-        assert_eq!(
-            NodeDescriptionRepr::parse_bytes(&long.to_bytes())
-                .unwrap()
-                .text,
-            "b".repeat(64)
-        );
+        assert_eq!(NodeDescriptionRepr::parse_bytes(&long.to_bytes()).unwrap().text, "b".repeat(64));
     }
 
     #[test]
     fn invalid_utf8_is_replaced() {
         let mut b = [0u8; 64];
         b[..3].copy_from_slice(&[b'a', 0xff, b'b']);
-        assert_eq!(
-            NodeDescriptionRepr::parse_bytes(&b).unwrap().text,
-            "a\u{fffd}b"
-        );
+        assert_eq!(NodeDescriptionRepr::parse_bytes(&b).unwrap().text, "a\u{fffd}b");
     }
 
     #[test]
@@ -153,11 +137,7 @@ mod tests {
     fn truncated() {
         assert_eq!(
             NodeDescriptionRepr::parse_bytes(&[0; 63]),
-            Err(WireError::Truncated {
-                what: "NodeDescription",
-                len: 63,
-                need: 64
-            })
+            Err(WireError::Truncated { what: "NodeDescription", len: 63, need: 64 })
         );
     }
 

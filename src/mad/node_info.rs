@@ -226,10 +226,7 @@ mod tests {
     fn layout() {
         let b = sample().to_bytes();
         assert_eq!(&b[0..4], &[1, 1, 2, 36]);
-        assert_eq!(
-            &b[12..20],
-            &[0x00, 0x02, 0xc9, 0x03, 0x00, 0x00, 0x56, 0x78]
-        );
+        assert_eq!(&b[12..20], &[0x00, 0x02, 0xc9, 0x03, 0x00, 0x00, 0x56, 0x78]);
         assert_eq!(&b[28..32], &[0, 8, 0xc7, 0x38]);
         assert_eq!(&b[36..40], &[7, 0x00, 0x02, 0xc9]);
         assert!(b[40..].iter().all(|&x| x == 0));
@@ -240,10 +237,7 @@ mod tests {
     fn reserved_node_types_are_data() {
         let mut b = sample().to_bytes();
         b[2] = 0;
-        assert_eq!(
-            NodeInfoRepr::parse_bytes(&b).unwrap().node_type,
-            NodeType::Unknown(0)
-        );
+        assert_eq!(NodeInfoRepr::parse_bytes(&b).unwrap().node_type, NodeType::Unknown(0));
         b[2] = 9;
         assert_eq!(NodeInfoRepr::parse_bytes(&b).unwrap().to_bytes(), b);
     }
@@ -254,11 +248,7 @@ mod tests {
         for n in 0..field::LEN {
             assert_eq!(
                 NodeInfoRepr::parse_bytes(&b[..n]),
-                Err(WireError::Truncated {
-                    what: "NodeInfo",
-                    len: n,
-                    need: field::LEN
-                })
+                Err(WireError::Truncated { what: "NodeInfo", len: n, need: field::LEN })
             );
         }
         assert!(NodeInfoRepr::parse_bytes(&b[..field::LEN]).is_ok());

@@ -285,13 +285,7 @@ pub enum TrapDetails {
     /// Trap 144: bytes 2-3 LID, byte 5 bit 0 OtherLocalChanges, bytes 6-9
     /// the new CapabilityMask, 10-11 ChangeFlags ([`change_flags`]), 12-13
     /// CapabilityMask2.
-    LocalChanges {
-        lid: Lid,
-        other_local_changes: bool,
-        capability_mask: u32,
-        change_flags: u16,
-        capability_mask2: u16,
-    },
+    LocalChanges { lid: Lid, other_local_changes: bool, capability_mask: u32, change_flags: u16, capability_mask2: u16 },
     /// Trap 256: bytes 2-3 LID, 4-5 DrSLID, 6 Method, 8-9 AttributeID, 10-13
     /// AttributeModifier, 14-21 the M_Key tried, byte 23 DrNotice(1)
     /// DrPathTruncated(1) DrHopCount(6), 24-53 the return path.
@@ -314,15 +308,9 @@ pub enum TrapDetails {
 impl TrapDetails {
     pub fn parse(trap_number: u16, d: &[u8; DATA_DETAILS_LEN]) -> Self {
         match trap_number {
-            trap::LINK_STATE_CHANGED => TrapDetails::LinkStateChanged {
-                switch_lid: Lid(be::u16(d, 0)),
-            },
+            trap::LINK_STATE_CHANGED => TrapDetails::LinkStateChanged { switch_lid: Lid(be::u16(d, 0)) },
             trap::LINK_INTEGRITY_THRESHOLD..=trap::FLOW_CONTROL_WATCHDOG => {
-                TrapDetails::PortError {
-                    trap: trap_number,
-                    lid: Lid(be::u16(d, 2)),
-                    port: d[4],
-                }
+                TrapDetails::PortError { trap: trap_number, lid: Lid(be::u16(d, 2)), port: d[4] }
             }
             trap::LOCAL_CHANGES => TrapDetails::LocalChanges {
                 lid: Lid(be::u16(d, 2)),
@@ -371,13 +359,7 @@ impl TrapDetails {
                 be::set_u16(&mut d, 2, lid.0);
                 d[4] = port;
             }
-            TrapDetails::LocalChanges {
-                lid,
-                other_local_changes,
-                capability_mask,
-                change_flags,
-                capability_mask2,
-            } => {
+            TrapDetails::LocalChanges { lid, other_local_changes, capability_mask, change_flags, capability_mask2 } => {
                 be::set_u16(&mut d, 2, lid.0);
                 d[5] = other_local_changes as u8;
                 be::set_u32(&mut d, 6, capability_mask);
@@ -402,8 +384,7 @@ impl TrapDetails {
                 be::set_u16(&mut d, 8, attribute_id.into());
                 be::set_u32(&mut d, 10, attribute_modifier);
                 be::set_u64(&mut d, 14, m_key);
-                d[23] =
-                    (dr_notice as u8) << 7 | (dr_path_truncated as u8) << 6 | (dr_hop_count & 0x3f);
+                d[23] = (dr_notice as u8) << 7 | (dr_path_truncated as u8) << 6 | (dr_hop_count & 0x3f);
                 d[24..54].copy_from_slice(&dr_return_path);
             }
             TrapDetails::Other => {}
@@ -437,10 +418,7 @@ mod tests {
         assert_eq!(&b[0..10], &[0x81, 0, 0, 2, 0, 128, 0, 5, 0x92, 0x34]);
         assert_eq!(&b[10..12], &[0, 5]);
         assert_eq!(NoticeRepr::parse_bytes(&b).unwrap(), r);
-        assert_eq!(
-            r.trap_details(),
-            TrapDetails::LinkStateChanged { switch_lid: Lid(5) }
-        );
+        assert_eq!(r.trap_details(), TrapDetails::LinkStateChanged { switch_lid: Lid(5) });
     }
 
     #[test]
@@ -454,11 +432,7 @@ mod tests {
         assert_eq!(short.issuer_gid, [0; 16]);
         assert_eq!(
             NoticeRepr::parse_bytes(&full[..63]),
-            Err(WireError::Truncated {
-                what: "Notice",
-                len: 63,
-                need: 64
-            })
+            Err(WireError::Truncated { what: "Notice", len: 63, need: 64 })
         );
     }
 
@@ -472,10 +446,7 @@ mod tests {
             capability_mask2: 0x0010,
         };
         let dd = d.to_data_details();
-        assert_eq!(
-            &dd[0..14],
-            &[0, 0, 0x12, 0x34, 0, 1, 0x02, 0x51, 0x08, 0x4a, 0, 9, 0, 0x10]
-        );
+        assert_eq!(&dd[0..14], &[0, 0, 0x12, 0x34, 0, 1, 0x02, 0x51, 0x08, 0x4a, 0, 9, 0, 0x10]);
         assert_eq!(TrapDetails::parse(144, &dd), d);
 
         let m = TrapDetails::BadMKey {
@@ -495,11 +466,7 @@ mod tests {
         assert_eq!(&dd[14..24], &[1, 2, 3, 4, 5, 6, 7, 8, 0, 0x82]);
         assert_eq!(TrapDetails::parse(256, &dd), m);
 
-        let p = TrapDetails::PortError {
-            trap: 130,
-            lid: Lid(9),
-            port: 4,
-        };
+        let p = TrapDetails::PortError { trap: 130, lid: Lid(9), port: 4 };
         assert_eq!(TrapDetails::parse(130, &p.to_data_details()), p);
         assert_eq!(TrapDetails::parse(999, &dd), TrapDetails::Other);
     }

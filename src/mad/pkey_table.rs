@@ -125,11 +125,7 @@ mod tests {
         assert_eq!(PKeyTableBlock::new_checked(&b[..]).unwrap().pkey(32), None);
         assert_eq!(
             PKeyTableBlockRepr::parse_bytes(&b[..10]),
-            Err(WireError::Truncated {
-                what: "P_KeyTable",
-                len: 10,
-                need: 64
-            })
+            Err(WireError::Truncated { what: "P_KeyTable", len: 10, need: 64 })
         );
     }
 

@@ -179,63 +179,30 @@ pub mod CapabilityMask {
         (IS_NOTICE_SUPPORTED, "IsNoticeSupported"),
         (IS_TRAP_SUPPORTED, "IsTrapSupported"),
         (IS_OPTIONAL_IPD_SUPPORTED, "IsOptionalIPDSupported"),
-        (
-            IS_AUTOMATIC_MIGRATION_SUPPORTED,
-            "IsAutomaticMigrationSupported",
-        ),
+        (IS_AUTOMATIC_MIGRATION_SUPPORTED, "IsAutomaticMigrationSupported"),
         (IS_SL_MAPPING_SUPPORTED, "IsSLMappingSupported"),
         (IS_M_KEY_NVRAM, "IsMKeyNVRAM"),
         (IS_P_KEY_NVRAM, "IsPKeyNVRAM"),
         (IS_LED_INFO_SUPPORTED, "IsLEDInfoSupported"),
         (IS_SM_DISABLED, "IsSMdisabled"),
         (IS_SYSTEM_IMAGE_GUID_SUPPORTED, "IsSystemImageGUIDSupported"),
-        (
-            IS_P_KEY_SWITCH_EXTERNAL_PORT_TRAP_SUPPORTED,
-            "IsPKeySwitchExternalPortTrapSupported",
-        ),
+        (IS_P_KEY_SWITCH_EXTERNAL_PORT_TRAP_SUPPORTED, "IsPKeySwitchExternalPortTrapSupported"),
         (IS_EXTENDED_SPEEDS_SUPPORTED, "IsExtendedSpeedsSupported"),
         (IS_CAPABILITY_MASK2_SUPPORTED, "IsCapabilityMask2Supported"),
-        (
-            IS_COMMUNICATION_MANAGEMENT_SUPPORTED,
-            "IsCommunicationManagementSupported",
-        ),
+        (IS_COMMUNICATION_MANAGEMENT_SUPPORTED, "IsCommunicationManagementSupported"),
         (IS_SNMP_TUNNELING_SUPPORTED, "IsSNMPTunnelingSupported"),
         (IS_REINIT_SUPPORTED, "IsReinitSupported"),
-        (
-            IS_DEVICE_MANAGEMENT_SUPPORTED,
-            "IsDeviceManagementSupported",
-        ),
+        (IS_DEVICE_MANAGEMENT_SUPPORTED, "IsDeviceManagementSupported"),
         (IS_VENDOR_CLASS_SUPPORTED, "IsVendorClassSupported"),
         (IS_DR_NOTICE_SUPPORTED, "IsDRNoticeSupported"),
-        (
-            IS_CAPABILITY_MASK_NOTICE_SUPPORTED,
-            "IsCapabilityMaskNoticeSupported",
-        ),
+        (IS_CAPABILITY_MASK_NOTICE_SUPPORTED, "IsCapabilityMaskNoticeSupported"),
         (IS_BOOT_MANAGEMENT_SUPPORTED, "IsBootManagementSupported"),
-        (
-            IS_LINK_ROUND_TRIP_LATENCY_SUPPORTED,
-            "IsLinkRoundTripLatencySupported",
-        ),
-        (
-            IS_CLIENT_REREGISTRATION_SUPPORTED,
-            "IsClientReregistrationSupported",
-        ),
-        (
-            IS_OTHER_LOCAL_CHANGES_NOTICE_SUPPORTED,
-            "IsOtherLocalChangesNoticeSupported",
-        ),
-        (
-            IS_LINK_SPEED_WIDTH_PAIRS_TABLE_SUPPORTED,
-            "IsLinkSpeedWidthPairsTableSupported",
-        ),
-        (
-            IS_VENDOR_SPECIFIC_MADS_TABLE_SUPPORTED,
-            "IsVendorSpecificMadsTableSupported",
-        ),
-        (
-            IS_MCAST_PKEY_TRAP_SUPPRESSION_SUPPORTED,
-            "IsMcastPkeyTrapSuppressionSupported",
-        ),
+        (IS_LINK_ROUND_TRIP_LATENCY_SUPPORTED, "IsLinkRoundTripLatencySupported"),
+        (IS_CLIENT_REREGISTRATION_SUPPORTED, "IsClientReregistrationSupported"),
+        (IS_OTHER_LOCAL_CHANGES_NOTICE_SUPPORTED, "IsOtherLocalChangesNoticeSupported"),
+        (IS_LINK_SPEED_WIDTH_PAIRS_TABLE_SUPPORTED, "IsLinkSpeedWidthPairsTableSupported"),
+        (IS_VENDOR_SPECIFIC_MADS_TABLE_SUPPORTED, "IsVendorSpecificMadsTableSupported"),
+        (IS_MCAST_PKEY_TRAP_SUPPRESSION_SUPPORTED, "IsMcastPkeyTrapSuppressionSupported"),
         (IS_MULTICAST_FDB_TOP_SUPPORTED, "IsMulticastFDBTopSupported"),
         (IS_HIERARCHY_INFO_SUPPORTED, "IsHierarchyInfoSupported"),
     ];
@@ -401,12 +368,7 @@ pub const ATTR_MOD_SM_SUPPORTS_EXTENDED_SPEEDS: u32 = 1 << 31;
 /// The PortInfo AttributeModifier for `port`; `ext_speeds` sets bit 31 (on
 /// Set only, see the module docs).
 pub fn attribute_modifier(port: u8, ext_speeds: bool) -> u32 {
-    port as u32
-        | if ext_speeds {
-            ATTR_MOD_SM_SUPPORTS_EXTENDED_SPEEDS
-        } else {
-            0
-        }
+    port as u32 | if ext_speeds { ATTR_MOD_SM_SUPPORTS_EXTENDED_SPEEDS } else { 0 }
 }
 
 attribute_view! {
@@ -473,9 +435,7 @@ impl<T: AsRef<[u8]>> PortInfo<T> {
     }
     /// Byte 33 bits 3-0: the physical state to return to on link down. On Set, 0 = no change.
     pub fn link_down_default_state(&self) -> LinkDownDefaultState {
-        field::LINK_DOWN_DEFAULT_STATE
-            .get(self.buffer.as_ref())
-            .into()
+        field::LINK_DOWN_DEFAULT_STATE.get(self.buffer.as_ref()).into()
     }
     /// Byte 34 bits 7-6: M_Key protection level 0-3 (IBA 14.2.4.1).
     pub fn m_key_protect_bits(&self) -> u8 {
@@ -1067,28 +1027,16 @@ mod tests {
         assert_eq!(r.port_physical_state, PhysState::LinkUp);
         assert_eq!(r.link_down_default_state, LinkDownDefaultState::Polling);
         assert_eq!((r.m_key_protect_bits, r.lmc), (3, 7));
-        assert_eq!(
-            (r.link_speed_active, r.link_speed_enabled),
-            (link_speed::QDR, 15)
-        );
+        assert_eq!((r.link_speed_active, r.link_speed_enabled), (link_speed::QDR, 15));
         assert_eq!((r.neighbor_mtu, r.master_sm_sl), (mtu::MTU_4096, 10));
         assert_eq!((r.vl_stall_count, r.hoq_life), (7, 19));
         assert_eq!(r.operational_vls, 4);
         assert!(r.partition_enforcement_inbound && !r.partition_enforcement_outbound);
         assert!(r.filter_raw_inbound && !r.filter_raw_outbound);
         assert!(r.client_reregister);
-        assert_eq!(
-            (r.multicast_pkey_trap_suppression_enabled, r.subnet_timeout),
-            (3, 18)
-        );
-        assert_eq!(
-            (r.resp_time_value, r.link_round_trip_latency),
-            (17, 0x123456)
-        );
-        assert_eq!(
-            (r.link_speed_ext_active, r.link_speed_ext_supported),
-            (link_speed_ext::FDR, 0xf)
-        );
+        assert_eq!((r.multicast_pkey_trap_suppression_enabled, r.subnet_timeout), (3, 18));
+        assert_eq!((r.resp_time_value, r.link_round_trip_latency), (17, 0x123456));
+        assert_eq!((r.link_speed_ext_active, r.link_speed_ext_supported), (link_speed_ext::FDR, 0xf));
         assert_eq!(r.link_speed_ext_enabled, link_speed_ext::DISABLE);
         assert_eq!(r.active_speed_name(), Some("QDR"));
         assert_eq!(r.active_rate_mbps(), Some(32_000));
@@ -1146,11 +1094,7 @@ mod tests {
         for n in [0, 1, 32, 62, 63] {
             assert_eq!(
                 PortInfoRepr::parse_bytes(&vec![0u8; n]),
-                Err(WireError::Truncated {
-                    what: "PortInfo",
-                    len: n,
-                    need: 64
-                })
+                Err(WireError::Truncated { what: "PortInfo", len: n, need: 64 })
             );
         }
     }

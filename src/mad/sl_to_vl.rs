@@ -56,11 +56,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SlToVlTable<T> {
             return;
         }
         let b = &mut self.buffer.as_mut()[field::VLS + sl / 2];
-        *b = if sl & 1 == 0 {
-            (*b & 0x0f) | (vl << 4)
-        } else {
-            (*b & 0xf0) | (vl & 0x0f)
-        };
+        *b = if sl & 1 == 0 { (*b & 0x0f) | (vl << 4) } else { (*b & 0xf0) | (vl & 0x0f) };
     }
 }
 
@@ -98,9 +94,7 @@ mod tests {
 
     #[test]
     fn nibble_order() {
-        let r = SlToVlTableRepr {
-            vl: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-        };
+        let r = SlToVlTableRepr { vl: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] };
         let b = r.to_bytes();
         assert_eq!(&b[..8], &[0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef]);
         assert_eq!(SlToVlTableRepr::parse_bytes(&b).unwrap(), r);
@@ -108,11 +102,7 @@ mod tests {
         assert_eq!(attribute_modifier(3, 5), 0x0305);
         assert_eq!(
             SlToVlTableRepr::parse_bytes(&b[..7]),
-            Err(WireError::Truncated {
-                what: "SLtoVLMappingTable",
-                len: 7,
-                need: 8
-            })
+            Err(WireError::Truncated { what: "SLtoVLMappingTable", len: 7, need: 8 })
         );
     }
 

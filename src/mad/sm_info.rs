@@ -140,8 +140,7 @@ impl SmInfoRepr {
     /// The election order of IBA 14.4.1.1: higher priority wins, then the
     /// lower GUID. True if `self` should be master over `other`.
     pub fn outranks(&self, other: &SmInfoRepr) -> bool {
-        (self.priority, std::cmp::Reverse(self.guid))
-            > (other.priority, std::cmp::Reverse(other.guid))
+        (self.priority, std::cmp::Reverse(self.guid)) > (other.priority, std::cmp::Reverse(other.guid))
     }
 }
 
@@ -167,24 +166,14 @@ mod tests {
         assert!(b[21..].iter().all(|&x| x == 0));
         assert_eq!(SmInfoRepr::parse_bytes(&b).unwrap(), r);
         assert_eq!(SmInfoRepr::parse_bytes(&b[..21]).unwrap(), r);
-        assert_eq!(
-            SmInfoRepr::parse_bytes(&b[..20]),
-            Err(WireError::Truncated {
-                what: "SMInfo",
-                len: 20,
-                need: 21
-            })
-        );
+        assert_eq!(SmInfoRepr::parse_bytes(&b[..20]), Err(WireError::Truncated { what: "SMInfo", len: 20, need: 21 }));
     }
 
     #[test]
     fn unknown_state_and_controls() {
         let mut b = [0u8; 64];
         b[20] = 0x0c;
-        assert_eq!(
-            SmInfoRepr::parse_bytes(&b).unwrap().sm_state,
-            SmState::Unknown(12)
-        );
+        assert_eq!(SmInfoRepr::parse_bytes(&b).unwrap().sm_state, SmState::Unknown(12));
         assert_eq!(SmControl::from(1), SmControl::Handover);
         assert_eq!(SmControl::from(5), SmControl::Discover);
         assert_eq!(u32::from(SmControl::Acknowledge), 2);
@@ -193,19 +182,9 @@ mod tests {
 
     #[test]
     fn election_order() {
-        let a = SmInfoRepr {
-            guid: Guid(2),
-            sm_key: 0,
-            act_count: 0,
-            priority: 5,
-            sm_state: SmState::Standby,
-        };
+        let a = SmInfoRepr { guid: Guid(2), sm_key: 0, act_count: 0, priority: 5, sm_state: SmState::Standby };
         let b = SmInfoRepr { guid: Guid(1), ..a };
-        let c = SmInfoRepr {
-            priority: 6,
-            guid: Guid(9),
-            ..a
-        };
+        let c = SmInfoRepr { priority: 6, guid: Guid(9), ..a };
         assert!(b.outranks(&a) && !a.outranks(&b));
         assert!(c.outranks(&b));
         assert!(!a.outranks(&a));

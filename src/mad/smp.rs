@@ -45,17 +45,13 @@ impl<T: AsRef<[u8]>> Smp<T> {
         let b = buffer.as_ref();
         check_len("SMP", b, MAD_SIZE)?;
         if b.len() > MAD_SIZE {
-            return Err(WireError::Oversized {
-                what: "SMP",
-                len: b.len(),
-                max: MAD_SIZE,
-            });
+            return Err(WireError::Oversized { what: "SMP", len: b.len(), max: MAD_SIZE });
         }
         Ok(Smp { buffer })
     }
 
     pub fn header(&self) -> MadHeader<&[u8]> {
-        MadHeader::new_checked(&self.buffer.as_ref()[..]).expect("an SMP holds a header")
+        MadHeader::new_checked(self.buffer.as_ref()).expect("an SMP holds a header")
     }
     pub fn is_directed(&self) -> bool {
         self.header().mgmt_class() == MgmtClass::SubnMgmtDirected
@@ -107,11 +103,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Smp<T> {
     pub fn set_direction_inbound(&mut self, inbound: bool) {
         let b = self.buffer.as_mut();
         let raw = be::u16(b, field::STATUS);
-        let raw = if inbound {
-            raw | DIRECTION_BIT
-        } else {
-            raw & !DIRECTION_BIT
-        };
+        let raw = if inbound { raw | DIRECTION_BIT } else { raw & !DIRECTION_BIT };
         be::set_u16(b, field::STATUS, raw);
     }
     /// Sets the status, keeping the D bit of a directed-route SMP.
@@ -119,11 +111,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Smp<T> {
         let directed = self.is_directed();
         let b = self.buffer.as_mut();
         let raw = be::u16(b, field::STATUS);
-        let v = if directed {
-            (raw & DIRECTION_BIT) | (status & !DIRECTION_BIT)
-        } else {
-            status
-        };
+        let v = if directed { (raw & DIRECTION_BIT) | (status & !DIRECTION_BIT) } else { status };
         be::set_u16(b, field::STATUS, v);
     }
     pub fn set_hop_pointer(&mut self, v: u8) {
@@ -163,18 +151,12 @@ pub struct DrPath {
 impl DrPath {
     /// The empty path: the SM's own port.
     pub const fn local() -> Self {
-        DrPath {
-            ports: [0; MAX_DR_HOPS],
-            len: 0,
-        }
+        DrPath { ports: [0; MAX_DR_HOPS], len: 0 }
     }
 
     /// A path of `len` zero entries (an unfilled return path).
     pub fn zeros(len: usize) -> Self {
-        DrPath {
-            ports: [0; MAX_DR_HOPS],
-            len: len.min(MAX_DR_HOPS) as u8,
-        }
+        DrPath { ports: [0; MAX_DR_HOPS], len: len.min(MAX_DR_HOPS) as u8 }
     }
 
     pub fn from_ports(ports: &[u8]) -> WireResult<Self> {
@@ -228,9 +210,7 @@ impl DrPath {
         let mut ports = Vec::new();
         for (i, part) in text.split(',').enumerate() {
             let part = part.trim();
-            let v: u8 = part
-                .parse()
-                .map_err(|_| format!("path element {i} `{part}` is not a port number 0-255"))?;
+            let v: u8 = part.parse().map_err(|_| format!("path element {i} `{part}` is not a port number 0-255"))?;
             if i == 0 && v == 0 {
                 continue;
             }
@@ -304,10 +284,7 @@ impl SmpRepr {
                     return Err(WireError::HopCountTooLarge { hop_count });
                 }
                 if hop_pointer as usize > hop_count as usize + 1 {
-                    return Err(WireError::HopPointerBeyondCount {
-                        hop_pointer,
-                        hop_count,
-                    });
+                    return Err(WireError::HopPointerBeyondCount { hop_pointer, hop_count });
                 }
                 header.status = smp.status();
                 header.class_specific = 0;
@@ -323,21 +300,12 @@ impl SmpRepr {
             }
             MgmtClass::SubnMgmtLid => SmpRoute::Lid,
             other => {
-                return Err(WireError::Forbidden {
-                    what: "SMP",
-                    field: "MgmtClass",
-                    value: u8::from(other) as u64,
-                })
+                return Err(WireError::Forbidden { what: "SMP", field: "MgmtClass", value: u8::from(other) as u64 })
             }
         };
         let mut data = [0u8; SMP_DATA_LEN];
         data.copy_from_slice(smp.data());
-        Ok(SmpRepr {
-            header,
-            m_key: smp.m_key(),
-            route,
-            data,
-        })
+        Ok(SmpRepr { header, m_key: smp.m_key(), route, data })
     }
 
     /// Parses raw bytes (the common entry point for untrusted input).
@@ -354,15 +322,8 @@ impl SmpRepr {
         self.header.emit(&mut smp.header_mut());
         smp.set_m_key(self.m_key);
         smp.data_mut().copy_from_slice(&self.data);
-        if let SmpRoute::Directed {
-            inbound,
-            hop_pointer,
-            hop_count,
-            dr_slid,
-            dr_dlid,
-            initial_path,
-            return_path,
-        } = self.route
+        if let SmpRoute::Directed { inbound, hop_pointer, hop_count, dr_slid, dr_dlid, initial_path, return_path } =
+            self.route
         {
             smp.set_status(self.header.status);
             smp.set_direction_inbound(inbound);
@@ -458,14 +419,7 @@ mod tests {
     use crate::mad::{AttributeId, Method};
 
     fn get_nodeinfo(path: &[u8]) -> SmpRepr {
-        SmpRepr::directed_request(
-            Method::Get,
-            AttributeId::NodeInfo,
-            0,
-            DrPath::from_ports(path).unwrap(),
-            0,
-            [0; 64],
-        )
+        SmpRepr::directed_request(Method::Get, AttributeId::NodeInfo, 0, DrPath::from_ports(path).unwrap(), 0, [0; 64])
     }
 
     #[test]
@@ -474,11 +428,7 @@ mod tests {
         r.header.transaction_id = 0xdead_beef;
         let b = r.to_bytes();
         assert_eq!(&b[0..4], &[1, 0x81, 1, 1]);
-        assert_eq!(
-            &b[4..8],
-            &[0, 0, 0, 2],
-            "status 0, hop pointer 0, hop count 2"
-        );
+        assert_eq!(&b[4..8], &[0, 0, 0, 2], "status 0, hop pointer 0, hop count 2");
         assert_eq!(&b[12..16], &[0xde, 0xad, 0xbe, 0xef]);
         assert_eq!(&b[16..18], &[0, 0x11]);
         assert_eq!(&b[32..36], &[0xff, 0xff, 0xff, 0xff]);
@@ -504,19 +454,10 @@ mod tests {
     fn hop_fields_are_checked() {
         let mut b = get_nodeinfo(&[1]).to_bytes();
         b[7] = 64;
-        assert_eq!(
-            SmpRepr::parse_bytes(&b),
-            Err(WireError::HopCountTooLarge { hop_count: 64 })
-        );
+        assert_eq!(SmpRepr::parse_bytes(&b), Err(WireError::HopCountTooLarge { hop_count: 64 }));
         let mut b = get_nodeinfo(&[1]).to_bytes();
         b[6] = 3;
-        assert_eq!(
-            SmpRepr::parse_bytes(&b),
-            Err(WireError::HopPointerBeyondCount {
-                hop_pointer: 3,
-                hop_count: 1
-            })
-        );
+        assert_eq!(SmpRepr::parse_bytes(&b), Err(WireError::HopPointerBeyondCount { hop_pointer: 3, hop_count: 1 }));
         assert!(SmpRepr::parse_bytes(&b[..255]).is_err());
         assert!(DrPath::from_ports(&[1; 64]).is_err());
         assert!(DrPath::from_ports(&[1; 63]).unwrap().extend(1).is_err());

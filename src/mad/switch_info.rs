@@ -267,20 +267,12 @@ mod tests {
         let r = SwitchInfoRepr::parse_bytes(&b).unwrap();
         assert_eq!(r.linear_fdb_cap, 0xc000);
         assert_eq!((r.multicast_fdb_cap, r.linear_fdb_top), (1024, 64));
-        assert_eq!(
-            (
-                r.default_mcast_primary_port,
-                r.default_mcast_not_primary_port
-            ),
-            (255, 255)
-        );
+        assert_eq!((r.default_mcast_primary_port, r.default_mcast_not_primary_port), (255, 255));
         assert_eq!(r.life_time_value, 19);
         assert!(r.port_state_change);
         assert_eq!(r.optimized_sl_to_vl_mapping_programming, 1);
         assert_eq!(r.partition_enforcement_cap, 8);
-        assert!(
-            r.inbound_enforcement_cap && r.outbound_enforcement_cap && r.filter_raw_inbound_cap
-        );
+        assert!(r.inbound_enforcement_cap && r.outbound_enforcement_cap && r.filter_raw_inbound_cap);
         assert!(!r.filter_raw_outbound_cap && r.enhanced_port0);
         assert_eq!(r.multicast_fdb_top, 0xc010);
         let mut out = [0u8; 20];
@@ -293,10 +285,7 @@ mod tests {
         let mut b = [0u8; 20];
         b[16] = 0x07;
         b[17] = 0xff;
-        assert_eq!(
-            SwitchInfoRepr::parse_bytes(&b).unwrap(),
-            SwitchInfoRepr::default()
-        );
+        assert_eq!(SwitchInfoRepr::parse_bytes(&b).unwrap(), SwitchInfoRepr::default());
         assert_eq!(SwitchInfoRepr::default().to_bytes(), [0u8; 64]);
     }
 
@@ -304,11 +293,7 @@ mod tests {
     fn truncated() {
         assert_eq!(
             SwitchInfoRepr::parse_bytes(&[0; 19]),
-            Err(WireError::Truncated {
-                what: "SwitchInfo",
-                len: 19,
-                need: 20
-            })
+            Err(WireError::Truncated { what: "SwitchInfo", len: 19, need: 20 })
         );
     }
 

@@ -57,10 +57,7 @@ impl<T: AsRef<[u8]>> VlArbTable<T> {
         }
         let b = self.buffer.as_ref();
         let at = field::ENTRIES + 2 * i;
-        Some(VlArbEntry {
-            vl: b[at] & 0x0f,
-            weight: b[at + 1],
-        })
+        Some(VlArbEntry { vl: b[at] & 0x0f, weight: b[at + 1] })
     }
 }
 
@@ -112,29 +109,18 @@ mod tests {
     fn layout() {
         let mut r = VlArbTableRepr::default();
         r.entries[0] = VlArbEntry { vl: 1, weight: 64 };
-        r.entries[31] = VlArbEntry {
-            vl: 15,
-            weight: 255,
-        };
+        r.entries[31] = VlArbEntry { vl: 15, weight: 255 };
         let b = r.to_bytes();
         assert_eq!(&b[0..2], &[0x01, 64]);
         assert_eq!(&b[62..64], &[0x0f, 255]);
         assert_eq!(VlArbTableRepr::parse_bytes(&b).unwrap(), r);
         let mut dirty = b;
         dirty[0] |= 0xf0;
-        assert_eq!(
-            VlArbTableRepr::parse_bytes(&dirty).unwrap(),
-            r,
-            "reserved bits ignored"
-        );
+        assert_eq!(VlArbTableRepr::parse_bytes(&dirty).unwrap(), r, "reserved bits ignored");
         assert_eq!(attribute_modifier(VlArbBlock::HighFirst, 7), 0x0003_0007);
         assert_eq!(
             VlArbTableRepr::parse_bytes(&b[..2]),
-            Err(WireError::Truncated {
-                what: "VLArbitrationTable",
-                len: 2,
-                need: 64
-            })
+            Err(WireError::Truncated { what: "VLArbitrationTable", len: 2, need: 64 })
         );
     }
 

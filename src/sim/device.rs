@@ -53,20 +53,12 @@ fn lock(f: &SharedFabric) -> MutexGuard<'_, Fabric> {
 impl SimDevice {
     /// Attaches to `port` of `node` (a CA or router port 1..=N, or port 0
     /// of a switch).
-    pub fn attach<'a>(
-        fabric: &SharedFabric,
-        node: impl Into<NodeSel<'a>>,
-        port: u8,
-    ) -> Result<SimDevice, SimError> {
+    pub fn attach<'a>(fabric: &SharedFabric, node: impl Into<NodeSel<'a>>, port: u8) -> Result<SimDevice, SimError> {
         let mut f = lock(fabric);
         let sel = node.into();
         let idx = match sel {
-            NodeSel::Name(n) => f
-                .node_by_name(n)
-                .ok_or_else(|| SimError::NoSuchNode(n.to_string()))?,
-            NodeSel::Guid(g) => f
-                .node_by_guid(g)
-                .ok_or_else(|| SimError::NoSuchNode(g.to_string()))?,
+            NodeSel::Name(n) => f.node_by_name(n).ok_or_else(|| SimError::NoSuchNode(n.to_string()))?,
+            NodeSel::Guid(g) => f.node_by_guid(g).ok_or_else(|| SimError::NoSuchNode(g.to_string()))?,
             NodeSel::Idx(i) if i.0 < f.num_nodes() => i,
             NodeSel::Idx(i) => return Err(SimError::NoSuchNode(format!("#{}", i.0))),
         };
@@ -86,11 +78,7 @@ impl SimDevice {
         });
         f.port_devices.entry(pid).or_default().push(id);
         drop(f);
-        Ok(SimDevice {
-            fabric: fabric.clone(),
-            id,
-            port: r,
-        })
+        Ok(SimDevice { fabric: fabric.clone(), id, port: r })
     }
 
     /// The fabric this device is attached to.
@@ -109,10 +97,7 @@ impl SimDevice {
         let mut f = lock(&self.fabric);
         let pid = f.devices[self.id.0 as usize].port;
         f.devices[self.id.0 as usize].is_sm = is_sm;
-        let any = f
-            .port_devices
-            .get(&pid)
-            .is_some_and(|ds| ds.iter().any(|d| f.devices[d.0 as usize].is_sm));
+        let any = f.port_devices.get(&pid).is_some_and(|ds| ds.iter().any(|d| f.devices[d.0 as usize].is_sm));
         let pi = &mut f.port_mut(pid).pi;
         if any {
             pi.capability_mask |= CapabilityMask::IS_SM;

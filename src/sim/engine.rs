@@ -22,8 +22,8 @@ use super::{DropReason, SimError};
 use crate::mad::header::status;
 use crate::mad::port_info::CapabilityMask;
 use crate::mad::{
-    AttributeId, MadHeader, Method, MgmtClass, Notice, NoticeRepr, NoticeType, PhysState,
-    SmInfoRepr, Smp, TrapDetails, MAD_SIZE, SMP_DATA_LEN,
+    AttributeId, MadHeader, Method, MgmtClass, Notice, NoticeRepr, NoticeType, PhysState, SmInfoRepr, Smp, TrapDetails,
+    MAD_SIZE, SMP_DATA_LEN,
 };
 use crate::topology::{NodeIdx, NodeKind, PortRef};
 use crate::transport::{Datagram, DeviceError, MadAddress};
@@ -55,12 +55,7 @@ impl Ord for Scheduled {
 
 pub(crate) enum Event {
     /// A MAD leaves `src`.
-    Inject {
-        src: PortId,
-        from_dev: Option<DevId>,
-        addr: MadAddress,
-        mad: Vec<u8>,
-    },
+    Inject { src: PortId, from_dev: Option<DevId>, addr: MadAddress, mad: Vec<u8> },
     /// A MAD reached the port it was routed to.
     Arrive(Arrival),
     /// A MAD reaches a device.
@@ -98,11 +93,7 @@ fn is_response(method: u8) -> bool {
 impl Fabric {
     pub(crate) fn schedule(&mut self, after: Duration, ev: Event) {
         self.seq += 1;
-        self.queue.push(Scheduled {
-            at: self.now + after,
-            seq: self.seq,
-            ev,
-        });
+        self.queue.push(Scheduled { at: self.now + after, seq: self.seq, ev });
     }
 
     fn hop_time(&self, hops: u32) -> Duration {
@@ -138,12 +129,7 @@ impl Fabric {
         let Some(s) = self.queue.pop() else { return };
         self.now = self.now.max(s.at);
         match s.ev {
-            Event::Inject {
-                src,
-                from_dev,
-                addr,
-                mad,
-            } => self.on_inject(src, from_dev, addr, mad),
+            Event::Inject { src, from_dev, addr, mad } => self.on_inject(src, from_dev, addr, mad),
             Event::Arrive(a) => self.on_arrive(a),
             Event::Deliver { dev, dgram } => {
                 if let Some(d) = self.devices.get_mut(dev.0 as usize).filter(|d| d.attached) {
@@ -155,13 +141,7 @@ impl Fabric {
         }
     }
 
-    fn on_inject(
-        &mut self,
-        src: PortId,
-        from_dev: Option<DevId>,
-        addr: MadAddress,
-        mut mad: Vec<u8>,
-    ) {
+    fn on_inject(&mut self, src: PortId, from_dev: Option<DevId>, addr: MadAddress, mut mad: Vec<u8>) {
         if self.node_of(src).crashed {
             return self.count_drop(DropReason::NodeCrashed);
         }
@@ -172,18 +152,8 @@ impl Fabric {
         match class {
             MgmtClass::SubnMgmtDirected => match self.inject_dr(src, addr, &mut mad) {
                 Ok((to, hops, back, src_lid)) => {
-                    let src = MadAddress {
-                        lid: src_lid,
-                        ..MadAddress::smi_permissive()
-                    };
-                    let a = Arrival {
-                        at: to,
-                        mad,
-                        from_dev,
-                        back,
-                        src,
-                        rules_done: false,
-                    };
+                    let src = MadAddress { lid: src_lid, ..MadAddress::smi_permissive() };
+                    let a = Arrival { at: to, mad, from_dev, back, src, rules_done: false };
                     self.schedule(self.hop_time(hops), Event::Arrive(a));
                 }
                 Err(r) => self.count_drop(r),
@@ -211,19 +181,8 @@ impl Fabric {
             _ => match self.lid_route(src, addr.lid, Traffic::Data) {
                 Ok(r) => {
                     let src_lid = self.port(self.mgmt_port(src)).pi.lid;
-                    let src = MadAddress {
-                        lid: src_lid,
-                        qpn: 1,
-                        ..addr
-                    };
-                    let a = Arrival {
-                        at: r.port,
-                        mad,
-                        from_dev,
-                        back: Back::None,
-                        src,
-                        rules_done: false,
-                    };
+                    let src = MadAddress { lid: src_lid, qpn: 1, ..addr };
+                    let a = Arrival { at: r.port, mad, from_dev, back: Back::None, src, rules_done: false };
                     self.schedule(self.hop_time(r.hops), Event::Arrive(a));
                 }
                 Err(r) => self.count_drop(r),
@@ -234,12 +193,7 @@ impl Fabric {
     /// Walks a directed-route SMP sent from `src`: where it arrives, links
     /// crossed, how an answer returns, and the source LID the destination
     /// sees (permissive unless the last segment was LID-routed).
-    fn inject_dr(
-        &self,
-        src: PortId,
-        addr: MadAddress,
-        mad: &mut [u8],
-    ) -> Result<(PortId, u32, Back, Lid), DropReason> {
+    fn inject_dr(&self, src: PortId, addr: MadAddress, mad: &mut [u8]) -> Result<(PortId, u32, Back, Lid), DropReason> {
         let mut smp = Smp::new_checked(mad).map_err(|_| DropReason::BadMad)?;
         if smp.hop_count() as usize > crate::types::MAX_DR_HOPS {
             return Err(DropReason::BadMad);
@@ -255,15 +209,7 @@ impl Fabric {
             };
             let end = self.dr_outbound(&mut smp, start)?;
             if smp.dr_dlid() == Lid::PERMISSIVE {
-                return Ok((
-                    end.port,
-                    h0 + end.hops,
-                    Back::Dr {
-                        end: end.port,
-                        lid_segment: false,
-                    },
-                    Lid::PERMISSIVE,
-                ));
+                return Ok((end.port, h0 + end.hops, Back::Dr { end: end.port, lid_segment: false }, Lid::PERMISSIVE));
             }
             // C14-9:3: only a switch continues with a LID-routed segment.
             if self.node_of(end.port).kind != NodeKind::Switch {
@@ -271,15 +217,7 @@ impl Fabric {
             }
             let t = self.lid_route(end.port, smp.dr_dlid(), Traffic::Smp)?;
             let e_lid = self.port(self.mgmt_port(end.port)).pi.lid;
-            Ok((
-                t.port,
-                h0 + end.hops + t.hops,
-                Back::Dr {
-                    end: end.port,
-                    lid_segment: true,
-                },
-                e_lid,
-            ))
+            Ok((t.port, h0 + end.hops + t.hops, Back::Dr { end: end.port, lid_segment: true }, e_lid))
         } else {
             // A response an SM sends itself (e.g. to SMInfo).
             let (start, h0) = if smp.dr_dlid() == Lid::PERMISSIVE {
@@ -295,11 +233,7 @@ impl Fabric {
 
     /// The returning directed part from `start`, then the LID-routed tail
     /// to DrSLID when the request came in on one.
-    fn dr_return_from(
-        &self,
-        smp: &mut Smp<&mut [u8]>,
-        start: PortId,
-    ) -> Result<(Reached, Lid), DropReason> {
+    fn dr_return_from(&self, smp: &mut Smp<&mut [u8]>, start: PortId) -> Result<(Reached, Lid), DropReason> {
         let r = self.dr_inbound(smp, start)?;
         if smp.dr_slid() == Lid::PERMISSIVE {
             return Ok((r, Lid::PERMISSIVE));
@@ -310,13 +244,7 @@ impl Fabric {
         }
         let t = self.lid_route(r.port, smp.dr_slid(), Traffic::Smp)?;
         let lid = self.port(self.mgmt_port(r.port)).pi.lid;
-        Ok((
-            Reached {
-                port: t.port,
-                hops: r.hops + t.hops,
-            },
-            lid,
-        ))
+        Ok((Reached { port: t.port, hops: r.hops + t.hops }, lid))
     }
 
     fn context(&self, node: u32, mad: &[u8], direction: Direction) -> Option<MadContext> {
@@ -341,26 +269,18 @@ impl Fabric {
                 }
                 v
             }
-            _ => Verdict::Deliver {
-                delay: Duration::ZERO,
-            },
+            _ => Verdict::Deliver { delay: Duration::ZERO },
         }
     }
 
     fn park(&mut self, h: RuleHandle, ev: Event) {
         self.seq += 1;
-        let s = Scheduled {
-            at: self.now,
-            seq: self.seq,
-            ev,
-        };
+        let s = Scheduled { at: self.now, seq: self.seq, ev };
         self.held.push((h, s));
     }
 
     pub(crate) fn release_held(&mut self, h: RuleHandle) {
-        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
-            .into_iter()
-            .partition(|(x, _)| *x == h);
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held).into_iter().partition(|(x, _)| *x == h);
         self.held = rest;
         for (_, s) in mine {
             self.schedule(Duration::ZERO, s.ev);
@@ -375,18 +295,9 @@ impl Fabric {
         let Ok(h) = MadHeader::new_checked(&a.mad[..]) else {
             return self.count_drop(DropReason::BadMad);
         };
-        let (class, method, attr, attr_mod) = (
-            h.mgmt_class(),
-            h.method(),
-            h.attribute_id(),
-            h.attribute_modifier(),
-        );
+        let (class, method, attr, attr_mod) = (h.mgmt_class(), h.method(), h.attribute_id(), h.attribute_modifier());
         let raw_method = u8::from(method);
-        let direction = if is_response(raw_method) {
-            Direction::Response
-        } else {
-            Direction::Request
-        };
+        let direction = if is_response(raw_method) { Direction::Response } else { Direction::Request };
         if !a.rules_done {
             let ctx = self.context(node, &a.mad, direction);
             a.rules_done = true;
@@ -400,10 +311,7 @@ impl Fabric {
             }
         }
         let smp_class = matches!(class, MgmtClass::SubnMgmtDirected | MgmtClass::SubnMgmtLid);
-        if !smp_class
-            || direction == Direction::Response
-            || matches!(method, Method::Trap | Method::Report)
-        {
+        if !smp_class || direction == Direction::Response || matches!(method, Method::Trap | Method::Report) {
             return self.deliver_to_port(a.at, a.from_dev, a.src, a.mad, Duration::ZERO);
         }
         *self.counts.entry((attr, method)).or_default() += 1;
@@ -490,22 +398,15 @@ impl Fabric {
                     };
                     let (r, lid) = self.dr_return_from(&mut smp, start)?;
                     Ok((
-                        Reached {
-                            port: r.port,
-                            hops: h0 + r.hops,
-                        },
-                        MadAddress {
-                            lid,
-                            ..MadAddress::smi_permissive()
-                        },
+                        Reached { port: r.port, hops: h0 + r.hops },
+                        MadAddress { lid, ..MadAddress::smi_permissive() },
                     ))
                 })()
             }
             Back::Lid(to) => {
                 smp.header_mut().set_status(status);
                 let from = self.port(self.mgmt_port(a.at)).pi.lid;
-                self.lid_route(a.at, to, Traffic::Smp)
-                    .map(|r| (r, MadAddress::smi(from)))
+                self.lid_route(a.at, to, Traffic::Smp).map(|r| (r, MadAddress::smi(from)))
             }
             Back::None => return,
         };
@@ -523,9 +424,7 @@ impl Fabric {
         match self.apply_rules(ctx) {
             Verdict::Drop => {}
             Verdict::Hold(h) => self.park(h, Event::Deliver { dev, dgram }),
-            Verdict::Deliver { delay } => {
-                self.schedule(base + delay, Event::Deliver { dev, dgram })
-            }
+            Verdict::Deliver { delay } => self.schedule(base + delay, Event::Deliver { dev, dgram }),
         }
     }
 
@@ -533,19 +432,10 @@ impl Fabric {
     /// attached there, else the first attached.
     fn listener(&self, port: PortId, prefer: Option<DevId>) -> Option<DevId> {
         let devs = self.port_devices.get(&self.mgmt_port(port))?;
-        prefer
-            .filter(|d| devs.contains(d))
-            .or_else(|| devs.first().copied())
+        prefer.filter(|d| devs.contains(d)).or_else(|| devs.first().copied())
     }
 
-    fn deliver_to_port(
-        &mut self,
-        at: PortId,
-        prefer: Option<DevId>,
-        src: MadAddress,
-        mad: Vec<u8>,
-        after: Duration,
-    ) {
+    fn deliver_to_port(&mut self, at: PortId, prefer: Option<DevId>, src: MadAddress, mad: Vec<u8>, after: Duration) {
         match self.listener(at, prefer) {
             Some(dev) => self.deliver_to(dev, src, mad, after),
             None => self.count_drop(DropReason::NoListener),
@@ -553,13 +443,7 @@ impl Fabric {
     }
 
     fn deliver_to(&mut self, dev: DevId, addr: MadAddress, mad: Vec<u8>, after: Duration) {
-        self.schedule(
-            after,
-            Event::Deliver {
-                dev,
-                dgram: Datagram { addr, mad },
-            },
-        );
+        self.schedule(after, Event::Deliver { dev, dgram: Datagram { addr, mad } });
     }
 
     /// A switch saw one of its ports change state on its own (link event):
@@ -575,10 +459,7 @@ impl Fabric {
         sw.info.port_state_change = true;
         let p0 = self.port_id(node, 0);
         let pi = self.port(p0).pi;
-        if pi.capability_mask & CapabilityMask::IS_TRAP_SUPPORTED == 0
-            || pi.lid.0 == 0
-            || pi.master_sm_lid.0 == 0
-        {
+        if pi.capability_mask & CapabilityMask::IS_TRAP_SUPPORTED == 0 || pi.lid.0 == 0 || pi.master_sm_lid.0 == 0 {
             return;
         }
         let mut mad = vec![0u8; MAD_SIZE];
@@ -603,12 +484,7 @@ impl Fabric {
         notice.emit(&mut view);
         self.schedule(
             Duration::ZERO,
-            Event::Inject {
-                src: p0,
-                from_dev: None,
-                addr: MadAddress::smi(pi.master_sm_lid),
-                mad,
-            },
+            Event::Inject { src: p0, from_dev: None, addr: MadAddress::smi(pi.master_sm_lid), mad },
         );
     }
 
@@ -670,10 +546,7 @@ impl Fabric {
     /// The node stops: it answers and forwards nothing, its links go down
     /// (neighbours Down/Polling, their switches raise PortStateChange).
     pub fn crash_node(&mut self, node: NodeIdx) -> Result<(), SimError> {
-        let n = self
-            .nodes
-            .get(node.0)
-            .ok_or(SimError::NoSuchNode(format!("#{}", node.0)))?;
+        let n = self.nodes.get(node.0).ok_or(SimError::NoSuchNode(format!("#{}", node.0)))?;
         if n.crashed {
             return Ok(());
         }
@@ -697,10 +570,7 @@ impl Fabric {
     /// default tables, M_Key 0); its cables train to Init at both ends,
     /// neighbours keep their LIDs and raise PortStateChange.
     pub fn restart_node(&mut self, node: NodeIdx) -> Result<(), SimError> {
-        let n = self
-            .nodes
-            .get(node.0)
-            .ok_or(SimError::NoSuchNode(format!("#{}", node.0)))?;
+        let n = self.nodes.get(node.0).ok_or(SimError::NoSuchNode(format!("#{}", node.0)))?;
         let (base, num, enhanced) = (n.port_base, n.num_ports, n.enhanced_port0);
         for p in 0..=num {
             let id = PortId(base + p as u32);
@@ -747,35 +617,18 @@ impl Fabric {
     // ---- the device side ---------------------------------------------------
 
     pub(crate) fn device_send(&mut self, dev: DevId, dgram: &Datagram) -> Result<(), DeviceError> {
-        let slot = self
-            .devices
-            .get(dev.0 as usize)
-            .filter(|d| d.attached)
-            .ok_or(DeviceError::Closed)?;
+        let slot = self.devices.get(dev.0 as usize).filter(|d| d.attached).ok_or(DeviceError::Closed)?;
         let src = slot.port;
         self.schedule(
             Duration::ZERO,
-            Event::Inject {
-                src,
-                from_dev: Some(dev),
-                addr: dgram.addr,
-                mad: dgram.mad.clone(),
-            },
+            Event::Inject { src, from_dev: Some(dev), addr: dgram.addr, mad: dgram.mad.clone() },
         );
         Ok(())
     }
 
-    pub(crate) fn device_recv(
-        &mut self,
-        dev: DevId,
-        deadline: Duration,
-    ) -> Result<Option<Datagram>, DeviceError> {
+    pub(crate) fn device_recv(&mut self, dev: DevId, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
         loop {
-            let slot = self
-                .devices
-                .get_mut(dev.0 as usize)
-                .filter(|d| d.attached)
-                .ok_or(DeviceError::Closed)?;
+            let slot = self.devices.get_mut(dev.0 as usize).filter(|d| d.attached).ok_or(DeviceError::Closed)?;
             if let Some(d) = slot.mailbox.pop_front() {
                 return Ok(Some(d));
             }

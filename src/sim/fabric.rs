@@ -12,9 +12,7 @@ use super::engine::Scheduled;
 use super::fault::{Rule, RuleHandle, Rules};
 use super::profile::{self, PortKind};
 use super::{DropReason, SimError};
-use crate::mad::{
-    AttributeId, Method, PhysState, PortInfoRepr, PortState, SmInfoRepr, SwitchInfoRepr,
-};
+use crate::mad::{AttributeId, Method, PhysState, PortInfoRepr, PortState, SmInfoRepr, SwitchInfoRepr};
 use crate::topology::{NodeIdx, NodeKind, PortRef, Topology};
 use crate::transport::Datagram;
 use crate::types::{Guid, Lid};
@@ -215,11 +213,7 @@ impl Fabric {
             let port_base = ports.len() as u32;
             let switch = (n.kind == NodeKind::Switch).then(|| {
                 switches.push(SimSwitch {
-                    info: profile::fresh_switch_info(
-                        cfg.linear_fdb_cap,
-                        cfg.multicast_fdb_cap,
-                        n.enhanced_port0,
-                    ),
+                    info: profile::fresh_switch_info(cfg.linear_fdb_cap, cfg.multicast_fdb_cap, n.enhanced_port0),
                     lft: Vec::new(),
                     mft: Vec::new(),
                     sl2vl: Vec::new(),
@@ -280,11 +274,7 @@ impl Fabric {
             let a = f.cable_end(li, l.a)?;
             let b = f.cable_end(li, l.b)?;
             if a == b {
-                return Err(SimError::BadLink {
-                    link: li,
-                    end: l.a,
-                    reason: "both ends are the same port",
-                });
+                return Err(SimError::BadLink { link: li, end: l.a, reason: "both ends are the same port" });
             }
             f.ports[a.0 as usize].peer = b.0;
             f.ports[b.0 as usize].peer = a.0;
@@ -305,11 +295,7 @@ impl Fabric {
     /// Checks one end of link `li` and returns its port.
     fn cable_end(&self, li: usize, end: PortRef) -> Result<PortId, SimError> {
         let Some(n) = self.nodes.get(end.node.0) else {
-            return Err(SimError::BadLink {
-                link: li,
-                end,
-                reason: "no such node",
-            });
+            return Err(SimError::BadLink { link: li, end, reason: "no such node" });
         };
         if end.port == 0 || end.port > n.num_ports {
             return Err(SimError::BadLink {
@@ -320,11 +306,7 @@ impl Fabric {
         }
         let id = PortId(n.port_base + end.port as u32);
         if self.ports[id.0 as usize].peer != NO_PORT {
-            return Err(SimError::BadLink {
-                link: li,
-                end,
-                reason: "port already cabled",
-            });
+            return Err(SimError::BadLink { link: li, end, reason: "port already cabled" });
         }
         Ok(id)
     }
@@ -353,36 +335,23 @@ impl Fabric {
         }
     }
     pub(crate) fn switch_of(&self, node: u32) -> Option<&SimSwitch> {
-        self.nodes[node as usize]
-            .switch
-            .map(|s| &self.switches[s.0 as usize])
+        self.nodes[node as usize].switch.map(|s| &self.switches[s.0 as usize])
     }
     pub(crate) fn switch_mut(&mut self, node: u32) -> Option<&mut SimSwitch> {
-        self.nodes[node as usize]
-            .switch
-            .map(|s| &mut self.switches[s.0 as usize])
+        self.nodes[node as usize].switch.map(|s| &mut self.switches[s.0 as usize])
     }
     /// The port behind a topology reference, if the node and port exist.
     pub(crate) fn resolve(&self, r: PortRef) -> Result<PortId, SimError> {
-        let n = self
-            .nodes
-            .get(r.node.0)
-            .ok_or(SimError::NoSuchNode(format!("#{}", r.node.0)))?;
+        let n = self.nodes.get(r.node.0).ok_or(SimError::NoSuchNode(format!("#{}", r.node.0)))?;
         let first = if n.kind == NodeKind::Switch { 0 } else { 1 };
         if r.port < first || r.port > n.num_ports {
-            return Err(SimError::NoSuchPort {
-                node: r.node,
-                port: r.port,
-            });
+            return Err(SimError::NoSuchPort { node: r.node, port: r.port });
         }
         Ok(PortId(n.port_base + r.port as u32))
     }
     pub(crate) fn port_ref(&self, id: PortId) -> PortRef {
         let p = self.port(id);
-        PortRef {
-            node: NodeIdx(p.node as usize),
-            port: p.num,
-        }
+        PortRef { node: NodeIdx(p.node as usize), port: p.num }
     }
 
     /// Whether the physical link behind `id` carries packets: both ends
@@ -423,14 +392,8 @@ impl Fabric {
     /// Brings the link a-b up to Init/LinkUp, training width and speed from
     /// both ends' enabled masks. LIDs and other settings stay.
     pub(crate) fn train(&mut self, a: PortId, b: PortId) {
-        let (wa, sa) = (
-            self.port(a).pi.link_width_enabled,
-            self.port(a).pi.link_speed_enabled,
-        );
-        let (wb, sb) = (
-            self.port(b).pi.link_width_enabled,
-            self.port(b).pi.link_speed_enabled,
-        );
+        let (wa, sa) = (self.port(a).pi.link_width_enabled, self.port(a).pi.link_speed_enabled);
+        let (wb, sb) = (self.port(b).pi.link_width_enabled, self.port(b).pi.link_speed_enabled);
         let width = profile::train_width(wa, wb);
         let speed = profile::train_speed(sa, sb);
         for id in [a, b] {
@@ -442,8 +405,7 @@ impl Fabric {
             p.pi.link_speed_active = speed;
             p.pi.local_phy_errors = 0;
             if fresh_cap {
-                p.pi.capability_mask |=
-                    crate::mad::port_info::CapabilityMask::IS_CAPABILITY_MASK_NOTICE_SUPPORTED;
+                p.pi.capability_mask |= crate::mad::port_info::CapabilityMask::IS_CAPABILITY_MASK_NOTICE_SUPPORTED;
             }
         }
     }
@@ -477,10 +439,7 @@ impl Fabric {
         if let Some(i) = self.nodes.iter().position(|n| n.guid == guid) {
             return Some(NodeIdx(i));
         }
-        self.ports
-            .iter()
-            .find(|p| p.kind != PortKind::Absent && p.guid == guid)
-            .map(|p| NodeIdx(p.node as usize))
+        self.ports.iter().find(|p| p.kind != PortKind::Absent && p.guid == guid).map(|p| NodeIdx(p.node as usize))
     }
     pub fn num_nodes(&self) -> usize {
         self.nodes.len()
@@ -604,8 +563,7 @@ impl Fabric {
     /// Holds every MAD addressed to (or answered by) `node` until
     /// [`Fabric::release`]; takes precedence over installed rules.
     pub fn hold(&mut self, node: NodeIdx) -> RuleHandle {
-        self.rules
-            .push_front(Rule::hold(super::fault::Match::any().node(node)))
+        self.rules.push_front(Rule::hold(super::fault::Match::any().node(node)))
     }
     /// Ends a hold: the rule goes and its parked MADs move on, in the order
     /// they arrived, as of now.

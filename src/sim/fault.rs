@@ -105,35 +105,20 @@ pub struct Rule {
 
 impl Rule {
     pub fn pass(when: Match) -> Self {
-        Rule {
-            when,
-            action: Action::Pass,
-        }
+        Rule { when, action: Action::Pass }
     }
     /// Drops every matching MAD.
     pub fn drop_all(when: Match) -> Self {
-        Rule {
-            when,
-            action: Action::Drop { probability: 1.0 },
-        }
+        Rule { when, action: Action::Drop { probability: 1.0 } }
     }
     pub fn drop_with(when: Match, probability: f64) -> Self {
-        Rule {
-            when,
-            action: Action::Drop { probability },
-        }
+        Rule { when, action: Action::Drop { probability } }
     }
     pub fn delay(when: Match, by: Duration) -> Self {
-        Rule {
-            when,
-            action: Action::Delay(by),
-        }
+        Rule { when, action: Action::Delay(by) }
     }
     pub fn hold(when: Match) -> Self {
-        Rule {
-            when,
-            action: Action::Hold,
-        }
+        Rule { when, action: Action::Hold }
     }
 }
 
@@ -242,33 +227,19 @@ mod tests {
         let mut rules = Rules::default();
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         rules.push(Rule::delay(Match::any(), Duration::from_micros(5)));
-        rules.push(Rule::delay(
-            Match::any().node(NodeIdx(2)),
-            Duration::from_micros(7),
-        ));
+        rules.push(Rule::delay(Match::any().node(NodeIdx(2)), Duration::from_micros(7)));
         let pass = rules.push(Rule::pass(Match::any().attribute(AttributeId::NodeInfo)));
         rules.push(Rule::drop_all(Match::any()));
         assert_eq!(
             rules.evaluate(&ctx(2, AttributeId::NodeInfo), &mut rng),
-            Verdict::Deliver {
-                delay: Duration::from_micros(12)
-            }
+            Verdict::Deliver { delay: Duration::from_micros(12) }
         );
-        assert_eq!(
-            rules.evaluate(&ctx(1, AttributeId::PortInfo), &mut rng),
-            Verdict::Drop
-        );
+        assert_eq!(rules.evaluate(&ctx(1, AttributeId::PortInfo), &mut rng), Verdict::Drop);
         assert!(rules.remove(pass));
         assert!(!rules.remove(pass));
-        assert_eq!(
-            rules.evaluate(&ctx(2, AttributeId::NodeInfo), &mut rng),
-            Verdict::Drop
-        );
+        assert_eq!(rules.evaluate(&ctx(2, AttributeId::NodeInfo), &mut rng), Verdict::Drop);
         let h = rules.push_front(Rule::hold(Match::any().node(NodeIdx(1))));
-        assert_eq!(
-            rules.evaluate(&ctx(1, AttributeId::NodeInfo), &mut rng),
-            Verdict::Hold(h)
-        );
+        assert_eq!(rules.evaluate(&ctx(1, AttributeId::NodeInfo), &mut rng), Verdict::Hold(h));
     }
 
     #[test]
@@ -284,9 +255,6 @@ mod tests {
         assert_eq!(run(7), run(7));
         assert_ne!(run(7), run(8));
         let dropped = run(7).iter().filter(|d| **d).count();
-        assert!(
-            (16..=48).contains(&dropped),
-            "{dropped} of 64 dropped at p=0.5"
-        );
+        assert!((16..=48).contains(&dropped), "{dropped} of 64 dropped at p=0.5");
     }
 }

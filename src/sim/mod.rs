@@ -42,11 +42,7 @@ use crate::types::Lid;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
     #[error("topology link #{link}: end {end:?}: {reason}")]
-    BadLink {
-        link: usize,
-        end: PortRef,
-        reason: &'static str,
-    },
+    BadLink { link: usize, end: PortRef, reason: &'static str },
     #[error("the fabric would have {ports} ports, more than the simulator indexes")]
     TooLarge { ports: usize },
     #[error("no node named or numbered {0}")]
@@ -102,11 +98,7 @@ pub enum TraceError {
     #[error("LID {lid} is above LinearFDBTop {top} of switch #{}", switch.0)]
     BeyondTop { switch: NodeIdx, lid: Lid, top: u16 },
     #[error("LID {lid} loops back to switch #{} after {path:?}", switch.0)]
-    Loop {
-        switch: NodeIdx,
-        lid: Lid,
-        path: Vec<PortRef>,
-    },
+    Loop { switch: NodeIdx, lid: Lid, path: Vec<PortRef> },
     #[error("the link at {port:?} is down")]
     LinkDown { port: PortRef },
     #[error("port {port:?} is not Active")]

@@ -50,26 +50,8 @@ pub(crate) const DEFAULT_SL2VL: [u8; 8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0
 /// Default VLArbitration tables as (VL, weight) pairs: high priority gives
 /// VL0 weight 4, low priority gives VL1-7 weight 4 (ibsim's defaults,
 /// truncated to the capacity of 8 entries).
-pub(crate) const DEFAULT_VLARB_HIGH: [[u8; 2]; 8] = [
-    [0, 4],
-    [1, 0],
-    [2, 0],
-    [3, 0],
-    [4, 0],
-    [5, 0],
-    [6, 0],
-    [7, 0],
-];
-pub(crate) const DEFAULT_VLARB_LOW: [[u8; 2]; 8] = [
-    [0, 0],
-    [1, 4],
-    [2, 4],
-    [3, 4],
-    [4, 4],
-    [5, 4],
-    [6, 4],
-    [7, 4],
-];
+pub(crate) const DEFAULT_VLARB_HIGH: [[u8; 2]; 8] = [[0, 4], [1, 0], [2, 0], [3, 0], [4, 0], [5, 0], [6, 0], [7, 0]];
+pub(crate) const DEFAULT_VLARB_LOW: [[u8; 2]; 8] = [[0, 0], [1, 4], [2, 4], [3, 4], [4, 4], [5, 4], [6, 4], [7, 4]];
 
 /// The highest bit set in `mask`, or `fallback` when none is.
 pub(crate) fn highest_bit(mask: u8, fallback: u8) -> u8 {
@@ -84,16 +66,10 @@ pub(crate) fn highest_bit(mask: u8, fallback: u8) -> u8 {
 /// common width). 2x is encoded as 16 but ranks between 1x and 4x.
 pub(crate) fn train_width(a: u8, b: u8) -> u8 {
     let common = a & b;
-    [
-        link_width::X12,
-        link_width::X8,
-        link_width::X4,
-        link_width::X2,
-        link_width::X1,
-    ]
-    .into_iter()
-    .find(|w| common & w != 0)
-    .unwrap_or(link_width::X1)
+    [link_width::X12, link_width::X8, link_width::X4, link_width::X2, link_width::X1]
+        .into_iter()
+        .find(|w| common & w != 0)
+        .unwrap_or(link_width::X1)
 }
 
 /// The link speed a pair of enabled masks trains to: the fastest common one.
@@ -107,25 +83,13 @@ pub(crate) fn fresh_port_info(kind: PortKind, cabled: bool, mtu_cap: Option<u8>)
     use CapabilityMask as C;
     let mut pi = PortInfoRepr {
         link_width_enabled: link_width::X4,
-        link_width_supported: link_width::X1
-            | link_width::X4
-            | link_width::X8
-            | link_width::X12
-            | link_width::X2,
+        link_width_supported: link_width::X1 | link_width::X4 | link_width::X8 | link_width::X12 | link_width::X2,
         link_width_active: link_width::X4,
         link_speed_supported: link_speed::SDR | link_speed::DDR | link_speed::QDR,
         link_speed_active: link_speed::SDR,
         link_speed_enabled: link_speed::SDR,
-        port_state: if cabled {
-            PortState::Init
-        } else {
-            PortState::Down
-        },
-        port_physical_state: if cabled {
-            PhysState::LinkUp
-        } else {
-            PhysState::Polling
-        },
+        port_state: if cabled { PortState::Init } else { PortState::Down },
+        port_physical_state: if cabled { PhysState::LinkUp } else { PhysState::Polling },
         link_down_default_state: LinkDownDefaultState::Polling,
         neighbor_mtu: mtu::MTU_2048,
         vl_cap: 4, // VL0-7
@@ -140,8 +104,7 @@ pub(crate) fn fresh_port_info(kind: PortKind, cabled: bool, mtu_cap: Option<u8>)
         | C::IS_SL_MAPPING_SUPPORTED
         | C::IS_EXTENDED_SPEEDS_SUPPORTED
         | C::IS_CAPABILITY_MASK2_SUPPORTED;
-    let mask2 =
-        CapabilityMask2::IS_LINK_WIDTH_2X_SUPPORTED | CapabilityMask2::IS_LINK_SPEED_HDR_SUPPORTED;
+    let mask2 = CapabilityMask2::IS_LINK_WIDTH_2X_SUPPORTED | CapabilityMask2::IS_LINK_SPEED_HDR_SUPPORTED;
     match kind {
         PortKind::SwitchManagement => {
             pi.capability_mask = ca_like;
@@ -165,11 +128,7 @@ pub(crate) fn fresh_port_info(kind: PortKind, cabled: bool, mtu_cap: Option<u8>)
         PortKind::EndPort => {
             pi.capability_mask = ca_like
                 | C::IS_VENDOR_CLASS_SUPPORTED
-                | if cabled {
-                    C::IS_CAPABILITY_MASK_NOTICE_SUPPORTED
-                } else {
-                    0
-                };
+                | if cabled { C::IS_CAPABILITY_MASK_NOTICE_SUPPORTED } else { 0 };
             pi.m_key_lease_period = LEASE_PERIOD;
             pi.guid_cap = 32;
             pi.subnet_timeout = 31;
@@ -185,11 +144,7 @@ pub(crate) fn fresh_port_info(kind: PortKind, cabled: bool, mtu_cap: Option<u8>)
 
 /// A fresh SwitchInfo: nothing programmed, PortStateChange set (the links
 /// just came up).
-pub(crate) fn fresh_switch_info(
-    linear_fdb_cap: u16,
-    multicast_fdb_cap: u16,
-    enhanced_port0: bool,
-) -> SwitchInfoRepr {
+pub(crate) fn fresh_switch_info(linear_fdb_cap: u16, multicast_fdb_cap: u16, enhanced_port0: bool) -> SwitchInfoRepr {
     SwitchInfoRepr {
         linear_fdb_cap,
         random_fdb_cap: 0,

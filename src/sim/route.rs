@@ -46,9 +46,7 @@ impl Fabric {
         let p = self.port(at);
         let node = &self.nodes[p.node as usize];
         match node.kind {
-            NodeKind::Switch if port_num >= 1 && port_num <= node.num_ports => {
-                Ok(self.port_id(p.node, port_num))
-            }
+            NodeKind::Switch if port_num >= 1 && port_num <= node.num_ports => Ok(self.port_id(p.node, port_num)),
             NodeKind::Switch => Err(DropReason::DrBadPort),
             _ if port_num == p.num => Ok(at),
             _ => Err(DropReason::DrBadPort),
@@ -64,11 +62,7 @@ impl Fabric {
     /// segment ended) to where the directed part ends, filling the return
     /// path. Implements IBA 14.2.2.2 C14-9 steps 1-3. The hop pointer ends
     /// at hop count + 1.
-    pub(crate) fn dr_outbound(
-        &self,
-        smp: &mut Smp<&mut [u8]>,
-        start: PortId,
-    ) -> Result<Reached, DropReason> {
+    pub(crate) fn dr_outbound(&self, smp: &mut Smp<&mut [u8]>, start: PortId) -> Result<Reached, DropReason> {
         let hc = smp.hop_count();
         if smp.hop_pointer() != 0 {
             return Err(DropReason::DrHopPointer);
@@ -103,11 +97,7 @@ impl Fabric {
     /// The returning directed-route part (D=1) from the node where the
     /// directed part ended back to where it began, following the return
     /// path (IBA 14.2.2.4 C14-13 steps 1-3). The hop pointer ends at 0.
-    pub(crate) fn dr_inbound(
-        &self,
-        smp: &mut Smp<&mut [u8]>,
-        start: PortId,
-    ) -> Result<Reached, DropReason> {
+    pub(crate) fn dr_inbound(&self, smp: &mut Smp<&mut [u8]>, start: PortId) -> Result<Reached, DropReason> {
         let hc = smp.hop_count();
         if smp.hop_pointer() != hc + 1 {
             return Err(DropReason::DrHopPointer);
@@ -146,8 +136,7 @@ impl Fabric {
     fn carries(&self, out: PortId, traffic: Traffic) -> Result<PortId, DropReason> {
         let peer = self.cross(out)?;
         if traffic == Traffic::Data
-            && (self.port(out).pi.port_state != PortState::Active
-                || self.port(peer).pi.port_state != PortState::Active)
+            && (self.port(out).pi.port_state != PortState::Active || self.port(peer).pi.port_state != PortState::Active)
         {
             return Err(DropReason::NotActive);
         }
@@ -172,12 +161,7 @@ impl Fabric {
     /// of a switch, which then consults its own LFT first) to the port that
     /// owns `dlid`. A switch destination is reached when its LFT sends the
     /// packet to port 0; `Reached::port` is then the ingress port.
-    pub(crate) fn lid_route(
-        &self,
-        from: PortId,
-        dlid: Lid,
-        traffic: Traffic,
-    ) -> Result<Reached, DropReason> {
+    pub(crate) fn lid_route(&self, from: PortId, dlid: Lid, traffic: Traffic) -> Result<Reached, DropReason> {
         if dlid.0 == 0 || dlid == Lid::PERMISSIVE {
             return Err(DropReason::Unrouted);
         }
@@ -223,15 +207,8 @@ impl Fabric {
     /// packet would: the egress port at every switch, then the port that
     /// owns `dlid` (a CA port, or port 0 of the destination switch).
     /// Every link crossed must be Active at both ends.
-    pub fn trace_lid_route(
-        &self,
-        from_switch: NodeIdx,
-        dlid: Lid,
-    ) -> Result<Vec<PortRef>, TraceError> {
-        let node = self
-            .nodes
-            .get(from_switch.0)
-            .ok_or(TraceError::NotASwitch(from_switch))?;
+    pub fn trace_lid_route(&self, from_switch: NodeIdx, dlid: Lid) -> Result<Vec<PortRef>, TraceError> {
+        let node = self.nodes.get(from_switch.0).ok_or(TraceError::NotASwitch(from_switch))?;
         if node.kind != NodeKind::Switch {
             return Err(TraceError::NotASwitch(from_switch));
         }
@@ -243,11 +220,7 @@ impl Fabric {
                 return Err(TraceError::NodeCrashed(NodeIdx(sw as usize)));
             }
             if visited.contains(&sw) {
-                return Err(TraceError::Loop {
-                    switch: NodeIdx(sw as usize),
-                    lid: dlid,
-                    path,
-                });
+                return Err(TraceError::Loop { switch: NodeIdx(sw as usize), lid: dlid, path });
             }
             visited.push(sw);
             let here = NodeIdx(sw as usize);
@@ -255,53 +228,27 @@ impl Fabric {
                 Ok(p) => p,
                 Err(DropReason::BeyondLinearFdbTop) => {
                     let top = self.switch_of(sw).map_or(0, |s| s.info.linear_fdb_top);
-                    return Err(TraceError::BeyondTop {
-                        switch: here,
-                        lid: dlid,
-                        top,
-                    });
+                    return Err(TraceError::BeyondTop { switch: here, lid: dlid, top });
                 }
                 Err(_) => {
-                    let port = self
-                        .switch_of(sw)
-                        .and_then(|s| s.lft.get(dlid.0 as usize).copied())
-                        .unwrap_or(0xff);
-                    return Err(TraceError::Unrouted {
-                        switch: here,
-                        lid: dlid,
-                        port,
-                    });
+                    let port = self.switch_of(sw).and_then(|s| s.lft.get(dlid.0 as usize).copied()).unwrap_or(0xff);
+                    return Err(TraceError::Unrouted { switch: here, lid: dlid, port });
                 }
             };
             let out_id = self.port_id(sw, out);
-            path.push(PortRef {
-                node: here,
-                port: out,
-            });
+            path.push(PortRef { node: here, port: out });
             if out == 0 {
                 return if self.owns_lid(out_id, dlid) {
                     Ok(path)
                 } else {
-                    Err(TraceError::WrongDestination {
-                        port: PortRef {
-                            node: here,
-                            port: 0,
-                        },
-                        lid: dlid,
-                    })
+                    Err(TraceError::WrongDestination { port: PortRef { node: here, port: 0 }, lid: dlid })
                 };
             }
-            let peer = self.live_peer(out_id).ok_or(TraceError::LinkDown {
-                port: PortRef {
-                    node: here,
-                    port: out,
-                },
-            })?;
+            let peer =
+                self.live_peer(out_id).ok_or(TraceError::LinkDown { port: PortRef { node: here, port: out } })?;
             for p in [out_id, peer] {
                 if self.port(p).pi.port_state != PortState::Active {
-                    return Err(TraceError::NotActive {
-                        port: self.port_ref(p),
-                    });
+                    return Err(TraceError::NotActive { port: self.port_ref(p) });
                 }
             }
             if self.is_switch(peer) {
@@ -313,10 +260,7 @@ impl Fabric {
             return if self.owns_lid(peer, dlid) {
                 Ok(path)
             } else {
-                Err(TraceError::WrongDestination {
-                    port: pr,
-                    lid: dlid,
-                })
+                Err(TraceError::WrongDestination { port: pr, lid: dlid })
             };
         }
     }

@@ -12,12 +12,10 @@ use super::profile::{self, PortKind};
 use super::DropReason;
 use crate::mad::header::status;
 use crate::mad::pkey_table::{self, PKEY_BLOCK_ENTRIES};
-use crate::mad::port_info::{
-    link_speed, link_speed_ext, link_width, ATTR_MOD_SM_SUPPORTS_EXTENDED_SPEEDS,
-};
+use crate::mad::port_info::{link_speed, link_speed_ext, link_width, ATTR_MOD_SM_SUPPORTS_EXTENDED_SPEEDS};
 use crate::mad::{
-    AttributeId, LftBlockRepr, LinkDownDefaultState, Method, NodeDescriptionRepr, NodeInfoRepr,
-    NodeType, PhysState, PortInfoRepr, PortState, SwitchInfoRepr, SMP_DATA_LEN,
+    AttributeId, LftBlockRepr, LinkDownDefaultState, Method, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState,
+    PortInfoRepr, PortState, SwitchInfoRepr, SMP_DATA_LEN,
 };
 use crate::topology::NodeKind;
 
@@ -76,27 +74,16 @@ impl Fabric {
             Method::Get => false,
             Method::Set => true,
             Method::TrapRepress => return SmaOutcome::Silent(None),
-            _ => {
-                return SmaOutcome::Reply {
-                    status: status::METHOD_UNSUPPORTED,
-                    data: *data,
-                }
-            }
+            _ => return SmaOutcome::Reply { status: status::METHOD_UNSUPPORTED, data: *data },
         };
         let is_switch = self.node_of(at).kind == NodeKind::Switch;
         let r: Reply = match attr {
             AttributeId::NodeDescription if !set => Ok(self.node_description(at)),
             AttributeId::NodeInfo if !set => Ok(self.node_info(at)),
-            AttributeId::PortInfo => {
-                self.port_info_attr(at, set, attr_mod, data, check == KeyCheck::PassHidingKey)
-            }
+            AttributeId::PortInfo => self.port_info_attr(at, set, attr_mod, data, check == KeyCheck::PassHidingKey),
             AttributeId::SwitchInfo if is_switch => self.switch_info_attr(at, set, data),
-            AttributeId::LinearForwardingTable if is_switch => {
-                self.lft_attr(at, set, attr_mod, data)
-            }
-            AttributeId::MulticastForwardingTable if is_switch => {
-                self.mft_attr(at, set, attr_mod, data)
-            }
+            AttributeId::LinearForwardingTable if is_switch => self.lft_attr(at, set, attr_mod, data),
+            AttributeId::MulticastForwardingTable if is_switch => self.mft_attr(at, set, attr_mod, data),
             AttributeId::PKeyTable => self.pkey_attr(at, set, attr_mod, data),
             AttributeId::SlToVlMappingTable => self.sl2vl_attr(at, set, attr_mod, data),
             AttributeId::VlArbitrationTable => self.vlarb_attr(at, set, attr_mod, data),
@@ -107,22 +94,11 @@ impl Fabric {
             Ok(data) => SmaOutcome::Reply { status: 0, data },
             // A refused Set answers with the attribute as it stands (what
             // the Linux SMAs do: the error path falls through to the Get).
-            Err(status::INVALID_FIELD) if set => {
-                match self.sma(at, Method::Get, attr, attr_mod, m_key, data) {
-                    SmaOutcome::Reply { status: 0, data } => SmaOutcome::Reply {
-                        status: status::INVALID_FIELD,
-                        data,
-                    },
-                    _ => SmaOutcome::Reply {
-                        status: status::INVALID_FIELD,
-                        data: *data,
-                    },
-                }
-            }
-            Err(status) => SmaOutcome::Reply {
-                status,
-                data: *data,
+            Err(status::INVALID_FIELD) if set => match self.sma(at, Method::Get, attr, attr_mod, m_key, data) {
+                SmaOutcome::Reply { status: 0, data } => SmaOutcome::Reply { status: status::INVALID_FIELD, data },
+                _ => SmaOutcome::Reply { status: status::INVALID_FIELD, data: *data },
             },
+            Err(status) => SmaOutcome::Reply { status, data: *data },
         }
     }
 
@@ -149,8 +125,7 @@ impl Fabric {
             Method::Get | Method::Set | Method::TrapRepress => {
                 p.pi.m_key_violations = p.pi.m_key_violations.saturating_add(1);
                 if p.lease_deadline.is_none() && p.pi.m_key_lease_period != 0 {
-                    p.lease_deadline =
-                        Some(now + Duration::from_secs(p.pi.m_key_lease_period as u64));
+                    p.lease_deadline = Some(now + Duration::from_secs(p.pi.m_key_lease_period as u64));
                 }
                 KeyCheck::Fail
             }
@@ -166,11 +141,7 @@ impl Fabric {
         let n = self.node_of(at);
         let p = self.port(at);
         let (node_type, partition_cap, port_guid) = match n.kind {
-            NodeKind::Switch => (
-                NodeType::Switch,
-                profile::SWITCH_PARTITION_CAP,
-                self.port(self.mgmt_port(at)).guid,
-            ),
+            NodeKind::Switch => (NodeType::Switch, profile::SWITCH_PARTITION_CAP, self.port(self.mgmt_port(at)).guid),
             NodeKind::Ca => (NodeType::Ca, profile::CA_PARTITION_CAP, p.guid),
             NodeKind::Router => (NodeType::Router, profile::CA_PARTITION_CAP, p.guid),
         };
@@ -206,14 +177,7 @@ impl Fabric {
         Ok(self.port_id(p.node, num as u8))
     }
 
-    fn port_info_attr(
-        &mut self,
-        at: PortId,
-        set: bool,
-        attr_mod: u32,
-        data: &[u8; 64],
-        hide_key: bool,
-    ) -> Reply {
+    fn port_info_attr(&mut self, at: PortId, set: bool, attr_mod: u32, data: &[u8; 64], hide_key: bool) -> Reply {
         let target = self.select_port(at, attr_mod & 0xff)?;
         if set {
             // A CA's SMA configures only the port it was reached through
@@ -222,11 +186,7 @@ impl Fabric {
                 return invalid();
             }
             let req = PortInfoRepr::parse_bytes(data).map_err(|_| status::INVALID_FIELD)?;
-            self.set_port_info(
-                target,
-                &req,
-                attr_mod & ATTR_MOD_SM_SUPPORTS_EXTENDED_SPEEDS != 0,
-            )?;
+            self.set_port_info(target, &req, attr_mod & ATTR_MOD_SM_SUPPORTS_EXTENDED_SPEEDS != 0)?;
         }
         let mut pi = self.port(target).pi;
         pi.local_port_num = self.port(at).num;
@@ -238,12 +198,7 @@ impl Fabric {
 
     /// Validates a SubnSet(PortInfo) in full, then applies it (an invalid
     /// request changes nothing).
-    fn set_port_info(
-        &mut self,
-        target: PortId,
-        req: &PortInfoRepr,
-        ext_speeds: bool,
-    ) -> Result<(), u16> {
+    fn set_port_info(&mut self, target: PortId, req: &PortInfoRepr, ext_speeds: bool) -> Result<(), u16> {
         let p = self.port(target);
         let cur = p.pi;
         let kind = p.kind;
@@ -253,9 +208,7 @@ impl Fabric {
         // or Active. The management port 0 has no link to change.
         match req.port_state {
             PortState::NoChange | PortState::Down => {}
-            PortState::Armed | PortState::Active if kind == PortKind::SwitchManagement => {
-                return invalid()
-            }
+            PortState::Armed | PortState::Active if kind == PortKind::SwitchManagement => return invalid(),
             PortState::Armed => {
                 if link.is_none() || !matches!(cur.port_state, PortState::Init | PortState::Armed) {
                     return invalid();
@@ -279,9 +232,7 @@ impl Fabric {
         }
         if !matches!(
             req.link_down_default_state,
-            LinkDownDefaultState::NoChange
-                | LinkDownDefaultState::Sleep
-                | LinkDownDefaultState::Polling
+            LinkDownDefaultState::NoChange | LinkDownDefaultState::Sleep | LinkDownDefaultState::Polling
         ) {
             return invalid();
         }
@@ -403,9 +354,7 @@ impl Fabric {
         if set {
             let req = SwitchInfoRepr::parse_bytes(data).map_err(|_| status::INVALID_FIELD)?;
             let num_ports = self.nodes[node as usize].num_ports;
-            let sw = self
-                .switch_mut(node)
-                .ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
+            let sw = self.switch_mut(node).ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
             let i = &mut sw.info;
             if req.linear_fdb_top >= i.linear_fdb_cap
                 || (req.multicast_fdb_top != 0 && req.multicast_fdb_top < 0xc000)
@@ -425,17 +374,13 @@ impl Fabric {
                 i.port_state_change = false;
             }
         }
-        let sw = self
-            .switch_of(node)
-            .ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
+        let sw = self.switch_of(node).ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
         Ok(sw.info.to_bytes())
     }
 
     fn lft_attr(&mut self, at: PortId, set: bool, block: u32, data: &[u8; 64]) -> Reply {
         let node = self.port(at).node;
-        let sw = self
-            .switch_mut(node)
-            .ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
+        let sw = self.switch_mut(node).ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
         let first = block as usize * 64;
         if first + 64 > sw.info.linear_fdb_cap as usize {
             return invalid();
@@ -462,9 +407,7 @@ impl Fabric {
         let node = self.port(at).node;
         let num_ports = self.nodes[node as usize].num_ports as usize;
         let positions = num_ports / MFT_POSITION_PORTS + 1;
-        let sw = self
-            .switch_mut(node)
-            .ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
+        let sw = self.switch_mut(node).ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
         let position = (attr_mod >> 28) as usize;
         let block = (attr_mod & 0x1ff) as usize;
         let cap = sw.info.multicast_fdb_cap as usize;
@@ -497,9 +440,7 @@ impl Fabric {
         match p.kind {
             PortKind::EndPort => profile::CA_PARTITION_CAP as usize,
             PortKind::SwitchManagement => profile::SWITCH_PARTITION_CAP as usize,
-            PortKind::SwitchExternal => self
-                .switch_of(p.node)
-                .map_or(0, |s| s.info.partition_enforcement_cap as usize),
+            PortKind::SwitchExternal => self.switch_of(p.node).map_or(0, |s| s.info.partition_enforcement_cap as usize),
             PortKind::Absent => 0,
         }
     }
@@ -514,18 +455,12 @@ impl Fabric {
     fn tables_mut(&mut self, id: PortId) -> &mut PortTables {
         let pkey_cap = self.pkey_cap(id);
         let guid_cap = self.port(id).pi.guid_cap as usize;
-        self.port_mut(id)
-            .tables
-            .get_or_insert_with(|| Box::new(PortTables::new(pkey_cap, guid_cap)))
+        self.port_mut(id).tables.get_or_insert_with(|| Box::new(PortTables::new(pkey_cap, guid_cap)))
     }
 
     fn pkey_attr(&mut self, at: PortId, set: bool, attr_mod: u32, data: &[u8; 64]) -> Reply {
         let (block, port) = pkey_table::split_attribute_modifier(attr_mod);
-        let target = if self.node_of(at).kind == NodeKind::Switch {
-            self.select_port(at, port as u32)?
-        } else {
-            at
-        };
+        let target = if self.node_of(at).kind == NodeKind::Switch { self.select_port(at, port as u32)? } else { at };
         let cap = self.pkey_cap(target);
         let first = block as usize * PKEY_BLOCK_ENTRIES;
         if first >= cap {
@@ -554,37 +489,24 @@ impl Fabric {
         let mut out = [0u8; 64];
         if self.nodes[node as usize].kind == NodeKind::Switch {
             let n = self.nodes[node as usize].num_ports as usize + 1;
-            let (input, output) = (
-                ((attr_mod >> 8) & 0xff) as usize,
-                (attr_mod & 0xff) as usize,
-            );
+            let (input, output) = (((attr_mod >> 8) & 0xff) as usize, (attr_mod & 0xff) as usize);
             if input >= n || output >= n {
                 return invalid();
             }
-            let sw = self
-                .switch_mut(node)
-                .ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
+            let sw = self.switch_mut(node).ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
             if set {
                 if sw.sl2vl.is_empty() {
                     sw.sl2vl = vec![profile::DEFAULT_SL2VL; n * n];
                 }
                 sw.sl2vl[input * n + output].copy_from_slice(&data[..8]);
             }
-            let t = sw
-                .sl2vl
-                .get(input * n + output)
-                .copied()
-                .unwrap_or(profile::DEFAULT_SL2VL);
+            let t = sw.sl2vl.get(input * n + output).copied().unwrap_or(profile::DEFAULT_SL2VL);
             out[..8].copy_from_slice(&t);
         } else {
             if set {
                 self.tables_mut(at).sl2vl.copy_from_slice(&data[..8]);
             }
-            let t = self
-                .port(at)
-                .tables
-                .as_ref()
-                .map_or(profile::DEFAULT_SL2VL, |t| t.sl2vl);
+            let t = self.port(at).tables.as_ref().map_or(profile::DEFAULT_SL2VL, |t| t.sl2vl);
             out[..8].copy_from_slice(&t);
         }
         Ok(out)
@@ -594,11 +516,8 @@ impl Fabric {
     /// the block (1, 2 low priority; 3, 4 high priority, 32 entries each),
     /// bits 15-0 the port on a switch. Entries are (VL, weight) byte pairs.
     fn vlarb_attr(&mut self, at: PortId, set: bool, attr_mod: u32, data: &[u8; 64]) -> Reply {
-        let target = if self.node_of(at).kind == NodeKind::Switch {
-            self.select_port(at, attr_mod & 0xffff)?
-        } else {
-            at
-        };
+        let target =
+            if self.node_of(at).kind == NodeKind::Switch { self.select_port(at, attr_mod & 0xffff)? } else { at };
         let block = attr_mod >> 16;
         let pi = self.port(target).pi;
         let (high, cap) = match block {
@@ -614,11 +533,7 @@ impl Fabric {
         let n = (cap - first).min(32).min(profile::VLARB_CAP as usize);
         if set {
             let t = self.tables_mut(target);
-            let table = if high {
-                &mut t.vlarb_high
-            } else {
-                &mut t.vlarb_low
-            };
+            let table = if high { &mut t.vlarb_high } else { &mut t.vlarb_low };
             for (i, e) in table.iter_mut().enumerate().take(n) {
                 *e = [data[2 * i] & 0x0f, data[2 * i + 1]];
             }
@@ -668,10 +583,7 @@ impl Fabric {
             let g = if idx == 0 {
                 p.guid.0
             } else {
-                p.tables
-                    .as_ref()
-                    .and_then(|t| t.alias_guids.get(idx - 1).copied())
-                    .unwrap_or(0)
+                p.tables.as_ref().and_then(|t| t.alias_guids.get(idx - 1).copied()).unwrap_or(0)
             };
             out[8 * i..8 * i + 8].copy_from_slice(&g.to_be_bytes());
         }

@@ -12,22 +12,31 @@ use tracing::{debug, warn};
 
 use super::program::MAX_OUTSTANDING;
 use super::subnet::{NodeId, Subnet, SweepProblem};
+use crate::mad::SmpAttribute;
 use crate::mad::{
     AttributeId, DrPath, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState, PortInfoRepr, PortState,
     SwitchInfoRepr,
 };
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::Transport;
-use crate::mad::SmpAttribute;
 use crate::types::MAX_PORTS;
 
 #[derive(Debug, Clone, Copy)]
 enum Job {
     /// NodeInfo through `from`'s port, to learn what is cabled there.
-    Probe { from: Option<(NodeId, u8)> },
-    SwitchInfo { node: NodeId },
-    NodeDescription { node: NodeId },
-    PortInfo { node: NodeId, port: u8 },
+    Probe {
+        from: Option<(NodeId, u8)>,
+    },
+    SwitchInfo {
+        node: NodeId,
+    },
+    NodeDescription {
+        node: NodeId,
+    },
+    PortInfo {
+        node: NodeId,
+        port: u8,
+    },
 }
 
 struct Request {
@@ -40,12 +49,8 @@ struct Request {
 /// Sweeps the fabric reachable from the SM's port.
 pub async fn discover<T: Transport>(client: &SmpClient<T>) -> Subnet {
     let mut sweep = Sweep { subnet: Subnet::default(), layer_nodes: Vec::new() };
-    let mut batch = vec![Request {
-        job: Job::Probe { from: None },
-        path: DrPath::local(),
-        attr: AttributeId::NodeInfo,
-        amod: 0,
-    }];
+    let mut batch =
+        vec![Request { job: Job::Probe { from: None }, path: DrPath::local(), attr: AttributeId::NodeInfo, amod: 0 }];
     // Each round: run a batch to completion; replies may add to the batch
     // (same-layer work), and new nodes start the next layer.
     while !batch.is_empty() {
@@ -96,7 +101,8 @@ impl Sweep {
     fn first_reads(&mut self, id: NodeId) -> Vec<Request> {
         let node = self.subnet.node(id);
         let path = node.path;
-        let mut out = vec![Request { job: Job::NodeDescription { node: id }, path, attr: AttributeId::NodeDescription, amod: 0 }];
+        let mut out =
+            vec![Request { job: Job::NodeDescription { node: id }, path, attr: AttributeId::NodeDescription, amod: 0 }];
         if node.quarantined.is_some() {
             return out;
         }
@@ -104,7 +110,12 @@ impl Sweep {
             out.push(Request { job: Job::SwitchInfo { node: id }, path, attr: AttributeId::SwitchInfo, amod: 0 });
         } else {
             let port = node.info.local_port_num;
-            out.push(Request { job: Job::PortInfo { node: id, port }, path, attr: AttributeId::PortInfo, amod: port as u32 });
+            out.push(Request {
+                job: Job::PortInfo { node: id, port },
+                path,
+                attr: AttributeId::PortInfo,
+                amod: port as u32,
+            });
         }
         out
     }
@@ -128,7 +139,9 @@ impl Sweep {
             Job::NodeDescription { node } => {
                 match NodeDescriptionRepr::parse_data(&data) {
                     Ok(nd) => self.subnet.node_mut(node).description = Some(nd.text),
-                    Err(e) => self.problem(req.path, Some(self.subnet.node(node).guid()), format!("bad NodeDescription: {e}")),
+                    Err(e) => {
+                        self.problem(req.path, Some(self.subnet.node(node).guid()), format!("bad NodeDescription: {e}"))
+                    }
                 }
                 Vec::new()
             }
@@ -145,7 +158,7 @@ impl Sweep {
                 return Vec::new();
             }
         };
-        let (id, new) = self.subnet.insert(info.clone(), path);
+        let (id, new) = self.subnet.insert(info, path);
         let here = (id, info.local_port_num);
         match from {
             Some(from) => self.subnet.link(from, here),
@@ -161,7 +174,12 @@ impl Sweep {
                     node.port_paths[info.local_port_num as usize] = Some(path);
                     if node.ports[info.local_port_num as usize].info.is_none() {
                         let port = info.local_port_num;
-                        return vec![Request { job: Job::PortInfo { node: id, port }, path, attr: AttributeId::PortInfo, amod: port as u32 }];
+                        return vec![Request {
+                            job: Job::PortInfo { node: id, port },
+                            path,
+                            attr: AttributeId::PortInfo,
+                            amod: port as u32,
+                        }];
                     }
                 }
             }
@@ -172,8 +190,13 @@ impl Sweep {
             let why = format!("NodeInfo.NumPorts is {}, outside 1-{MAX_PORTS}", info.num_ports);
             self.problem(path, Some(info.node_guid), why.clone());
             self.subnet.node_mut(id).quarantined = Some(why);
-        } else if info.node_type != NodeType::Switch && (info.local_port_num == 0 || info.local_port_num > info.num_ports) {
-            let why = format!("NodeInfo.LocalPortNum {} is not a port of this {}-port node", info.local_port_num, info.num_ports);
+        } else if info.node_type != NodeType::Switch
+            && (info.local_port_num == 0 || info.local_port_num > info.num_ports)
+        {
+            let why = format!(
+                "NodeInfo.LocalPortNum {} is not a port of this {}-port node",
+                info.local_port_num, info.num_ports
+            );
             self.problem(path, Some(info.node_guid), why.clone());
             self.subnet.node_mut(id).quarantined = Some(why);
         }
@@ -202,7 +225,12 @@ impl Sweep {
         let node = self.subnet.node_mut(id);
         node.switch_info = Some(si);
         (0..=node.info.num_ports)
-            .map(|port| Request { job: Job::PortInfo { node: id, port }, path, attr: AttributeId::PortInfo, amod: port as u32 })
+            .map(|port| Request {
+                job: Job::PortInfo { node: id, port },
+                path,
+                attr: AttributeId::PortInfo,
+                amod: port as u32,
+            })
             .collect()
     }
 
@@ -230,7 +258,12 @@ impl Sweep {
             return Vec::new();
         }
         match path.extend(port) {
-            Ok(next) => vec![Request { job: Job::Probe { from: Some((id, port)) }, path: next, attr: AttributeId::NodeInfo, amod: 0 }],
+            Ok(next) => vec![Request {
+                job: Job::Probe { from: Some((id, port)) },
+                path: next,
+                attr: AttributeId::NodeInfo,
+                amod: 0,
+            }],
             Err(e) => {
                 self.problem(path, Some(guid), format!("port {port} not probed: {e}"));
                 Vec::new()

@@ -141,7 +141,10 @@ impl<T: Transport> SubnetManager<T> {
         }
         if lids.map != self.guid2lid {
             if let Some(path) = &self.guid2lid_path {
-                if let Err(e) = std::fs::create_dir_all(&self.config.cache_dir).map_err(|e| e.to_string()).and_then(|_| lids.map.write(path).map_err(|e| e.to_string())) {
+                if let Err(e) = std::fs::create_dir_all(&self.config.cache_dir)
+                    .map_err(|e| e.to_string())
+                    .and_then(|_| lids.map.write(path).map_err(|e| e.to_string()))
+                {
                     warn!(path = %path.display(), error = %e, "could not save guid2lid");
                 }
             }

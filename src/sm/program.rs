@@ -13,10 +13,12 @@ use tracing::{debug, warn};
 
 use super::subnet::{NodeId, Subnet, SweepProblem};
 use crate::config::SmConfig;
-use crate::mad::{AttributeId, CapabilityMask, DrPath, LftBlockRepr, PKeyTableBlockRepr, PortInfoRepr, PortState, SwitchInfoRepr};
+use crate::mad::SmpAttribute;
+use crate::mad::{
+    AttributeId, CapabilityMask, DrPath, LftBlockRepr, PKeyTableBlockRepr, PortInfoRepr, PortState, SwitchInfoRepr,
+};
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::Transport;
-use crate::mad::SmpAttribute;
 use crate::types::{Guid, Lid};
 
 /// What the SM wants the fabric to hold after this sweep.
@@ -119,7 +121,8 @@ pub async fn program<T: Transport>(
             continue;
         }
         for port in 1..subnet.node(id).ports.len() as u8 {
-            let armed = subnet.node(id).ports[port as usize].info.as_ref().is_some_and(|i| i.port_state == PortState::Armed);
+            let armed =
+                subnet.node(id).ports[port as usize].info.as_ref().is_some_and(|i| i.port_state == PortState::Armed);
             if armed {
                 if let Some(req) = port_set(subnet, id, port, plan, config, PortState::Active) {
                     sets.push(req);
@@ -212,7 +215,7 @@ async fn execute<T: Transport>(
 fn switch_info_set(subnet: &Subnet, id: NodeId, plan: &Plan, config: &SmConfig) -> Option<SetRequest> {
     let node = subnet.node(id);
     let current = node.switch_info.as_ref()?;
-    let mut want = current.clone();
+    let mut want = *current;
     want.linear_fdb_top = plan.top.0;
     want.life_time_value = config.packet_life_time;
     // PortStateChange is cleared by writing a one (IBA 14.2.5.4).
@@ -381,11 +384,18 @@ async fn read_pkeys<T: Transport>(
         if let Some(next) = queue.next() {
             in_flight.push(get(next));
         }
-        let block = match result.map_err(|e| e.to_string()).and_then(|d| PKeyTableBlockRepr::parse_data(&d).map_err(|e| e.to_string())) {
+        let block = match result
+            .map_err(|e| e.to_string())
+            .and_then(|d| PKeyTableBlockRepr::parse_data(&d).map_err(|e| e.to_string()))
+        {
             Ok(b) => b,
             Err(e) => {
                 report.failures += 1;
-                let p = SweepProblem { path, guid: Some(subnet.node(id).guid()), what: format!("Get P_KeyTable port {port} failed: {e}") };
+                let p = SweepProblem {
+                    path,
+                    guid: Some(subnet.node(id).guid()),
+                    what: format!("Get P_KeyTable port {port} failed: {e}"),
+                };
                 warn!(%p, "P_Key read failed");
                 subnet.problems.push(p);
                 continue;

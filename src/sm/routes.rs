@@ -85,7 +85,10 @@ pub fn routing_view(subnet: &Subnet, lids: &HashMap<(NodeId, u8), LidRange>) -> 
 
 /// Runs the first engine of `chain` that exists; returns each switch's table
 /// and the problems (e.g. a disconnected part) worth reporting.
-pub fn compute(view: &RoutingView, chain: &[String]) -> Result<(HashMap<NodeId, Vec<u8>>, Vec<String>), RouteError> {
+/// Each switch's forwarding table (port per LID), by sweep node ID.
+pub type SwitchTables = HashMap<NodeId, Vec<u8>>;
+
+pub fn compute(view: &RoutingView, chain: &[String]) -> Result<(SwitchTables, Vec<String>), RouteError> {
     let mut notes = Vec::new();
     let engine = chain.first().map(String::as_str).unwrap_or("minhop");
     let routes = match engine {

@@ -30,38 +30,15 @@ pub fn fabric_diff(expected: &Topology, actual: &Topology, limit: usize) -> Vec<
         };
         let fields: [(&str, String, String); 6] = [
             ("kind", format!("{:?}", en.kind), format!("{:?}", an.kind)),
-            (
-                "num_ports",
-                en.num_ports.to_string(),
-                an.num_ports.to_string(),
-            ),
-            (
-                "system_guid",
-                en.system_guid.to_string(),
-                an.system_guid.to_string(),
-            ),
-            (
-                "port_guids",
-                format!("{:?}", real_port_guids(en)),
-                format!("{:?}", real_port_guids(an)),
-            ),
-            (
-                "description",
-                en.description.clone(),
-                an.description.clone(),
-            ),
-            (
-                "enhanced_port0",
-                en.enhanced_port0.to_string(),
-                an.enhanced_port0.to_string(),
-            ),
+            ("num_ports", en.num_ports.to_string(), an.num_ports.to_string()),
+            ("system_guid", en.system_guid.to_string(), an.system_guid.to_string()),
+            ("port_guids", format!("{:?}", real_port_guids(en)), format!("{:?}", real_port_guids(an))),
+            ("description", en.description.clone(), an.description.clone()),
+            ("enhanced_port0", en.enhanced_port0.to_string(), an.enhanced_port0.to_string()),
         ];
         for (what, x, y) in fields {
             if x != y {
-                push(format!(
-                    "node {g} (`{}`): {what} expected {x}, found {y}",
-                    en.name
-                ));
+                push(format!("node {g} (`{}`): {what} expected {x}, found {y}", en.name));
             }
         }
     }
@@ -74,14 +51,9 @@ pub fn fabric_diff(expected: &Topology, actual: &Topology, limit: usize) -> Vec<
     for (ends, rate) in &el {
         match al.get(ends) {
             None => push(format!("cable {} missing", show(ends))),
-            Some(r) if r != rate => push(format!(
-                "cable {}: width/speed expected {}/{}, found {}/{}",
-                show(ends),
-                rate.0,
-                rate.1,
-                r.0,
-                r.1
-            )),
+            Some(r) if r != rate => {
+                push(format!("cable {}: width/speed expected {}/{}, found {}/{}", show(ends), rate.0, rate.1, r.0, r.1))
+            }
             Some(_) => {}
         }
     }
@@ -106,15 +78,7 @@ fn real_port_guids(n: &Node) -> Vec<Guid> {
 }
 
 fn cables(t: &Topology) -> BTreeMap<(End, End), (LinkWidthCode, LinkSpeedCode)> {
-    let end = |p: super::PortRef| -> End {
-        (
-            t.nodes
-                .get(p.node.0)
-                .map(|n| n.node_guid)
-                .unwrap_or_default(),
-            p.port,
-        )
-    };
+    let end = |p: super::PortRef| -> End { (t.nodes.get(p.node.0).map(|n| n.node_guid).unwrap_or_default(), p.port) };
     t.links
         .iter()
         .map(|l| {
@@ -131,11 +95,7 @@ fn show(ends: &(End, End)) -> String {
 /// The node GUIDs present in both models (for partial comparisons).
 pub fn common_guids(a: &Topology, b: &Topology) -> BTreeSet<Guid> {
     let x: BTreeSet<Guid> = a.nodes.iter().map(|n| n.node_guid).collect();
-    b.nodes
-        .iter()
-        .map(|n| n.node_guid)
-        .filter(|g| x.contains(g))
-        .collect()
+    b.nodes.iter().map(|n| n.node_guid).filter(|g| x.contains(g)).collect()
 }
 
 #[cfg(test)]
@@ -145,11 +105,7 @@ mod tests {
 
     #[test]
     fn same_fabric_in_another_order_and_names_has_no_diff() {
-        let t = "fattree2:radix=4"
-            .parse::<GeneratorSpec>()
-            .unwrap()
-            .generate()
-            .unwrap();
+        let t = "fattree2:radix=4".parse::<GeneratorSpec>().unwrap().generate().unwrap();
         let mut u = t.clone();
         for n in &mut u.nodes {
             n.name = format!("x-{}", n.name);
@@ -163,11 +119,7 @@ mod tests {
 
     #[test]
     fn differences_are_reported() {
-        let t = "fattree2:radix=4"
-            .parse::<GeneratorSpec>()
-            .unwrap()
-            .generate()
-            .unwrap();
+        let t = "fattree2:radix=4".parse::<GeneratorSpec>().unwrap().generate().unwrap();
         let mut u = t.clone();
         u.links[0].width = 8;
         u.nodes[1].description = "other".into();

@@ -29,54 +29,25 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::spec::{GeneratorSpec, Shape};
-use super::{
-    assign_ibsim_guids, Node, NodeIdx, NodeKind, PortRef, SpecError, Topology, TopologyError,
-};
+use super::{assign_ibsim_guids, Node, NodeIdx, NodeKind, PortRef, SpecError, Topology, TopologyError};
 use crate::types::{Guid, MAX_PORTS};
 
 impl GeneratorSpec {
     /// Builds the fabric; it passes `validate`.
     pub fn generate(&self) -> Result<Topology, TopologyError> {
-        let mut b = Builder {
-            topo: Topology::default(),
-            width: self.width,
-            speed: self.speed,
-        };
+        let mut b = Builder { topo: Topology::default(), width: self.width, speed: self.speed };
         match &self.shape {
-            Shape::FatTree2 {
-                radix,
-                hosts,
-                spines,
-                leaves,
-                parallel,
-            } => b.fattree2(*radix, *hosts, *spines, *leaves, *parallel),
-            Shape::FatTree3 {
-                radix,
-                pods,
-                hosts,
-                leaves,
-                spines,
-                uplinks,
-            } => b.fattree3(*radix, *pods, *hosts, *leaves, *spines, *uplinks),
-            Shape::Grid {
-                dims,
-                torus,
-                hosts,
-                radix,
-            } => b.grid(dims, *torus, *hosts, *radix),
-            Shape::Dragonfly {
-                groups,
-                routers,
-                hosts,
-                global,
-            } => b.dragonfly(*groups, *routers, *hosts, *global),
-            Shape::Random {
-                switches,
-                links,
-                hosts,
-                seed,
-                radix,
-            } => b.random(*switches, *links, *hosts, *seed, *radix)?,
+            Shape::FatTree2 { radix, hosts, spines, leaves, parallel } => {
+                b.fattree2(*radix, *hosts, *spines, *leaves, *parallel)
+            }
+            Shape::FatTree3 { radix, pods, hosts, leaves, spines, uplinks } => {
+                b.fattree3(*radix, *pods, *hosts, *leaves, *spines, *uplinks)
+            }
+            Shape::Grid { dims, torus, hosts, radix } => b.grid(dims, *torus, *hosts, *radix),
+            Shape::Dragonfly { groups, routers, hosts, global } => b.dragonfly(*groups, *routers, *hosts, *global),
+            Shape::Random { switches, links, hosts, seed, radix } => {
+                b.random(*switches, *links, *hosts, *seed, *radix)?
+            }
             Shape::BackToBack => {
                 let a = b.node(NodeKind::Ca, "h0".into(), 1);
                 let c = b.node(NodeKind::Ca, "h1".into(), 1);
@@ -103,12 +74,7 @@ impl Builder {
 
     fn link(&mut self, a: NodeIdx, ap: u8, b: NodeIdx, bp: u8) {
         let (w, s) = (self.width, self.speed);
-        self.topo.connect(
-            PortRef { node: a, port: ap },
-            PortRef { node: b, port: bp },
-            w,
-            s,
-        );
+        self.topo.connect(PortRef { node: a, port: ap }, PortRef { node: b, port: bp }, w, s);
     }
 
     /// `hosts` single-port CAs on ports 1..=hosts of each switch in `switches`.
@@ -123,12 +89,8 @@ impl Builder {
     }
 
     fn fattree2(&mut self, radix: u8, hosts: u8, spines: u32, leaves: u32, parallel: u8) {
-        let leaf: Vec<_> = (0..leaves)
-            .map(|l| self.node(NodeKind::Switch, format!("leaf{l}"), radix))
-            .collect();
-        let spine: Vec<_> = (0..spines)
-            .map(|s| self.node(NodeKind::Switch, format!("spine{s}"), radix))
-            .collect();
+        let leaf: Vec<_> = (0..leaves).map(|l| self.node(NodeKind::Switch, format!("leaf{l}"), radix)).collect();
+        let spine: Vec<_> = (0..spines).map(|s| self.node(NodeKind::Switch, format!("spine{s}"), radix)).collect();
         for (l, &lf) in leaf.iter().enumerate() {
             for (s, &sp) in spine.iter().enumerate() {
                 for j in 0..parallel as usize {
@@ -141,24 +103,14 @@ impl Builder {
         self.hosts_on(&leaf, hosts);
     }
 
-    fn fattree3(
-        &mut self,
-        radix: u8,
-        pods: u32,
-        hosts: u8,
-        leaves: u32,
-        spines: u32,
-        uplinks: u32,
-    ) {
+    fn fattree3(&mut self, radix: u8, pods: u32, hosts: u8, leaves: u32, spines: u32, uplinks: u32) {
         let mut all_leaves = Vec::new();
         let mut pod_spines = Vec::new();
         for p in 0..pods {
-            let leaf: Vec<_> = (0..leaves)
-                .map(|l| self.node(NodeKind::Switch, format!("p{p}-leaf{l}"), radix))
-                .collect();
-            let spine: Vec<_> = (0..spines)
-                .map(|s| self.node(NodeKind::Switch, format!("p{p}-spine{s}"), radix))
-                .collect();
+            let leaf: Vec<_> =
+                (0..leaves).map(|l| self.node(NodeKind::Switch, format!("p{p}-leaf{l}"), radix)).collect();
+            let spine: Vec<_> =
+                (0..spines).map(|s| self.node(NodeKind::Switch, format!("p{p}-spine{s}"), radix)).collect();
             for (l, &lf) in leaf.iter().enumerate() {
                 for (s, &sp) in spine.iter().enumerate() {
                     self.link(lf, hosts + s as u8 + 1, sp, l as u8 + 1);
@@ -189,12 +141,7 @@ impl Builder {
                 })
                 .collect()
         };
-        let index = |c: &[usize]| -> usize {
-            c.iter()
-                .zip(dims)
-                .rev()
-                .fold(0, |acc, (&x, &d)| acc * d as usize + x)
-        };
+        let index = |c: &[usize]| -> usize { c.iter().zip(dims).rev().fold(0, |acc, (&x, &d)| acc * d as usize + x) };
         let sw: Vec<_> = (0..total)
             .map(|i| {
                 let c: Vec<String> = coords(i).iter().map(usize::to_string).collect();
@@ -231,14 +178,10 @@ impl Builder {
         let ports = hosts as usize + a - 1 + h;
         let mut r_idx = Vec::with_capacity(g_count);
         for g in 0..g_count {
-            let group: Vec<_> = (0..a)
-                .map(|r| self.node(NodeKind::Switch, format!("g{g}r{r}"), ports as u8))
-                .collect();
+            let group: Vec<_> = (0..a).map(|r| self.node(NodeKind::Switch, format!("g{g}r{r}"), ports as u8)).collect();
             // Local all-to-all: router r reaches router q through the
             // (q, skipping itself)-th local port.
-            let local = |from: usize, to: usize| {
-                (hosts as usize + 1 + if to < from { to } else { to - 1 }) as u8
-            };
+            let local = |from: usize, to: usize| (hosts as usize + 1 + if to < from { to } else { to - 1 }) as u8;
             for r in 0..a {
                 for q in r + 1..a {
                     self.link(group[r], local(r, q), group[q], local(q, r));
@@ -275,12 +218,7 @@ impl Builder {
         seed: u64,
         radix: Option<u8>,
     ) -> Result<(), TopologyError> {
-        let infeasible = |reason: String| {
-            TopologyError::Spec(SpecError::Infeasible {
-                kind: "random",
-                reason,
-            })
-        };
+        let infeasible = |reason: String| TopologyError::Spec(SpecError::Infeasible { kind: "random", reason });
         let n = switches as usize;
         let cap = radix.unwrap_or(MAX_PORTS) as usize;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -302,9 +240,7 @@ impl Builder {
         for i in 1..n {
             // Connect switch i to one of the switches already in the tree.
             if free.is_empty() {
-                return Err(infeasible(format!(
-                    "radix {cap} cannot hold a spanning tree of {n} switches"
-                )));
+                return Err(infeasible(format!("radix {cap} cannot hold a spanning tree of {n} switches")));
             }
             let j = free[rng.gen_range(0..free.len())];
             free.push(i);
@@ -314,9 +250,7 @@ impl Builder {
         }
         for _ in n.saturating_sub(1)..links as usize {
             if free.len() < 2 {
-                return Err(infeasible(format!(
-                    "no two switches with free ports left for {links} links"
-                )));
+                return Err(infeasible(format!("no two switches with free ports left for {links} links")));
             }
             let a = rng.gen_range(0..free.len());
             let mut b = rng.gen_range(0..free.len() - 1);
@@ -331,21 +265,14 @@ impl Builder {
         let mut host_sw = Vec::with_capacity(hosts as usize);
         for _ in 0..hosts {
             if free.is_empty() {
-                return Err(infeasible(format!(
-                    "no free switch ports left for {hosts} hosts"
-                )));
+                return Err(infeasible(format!("no free switch ports left for {hosts} hosts")));
             }
             let s = free[rng.gen_range(0..free.len())];
             take(&mut used, &mut free, s);
             host_sw.push(s);
         }
-        let ports: Vec<u8> = used
-            .iter()
-            .map(|&u| radix.unwrap_or(u.max(1) as u8))
-            .collect();
-        let sw: Vec<_> = (0..n)
-            .map(|i| self.node(NodeKind::Switch, format!("sw{i}"), ports[i]))
-            .collect();
+        let ports: Vec<u8> = used.iter().map(|&u| radix.unwrap_or(u.max(1) as u8)).collect();
+        let sw: Vec<_> = (0..n).map(|i| self.node(NodeKind::Switch, format!("sw{i}"), ports[i])).collect();
         let mut next = vec![1u8; n];
         let mut port = |s: usize| {
             let p = next[s];
@@ -409,22 +336,9 @@ mod tests {
         let ix = t.index();
         let leaf0 = ix.node_by_name("leaf0").unwrap();
         let spine1 = ix.node_by_name("spine1").unwrap();
+        assert_eq!(ix.neighbor(PortRef { node: leaf0, port: 6 }), Some(PortRef { node: spine1, port: 1 }));
         assert_eq!(
-            ix.neighbor(PortRef {
-                node: leaf0,
-                port: 6
-            }),
-            Some(PortRef {
-                node: spine1,
-                port: 1
-            })
-        );
-        assert_eq!(
-            ix.neighbor(PortRef {
-                node: leaf0,
-                port: 1
-            })
-            .map(|p| t.node(p.node).name.as_str()),
+            ix.neighbor(PortRef { node: leaf0, port: 1 }).map(|p| t.node(p.node).name.as_str()),
             Some("leaf0-h0")
         );
         // GUIDs follow ibsim's counters in node order: switches then hosts.
@@ -444,10 +358,7 @@ mod tests {
         let s0 = ix.node_by_name("spine0").unwrap();
         assert_eq!(degree(&ix, s0), 4);
         let l1 = ix.node_by_name("leaf1").unwrap();
-        assert_eq!(
-            ix.neighbor(PortRef { node: l1, port: 6 }),
-            Some(PortRef { node: s0, port: 4 })
-        );
+        assert_eq!(ix.neighbor(PortRef { node: l1, port: 6 }), Some(PortRef { node: s0, port: 4 }));
     }
 
     #[test]
@@ -460,12 +371,7 @@ mod tests {
         let ix = t.index();
         let core = ix.node_by_name("core2-3").unwrap();
         assert_eq!(degree(&ix, core), 3);
-        let far = ix
-            .neighbor(PortRef {
-                node: core,
-                port: 2,
-            })
-            .unwrap();
+        let far = ix.neighbor(PortRef { node: core, port: 2 }).unwrap();
         assert_eq!(t.node(far.node).name, "p1-spine2");
         assert_eq!(far.port, 4 + 3 + 1);
         let big = gen("fattree3:radix=36,pods=12");
@@ -485,12 +391,7 @@ mod tests {
         assert_eq!(t.links.len() - 128, 64 * 3);
         let ix = t.index();
         let corner = ix.node_by_name("sw3-0-0").unwrap();
-        let wrap = ix
-            .neighbor(PortRef {
-                node: corner,
-                port: 2 + 2,
-            })
-            .unwrap();
+        let wrap = ix.neighbor(PortRef { node: corner, port: 2 + 2 }).unwrap();
         assert_eq!((t.node(wrap.node).name.as_str(), wrap.port), ("sw0-0-0", 3));
         assert!(t.switches().all(|s| degree(&ix, s) == 8));
         // A ring of 2 gets two parallel links, a ring of 1 none.
@@ -508,21 +409,11 @@ mod tests {
         assert!(connected(&t));
         let ix = t.index();
         // Every group pair is joined exactly once.
-        let group = |n: NodeIdx| {
-            t.node(n).name[1..]
-                .split('r')
-                .next()
-                .unwrap()
-                .parse::<usize>()
-                .unwrap()
-        };
+        let group = |n: NodeIdx| t.node(n).name[1..].split('r').next().unwrap().parse::<usize>().unwrap();
         let mut pairs = std::collections::BTreeSet::new();
         for l in &t.links {
             let (a, b) = (l.a.node, l.b.node);
-            if t.node(a).kind == NodeKind::Switch
-                && t.node(b).kind == NodeKind::Switch
-                && group(a) != group(b)
-            {
+            if t.node(a).kind == NodeKind::Switch && t.node(b).kind == NodeKind::Switch && group(a) != group(b) {
                 assert!(pairs.insert((group(a).min(group(b)), group(a).max(group(b)))));
             }
         }
@@ -554,20 +445,13 @@ mod tests {
         let t = gen("b2b");
         assert_eq!(t.nodes.len(), 2);
         assert_eq!(t.links.len(), 1);
-        assert_eq!(
-            (t.nodes[0].node_guid, t.nodes[1].node_guid),
-            (Guid(0x100000), Guid(0x100002))
-        );
+        assert_eq!((t.nodes[0].node_guid, t.nodes[1].node_guid), (Guid(0x100000), Guid(0x100002)));
     }
 
     #[test]
     fn generation_is_deterministic() {
-        for s in [
-            "fattree3:radix=6,pods=2",
-            "torus2d:3x3,hosts=2",
-            "dragonfly:routers=3,global=1",
-            "random:switches=7",
-        ] {
+        for s in ["fattree3:radix=6,pods=2", "torus2d:3x3,hosts=2", "dragonfly:routers=3,global=1", "random:switches=7"]
+        {
             assert_eq!(gen(s), gen(s), "{s}");
         }
     }

@@ -93,9 +93,7 @@ impl GuidCounters {
 pub fn ibsim_port_guids(kind: NodeKind, node_guid: u64, num_ports: u8) -> Vec<Guid> {
     match kind {
         NodeKind::Switch => vec![Guid(node_guid)],
-        NodeKind::Ca | NodeKind::Router => (0..=num_ports as u64)
-            .map(|p| Guid(node_guid.wrapping_add(p)))
-            .collect(),
+        NodeKind::Ca | NodeKind::Router => (0..=num_ports as u64).map(|p| Guid(node_guid.wrapping_add(p))).collect(),
     }
 }
 
@@ -124,10 +122,7 @@ mod tests {
         assert_eq!(c.allocate(NodeKind::Switch, 8), 0x200001);
         assert_eq!(c.allocate(NodeKind::Ca, 2), 0x100000);
         assert_eq!(c.allocate(NodeKind::Ca, 2), 0x100003);
-        assert_eq!(
-            ibsim_port_guids(NodeKind::Ca, 0x100003, 2)[2],
-            Guid(0x100005)
-        );
+        assert_eq!(ibsim_port_guids(NodeKind::Ca, 0x100003, 2)[2], Guid(0x100005));
     }
 
     #[test]

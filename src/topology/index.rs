@@ -43,15 +43,11 @@ impl TopologyIndex {
             idx.by_node_guid.entry(node.node_guid).or_insert(ni);
             match node.kind {
                 NodeKind::Switch => {
-                    idx.by_port_guid
-                        .entry(node.port_guid(0))
-                        .or_insert(PortRef { node: ni, port: 0 });
+                    idx.by_port_guid.entry(node.port_guid(0)).or_insert(PortRef { node: ni, port: 0 });
                 }
                 NodeKind::Ca | NodeKind::Router => {
                     for port in 1..=node.num_ports {
-                        idx.by_port_guid
-                            .entry(node.port_guid(port))
-                            .or_insert(PortRef { node: ni, port });
+                        idx.by_port_guid.entry(node.port_guid(port)).or_insert(PortRef { node: ni, port });
                     }
                 }
             }
@@ -106,10 +102,7 @@ impl TopologyIndex {
             (Some(&b), Some(&e)) => (b, e),
             _ => (0, 0),
         };
-        self.peer[base..end]
-            .iter()
-            .enumerate()
-            .filter_map(|(p, e)| e.map(|(far, _)| (p as u8, far)))
+        self.peer[base..end].iter().enumerate().filter_map(|(p, e)| e.map(|(far, _)| (p as u8, far)))
     }
 
     /// The shortest directed route from `from` to `to`: the port to leave
@@ -184,10 +177,7 @@ mod tests {
     use crate::topology::Node;
 
     fn p(n: usize, port: u8) -> PortRef {
-        PortRef {
-            node: NodeIdx(n),
-            port,
-        }
+        PortRef { node: NodeIdx(n), port }
     }
 
     /// h0 - sw1 - sw2 - h3, plus a second parallel sw1-sw2 cable and a CA
@@ -257,20 +247,12 @@ mod tests {
     fn dr_path_longer_than_63_hops_is_none() {
         let mut t = Topology::default();
         for i in 0..70 {
-            t.add_node(Node::new(
-                NodeKind::Switch,
-                format!("s{i}"),
-                2,
-                Guid(0x200000 + i as u64),
-            ));
+            t.add_node(Node::new(NodeKind::Switch, format!("s{i}"), 2, Guid(0x200000 + i as u64)));
         }
         for i in 0..69 {
             t.connect(p(i, 2), p(i + 1, 1), 2, 1);
         }
-        assert_eq!(
-            t.dr_path_to(p(0, 0), NodeIdx(63)).map(|v| v.len()),
-            Some(63)
-        );
+        assert_eq!(t.dr_path_to(p(0, 0), NodeIdx(63)).map(|v| v.len()), Some(63));
         assert_eq!(t.dr_path_to(p(0, 0), NodeIdx(64)), None);
     }
 }

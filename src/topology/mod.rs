@@ -139,11 +139,7 @@ impl Node {
     pub fn port_guid(&self, port: u8) -> Guid {
         match self.kind {
             NodeKind::Switch => self.port_guids.first().copied().unwrap_or(self.node_guid),
-            _ => self
-                .port_guids
-                .get(port as usize)
-                .copied()
-                .unwrap_or(self.node_guid),
+            _ => self.port_guids.get(port as usize).copied().unwrap_or(self.node_guid),
         }
     }
 }
@@ -171,13 +167,7 @@ impl Topology {
 
     /// Cables `a` to `b`; returns the link's index. Checks nothing: see
     /// `validate`.
-    pub fn connect(
-        &mut self,
-        a: PortRef,
-        b: PortRef,
-        width: LinkWidthCode,
-        speed: LinkSpeedCode,
-    ) -> usize {
+    pub fn connect(&mut self, a: PortRef, b: PortRef, width: LinkWidthCode, speed: LinkSpeedCode) -> usize {
         self.links.push(Link { a, b, width, speed });
         self.links.len() - 1
     }
@@ -196,11 +186,7 @@ impl Topology {
     }
 
     pub fn nodes_of(&self, kind: NodeKind) -> impl Iterator<Item = NodeIdx> + '_ {
-        self.nodes
-            .iter()
-            .enumerate()
-            .filter(move |(_, n)| n.kind == kind)
-            .map(|(i, _)| NodeIdx(i))
+        self.nodes.iter().enumerate().filter(move |(_, n)| n.kind == kind).map(|(i, _)| NodeIdx(i))
     }
 
     /// Linear scan; for repeated lookups build `index()` once.
@@ -210,10 +196,7 @@ impl Topology {
 
     /// The node whose node GUID is `guid`. Linear scan; see `index()`.
     pub fn node_by_guid(&self, guid: Guid) -> Option<NodeIdx> {
-        self.nodes
-            .iter()
-            .position(|n| n.node_guid == guid)
-            .map(NodeIdx)
+        self.nodes.iter().position(|n| n.node_guid == guid).map(NodeIdx)
     }
 
     /// The port at the other end of `port`'s cable. Linear in the number of

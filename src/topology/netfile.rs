@@ -84,12 +84,7 @@ pub enum NoteKind {
     DebugSwitchIgnored,
     /// A `(guid)` after a CA port number that is not node GUID + port, which
     /// ibsim (and so this model) uses regardless.
-    PortGuidIgnored {
-        node: String,
-        port: u8,
-        declared: Guid,
-        used: Guid,
-    },
+    PortGuidIgnored { node: String, port: u8, declared: Guid, used: Guid },
     /// An extended speed (`e=`, `extspeed=`, FDR/EDR/HDR/FDR10 in a comment):
     /// the model keeps LinkSpeedActive only.
     ExtendedSpeedIgnored(String),
@@ -102,10 +97,7 @@ pub enum NoteKind {
 
 /// Reads `path` and the files it includes.
 pub fn read_net_file(path: &Path) -> Result<ParsedNet, TopologyError> {
-    let text = load_file(path).map_err(|source| TopologyError::Io {
-        file: path.to_path_buf(),
-        source,
-    })?;
+    let text = load_file(path).map_err(|source| TopologyError::Io { file: path.to_path_buf(), source })?;
     parse_net_with(&text, path, &mut load_file)
 }
 
@@ -130,14 +122,9 @@ pub fn parse_net_with(
 
 fn load_file(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut buf = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut buf)?;
+    std::fs::File::open(path)?.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf)?;
     if buf.len() as u64 > MAX_FILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "file larger than 256 MiB",
-        ));
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "file larger than 256 MiB"));
     }
     Ok(buf)
 }
@@ -223,29 +210,16 @@ impl<'l> Reader<'l> {
     }
 
     fn parse_err(&self, at: At, expected: &'static str, found: &str) -> TopologyError {
-        TopologyError::Parse {
-            file: self.path(at),
-            line: at.line,
-            expected,
-            found: excerpt(found),
-        }
+        TopologyError::Parse { file: self.path(at), line: at.line, expected, found: excerpt(found) }
     }
 
     fn semantic(&self, at: At, problem: Problem) -> TopologyError {
-        TopologyError::Semantic {
-            file: self.path(at),
-            line: at.line,
-            problem,
-        }
+        TopologyError::Semantic { file: self.path(at), line: at.line, problem }
     }
 
     fn note(&mut self, at: At, kind: NoteKind) {
         let file = self.path(at);
-        self.notes.push(Note {
-            file,
-            line: at.line,
-            kind,
-        });
+        self.notes.push(Note { file, line: at.line, kind });
     }
 
     fn parse_file(&mut self, text: &[u8], path: &Path) -> Result<(), TopologyError> {
@@ -262,11 +236,7 @@ impl<'l> Reader<'l> {
             let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
             if raw.len() > MAX_LINE {
                 let shown = String::from_utf8_lossy(&raw[..40]);
-                return Err(self.parse_err(
-                    at,
-                    "a line of at most 255 bytes (ibsim splits longer ones)",
-                    &shown,
-                ));
+                return Err(self.parse_err(at, "a line of at most 255 bytes (ibsim splits longer ones)", &shown));
             }
             let line = match std::str::from_utf8(raw) {
                 Ok(l) if !l.contains('\0') => l,
@@ -283,26 +253,13 @@ impl<'l> Reader<'l> {
         Ok(())
     }
 
-    fn record_line(
-        &mut self,
-        at: At,
-        node: usize,
-        remaining: u8,
-        line: &str,
-    ) -> Result<State, TopologyError> {
+    fn record_line(&mut self, at: At, node: usize, remaining: u8, line: &str) -> Result<State, TopologyError> {
         if line.starts_with('#') {
             return Ok(State::Record { node, remaining });
         }
         if line.starts_with('[') {
             self.port_line(at, node, line)?;
-            return Ok(if remaining > 1 {
-                State::Record {
-                    node,
-                    remaining: remaining - 1,
-                }
-            } else {
-                State::TopLevel
-            });
+            return Ok(if remaining > 1 { State::Record { node, remaining: remaining - 1 } } else { State::TopLevel });
         }
         if line.starts_with('@') {
             return Err(TopologyError::Unsupported {
@@ -332,9 +289,7 @@ impl<'l> Reader<'l> {
                 line,
             ));
         }
-        let word_len = line
-            .find(|c: char| !(c.is_ascii_alphabetic() || c == '_'))
-            .unwrap_or(line.len());
+        let word_len = line.find(|c: char| !(c.is_ascii_alphabetic() || c == '_')).unwrap_or(line.len());
         let (word, rest) = line.split_at(word_len);
         match word {
             "Switch" => self.header(at, NodeKind::Switch, rest),
@@ -405,13 +360,7 @@ impl<'l> Reader<'l> {
     fn assignment_value(&self, at: At, c: &mut Cursor, max: u64) -> Result<u64, TopologyError> {
         let v = match c.c_uint() {
             Some(v) if v <= max => v,
-            _ => {
-                return Err(self.parse_err(
-                    at,
-                    "a number (decimal, 0x hex or 0 octal) in range",
-                    c.rest(),
-                ))
-            }
+            _ => return Err(self.parse_err(at, "a number (decimal, 0x hex or 0 octal) in range", c.rest())),
         };
         c.skip_ws();
         if c.eat('(') && !c.skip_past(')') {
@@ -450,11 +399,7 @@ impl<'l> Reader<'l> {
             return Err(self.parse_err(at, "a quoted module prefix", c.rest()));
         };
         if prefix.len() > MAX_PREFIX || prefix.contains(['#', '@']) {
-            return Err(self.parse_err(
-                at,
-                "a prefix of at most 20 bytes without `#` or `@`",
-                prefix,
-            ));
+            return Err(self.parse_err(at, "a prefix of at most 20 bytes without `#` or `@`", prefix));
         }
         self.prefix = prefix.to_string();
         Ok(State::TopLevel)
@@ -487,9 +432,7 @@ impl<'l> Reader<'l> {
             return Err(fail("the file includes itself (cycle)".into()));
         }
         if self.stack.len() >= MAX_INCLUDE_DEPTH {
-            return Err(fail(format!(
-                "nests deeper than ibsim's {MAX_INCLUDE_DEPTH} files"
-            )));
+            return Err(fail(format!("nests deeper than ibsim's {MAX_INCLUDE_DEPTH} files")));
         }
         let text = (self.load)(&target).map_err(|e| fail(format!("cannot be read: {e}")))?;
         self.stack.push(key);
@@ -501,11 +444,7 @@ impl<'l> Reader<'l> {
     fn header(&mut self, at: At, kind: NodeKind, rest: &str) -> Result<State, TopologyError> {
         let mut c = Cursor::new(rest);
         if !c.skip_ws() {
-            return Err(self.parse_err(
-                at,
-                "whitespace and a port count after the node type",
-                rest,
-            ));
+            return Err(self.parse_err(at, "whitespace and a port count after the node type", rest));
         }
         let num_ports = match c.c_uint() {
             Some(n) => n,
@@ -518,27 +457,13 @@ impl<'l> Reader<'l> {
         if base.is_empty() || base.contains(['#', '@']) {
             return Err(self.parse_err(at, "a non-empty node name without `#` or `@`", base));
         }
-        let name = if self.prefix.is_empty() {
-            base.to_string()
-        } else {
-            format!("{}#{}", self.prefix, base)
-        };
+        let name = if self.prefix.is_empty() { base.to_string() } else { format!("{}#{}", self.prefix, base) };
         if name.len() > MAX_NAME {
-            return Err(self.parse_err(
-                at,
-                "a node name of at most 64 bytes (ibsim truncates longer ones)",
-                &name,
-            ));
+            return Err(self.parse_err(at, "a node name of at most 64 bytes (ibsim truncates longer ones)", &name));
         }
         if num_ports == 0 || num_ports > MAX_PORTS as u64 {
             let num_ports = num_ports.min(u32::MAX as u64) as u32;
-            return Err(self.semantic(
-                at,
-                Problem::BadPortCount {
-                    node: name,
-                    num_ports,
-                },
-            ));
+            return Err(self.semantic(at, Problem::BadPortCount { node: name, num_ports }));
         }
         let num_ports = num_ports as u8;
         if self.by_name.contains_key(&name) {
@@ -567,14 +492,7 @@ impl<'l> Reader<'l> {
         let node_guid = self.counters.peek(kind);
         if let Some(&other) = self.by_guid.get(&node_guid) {
             let first = self.nodes[other].name.clone();
-            return Err(self.semantic(
-                at,
-                Problem::DuplicateNodeGuid {
-                    guid: Guid(node_guid),
-                    first,
-                    second: name,
-                },
-            ));
+            return Err(self.semantic(at, Problem::DuplicateNodeGuid { guid: Guid(node_guid), first, second: name }));
         }
         self.counters.allocate(kind, num_ports);
         let system_guid = match std::mem::take(&mut self.pending_sysimgguid) {
@@ -596,10 +514,7 @@ impl<'l> Reader<'l> {
             line: at.line,
             ports: (0..=num_ports).map(|_| None).collect(),
         });
-        Ok(State::Record {
-            node: idx,
-            remaining: num_ports,
-        })
+        Ok(State::Record { node: idx, remaining: num_ports })
     }
 
     fn port_line(&mut self, at: At, node: usize, line: &str) -> Result<(), TopologyError> {
@@ -618,14 +533,7 @@ impl<'l> Reader<'l> {
         }
         if port > num_ports as u64 {
             let port = port.min(u32::MAX as u64) as u32;
-            return Err(self.semantic(
-                at,
-                Problem::PortOutOfRange {
-                    node: name,
-                    port,
-                    num_ports,
-                },
-            ));
+            return Err(self.semantic(at, Problem::PortOutOfRange { node: name, port, num_ports }));
         }
         let port = port as u8;
         if self.nodes[node].ports[port as usize].is_some() {
@@ -639,23 +547,11 @@ impl<'l> Reader<'l> {
                 _ => return Err(self.parse_err(at, "a hex port GUID and `)`", c.rest())),
             };
             let used = ibsim_port_guids(kind, self.nodes[node].node_guid, num_ports)
-                .get(if kind == NodeKind::Switch {
-                    0
-                } else {
-                    port as usize
-                })
+                .get(if kind == NodeKind::Switch { 0 } else { port as usize })
                 .copied()
                 .unwrap_or_default();
             if declared != used.0 {
-                self.note(
-                    at,
-                    NoteKind::PortGuidIgnored {
-                        node: name.clone(),
-                        port,
-                        declared: Guid(declared),
-                        used,
-                    },
-                );
+                self.note(at, NoteKind::PortGuidIgnored { node: name.clone(), port, declared: Guid(declared), used });
             }
         }
         c.skip_ws();
@@ -666,11 +562,7 @@ impl<'l> Reader<'l> {
             return Err(self.parse_err(at, "a non-empty remote node name", line));
         }
         if remote.contains('@') {
-            return Err(TopologyError::Unsupported {
-                file: self.path(at),
-                line: at.line,
-                what: "a port alias (`@`)",
-            });
+            return Err(TopologyError::Unsupported { file: self.path(at), line: at.line, what: "a port alias (`@`)" });
         }
         let remote = if self.prefix.is_empty() || remote.contains('#') {
             remote.to_string()
@@ -680,13 +572,7 @@ impl<'l> Reader<'l> {
         let remote_port = if c.eat('[') {
             match c.c_uint() {
                 Some(p) if p >= 1 && c.eat(']') => p.min(u32::MAX as u64) as u32,
-                _ => {
-                    return Err(self.parse_err(
-                        at,
-                        "a remote port number 1..=254 in brackets",
-                        c.rest(),
-                    ))
-                }
+                _ => return Err(self.parse_err(at, "a remote port number 1..=254 in brackets", c.rest())),
             }
         } else {
             1 // ibsim's default
@@ -727,17 +613,11 @@ impl<'l> Reader<'l> {
                 ConnInfo::Rate { width, speed, ext } => {
                     match width {
                         Some(w) => width_enabled = w,
-                        None => self.note(
-                            at,
-                            NoteKind::ConnectionInfoIgnored(comment.trim().to_string()),
-                        ),
+                        None => self.note(at, NoteKind::ConnectionInfoIgnored(comment.trim().to_string())),
                     }
                     match speed {
                         Some(s) => speed_enabled = s,
-                        None => self.note(
-                            at,
-                            NoteKind::ConnectionInfoIgnored(comment.trim().to_string()),
-                        ),
+                        None => self.note(at, NoteKind::ConnectionInfoIgnored(comment.trim().to_string())),
                     }
                     if let Some(e) = ext {
                         self.note(at, NoteKind::ExtendedSpeedIgnored(e.to_string()));
@@ -745,14 +625,8 @@ impl<'l> Reader<'l> {
                 }
             }
         }
-        self.nodes[node].ports[port as usize] = Some(PortDecl {
-            remote,
-            remote_port,
-            width_enabled,
-            speed_enabled,
-            file: at.file,
-            line: at.line,
-        });
+        self.nodes[node].ports[port as usize] =
+            Some(PortDecl { remote, remote_port, width_enabled, speed_enabled, file: at.file, line: at.line });
         Ok(())
     }
 
@@ -767,37 +641,23 @@ impl<'l> Reader<'l> {
             node.enhanced_port0 = n.enhanced_port0;
             topo.nodes.push(node);
         }
-        let mut linked: Vec<Vec<bool>> = self
-            .nodes
-            .iter()
-            .map(|n| vec![false; n.num_ports as usize + 1])
-            .collect();
+        let mut linked: Vec<Vec<bool>> = self.nodes.iter().map(|n| vec![false; n.num_ports as usize + 1]).collect();
         for (ni, n) in self.nodes.iter().enumerate() {
             for (pi, decl) in n.ports.iter().enumerate() {
                 let Some(d) = decl else { continue };
                 if linked[ni][pi] {
                     continue;
                 }
-                let at = At {
-                    file: d.file,
-                    line: d.line,
-                };
+                let at = At { file: d.file, line: d.line };
                 let port = pi as u8;
                 let Some(&ri) = self.by_name.get(&d.remote) else {
-                    let p = Problem::DanglingLink {
-                        node: n.name.clone(),
-                        port,
-                        remote: d.remote.clone(),
-                    };
+                    let p = Problem::DanglingLink { node: n.name.clone(), port, remote: d.remote.clone() };
                     return Err(self.semantic(at, p));
                 };
                 let r = &self.nodes[ri];
                 if d.remote_port > r.num_ports as u32 {
-                    let p = Problem::PortOutOfRange {
-                        node: r.name.clone(),
-                        port: d.remote_port,
-                        num_ports: r.num_ports,
-                    };
+                    let p =
+                        Problem::PortOutOfRange { node: r.name.clone(), port: d.remote_port, num_ports: r.num_ports };
                     return Err(self.semantic(at, p));
                 }
                 let rp = d.remote_port as u8;
@@ -824,25 +684,13 @@ impl<'l> Reader<'l> {
                     }
                     Some(back) => {
                         if ri == ni && rp == port {
-                            return Err(self.semantic(
-                                at,
-                                Problem::PortLoop {
-                                    node: n.name.clone(),
-                                    port,
-                                },
-                            ));
+                            return Err(self.semantic(at, Problem::PortLoop { node: n.name.clone(), port }));
                         }
                         let rate = |what, ours: u8, theirs: u8, pick: fn(u8) -> Option<u8>| {
                             pick(ours & theirs).ok_or_else(|| {
                                 self.semantic(
                                     at,
-                                    Problem::NoCommonRate {
-                                        node: n.name.clone(),
-                                        port,
-                                        what,
-                                        ours,
-                                        theirs,
-                                    },
+                                    Problem::NoCommonRate { node: n.name.clone(), port, what, ours, theirs },
                                 )
                             })
                         };
@@ -851,14 +699,8 @@ impl<'l> Reader<'l> {
                         linked[ni][pi] = true;
                         linked[ri][rp as usize] = true;
                         topo.links.push(Link {
-                            a: PortRef {
-                                node: NodeIdx(ni),
-                                port,
-                            },
-                            b: PortRef {
-                                node: NodeIdx(ri),
-                                port: rp,
-                            },
+                            a: PortRef { node: NodeIdx(ni), port },
+                            b: PortRef { node: NodeIdx(ri), port: rp },
                             width,
                             speed,
                         });
@@ -872,17 +714,11 @@ impl<'l> Reader<'l> {
             let at = problem
                 .node_name()
                 .and_then(|name| self.by_name.get(name))
-                .map(|&i| At {
-                    file: self.nodes[i].file,
-                    line: self.nodes[i].line,
-                })
+                .map(|&i| At { file: self.nodes[i].file, line: self.nodes[i].line })
                 .unwrap_or(At { file: 0, line: 0 });
             return Err(self.semantic(at, problem));
         }
-        Ok(ParsedNet {
-            topology: topo,
-            notes: self.notes,
-        })
+        Ok(ParsedNet { topology: topo, notes: self.notes })
     }
 }
 
@@ -933,11 +769,7 @@ fn split_description(after_hash: &str) -> (Option<&str>, &str) {
 enum ConnInfo<'a> {
     Absent,
     Unreadable(String),
-    Rate {
-        width: Option<u8>,
-        speed: Option<u8>,
-        ext: Option<&'a str>,
-    },
+    Rate { width: Option<u8>, speed: Option<u8>, ext: Option<&'a str> },
 }
 
 /// ibnetdiscover's `... lid 3 4xQDR` at the end of a port line, read as ibsim
@@ -984,11 +816,7 @@ fn connection_info(comment: &str) -> ConnInfo<'_> {
         ("FDR10", 7, true),
     ];
     let hit = SPEEDS.iter().find(|(name, _, _)| name.starts_with(tok));
-    ConnInfo::Rate {
-        width,
-        speed: hit.map(|&(_, mask, _)| mask),
-        ext: hit.filter(|&&(_, _, ext)| ext).map(|_| tok),
-    }
+    ConnInfo::Rate { width, speed: hit.map(|&(_, mask, _)| mask), ext: hit.filter(|&&(_, _, ext)| ext).map(|_| tok) }
 }
 
 /// A byte cursor over one line; every step checks bounds.
@@ -1092,10 +920,7 @@ impl<'a> Cursor<'a> {
             (10, 0)
         };
         let digits = &rest[skip..];
-        let n = digits
-            .bytes()
-            .take_while(|b| (*b as char).is_digit(radix))
-            .count();
+        let n = digits.bytes().take_while(|b| (*b as char).is_digit(radix)).count();
         if n == 0 {
             return None;
         }
@@ -1117,10 +942,7 @@ mod tests {
 
     fn parse(text: &str) -> Result<ParsedNet, TopologyError> {
         parse_net_with(text.as_bytes(), Path::new("test.net"), &mut |p| {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                p.display().to_string(),
-            ))
+            Err(std::io::Error::new(std::io::ErrorKind::NotFound, p.display().to_string()))
         })
     }
 
@@ -1161,20 +983,8 @@ Hca\t2 \"Hca2\"
         assert_eq!(t.nodes[0].description, "Switch1");
         assert_eq!(t.links.len(), 4);
         // In port-table order, each link once, from its first-listed end.
-        assert_eq!(
-            t.links[1].a,
-            PortRef {
-                node: NodeIdx(0),
-                port: 2
-            }
-        );
-        assert_eq!(
-            t.links[1].b,
-            PortRef {
-                node: NodeIdx(3),
-                port: 2
-            }
-        );
+        assert_eq!(t.links[1].a, PortRef { node: NodeIdx(0), port: 2 });
+        assert_eq!(t.links[1].b, PortRef { node: NodeIdx(3), port: 2 });
         assert!(t.links.iter().all(|l| l.width == 2 && l.speed == 1));
         assert_eq!(t.validate(), Ok(()));
     }
@@ -1248,14 +1058,7 @@ Ca\t2 \"H-0002c9030002fb04\"\t\t# \"node01 HCA-1\"
         // 12x on one end only: ibsim refuses (no common width).
         let e = parse("Hca 1 \"a\"\n[1] \"b\"[1] w=8\n\nHca 1 \"b\"\n[1] \"a\"[1]\n").unwrap_err();
         assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    line: 2,
-                    problem: Problem::NoCommonRate { what: "width", .. },
-                    ..
-                }
-            ),
+            matches!(e, TopologyError::Semantic { line: 2, problem: Problem::NoCommonRate { what: "width", .. }, .. }),
             "{e}"
         );
         // width= changes the default for later nodes.
@@ -1276,10 +1079,7 @@ Ca\t2 \"H-0002c9030002fb04\"\t\t# \"node01 HCA-1\"
         let long = "x".repeat(80);
         let p = parse(&format!("Hca 1 \"h\" # \"{long}\"\n")).unwrap();
         assert_eq!(p.topology.nodes[0].description.len(), 63);
-        assert_eq!(
-            p.notes[0].kind,
-            NoteKind::DescriptionTruncated { node: "h".into() }
-        );
+        assert_eq!(p.notes[0].kind, NoteKind::DescriptionTruncated { node: "h".into() });
     }
 
     #[test]
@@ -1288,22 +1088,13 @@ Ca\t2 \"H-0002c9030002fb04\"\t\t# \"node01 HCA-1\"
         assert_eq!(t.nodes[0].node_guid, Guid(0xabc0));
         assert_eq!(t.nodes[1].node_guid, Guid(0xabd0));
         assert_eq!(t.nodes[1].port_guid(2), Guid(0xabd2));
-        assert_eq!(
-            (t.nodes[2].kind, t.nodes[2].node_guid),
-            (NodeKind::Router, Guid(0x900000))
-        );
+        assert_eq!((t.nodes[2].kind, t.nodes[2].node_guid), (NodeKind::Router, Guid(0x900000)));
     }
 
     #[test]
     fn remote_port_defaults_to_one_and_comments_inside_records() {
         let t = topo("Switch 2 \"s\"\n# a comment\n[2] \"h\"\n\nHca 1 \"h\"\n[1] \"s\"[2]\n");
-        assert_eq!(
-            t.links[0].b,
-            PortRef {
-                node: NodeIdx(1),
-                port: 1
-            }
-        );
+        assert_eq!(t.links[0].b, PortRef { node: NodeIdx(1), port: 1 });
     }
 
     #[test]
@@ -1323,26 +1114,17 @@ Ca\t2 \"H-0002c9030002fb04\"\t\t# \"node01 HCA-1\"
     #[test]
     fn do_and_pdebug_are_noted() {
         let p = parse("do link Switch1 1\npdebug=1\nHca 1 \"a\"\n").unwrap();
-        assert_eq!(
-            p.notes[0].kind,
-            NoteKind::DoCommandIgnored("link Switch1 1".into())
-        );
+        assert_eq!(p.notes[0].kind, NoteKind::DoCommandIgnored("link Switch1 1".into()));
         assert_eq!(p.notes[0].line, 1);
         assert_eq!(p.notes[1].kind, NoteKind::DebugSwitchIgnored);
     }
 
     #[test]
     fn mismatching_port_guid_echo_is_noted() {
-        let p = parse("caguid=0x10\nCa 2 \"a\"\n[1](99) \"b\"[1]\n\nCa 1 \"b\"\n[1] \"a\"[1]\n")
-            .unwrap();
+        let p = parse("caguid=0x10\nCa 2 \"a\"\n[1](99) \"b\"[1]\n\nCa 1 \"b\"\n[1] \"a\"[1]\n").unwrap();
         assert_eq!(
             p.notes[0].kind,
-            NoteKind::PortGuidIgnored {
-                node: "a".into(),
-                port: 1,
-                declared: Guid(0x99),
-                used: Guid(0x11)
-            }
+            NoteKind::PortGuidIgnored { node: "a".into(), port: 1, declared: Guid(0x99), used: Guid(0x11) }
         );
     }
 
@@ -1361,138 +1143,45 @@ Ca\t2 \"H-0002c9030002fb04\"\t\t# \"node01 HCA-1\"
         );
         // One-sided: h lists nothing on port 1.
         let e = err("Switch 2 \"s\"\n[1] \"h\"[1]\n\nHca 1 \"h\"\n");
-        assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    line: 2,
-                    problem: Problem::OneSidedLink { .. },
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, TopologyError::Semantic { line: 2, problem: Problem::OneSidedLink { .. }, .. }), "{e}");
         // Contradiction: h says it is on s port 2.
         let e = err("Switch 2 \"s\"\n[1] \"h\"[1]\n\nHca 1 \"h\"\n[1] \"s\"[2]\n");
         let TopologyError::Semantic {
-            problem:
-                Problem::ContradictoryLink {
-                    remote_says,
-                    remote_says_port,
-                    ..
-                },
-            ..
+            problem: Problem::ContradictoryLink { remote_says, remote_says_port, .. }, ..
         } = e
         else {
             panic!("{e}")
         };
         assert_eq!((remote_says.as_str(), remote_says_port), ("s", 2));
         let e = err("Hca 2 \"a\"\n\nHca 2 \"a\"\n");
-        assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    line: 3,
-                    problem: Problem::DuplicateName { .. },
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, TopologyError::Semantic { line: 3, problem: Problem::DuplicateName { .. }, .. }), "{e}");
         let e = err("Hca 2 \"a\"\n[3] \"b\"[1]\n");
-        assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    problem: Problem::PortOutOfRange { port: 3, .. },
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, TopologyError::Semantic { problem: Problem::PortOutOfRange { port: 3, .. }, .. }), "{e}");
         let e = err("Hca 2 \"a\"\n[0] \"b\"[1]\n");
-        assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    problem: Problem::PortZero { .. },
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, TopologyError::Semantic { problem: Problem::PortZero { .. }, .. }), "{e}");
         let e = err("Switch 4 \"a\"\n[1] \"b\"[1]\n[1] \"b\"[2]\n");
-        assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    line: 3,
-                    problem: Problem::PortCabledTwice { .. },
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, TopologyError::Semantic { line: 3, problem: Problem::PortCabledTwice { .. }, .. }), "{e}");
         let e = err("Hca 1 \"a\"\n[1] \"b\"[9]\n\nHca 2 \"b\"\n");
         assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    problem: Problem::PortOutOfRange {
-                        port: 9,
-                        num_ports: 2,
-                        ..
-                    },
-                    ..
-                }
-            ),
+            matches!(e, TopologyError::Semantic { problem: Problem::PortOutOfRange { port: 9, num_ports: 2, .. }, .. }),
             "{e}"
         );
         let e = err("caguid=5\nHca 1 \"a\"\n\ncaguid=5\nHca 1 \"b\"\n");
         assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    line: 5,
-                    problem: Problem::DuplicateNodeGuid { .. },
-                    ..
-                }
-            ),
+            matches!(e, TopologyError::Semantic { line: 5, problem: Problem::DuplicateNodeGuid { .. }, .. }),
             "{e}"
         );
         let e = err("Switch 0 \"a\"\n");
         assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    problem: Problem::BadPortCount { num_ports: 0, .. },
-                    ..
-                }
-            ),
+            matches!(e, TopologyError::Semantic { problem: Problem::BadPortCount { num_ports: 0, .. }, .. }),
             "{e}"
         );
         let e = err("Hca 2 \"a\"\n[1] \"a\"[1]\n");
-        assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    problem: Problem::PortLoop { .. },
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, TopologyError::Semantic { problem: Problem::PortLoop { .. }, .. }), "{e}");
         // A switch port 0 GUID equal to a CA port GUID: found on the whole model.
         let e = err("caguid=0x10\nHca 2 \"a\"\n\nswitchguid=0x11\nSwitch 2 \"s\"\n");
         assert!(
-            matches!(
-                e,
-                TopologyError::Semantic {
-                    line: 5,
-                    problem: Problem::DuplicatePortGuid { .. },
-                    ..
-                }
-            ),
+            matches!(e, TopologyError::Semantic { line: 5, problem: Problem::DuplicatePortGuid { .. }, .. }),
             "{e}"
         );
     }
@@ -1506,16 +1195,8 @@ Ca\t2 \"H-0002c9030002fb04\"\t\t# \"node01 HCA-1\"
             ("Hca 1 \"a\"\n[1] b[1]\n", 2, "remote node name"),
             ("Hca 1 \"a\"\n[x] \"b\"\n", 2, "port number in brackets"),
             ("Hca 1 \"a\"\n[1] \"b\"[0]\n", 2, "remote port number"),
-            (
-                "Hca 2 \"a\"\n[1] \"b\"[1]\nHca 1 \"b\"\n",
-                3,
-                "blank line ending",
-            ),
-            (
-                "Hca 1 \"a\"\n[1] \"b\"\n[2] \"c\"\n",
-                3,
-                "node header before port lines",
-            ),
+            ("Hca 2 \"a\"\n[1] \"b\"[1]\nHca 1 \"b\"\n", 3, "blank line ending"),
+            ("Hca 1 \"a\"\n[1] \"b\"\n[2] \"c\"\n", 3, "node header before port lines"),
             ("Swich 2 \"a\"\n", 1, "node header"),
             ("switchguid 5\n", 1, "`=guid`"),
             ("caguid=zz\n", 1, "a number"),
@@ -1525,9 +1206,7 @@ Ca\t2 \"H-0002c9030002fb04\"\t\t# \"node01 HCA-1\"
             ("Hca 1 \"\"\n", 1, "non-empty node name"),
         ] {
             match parse(text) {
-                Err(TopologyError::Parse {
-                    line: l, expected, ..
-                }) => {
+                Err(TopologyError::Parse { line: l, expected, .. }) => {
                     assert_eq!(l, line, "{text:?}");
                     assert!(expected.contains(expected_part), "{text:?}: {expected}");
                 }
@@ -1535,31 +1214,19 @@ Ca\t2 \"H-0002c9030002fb04\"\t\t# \"node01 HCA-1\"
             }
         }
         let long = format!("# {}\n", "x".repeat(300));
-        assert!(matches!(
-            parse(&long),
-            Err(TopologyError::Parse { line: 1, .. })
-        ));
+        assert!(matches!(parse(&long), Err(TopologyError::Parse { line: 1, .. })));
         assert!(matches!(
             parse_net_with(b"Hca 1 \"\xff\"\n", Path::new("t"), &mut |_| unreachable!()),
             Err(TopologyError::Parse { line: 1, .. })
         ));
-        assert!(matches!(
-            parse("@[1] \"alias\"\n"),
-            Err(TopologyError::Parse { .. })
-        ));
-        assert!(matches!(
-            parse("Hca 1 \"a\"\n@[1] \"x\"\n"),
-            Err(TopologyError::Unsupported { .. })
-        ));
+        assert!(matches!(parse("@[1] \"alias\"\n"), Err(TopologyError::Parse { .. })));
+        assert!(matches!(parse("Hca 1 \"a\"\n@[1] \"x\"\n"), Err(TopologyError::Unsupported { .. })));
     }
 
     #[test]
     fn includes_are_relative_to_the_including_file() {
         let files: HashMap<PathBuf, &str> = [
-            (
-                PathBuf::from("/nets/sub/hosts.net"),
-                "Hca 1 \"h\"\n[1] \"s\"[1]\n",
-            ),
+            (PathBuf::from("/nets/sub/hosts.net"), "Hca 1 \"h\"\n[1] \"s\"[1]\n"),
             (PathBuf::from("/nets/loop.net"), "include \"loop.net\"\n"),
         ]
         .into_iter()
@@ -1579,57 +1246,31 @@ Ca\t2 \"H-0002c9030002fb04\"\t\t# \"node01 HCA-1\"
         .topology;
         assert_eq!(t.nodes.len(), 2);
         assert_eq!(t.links.len(), 1);
-        let e = parse_net_with(b"include loop.net\n", Path::new("/nets/top.net"), &mut load)
-            .unwrap_err();
+        let e = parse_net_with(b"include loop.net\n", Path::new("/nets/top.net"), &mut load).unwrap_err();
         assert!(
             matches!(&e, TopologyError::Include { target, reason, .. } if target == Path::new("/nets/loop.net") && reason.contains("cycle")),
             "{e}"
         );
-        let e = parse_net_with(
-            b"\n\ninclude \"missing.net\"\n",
-            Path::new("/nets/top.net"),
-            &mut load,
-        )
-        .unwrap_err();
+        let e = parse_net_with(b"\n\ninclude \"missing.net\"\n", Path::new("/nets/top.net"), &mut load).unwrap_err();
         assert!(matches!(e, TopologyError::Include { line: 3, .. }), "{e}");
         // An error inside the included file names that file.
-        let files2: HashMap<PathBuf, &str> = [(PathBuf::from("/n/bad.net"), "\nbogus\n")]
-            .into_iter()
-            .collect();
-        let e = parse_net_with(
-            b"include \"bad.net\"\n",
-            Path::new("/n/top.net"),
-            &mut |p: &Path| {
-                files2
-                    .get(p)
-                    .map(|t| t.as_bytes().to_vec())
-                    .ok_or_else(|| std::io::ErrorKind::NotFound.into())
-            },
-        )
+        let files2: HashMap<PathBuf, &str> = [(PathBuf::from("/n/bad.net"), "\nbogus\n")].into_iter().collect();
+        let e = parse_net_with(b"include \"bad.net\"\n", Path::new("/n/top.net"), &mut |p: &Path| {
+            files2.get(p).map(|t| t.as_bytes().to_vec()).ok_or_else(|| std::io::ErrorKind::NotFound.into())
+        })
         .unwrap_err();
-        assert!(
-            matches!(&e, TopologyError::Parse { file, line: 2, .. } if file == Path::new("/n/bad.net")),
-            "{e}"
-        );
+        assert!(matches!(&e, TopologyError::Parse { file, line: 2, .. } if file == Path::new("/n/bad.net")), "{e}");
     }
 
     #[test]
     fn include_depth_is_capped() {
         // Each level includes the next: a.net -> b.net -> ... deeper than 9.
         let mut load = |p: &Path| -> std::io::Result<Vec<u8>> {
-            let n: usize = p
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
+            let n: usize = p.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok()).unwrap_or(0);
             Ok(format!("include \"{}.net\"\n", n + 1).into_bytes())
         };
-        let e =
-            parse_net_with(b"include \"1.net\"\n", Path::new("/d/0.net"), &mut load).unwrap_err();
-        assert!(
-            matches!(&e, TopologyError::Include { reason, .. } if reason.contains("deeper")),
-            "{e}"
-        );
+        let e = parse_net_with(b"include \"1.net\"\n", Path::new("/d/0.net"), &mut load).unwrap_err();
+        assert!(matches!(&e, TopologyError::Include { reason, .. } if reason.contains("deeper")), "{e}");
     }
 
     #[test]
@@ -1638,19 +1279,13 @@ Ca\t2 \"H-0002c9030002fb04\"\t\t# \"node01 HCA-1\"
             ConnInfo::Rate { width, speed, .. } => Some((width, speed)),
             _ => None,
         };
-        assert_eq!(
-            r(" lid 4 lmc 0 \"x\" lid 1 4xQDR"),
-            Some((Some(3), Some(7)))
-        );
+        assert_eq!(r(" lid 4 lmc 0 \"x\" lid 1 4xQDR"), Some((Some(3), Some(7))));
         assert_eq!(r(" \"x\" lid 1 12xSDR"), Some((Some(11), Some(1))));
         assert_eq!(r(" \"x\" lid 1 1xFDR10"), Some((Some(1), Some(7))));
         assert_eq!(r(" \"x\" lid 1 4xNDR"), Some((Some(3), None)));
         assert_eq!(r(" \"x\" lid 1 3xSDR"), Some((None, Some(1))));
         assert!(matches!(connection_info(" \"valid\""), ConnInfo::Absent));
-        assert!(matches!(
-            connection_info(" \"x\" lid"),
-            ConnInfo::Unreadable(_)
-        ));
+        assert!(matches!(connection_info(" \"x\" lid"), ConnInfo::Unreadable(_)));
     }
 
     #[test]

@@ -40,15 +40,7 @@ pub fn names_generator(text: &str) -> bool {
     let kind = text.split_once(':').map_or(text, |(k, _)| k);
     matches!(
         kind,
-        "fattree2"
-            | "fattree3"
-            | "mesh2d"
-            | "mesh3d"
-            | "torus2d"
-            | "torus3d"
-            | "dragonfly"
-            | "random"
-            | "b2b"
+        "fattree2" | "fattree3" | "mesh2d" | "mesh3d" | "torus2d" | "torus3d" | "dragonfly" | "random" | "b2b"
     )
 }
 
@@ -64,40 +56,11 @@ pub struct GeneratorSpec {
 /// A fabric shape with every size resolved. Port layouts are in `generate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Shape {
-    FatTree2 {
-        radix: u8,
-        hosts: u8,
-        spines: u32,
-        leaves: u32,
-        parallel: u8,
-    },
-    FatTree3 {
-        radix: u8,
-        pods: u32,
-        hosts: u8,
-        leaves: u32,
-        spines: u32,
-        uplinks: u32,
-    },
-    Grid {
-        dims: Vec<u32>,
-        torus: bool,
-        hosts: u8,
-        radix: u8,
-    },
-    Dragonfly {
-        groups: u32,
-        routers: u32,
-        hosts: u8,
-        global: u8,
-    },
-    Random {
-        switches: u32,
-        links: u32,
-        hosts: u32,
-        seed: u64,
-        radix: Option<u8>,
-    },
+    FatTree2 { radix: u8, hosts: u8, spines: u32, leaves: u32, parallel: u8 },
+    FatTree3 { radix: u8, pods: u32, hosts: u8, leaves: u32, spines: u32, uplinks: u32 },
+    Grid { dims: Vec<u32>, torus: bool, hosts: u8, radix: u8 },
+    Dragonfly { groups: u32, routers: u32, hosts: u8, global: u8 },
+    Random { switches: u32, links: u32, hosts: u32, seed: u64, radix: Option<u8> },
     BackToBack,
 }
 
@@ -106,13 +69,9 @@ impl Shape {
         match self {
             Shape::FatTree2 { .. } => "fattree2",
             Shape::FatTree3 { .. } => "fattree3",
-            Shape::Grid {
-                dims, torus: false, ..
-            } if dims.len() == 2 => "mesh2d",
+            Shape::Grid { dims, torus: false, .. } if dims.len() == 2 => "mesh2d",
             Shape::Grid { torus: false, .. } => "mesh3d",
-            Shape::Grid {
-                dims, torus: true, ..
-            } if dims.len() == 2 => "torus2d",
+            Shape::Grid { dims, torus: true, .. } if dims.len() == 2 => "torus2d",
             Shape::Grid { torus: true, .. } => "torus3d",
             Shape::Dragonfly { .. } => "dragonfly",
             Shape::Random { .. } => "random",
@@ -123,47 +82,22 @@ impl Shape {
     /// (switches, hosts) this shape builds.
     pub fn counts(&self) -> (u64, u64) {
         match self {
-            Shape::FatTree2 {
-                hosts,
-                spines,
-                leaves,
-                ..
-            } => (
-                *leaves as u64 + *spines as u64,
-                *leaves as u64 * *hosts as u64,
-            ),
-            Shape::FatTree3 {
-                pods,
-                hosts,
-                leaves,
-                spines,
-                uplinks,
-                ..
-            } => {
-                let (p, l, s, u) = (
-                    *pods as u64,
-                    *leaves as u64,
-                    *spines as u64,
-                    *uplinks as u64,
-                );
+            Shape::FatTree2 { hosts, spines, leaves, .. } => {
+                (*leaves as u64 + *spines as u64, *leaves as u64 * *hosts as u64)
+            }
+            Shape::FatTree3 { pods, hosts, leaves, spines, uplinks, .. } => {
+                let (p, l, s, u) = (*pods as u64, *leaves as u64, *spines as u64, *uplinks as u64);
                 (p * (l + s) + s * u, p * l * *hosts as u64)
             }
             Shape::Grid { dims, hosts, .. } => {
                 let n = dims.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64));
                 (n, n.saturating_mul(*hosts as u64))
             }
-            Shape::Dragonfly {
-                groups,
-                routers,
-                hosts,
-                ..
-            } => {
+            Shape::Dragonfly { groups, routers, hosts, .. } => {
                 let r = *groups as u64 * *routers as u64;
                 (r, r * *hosts as u64)
             }
-            Shape::Random {
-                switches, hosts, ..
-            } => (*switches as u64, *hosts as u64),
+            Shape::Random { switches, hosts, .. } => (*switches as u64, *hosts as u64),
             Shape::BackToBack => (0, 2),
         }
     }
@@ -181,42 +115,20 @@ impl Items {
         self.map.remove(key).map(|v| (key, v))
     }
 
-    fn num<T: TryFrom<u64>>(
-        &mut self,
-        key: &'static str,
-        min: u64,
-        max: u64,
-    ) -> Result<Option<T>, SpecError> {
+    fn num<T: TryFrom<u64>>(&mut self, key: &'static str, min: u64, max: u64) -> Result<Option<T>, SpecError> {
         let Some((key, value)) = self.take(key) else {
             return Ok(None);
         };
-        let bad = |reason: String| SpecError::BadValue {
-            kind: self.kind,
-            key,
-            value: value.clone(),
-            reason,
-        };
-        let v: u64 = value
-            .parse()
-            .map_err(|_| bad("not a non-negative integer".into()))?;
+        let bad = |reason: String| SpecError::BadValue { kind: self.kind, key, value: value.clone(), reason };
+        let v: u64 = value.parse().map_err(|_| bad("not a non-negative integer".into()))?;
         if v < min || v > max {
             return Err(bad(format!("must be in {min}..={max}")));
         }
-        T::try_from(v)
-            .map(Some)
-            .map_err(|_| bad("out of range".into()))
+        T::try_from(v).map(Some).map_err(|_| bad("out of range".into()))
     }
 
-    fn required<T: TryFrom<u64>>(
-        &mut self,
-        key: &'static str,
-        min: u64,
-        max: u64,
-    ) -> Result<T, SpecError> {
-        self.num(key, min, max)?.ok_or(SpecError::MissingKey {
-            kind: self.kind,
-            key,
-        })
+    fn required<T: TryFrom<u64>>(&mut self, key: &'static str, min: u64, max: u64) -> Result<T, SpecError> {
+        self.num(key, min, max)?.ok_or(SpecError::MissingKey { kind: self.kind, key })
     }
 }
 
@@ -242,64 +154,34 @@ impl FromStr for GeneratorSpec {
             "dragonfly" => "dragonfly",
             "random" => "random",
             "b2b" => "b2b",
-            other => {
-                return Err(SpecError::UnknownKind {
-                    kind: other.to_string(),
-                    known: KINDS,
-                })
-            }
+            other => return Err(SpecError::UnknownKind { kind: other.to_string(), known: KINDS }),
         };
         let accepted: &'static str = match kind {
             "fattree2" => "radix, hosts, spines, leaves, parallel, width, speed",
             "fattree3" => "radix, pods, hosts, leaves, spines, uplinks, width, speed",
-            "mesh2d" | "mesh3d" | "torus2d" | "torus3d" => {
-                "<dims> (e.g. 4x4), dims, hosts, radix, width, speed"
-            }
+            "mesh2d" | "mesh3d" | "torus2d" | "torus3d" => "<dims> (e.g. 4x4), dims, hosts, radix, width, speed",
             "dragonfly" => "routers, hosts, global, groups, width, speed",
             "random" => "switches, links, degree, hosts, seed, radix, width, speed",
             _ => "width, speed",
         };
         let grid = kind.starts_with("mesh") || kind.starts_with("torus");
-        let mut items = Items {
-            kind,
-            map: BTreeMap::new(),
-            dims: None,
-        };
+        let mut items = Items { kind, map: BTreeMap::new(), dims: None };
         for item in args.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), v.trim()),
                 None if grid && looks_like_dims(item) => ("dims", item),
-                None => {
-                    return Err(SpecError::Malformed {
-                        kind,
-                        item: item.to_string(),
-                    })
-                }
+                None => return Err(SpecError::Malformed { kind, item: item.to_string() }),
             };
             let known = accepted.split(", ").any(|a| a == key) || (grid && key == "dims");
             if !known {
-                return Err(SpecError::UnknownKey {
-                    kind,
-                    key: key.to_string(),
-                    accepted,
-                });
+                return Err(SpecError::UnknownKey { kind, key: key.to_string(), accepted });
             }
             if key == "dims" {
                 if items.dims.replace(value.to_string()).is_some() {
-                    return Err(SpecError::DuplicateKey {
-                        kind,
-                        key: "dims".into(),
-                    });
+                    return Err(SpecError::DuplicateKey { kind, key: "dims".into() });
                 }
-            } else if items
-                .map
-                .insert(key.to_string(), value.to_string())
-                .is_some()
-            {
-                return Err(SpecError::DuplicateKey {
-                    kind,
-                    key: key.to_string(),
-                });
+            } else if items.map.insert(key.to_string(), value.to_string()).is_some() {
+                return Err(SpecError::DuplicateKey { kind, key: key.to_string() });
             }
         }
 
@@ -328,12 +210,8 @@ impl FromStr for GeneratorSpec {
                 let hosts: u8 = items.num("hosts", 0, PORTS)?.unwrap_or(radix / 2);
                 let parallel: u8 = items.num("parallel", 1, PORTS)?.unwrap_or(1);
                 let default_spines = (radix.saturating_sub(hosts) / parallel) as u32;
-                let spines: u32 = items
-                    .num("spines", 1, COUNT)?
-                    .unwrap_or(default_spines.max(1));
-                let leaves: u32 = items
-                    .num("leaves", 1, COUNT)?
-                    .unwrap_or((radix / parallel).max(1) as u32);
+                let spines: u32 = items.num("spines", 1, COUNT)?.unwrap_or(default_spines.max(1));
+                let leaves: u32 = items.num("leaves", 1, COUNT)?.unwrap_or((radix / parallel).max(1) as u32);
                 let leaf_ports = hosts as u64 + spines as u64 * parallel as u64;
                 if leaf_ports > radix as u64 {
                     return Err(infeasible(
@@ -350,133 +228,83 @@ impl FromStr for GeneratorSpec {
                         ),
                     ));
                 }
-                Shape::FatTree2 {
-                    radix,
-                    hosts,
-                    spines,
-                    leaves,
-                    parallel,
-                }
+                Shape::FatTree2 { radix, hosts, spines, leaves, parallel }
             }
             "fattree3" => {
                 let radix: u8 = items.required("radix", 2, PORTS)?;
                 let pods: u32 = items.required("pods", 1, PORTS)?;
                 let hosts: u8 = items.num("hosts", 0, PORTS)?.unwrap_or(radix / 2);
-                let leaves: u32 = items
-                    .num("leaves", 1, PORTS)?
-                    .unwrap_or((radix as u32 / 2).max(1));
-                let spines: u32 = items
-                    .num("spines", 1, PORTS)?
-                    .unwrap_or((radix as u32 / 2).max(1));
-                let uplinks: u32 = items
-                    .num("uplinks", 0, PORTS)?
-                    .unwrap_or((radix as u32).saturating_sub(leaves));
+                let leaves: u32 = items.num("leaves", 1, PORTS)?.unwrap_or((radix as u32 / 2).max(1));
+                let spines: u32 = items.num("spines", 1, PORTS)?.unwrap_or((radix as u32 / 2).max(1));
+                let uplinks: u32 = items.num("uplinks", 0, PORTS)?.unwrap_or((radix as u32).saturating_sub(leaves));
                 if hosts as u32 + spines > radix as u32 {
                     return Err(infeasible(
                         kind,
-                        format!(
-                            "a leaf needs hosts + spines = {} ports, radix is {radix}",
-                            hosts as u32 + spines
-                        ),
+                        format!("a leaf needs hosts + spines = {} ports, radix is {radix}", hosts as u32 + spines),
                     ));
                 }
                 if leaves + uplinks > radix as u32 {
                     return Err(infeasible(
                         kind,
-                        format!(
-                            "a spine needs leaves + uplinks = {} ports, radix is {radix}",
-                            leaves + uplinks
-                        ),
+                        format!("a spine needs leaves + uplinks = {} ports, radix is {radix}", leaves + uplinks),
                     ));
                 }
                 if pods > radix as u32 {
                     return Err(infeasible(
                         kind,
-                        format!(
-                            "a core switch has one port per pod: {pods} pods, radix is {radix}"
-                        ),
+                        format!("a core switch has one port per pod: {pods} pods, radix is {radix}"),
                     ));
                 }
                 if pods > 1 && uplinks == 0 {
-                    return Err(infeasible(
-                        kind,
-                        "pods > 1 need uplinks >= 1 to be connected".into(),
-                    ));
+                    return Err(infeasible(kind, "pods > 1 need uplinks >= 1 to be connected".into()));
                 }
-                Shape::FatTree3 {
-                    radix,
-                    pods,
-                    hosts,
-                    leaves,
-                    spines,
-                    uplinks,
-                }
+                Shape::FatTree3 { radix, pods, hosts, leaves, spines, uplinks }
             }
             "mesh2d" | "mesh3d" | "torus2d" | "torus3d" => {
                 let want = if kind.ends_with("2d") { 2 } else { 3 };
                 let Some(text) = items.dims.take() else {
                     return Err(SpecError::MissingKey { kind, key: "dims" });
                 };
-                let dims = parse_dims(&text)
-                    .filter(|d| d.len() == want)
-                    .ok_or_else(|| SpecError::BadValue {
-                        kind,
-                        key: "dims",
-                        value: text.clone(),
-                        reason: format!(
-                            "expected {want} sizes >= 1 like {}",
-                            if want == 2 { "4x4" } else { "4x4x4" }
-                        ),
-                    })?;
+                let dims = parse_dims(&text).filter(|d| d.len() == want).ok_or_else(|| SpecError::BadValue {
+                    kind,
+                    key: "dims",
+                    value: text.clone(),
+                    reason: format!("expected {want} sizes >= 1 like {}", if want == 2 { "4x4" } else { "4x4x4" }),
+                })?;
                 let hosts: u8 = items.num("hosts", 0, PORTS)?.unwrap_or(1);
                 let needed = hosts as u64 + 2 * want as u64;
-                let radix: u8 = items
-                    .num("radix", 1, PORTS)?
-                    .unwrap_or(needed.min(PORTS) as u8);
+                let radix: u8 = items.num("radix", 1, PORTS)?.unwrap_or(needed.min(PORTS) as u8);
                 if needed > radix as u64 {
                     return Err(infeasible(
                         kind,
-                        format!(
-                            "a switch needs hosts + 2*{want} = {needed} ports, radix is {radix}"
-                        ),
+                        format!("a switch needs hosts + 2*{want} = {needed} ports, radix is {radix}"),
                     ));
                 }
-                Shape::Grid {
-                    dims,
-                    torus: kind.starts_with("torus"),
-                    hosts,
-                    radix,
-                }
+                Shape::Grid { dims, torus: kind.starts_with("torus"), hosts, radix }
             }
             "dragonfly" => {
                 let routers: u32 = items.required("routers", 1, PORTS)?;
                 let hosts: u8 = items.num("hosts", 0, PORTS)?.unwrap_or(1);
                 let global: u8 = items.num("global", 0, PORTS)?.unwrap_or(1);
                 let per_group = routers as u64 * global as u64;
-                let groups: u32 = items
-                    .num("groups", 1, COUNT)?
-                    .unwrap_or((per_group + 1).min(COUNT) as u32);
+                let groups: u32 = items.num("groups", 1, COUNT)?.unwrap_or((per_group + 1).min(COUNT) as u32);
                 let ports = hosts as u64 + routers as u64 - 1 + global as u64;
                 if ports == 0 || ports > PORTS {
                     return Err(infeasible(
                         kind,
-                        format!(
-                            "a router needs hosts + routers-1 + global = {ports} ports (1..=254)"
-                        ),
+                        format!("a router needs hosts + routers-1 + global = {ports} ports (1..=254)"),
                     ));
                 }
                 if groups > 1 && per_group < groups as u64 - 1 {
                     return Err(infeasible(
                         kind,
-                        format!("routers*global = {per_group} global ports per group cannot reach the other {} groups", groups - 1),
+                        format!(
+                            "routers*global = {per_group} global ports per group cannot reach the other {} groups",
+                            groups - 1
+                        ),
                     ));
                 }
-                Shape::Dragonfly {
-                    groups,
-                    routers,
-                    hosts,
-                    global,
-                }
+                Shape::Dragonfly { groups, routers, hosts, global }
             }
             "random" => {
                 let switches: u32 = items.required("switches", 1, COUNT)?;
@@ -484,10 +312,7 @@ impl FromStr for GeneratorSpec {
                 let degree: Option<u32> = items.num("degree", 0, PORTS)?;
                 let links = match (links, degree) {
                     (Some(_), Some(_)) => {
-                        return Err(infeasible(
-                            kind,
-                            "give `links` or `degree`, not both".into(),
-                        ));
+                        return Err(infeasible(kind, "give `links` or `degree`, not both".into()));
                     }
                     (Some(l), None) => l,
                     (None, Some(d)) => (switches as u64 * d as u64 / 2) as u32,
@@ -499,17 +324,11 @@ impl FromStr for GeneratorSpec {
                 if (links as u64) < switches as u64 - 1 {
                     return Err(infeasible(
                         kind,
-                        format!(
-                            "{switches} switches need at least {} links to be connected",
-                            switches - 1
-                        ),
+                        format!("{switches} switches need at least {} links to be connected", switches - 1),
                     ));
                 }
                 if switches == 1 && links > 0 {
-                    return Err(infeasible(
-                        kind,
-                        "one switch cannot have switch-to-switch links".into(),
-                    ));
+                    return Err(infeasible(kind, "one switch cannot have switch-to-switch links".into()));
                 }
                 let cap = radix.map_or(PORTS, |r| r as u64) * switches as u64;
                 let need = 2 * links as u64 + hosts as u64;
@@ -519,31 +338,15 @@ impl FromStr for GeneratorSpec {
                         format!("{need} switch ports needed, {switches} switches hold {cap}"),
                     ));
                 }
-                Shape::Random {
-                    switches,
-                    links,
-                    hosts,
-                    seed,
-                    radix,
-                }
+                Shape::Random { switches, links, hosts, seed, radix }
             }
             _ => Shape::BackToBack,
         };
         let (switches, hosts) = shape.counts();
         if switches + hosts > MAX_GENERATED_NODES {
-            return Err(infeasible(
-                kind,
-                format!(
-                    "{} nodes exceed the {MAX_GENERATED_NODES} limit",
-                    switches + hosts
-                ),
-            ));
+            return Err(infeasible(kind, format!("{} nodes exceed the {MAX_GENERATED_NODES} limit", switches + hosts)));
         }
-        Ok(GeneratorSpec {
-            shape,
-            width,
-            speed,
-        })
+        Ok(GeneratorSpec { shape, width, speed })
     }
 }
 
@@ -552,13 +355,7 @@ fn looks_like_dims(s: &str) -> bool {
 }
 
 fn parse_dims(s: &str) -> Option<Vec<u32>> {
-    s.split('x')
-        .map(|d| {
-            d.parse::<u32>()
-                .ok()
-                .filter(|&v| v >= 1 && v as u64 <= COUNT)
-        })
-        .collect()
+    s.split('x').map(|d| d.parse::<u32>().ok().filter(|&v| v >= 1 && v as u64 <= COUNT)).collect()
 }
 
 fn parse_width(s: &str) -> Option<LinkWidthCode> {
@@ -606,10 +403,9 @@ impl fmt::Display for GeneratorSpec {
             Shape::FatTree2 { radix, hosts, spines, leaves, parallel } => {
                 write!(f, "radix={radix},hosts={hosts},spines={spines},leaves={leaves},parallel={parallel},")?
             }
-            Shape::FatTree3 { radix, pods, hosts, leaves, spines, uplinks } => write!(
-                f,
-                "radix={radix},pods={pods},hosts={hosts},leaves={leaves},spines={spines},uplinks={uplinks},"
-            )?,
+            Shape::FatTree3 { radix, pods, hosts, leaves, spines, uplinks } => {
+                write!(f, "radix={radix},pods={pods},hosts={hosts},leaves={leaves},spines={spines},uplinks={uplinks},")?
+            }
             Shape::Grid { dims, hosts, radix, .. } => {
                 let d: Vec<String> = dims.iter().map(u32::to_string).collect();
                 write!(f, "{},hosts={hosts},radix={radix},", d.join("x"))?
@@ -625,12 +421,7 @@ impl fmt::Display for GeneratorSpec {
             }
             Shape::BackToBack => {}
         }
-        write!(
-            f,
-            "width={},speed={}",
-            width_text(self.width),
-            speed_text(self.speed)
-        )
+        write!(f, "width={},speed={}", width_text(self.width), speed_text(self.speed))
     }
 }
 
@@ -646,71 +437,28 @@ mod tests {
     fn defaults_resolve() {
         assert_eq!(
             spec("fattree2:radix=36").shape,
-            Shape::FatTree2 {
-                radix: 36,
-                hosts: 18,
-                spines: 18,
-                leaves: 36,
-                parallel: 1
-            }
+            Shape::FatTree2 { radix: 36, hosts: 18, spines: 18, leaves: 36, parallel: 1 }
         );
         assert_eq!(
             spec("fattree3:radix=36,pods=12").shape,
-            Shape::FatTree3 {
-                radix: 36,
-                pods: 12,
-                hosts: 18,
-                leaves: 18,
-                spines: 18,
-                uplinks: 18
-            }
+            Shape::FatTree3 { radix: 36, pods: 12, hosts: 18, leaves: 18, spines: 18, uplinks: 18 }
         );
-        assert_eq!(
-            spec("mesh2d:4x4").shape,
-            Shape::Grid {
-                dims: vec![4, 4],
-                torus: false,
-                hosts: 1,
-                radix: 5
-            }
-        );
+        assert_eq!(spec("mesh2d:4x4").shape, Shape::Grid { dims: vec![4, 4], torus: false, hosts: 1, radix: 5 });
         assert_eq!(
             spec("torus3d:4x4x4,hosts=2").shape,
-            Shape::Grid {
-                dims: vec![4, 4, 4],
-                torus: true,
-                hosts: 2,
-                radix: 8
-            }
+            Shape::Grid { dims: vec![4, 4, 4], torus: true, hosts: 2, radix: 8 }
         );
         assert_eq!(
             spec("dragonfly:routers=4,hosts=2,global=1").shape,
-            Shape::Dragonfly {
-                groups: 5,
-                routers: 4,
-                hosts: 2,
-                global: 1
-            }
+            Shape::Dragonfly { groups: 5, routers: 4, hosts: 2, global: 1 }
         );
         assert_eq!(
             spec("random:switches=20,links=40,hosts=30,seed=7").shape,
-            Shape::Random {
-                switches: 20,
-                links: 40,
-                hosts: 30,
-                seed: 7,
-                radix: None
-            }
+            Shape::Random { switches: 20, links: 40, hosts: 30, seed: 7, radix: None }
         );
         assert_eq!(
             spec("random:switches=10,degree=3").shape,
-            Shape::Random {
-                switches: 10,
-                links: 15,
-                hosts: 10,
-                seed: 1,
-                radix: None
-            }
+            Shape::Random { switches: 10, links: 15, hosts: 10, seed: 1, radix: None }
         );
         let b = spec("b2b");
         assert_eq!((b.shape, b.width, b.speed), (Shape::BackToBack, 2, 1));
@@ -755,71 +503,23 @@ mod tests {
                 accepted: "radix, hosts, spines, leaves, parallel, width, speed"
             }
         );
-        assert_eq!(
-            e("fattree2:hosts=4"),
-            SpecError::MissingKey {
-                kind: "fattree2",
-                key: "radix"
-            }
-        );
-        assert!(matches!(
-            e("fattree2:radix=abc"),
-            SpecError::BadValue { key: "radix", .. }
-        ));
-        assert!(matches!(
-            e("fattree2:radix=300"),
-            SpecError::BadValue { key: "radix", .. }
-        ));
-        assert!(matches!(
-            e("fattree2:radix=8,radix=9"),
-            SpecError::DuplicateKey { .. }
-        ));
-        assert!(matches!(
-            e("fattree2:radix=8,hosts=6,spines=4"),
-            SpecError::Infeasible { .. }
-        ));
-        assert!(matches!(
-            e("fattree3:radix=8,pods=9"),
-            SpecError::Infeasible { .. }
-        ));
-        assert!(matches!(
-            e("torus3d:4x4"),
-            SpecError::BadValue { key: "dims", .. }
-        ));
-        assert!(matches!(
-            e("torus3d:hosts=2"),
-            SpecError::MissingKey { key: "dims", .. }
-        ));
-        assert!(matches!(
-            e("mesh2d:4x0"),
-            SpecError::BadValue { key: "dims", .. }
-        ));
-        assert!(matches!(
-            e("dragonfly:routers=2,global=1,groups=5"),
-            SpecError::Infeasible { .. }
-        ));
-        assert!(matches!(
-            e("random:switches=10,links=3"),
-            SpecError::Infeasible { .. }
-        ));
-        assert!(matches!(
-            e("random:switches=3,links=3,radix=1"),
-            SpecError::Infeasible { .. }
-        ));
-        assert!(matches!(
-            e("b2b:width=3x"),
-            SpecError::BadValue { key: "width", .. }
-        ));
+        assert_eq!(e("fattree2:hosts=4"), SpecError::MissingKey { kind: "fattree2", key: "radix" });
+        assert!(matches!(e("fattree2:radix=abc"), SpecError::BadValue { key: "radix", .. }));
+        assert!(matches!(e("fattree2:radix=300"), SpecError::BadValue { key: "radix", .. }));
+        assert!(matches!(e("fattree2:radix=8,radix=9"), SpecError::DuplicateKey { .. }));
+        assert!(matches!(e("fattree2:radix=8,hosts=6,spines=4"), SpecError::Infeasible { .. }));
+        assert!(matches!(e("fattree3:radix=8,pods=9"), SpecError::Infeasible { .. }));
+        assert!(matches!(e("torus3d:4x4"), SpecError::BadValue { key: "dims", .. }));
+        assert!(matches!(e("torus3d:hosts=2"), SpecError::MissingKey { key: "dims", .. }));
+        assert!(matches!(e("mesh2d:4x0"), SpecError::BadValue { key: "dims", .. }));
+        assert!(matches!(e("dragonfly:routers=2,global=1,groups=5"), SpecError::Infeasible { .. }));
+        assert!(matches!(e("random:switches=10,links=3"), SpecError::Infeasible { .. }));
+        assert!(matches!(e("random:switches=3,links=3,radix=1"), SpecError::Infeasible { .. }));
+        assert!(matches!(e("b2b:width=3x"), SpecError::BadValue { key: "width", .. }));
         assert!(matches!(e("b2b:radix=3"), SpecError::UnknownKey { .. }));
         assert!(matches!(e("fattree2:8"), SpecError::Malformed { .. }));
-        assert!(matches!(
-            e("fatree2:radix=8"),
-            SpecError::UnknownKind { .. }
-        ));
-        assert!(matches!(
-            e("mesh3d:1000x1000x1000"),
-            SpecError::Infeasible { .. }
-        ));
+        assert!(matches!(e("fatree2:radix=8"), SpecError::UnknownKind { .. }));
+        assert!(matches!(e("mesh3d:1000x1000x1000"), SpecError::Infeasible { .. }));
     }
 
     #[test]

@@ -27,15 +27,10 @@ impl Topology {
                 return Err(Problem::EmptyName { index: i });
             }
             if names.insert(&n.name, i).is_some() {
-                return Err(Problem::DuplicateName {
-                    name: n.name.clone(),
-                });
+                return Err(Problem::DuplicateName { name: n.name.clone() });
             }
             if n.num_ports == 0 || n.num_ports > MAX_PORTS {
-                return Err(Problem::BadPortCount {
-                    node: n.name.clone(),
-                    num_ports: n.num_ports as u32,
-                });
+                return Err(Problem::BadPortCount { node: n.name.clone(), num_ports: n.num_ports as u32 });
             }
             let expected = match n.kind {
                 NodeKind::Switch => 1,
@@ -93,16 +88,10 @@ impl Topology {
         for (li, l) in self.links.iter().enumerate() {
             for end in [l.a, l.b] {
                 let Some(node) = self.nodes.get(end.node.0) else {
-                    return Err(Problem::NodeIndexOutOfRange {
-                        link: li,
-                        index: end.node.0,
-                        nodes: self.nodes.len(),
-                    });
+                    return Err(Problem::NodeIndexOutOfRange { link: li, index: end.node.0, nodes: self.nodes.len() });
                 };
                 if end.port == 0 {
-                    return Err(Problem::PortZero {
-                        node: node.name.clone(),
-                    });
+                    return Err(Problem::PortZero { node: node.name.clone() });
                 }
                 if end.port > node.num_ports {
                     return Err(Problem::PortOutOfRange {
@@ -114,18 +103,12 @@ impl Topology {
             }
             let a_name = &self.nodes[l.a.node.0].name;
             if l.a == l.b {
-                return Err(Problem::PortLoop {
-                    node: a_name.clone(),
-                    port: l.a.port,
-                });
+                return Err(Problem::PortLoop { node: a_name.clone(), port: l.a.port });
             }
             for end in [l.a, l.b] {
                 let slot = &mut used[base[end.node.0] + end.port as usize];
                 if *slot {
-                    return Err(Problem::PortCabledTwice {
-                        node: self.nodes[end.node.0].name.clone(),
-                        port: end.port,
-                    });
+                    return Err(Problem::PortCabledTwice { node: self.nodes[end.node.0].name.clone(), port: end.port });
                 }
                 *slot = true;
             }
@@ -162,10 +145,7 @@ mod tests {
         t
     }
     fn p(n: usize, port: u8) -> PortRef {
-        PortRef {
-            node: NodeIdx(n),
-            port,
-        }
+        PortRef { node: NodeIdx(n), port }
     }
 
     #[test]
@@ -181,24 +161,11 @@ mod tests {
         let mut t = two_nodes();
         t.connect(p(0, 1), p(1, 1), 2, 1);
         t.connect(p(0, 2), p(1, 1), 2, 1);
-        assert_eq!(
-            t.validate(),
-            Err(Problem::PortCabledTwice {
-                node: "h".into(),
-                port: 1
-            })
-        );
+        assert_eq!(t.validate(), Err(Problem::PortCabledTwice { node: "h".into(), port: 1 }));
 
         let mut t = two_nodes();
         t.connect(p(0, 5), p(1, 1), 2, 1);
-        assert_eq!(
-            t.validate(),
-            Err(Problem::PortOutOfRange {
-                node: "sw".into(),
-                port: 5,
-                num_ports: 4
-            })
-        );
+        assert_eq!(t.validate(), Err(Problem::PortOutOfRange { node: "sw".into(), port: 5, num_ports: 4 }));
 
         let mut t = two_nodes();
         t.connect(p(0, 0), p(1, 1), 2, 1);
@@ -206,75 +173,36 @@ mod tests {
 
         let mut t = two_nodes();
         t.connect(p(0, 1), p(7, 1), 2, 1);
-        assert_eq!(
-            t.validate(),
-            Err(Problem::NodeIndexOutOfRange {
-                link: 0,
-                index: 7,
-                nodes: 2
-            })
-        );
+        assert_eq!(t.validate(), Err(Problem::NodeIndexOutOfRange { link: 0, index: 7, nodes: 2 }));
 
         let mut t = two_nodes();
         t.connect(p(0, 1), p(0, 1), 2, 1);
-        assert_eq!(
-            t.validate(),
-            Err(Problem::PortLoop {
-                node: "sw".into(),
-                port: 1
-            })
-        );
+        assert_eq!(t.validate(), Err(Problem::PortLoop { node: "sw".into(), port: 1 }));
 
         let mut t = two_nodes();
         t.connect(p(0, 1), p(1, 1), 3, 1);
-        assert!(matches!(
-            t.validate(),
-            Err(Problem::BadLinkRate {
-                what: "width",
-                value: 3,
-                ..
-            })
-        ));
+        assert!(matches!(t.validate(), Err(Problem::BadLinkRate { what: "width", value: 3, .. })));
 
         let mut t = two_nodes();
         t.nodes[1].name = "sw".into();
-        assert_eq!(
-            t.validate(),
-            Err(Problem::DuplicateName { name: "sw".into() })
-        );
+        assert_eq!(t.validate(), Err(Problem::DuplicateName { name: "sw".into() }));
 
         let mut t = two_nodes();
         t.add_node(Node::new(NodeKind::Switch, "sw2", 4, Guid(0x200000)));
-        assert!(matches!(
-            t.validate(),
-            Err(Problem::DuplicateNodeGuid { .. })
-        ));
+        assert!(matches!(t.validate(), Err(Problem::DuplicateNodeGuid { .. })));
 
         // A CA port GUID colliding with a switch's port GUID.
         let mut t = two_nodes();
         t.add_node(Node::new(NodeKind::Switch, "sw2", 4, Guid(0x100001)));
-        assert!(matches!(
-            t.validate(),
-            Err(Problem::DuplicatePortGuid { .. })
-        ));
+        assert!(matches!(t.validate(), Err(Problem::DuplicatePortGuid { .. })));
 
         let mut t = two_nodes();
         t.nodes[1].port_guids.pop();
-        assert!(matches!(
-            t.validate(),
-            Err(Problem::PortGuidCount {
-                expected: 3,
-                found: 2,
-                ..
-            })
-        ));
+        assert!(matches!(t.validate(), Err(Problem::PortGuidCount { expected: 3, found: 2, .. })));
 
         let mut t = two_nodes();
         t.nodes[0].num_ports = 255;
-        assert!(matches!(
-            t.validate(),
-            Err(Problem::BadPortCount { num_ports: 255, .. })
-        ));
+        assert!(matches!(t.validate(), Err(Problem::BadPortCount { num_ports: 255, .. })));
     }
 
     #[test]

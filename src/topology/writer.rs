@@ -41,22 +41,9 @@ pub const MAX_LINEAR_CAP: usize = 0xC000;
 pub fn ibsim_args(topo: &Topology) -> Vec<String> {
     let nodes = topo.nodes.len();
     let switches = topo.switches().count();
-    let ports: usize = topo
-        .nodes
-        .iter()
-        .map(|n| n.num_ports as usize + usize::from(n.kind == NodeKind::Switch))
-        .sum();
-    let lids: usize = topo
-        .nodes
-        .iter()
-        .map(|n| {
-            if n.kind == NodeKind::Switch {
-                1
-            } else {
-                n.num_ports as usize
-            }
-        })
-        .sum();
+    let ports: usize = topo.nodes.iter().map(|n| n.num_ports as usize + usize::from(n.kind == NodeKind::Switch)).sum();
+    let lids: usize =
+        topo.nodes.iter().map(|n| if n.kind == NodeKind::Switch { 1 } else { n.num_ports as usize }).sum();
     let mut args = Vec::new();
     if nodes > IBSIM_MAX_NODES {
         args.extend(["-N".to_string(), nodes.to_string()]);
@@ -79,11 +66,7 @@ pub fn to_net_string(topo: &Topology) -> Result<String, TopologyError> {
     check_representable(topo)?;
     let ix = topo.index();
     let mut out = String::with_capacity(topo.nodes.len() * 64 + topo.links.len() * 64);
-    let (sw, ca, rt) = (
-        topo.switches().count(),
-        topo.hosts().count(),
-        topo.nodes_of(NodeKind::Router).count(),
-    );
+    let (sw, ca, rt) = (topo.switches().count(), topo.hosts().count(), topo.nodes_of(NodeKind::Router).count());
     // Writing to a String cannot fail; the results are ignored on purpose.
     let _ = writeln!(
         out,
@@ -130,18 +113,8 @@ pub fn to_net_string(topo: &Topology) -> Result<String, TopologyError> {
         }
         out.push('\n');
         for (port, far) in ix.cabled_ports(super::NodeIdx(i)) {
-            let _ = write!(
-                out,
-                "[{port}]\t\"{}\"[{}]",
-                topo.node(far.node).name,
-                far.port
-            );
-            let link = ix
-                .link_at(super::PortRef {
-                    node: super::NodeIdx(i),
-                    port,
-                })
-                .map(|l| &topo.links[l]);
+            let _ = write!(out, "[{port}]\t\"{}\"[{}]", topo.node(far.node).name, far.port);
+            let link = ix.link_at(super::PortRef { node: super::NodeIdx(i), port }).map(|l| &topo.links[l]);
             if let Some(l) = link.filter(|l| l.width != DEFAULT_WIDTH || l.speed != DEFAULT_SPEED) {
                 let _ = write!(out, "\tw={} s={}", l.width, l.speed);
             }
@@ -155,63 +128,34 @@ pub fn to_net_string(topo: &Topology) -> Result<String, TopologyError> {
 /// Writes `topo` to `path` as an ibsim net file.
 pub fn write_net_file(topo: &Topology, path: &Path) -> Result<(), TopologyError> {
     let text = to_net_string(topo)?;
-    std::fs::write(path, text).map_err(|source| TopologyError::Io {
-        file: path.to_path_buf(),
-        source,
-    })
+    std::fs::write(path, text).map_err(|source| TopologyError::Io { file: path.to_path_buf(), source })
 }
 
 fn check_representable(topo: &Topology) -> Result<(), TopologyError> {
-    let refuse = |node: &str, reason: String| {
-        Err(TopologyError::Unrepresentable {
-            node: node.to_string(),
-            reason,
-        })
-    };
+    let refuse = |node: &str, reason: String| Err(TopologyError::Unrepresentable { node: node.to_string(), reason });
     for n in &topo.nodes {
         if n.name.len() > MAX_NAME {
-            return refuse(
-                &n.name,
-                format!("name longer than ibsim's {MAX_NAME} bytes"),
-            );
+            return refuse(&n.name, format!("name longer than ibsim's {MAX_NAME} bytes"));
         }
         if n.name.contains(['"', '#', '@']) || n.name.chars().any(char::is_control) {
-            return refuse(
-                &n.name,
-                "name holds `\"`, `#`, `@` or a control character".into(),
-            );
+            return refuse(&n.name, "name holds `\"`, `#`, `@` or a control character".into());
         }
         if n.description.is_empty() {
-            return refuse(
-                &n.name,
-                "empty description (ibsim would report the name)".into(),
-            );
+            return refuse(&n.name, "empty description (ibsim would report the name)".into());
         }
         if n.description.len() > MAX_DESCRIPTION {
-            return refuse(
-                &n.name,
-                format!("description longer than ibsim's {MAX_DESCRIPTION} bytes"),
-            );
+            return refuse(&n.name, format!("description longer than ibsim's {MAX_DESCRIPTION} bytes"));
         }
         if n.description.contains('"') || n.description.chars().any(char::is_control) {
-            return refuse(
-                &n.name,
-                "description holds `\"` or a control character".into(),
-            );
+            return refuse(&n.name, "description holds `\"` or a control character".into());
         }
         if n.system_guid.0 == 0 && n.node_guid.0 != 0 {
-            return refuse(
-                &n.name,
-                "system GUID 0 (ibsim's sysimgguid=0 means \"same as node GUID\")".into(),
-            );
+            return refuse(&n.name, "system GUID 0 (ibsim's sysimgguid=0 means \"same as node GUID\")".into());
         }
         match n.kind {
             NodeKind::Switch => {
                 if n.port_guids[0] != n.node_guid {
-                    return refuse(
-                        &n.name,
-                        format!("port 0 GUID {} is not the node GUID", n.port_guids[0]),
-                    );
+                    return refuse(&n.name, format!("port 0 GUID {} is not the node GUID", n.port_guids[0]));
                 }
             }
             NodeKind::Ca | NodeKind::Router => {
@@ -220,10 +164,7 @@ fn check_representable(topo: &Topology) -> Result<(), TopologyError> {
                     if n.port_guids[p as usize].0 != want {
                         return refuse(
                             &n.name,
-                            format!(
-                                "port {p} GUID {} is not node GUID + {p} ({want:#x})",
-                                n.port_guids[p as usize]
-                            ),
+                            format!("port {p} GUID {} is not node GUID + {p} ({want:#x})", n.port_guids[p as usize]),
                         );
                     }
                 }
@@ -241,9 +182,7 @@ mod tests {
 
     fn round_trip(t: &Topology) -> Topology {
         let text = to_net_string(t).unwrap();
-        parse_net(text.as_bytes(), Path::new("written.net"))
-            .unwrap_or_else(|e| panic!("{e}\n{text}"))
-            .topology
+        parse_net(text.as_bytes(), Path::new("written.net")).unwrap_or_else(|e| panic!("{e}\n{text}")).topology
     }
 
     #[test]
@@ -266,13 +205,7 @@ mod tests {
                 let mut v: Vec<_> = t
                     .links
                     .iter()
-                    .map(|l| {
-                        if l.a <= l.b {
-                            (l.a, l.b, l.width, l.speed)
-                        } else {
-                            (l.b, l.a, l.width, l.speed)
-                        }
-                    })
+                    .map(|l| if l.a <= l.b { (l.a, l.b, l.width, l.speed) } else { (l.b, l.a, l.width, l.speed) })
                     .collect();
                 v.sort();
                 v
@@ -283,11 +216,7 @@ mod tests {
 
     #[test]
     fn default_guids_need_no_guid_lines() {
-        let t = "fattree2:radix=4"
-            .parse::<GeneratorSpec>()
-            .unwrap()
-            .generate()
-            .unwrap();
+        let t = "fattree2:radix=4".parse::<GeneratorSpec>().unwrap().generate().unwrap();
         let text = to_net_string(&t).unwrap();
         assert!(!text.contains("guid="), "{text}");
     }
@@ -295,12 +224,7 @@ mod tests {
     #[test]
     fn explicit_guids_descriptions_and_flags_round_trip() {
         let mut t = Topology::default();
-        let mut sw = Node::new(
-            NodeKind::Switch,
-            "S-0002c90200413d30",
-            36,
-            Guid(0x2c90200413d30),
-        );
+        let mut sw = Node::new(NodeKind::Switch, "S-0002c90200413d30", 36, Guid(0x2c90200413d30));
         sw.system_guid = Guid(0x2c90200413d33);
         sw.description = "MF0;sw-a:IS5030/U1".into();
         sw.enhanced_port0 = true;
@@ -310,10 +234,7 @@ mod tests {
         t.add_node(ca);
         t.add_node(Node::new(NodeKind::Router, "rt", 2, Guid(0x55)));
         t.add_node(Node::new(NodeKind::Ca, "second", 1, Guid(0x2c9030002fb07)));
-        let p = |n, port| PortRef {
-            node: NodeIdx(n),
-            port,
-        };
+        let p = |n, port| PortRef { node: NodeIdx(n), port };
         t.connect(p(0, 1), p(1, 2), 8, 4);
         t.connect(p(0, 7), p(2, 1), 2, 1);
         t.connect(p(0, 3), p(3, 1), 1, 2);
@@ -324,10 +245,7 @@ mod tests {
         let back = round_trip(&t);
         assert_eq!(back.nodes, t.nodes);
         assert_eq!(back.links.len(), 3);
-        assert!(back
-            .links
-            .iter()
-            .any(|l| l.a == p(0, 1) && l.b == p(1, 2) && l.width == 8 && l.speed == 4));
+        assert!(back.links.iter().any(|l| l.a == p(0, 1) && l.b == p(1, 2) && l.width == 8 && l.speed == 4));
     }
 
     #[test]
@@ -339,34 +257,19 @@ mod tests {
         };
         let mut t = base();
         t.nodes[0].port_guids[2] = Guid(0x99);
-        assert!(matches!(
-            to_net_string(&t),
-            Err(TopologyError::Unrepresentable { .. })
-        ));
+        assert!(matches!(to_net_string(&t), Err(TopologyError::Unrepresentable { .. })));
         let mut t = base();
         t.nodes[0].description = String::new();
-        assert!(matches!(
-            to_net_string(&t),
-            Err(TopologyError::Unrepresentable { .. })
-        ));
+        assert!(matches!(to_net_string(&t), Err(TopologyError::Unrepresentable { .. })));
         let mut t = base();
         t.nodes[0].name = "a\"b".into();
-        assert!(matches!(
-            to_net_string(&t),
-            Err(TopologyError::Unrepresentable { .. })
-        ));
+        assert!(matches!(to_net_string(&t), Err(TopologyError::Unrepresentable { .. })));
         let mut t = base();
         t.nodes[0].description = "d".repeat(64);
-        assert!(matches!(
-            to_net_string(&t),
-            Err(TopologyError::Unrepresentable { .. })
-        ));
+        assert!(matches!(to_net_string(&t), Err(TopologyError::Unrepresentable { .. })));
         let mut t = base();
         t.nodes[0].system_guid = Guid(0);
-        assert!(matches!(
-            to_net_string(&t),
-            Err(TopologyError::Unrepresentable { .. })
-        ));
+        assert!(matches!(to_net_string(&t), Err(TopologyError::Unrepresentable { .. })));
         let mut t = base();
         t.nodes[0].num_ports = 0;
         assert!(matches!(to_net_string(&t), Err(TopologyError::Invalid(_))));
@@ -374,42 +277,18 @@ mod tests {
 
     #[test]
     fn ibsim_flags_only_beyond_its_defaults() {
-        let small = "fattree2:radix=36"
-            .parse::<GeneratorSpec>()
-            .unwrap()
-            .generate()
-            .unwrap();
+        let small = "fattree2:radix=36".parse::<GeneratorSpec>().unwrap().generate().unwrap();
         assert_eq!(ibsim_args(&small), Vec::<String>::new());
-        let big = "fattree3:radix=36,pods=12"
-            .parse::<GeneratorSpec>()
-            .unwrap()
-            .generate()
-            .unwrap();
+        let big = "fattree3:radix=36,pods=12".parse::<GeneratorSpec>().unwrap().generate().unwrap();
         // 3888 hosts + 12*36 + 324 switches.
         let nodes = 3888 + 432 + 324;
         let ports = 3888 + 756 * 37;
         assert_eq!(
             ibsim_args(&big),
-            [
-                "-N",
-                &nodes.to_string(),
-                "-S",
-                "756",
-                "-P",
-                &ports.to_string()
-            ]
-            .map(String::from)
-            .to_vec()
+            ["-N", &nodes.to_string(), "-S", "756", "-P", &ports.to_string()].map(String::from).to_vec()
         );
-        let huge = "fattree3:radix=64,pods=49"
-            .parse::<GeneratorSpec>()
-            .unwrap()
-            .generate()
-            .unwrap();
+        let huge = "fattree3:radix=64,pods=49".parse::<GeneratorSpec>().unwrap().generate().unwrap();
         let args = ibsim_args(&huge);
-        assert_eq!(
-            args[args.len() - 2..],
-            ["-L".to_string(), "49152".to_string()]
-        );
+        assert_eq!(args[args.len() - 2..], ["-L".to_string(), "49152".to_string()]);
     }
 }

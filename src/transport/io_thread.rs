@@ -32,10 +32,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::txn::{Received, Transactions, TxnConfig, TxnError};
-use super::{
-    Datagram, DeviceError, LocalPort, MadDevice, MadSummary, Transport, TransportError,
-    TransportStats,
-};
+use super::{Datagram, DeviceError, LocalPort, MadDevice, MadSummary, Transport, TransportError, TransportStats};
 use crate::mad::{MadHeader, MAD_HEADER_LEN};
 
 /// Commands (requests waiting for a response included) that may be
@@ -55,15 +52,8 @@ const RECV_BURST: usize = 64;
 type Reply = oneshot::Sender<Result<Datagram, TransportError>>;
 
 enum Command {
-    Request {
-        dgram: Datagram,
-        reply: Reply,
-        _permit: OwnedSemaphorePermit,
-    },
-    Send {
-        dgram: Datagram,
-        _permit: OwnedSemaphorePermit,
-    },
+    Request { dgram: Datagram, reply: Reply, _permit: OwnedSemaphorePermit },
+    Send { dgram: Datagram, _permit: OwnedSemaphorePermit },
 }
 
 struct Shared {
@@ -100,10 +90,7 @@ impl MadTransport {
     /// Starts the I/O thread on `device`. Returns the handle and the
     /// receiving end of the unsolicited channel (requests, traps and
     /// reports from others; dropped and counted when full).
-    pub fn spawn<D: MadDevice>(
-        device: D,
-        cfg: TxnConfig,
-    ) -> (MadTransport, tokio::sync::mpsc::Receiver<Datagram>) {
+    pub fn spawn<D: MadDevice>(device: D, cfg: TxnConfig) -> (MadTransport, tokio::sync::mpsc::Receiver<Datagram>) {
         let (cmd_tx, cmd_rx) = mpsc::sync_channel(MAX_OUTSTANDING);
         let (unsol_tx, unsol_rx) = tokio::sync::mpsc::channel(UNSOLICITED_CAPACITY);
         let stats = Arc::new(Mutex::new(TransportStats::default()));
@@ -113,52 +100,29 @@ impl MadTransport {
             .name("ibsm-mad-io".into())
             .spawn(move || IoLoop::new(device, cfg, cmd_rx, unsol_tx, thread_stats).run())
             .expect("spawning the MAD I/O thread");
-        let shared = Arc::new(Shared {
-            cmd: Some(cmd_tx),
-            thread: Some(thread),
-            local_port,
-        });
-        let t = MadTransport {
-            shared,
-            permits: Arc::new(Semaphore::new(MAX_OUTSTANDING)),
-            stats,
-        };
+        let shared = Arc::new(Shared { cmd: Some(cmd_tx), thread: Some(thread), local_port });
+        let t = MadTransport { shared, permits: Arc::new(Semaphore::new(MAX_OUTSTANDING)), stats };
         (t, unsol_rx)
     }
 }
 
 impl MadTransport {
     fn sender(&self) -> &SyncSender<Command> {
-        self.shared
-            .cmd
-            .as_ref()
-            .expect("taken only when the last handle drops")
+        self.shared.cmd.as_ref().expect("taken only when the last handle drops")
     }
 }
 
 impl Transport for MadTransport {
-    fn request(
-        &self,
-        dgram: Datagram,
-    ) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
+    fn request(&self, dgram: Datagram) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
         let cmd = self.sender().clone();
         let permits = self.permits.clone();
         async move {
-            if let Err(e) =
-                MadHeader::new_checked(&dgram.mad[..dgram.mad.len().min(MAD_HEADER_LEN)])
-            {
+            if let Err(e) = MadHeader::new_checked(&dgram.mad[..dgram.mad.len().min(MAD_HEADER_LEN)]) {
                 return Err(TransportError::Malformed(e));
             }
-            let permit = permits
-                .acquire_owned()
-                .await
-                .map_err(|_| TransportError::Closed)?;
+            let permit = permits.acquire_owned().await.map_err(|_| TransportError::Closed)?;
             let (reply, rx) = oneshot::channel();
-            let sent = cmd.try_send(Command::Request {
-                dgram,
-                reply,
-                _permit: permit,
-            });
+            let sent = cmd.try_send(Command::Request { dgram, reply, _permit: permit });
             // Not a handle: waiting for the reply must not keep the thread alive.
             drop(cmd);
             sent.map_err(|_| TransportError::Closed)?;
@@ -168,21 +132,14 @@ impl Transport for MadTransport {
 
     fn send(&self, dgram: Datagram) -> Result<(), TransportError> {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
-            return Err(TransportError::Busy {
-                mad: Box::new(MadSummary::of(&dgram)),
-            });
+            return Err(TransportError::Busy { mad: Box::new(MadSummary::of(&dgram)) });
         };
-        self.sender()
-            .try_send(Command::Send {
-                dgram,
-                _permit: permit,
-            })
-            .map_err(|e| match e {
-                mpsc::TrySendError::Full(Command::Send { dgram, .. }) => TransportError::Busy {
-                    mad: Box::new(MadSummary::of(&dgram)),
-                },
-                _ => TransportError::Closed,
-            })
+        self.sender().try_send(Command::Send { dgram, _permit: permit }).map_err(|e| match e {
+            mpsc::TrySendError::Full(Command::Send { dgram, .. }) => {
+                TransportError::Busy { mad: Box::new(MadSummary::of(&dgram)) }
+            }
+            _ => TransportError::Closed,
+        })
     }
 
     fn local_port(&self) -> LocalPort {
@@ -253,19 +210,14 @@ impl<D: MadDevice> IoLoop<D> {
                 self.receive(now);
             } else {
                 let now = self.dev.now();
-                let deadline = self
-                    .core
-                    .poll_timeout()
-                    .map_or(now + BUSY_POLL, |d| d.min(now + BUSY_POLL));
+                let deadline = self.core.poll_timeout().map_or(now + BUSY_POLL, |d| d.min(now + BUSY_POLL));
                 self.receive(deadline);
             }
             self.drain_commands();
             let now = self.dev.now();
             for (token, e) in self.core.handle_timeout(now) {
                 self.dirty = true;
-                let TxnError::Timeout { attempts, mad } = e else {
-                    unreachable!("only timeouts expire")
-                };
+                let TxnError::Timeout { attempts, mad } = e else { unreachable!("only timeouts expire") };
                 tracing::debug!(%mad, attempts, "request timed out");
                 self.finish(token, Err(TransportError::Timeout { attempts, mad }));
             }
@@ -282,11 +234,7 @@ impl<D: MadDevice> IoLoop<D> {
     fn accept(&mut self, c: Command) {
         self.dirty = true;
         match c {
-            Command::Request {
-                dgram,
-                reply,
-                _permit,
-            } => {
+            Command::Request { dgram, reply, _permit } => {
                 let token = self.next_token;
                 self.next_token += 1;
                 match self.core.submit(token, dgram) {
@@ -294,9 +242,7 @@ impl<D: MadDevice> IoLoop<D> {
                         self.waiting.insert(token, (reply, _permit));
                     }
                     Err(e) => {
-                        let TxnError::Malformed(w) = e else {
-                            unreachable!("submit fails only on malformed MADs")
-                        };
+                        let TxnError::Malformed(w) = e else { unreachable!("submit fails only on malformed MADs") };
                         self.ready.push((reply, Err(TransportError::Malformed(w))));
                     }
                 }
@@ -363,9 +309,7 @@ impl<D: MadDevice> IoLoop<D> {
                     self.unsolicited_dropped += 1;
                     tracing::warn!(mad = %MadSummary::of(&d), "unsolicited channel full, MAD dropped");
                 }
-                Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {
-                    self.unsolicited_dropped += 1
-                }
+                Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => self.unsolicited_dropped += 1,
             },
             Received::Stray { tid } => {
                 tracing::debug!(tid = format_args!("{tid:#018x}"), "stray response")
@@ -389,13 +333,7 @@ impl<D: MadDevice> IoLoop<D> {
                     self.closing = true;
                 }
                 if let Some(token) = self.core.cancel_tid(mad.tid as u32) {
-                    self.finish(
-                        token,
-                        Err(TransportError::Device {
-                            mad: Some(Box::new(mad)),
-                            error,
-                        }),
-                    );
+                    self.finish(token, Err(TransportError::Device { mad: Some(Box::new(mad)), error }));
                 }
             }
         }
@@ -488,9 +426,7 @@ mod tests {
             }
             s.outstanding += 1;
             s.max_outstanding = s.max_outstanding.max(s.outstanding);
-            if smp.path().and_then(|p| p.ports().first().copied()) == self.black_hole
-                && self.black_hole.is_some()
-            {
+            if smp.path().and_then(|p| p.ports().first().copied()) == self.black_hole && self.black_hole.is_some() {
                 s.outstanding -= 1;
                 return Ok(());
             }
@@ -505,22 +441,13 @@ mod tests {
             Ok(())
         }
         fn recv(&mut self, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
-            let next = self
-                .wire
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, w)| w.0)
-                .map(|(i, w)| (i, w.0));
+            let next = self.wire.iter().enumerate().min_by_key(|(_, w)| w.0).map(|(i, w)| (i, w.0));
             match next {
                 Some((i, due)) if due <= deadline.max(self.clock) => {
                     self.clock = self.clock.max(due);
                     let (_, d) = self.wire.swap_remove(i);
                     let mut s = self.seen.lock().unwrap();
-                    if MadHeader::new_checked(&d.mad[..24])
-                        .unwrap()
-                        .method()
-                        .is_response()
-                    {
+                    if MadHeader::new_checked(&d.mad[..24]).unwrap().method().is_response() {
                         s.outstanding -= 1;
                     }
                     Ok(Some(d))
@@ -552,27 +479,17 @@ mod tests {
             0,
             [0; 64],
         );
-        Datagram {
-            addr: MadAddress::smi_permissive(),
-            mad: smp.to_bytes().to_vec(),
-        }
+        Datagram { addr: MadAddress::smi_permissive(), mad: smp.to_bytes().to_vec() }
     }
 
     fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
     }
 
     #[test]
     fn many_concurrent_requests_respect_the_window() {
         let (dev, seen, _) = FakeDevice::new(Duration::from_micros(300));
-        let cfg = TxnConfig {
-            window: 4,
-            ..TxnConfig::default()
-        };
+        let cfg = TxnConfig { window: 4, ..TxnConfig::default() };
         let (t, _unsol) = MadTransport::spawn(dev, cfg);
         rt().block_on(async {
             let tasks: Vec<_> = (0..200u8)
@@ -585,20 +502,13 @@ mod tests {
                 let r = task.await.unwrap().unwrap();
                 let smp = SmpRepr::parse_bytes(&r.mad).unwrap();
                 assert_eq!(smp.header.method, Method::GetResp);
-                assert_eq!(
-                    smp.path().unwrap().ports(),
-                    &[i as u8 % 8 + 1],
-                    "each caller gets its own answer"
-                );
+                assert_eq!(smp.path().unwrap().ports(), &[i as u8 % 8 + 1], "each caller gets its own answer");
                 assert_eq!(smp.data[0], 0x5a);
             }
         });
         let s = seen.lock().unwrap();
         assert_eq!(s.sent, 200);
-        assert_eq!(
-            s.max_outstanding, 4,
-            "the window fills but is never exceeded"
-        );
+        assert_eq!(s.max_outstanding, 4, "the window fills but is never exceeded");
         let stats = t.stats();
         let c = stats.txn.totals();
         assert_eq!((c.sent, c.responses, c.retries), (200, 200, 0));
@@ -609,11 +519,7 @@ mod tests {
     fn timeouts_report_the_mad_and_attempts_in_virtual_time() {
         let (mut dev, seen, _) = FakeDevice::new(Duration::from_micros(100));
         dev.black_hole = Some(9);
-        let cfg = TxnConfig {
-            window: 2,
-            timeout: Duration::from_millis(200),
-            retries: 3,
-        };
+        let cfg = TxnConfig { window: 2, timeout: Duration::from_millis(200), retries: 3 };
         let (t, _unsol) = MadTransport::spawn(dev, cfg);
         let wall = std::time::Instant::now();
         rt().block_on(async {
@@ -648,10 +554,7 @@ mod tests {
         dev.wire.push((Duration::ZERO, trap.clone()));
         let (t, mut unsol) = MadTransport::spawn(dev, TxnConfig::default());
         rt().block_on(async {
-            let got = tokio::time::timeout(Duration::from_secs(5), unsol.recv())
-                .await
-                .unwrap()
-                .unwrap();
+            let got = tokio::time::timeout(Duration::from_secs(5), unsol.recv()).await.unwrap().unwrap();
             assert_eq!(got.mad, trap.mad);
         });
         assert_eq!(t.stats().txn.totals().unsolicited, 1);
@@ -678,20 +581,14 @@ mod tests {
         drop(t);
         assert!(!dropped.load(Ordering::SeqCst), "one handle is still alive");
         drop(t2);
-        assert!(
-            dropped.load(Ordering::SeqCst),
-            "drop of the last handle joins the thread"
-        );
+        assert!(dropped.load(Ordering::SeqCst), "drop of the last handle joins the thread");
     }
 
     #[test]
     fn malformed_requests_are_refused() {
         let (dev, _, _) = FakeDevice::new(Duration::from_micros(100));
         let (t, _unsol) = MadTransport::spawn(dev, TxnConfig::default());
-        let bad = Datagram {
-            addr: MadAddress::smi_permissive(),
-            mad: vec![1; 10],
-        };
+        let bad = Datagram { addr: MadAddress::smi_permissive(), mad: vec![1; 10] };
         let r = rt().block_on(t.request(bad));
         assert!(matches!(r, Err(TransportError::Malformed(_))));
     }

@@ -15,7 +15,7 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use crate::mad::{AttributeId, DrPath, MadHeader, MgmtClass, Method, SmpRepr, WireError, MAD_HEADER_LEN};
+use crate::mad::{AttributeId, DrPath, MadHeader, Method, MgmtClass, SmpRepr, WireError, MAD_HEADER_LEN};
 use crate::types::{Guid, Lid};
 
 pub mod io_thread;
@@ -43,33 +43,15 @@ impl MadAddress {
 
     /// Directed-route SMPs go to the permissive LID on QP0.
     pub fn smi_permissive() -> Self {
-        MadAddress {
-            lid: Lid::PERMISSIVE,
-            qpn: 0,
-            qkey: 0,
-            sl: 0,
-            pkey_index: 0,
-        }
+        MadAddress { lid: Lid::PERMISSIVE, qpn: 0, qkey: 0, sl: 0, pkey_index: 0 }
     }
     /// A LID-routed SMP to QP0 of `lid`.
     pub fn smi(lid: Lid) -> Self {
-        MadAddress {
-            lid,
-            qpn: 0,
-            qkey: 0,
-            sl: 0,
-            pkey_index: 0,
-        }
+        MadAddress { lid, qpn: 0, qkey: 0, sl: 0, pkey_index: 0 }
     }
     /// A GMP (SA, PerfMgt) to QP1 of `lid`.
     pub fn gsi(lid: Lid, sl: u8) -> Self {
-        MadAddress {
-            lid,
-            qpn: 1,
-            qkey: Self::QP1_QKEY,
-            sl,
-            pkey_index: 0,
-        }
+        MadAddress { lid, qpn: 1, qkey: Self::QP1_QKEY, sl, pkey_index: 0 }
     }
 }
 
@@ -100,18 +82,9 @@ pub enum DeviceError {
     #[error("no InfiniBand port found{hint}")]
     NoPort { hint: String },
     #[error("port {ca}/{port} has link layer {link_layer}: no subnet manager runs there (RoCE and iWARP have none)")]
-    NotInfiniBand {
-        ca: String,
-        port: u8,
-        link_layer: String,
-    },
+    NotInfiniBand { ca: String, port: u8, link_layer: String },
     #[error("{call} failed on {ca}/{port}: {reason}")]
-    Call {
-        call: &'static str,
-        ca: String,
-        port: u8,
-        reason: String,
-    },
+    Call { call: &'static str, ca: String, port: u8, reason: String },
     #[error("the device was closed")]
     Closed,
 }

@@ -31,29 +31,13 @@ pub enum SmpError {
     Transport(#[from] TransportError),
     /// The responder refused (IBA 13.4.7, Table 107).
     #[error("{method:?} {attr:?} (modifier {amod:#x}) at {path}: status {status:#06x} ({})", describe_status(*status))]
-    Status {
-        status: u16,
-        attr: AttributeId,
-        method: Method,
-        amod: u32,
-        path: SmpTarget,
-    },
+    Status { status: u16, attr: AttributeId, method: Method, amod: u32, path: SmpTarget },
     /// The response does not answer the request (another attribute or a
     /// method that is not GetResp).
     #[error("{path}: asked {method:?} {attr:?}, the response is {got_method:?} {got_attr:?}")]
-    Unexpected {
-        path: SmpTarget,
-        method: Method,
-        attr: AttributeId,
-        got_method: Method,
-        got_attr: AttributeId,
-    },
+    Unexpected { path: SmpTarget, method: Method, attr: AttributeId, got_method: Method, got_attr: AttributeId },
     #[error("{path}: unreadable response to {attr:?}: {error}")]
-    Wire {
-        path: SmpTarget,
-        attr: AttributeId,
-        error: WireError,
-    },
+    Wire { path: SmpTarget, attr: AttributeId, error: WireError },
 }
 
 /// A human reading of an SMP status word.
@@ -84,10 +68,7 @@ pub struct SmpClient<T> {
 impl<T: Transport> SmpClient<T> {
     /// A client sending M_Key 0 (what an unconfigured fabric expects).
     pub fn new(transport: T) -> Self {
-        SmpClient {
-            transport,
-            m_key: 0,
-        }
+        SmpClient { transport, m_key: 0 }
     }
     pub fn with_m_key(transport: T, m_key: u64) -> Self {
         SmpClient { transport, m_key }
@@ -103,26 +84,9 @@ impl<T: Transport> SmpClient<T> {
     }
 
     /// SubnGet(attr, amod) along a directed route.
-    pub async fn dr_get(
-        &self,
-        path: &DrPath,
-        attr: AttributeId,
-        amod: u32,
-    ) -> Result<SmpRepr, SmpError> {
-        let smp = SmpRepr::directed_request(
-            Method::Get,
-            attr,
-            amod,
-            *path,
-            self.m_key,
-            [0; SMP_DATA_LEN],
-        );
-        self.exchange(
-            SmpTarget::Directed(*path),
-            MadAddress::smi_permissive(),
-            smp,
-        )
-        .await
+    pub async fn dr_get(&self, path: &DrPath, attr: AttributeId, amod: u32) -> Result<SmpRepr, SmpError> {
+        let smp = SmpRepr::directed_request(Method::Get, attr, amod, *path, self.m_key, [0; SMP_DATA_LEN]);
+        self.exchange(SmpTarget::Directed(*path), MadAddress::smi_permissive(), smp).await
     }
 
     /// SubnSet(attr, amod) along a directed route; returns the GetResp.
@@ -134,24 +98,13 @@ impl<T: Transport> SmpClient<T> {
         data: [u8; SMP_DATA_LEN],
     ) -> Result<SmpRepr, SmpError> {
         let smp = SmpRepr::directed_request(Method::Set, attr, amod, *path, self.m_key, data);
-        self.exchange(
-            SmpTarget::Directed(*path),
-            MadAddress::smi_permissive(),
-            smp,
-        )
-        .await
+        self.exchange(SmpTarget::Directed(*path), MadAddress::smi_permissive(), smp).await
     }
 
     /// SubnGet(attr, amod) to a LID.
-    pub async fn lid_get(
-        &self,
-        lid: Lid,
-        attr: AttributeId,
-        amod: u32,
-    ) -> Result<SmpRepr, SmpError> {
+    pub async fn lid_get(&self, lid: Lid, attr: AttributeId, amod: u32) -> Result<SmpRepr, SmpError> {
         let smp = SmpRepr::lid_request(Method::Get, attr, amod, self.m_key, [0; SMP_DATA_LEN]);
-        self.exchange(SmpTarget::Lid(lid), MadAddress::smi(lid), smp)
-            .await
+        self.exchange(SmpTarget::Lid(lid), MadAddress::smi(lid), smp).await
     }
 
     /// SubnSet(attr, amod) to a LID; returns the GetResp.
@@ -163,28 +116,12 @@ impl<T: Transport> SmpClient<T> {
         data: [u8; SMP_DATA_LEN],
     ) -> Result<SmpRepr, SmpError> {
         let smp = SmpRepr::lid_request(Method::Set, attr, amod, self.m_key, data);
-        self.exchange(SmpTarget::Lid(lid), MadAddress::smi(lid), smp)
-            .await
+        self.exchange(SmpTarget::Lid(lid), MadAddress::smi(lid), smp).await
     }
 
-    async fn exchange(
-        &self,
-        path: SmpTarget,
-        addr: MadAddress,
-        smp: SmpRepr,
-    ) -> Result<SmpRepr, SmpError> {
-        let (method, attr, amod) = (
-            smp.header.method,
-            smp.header.attribute_id,
-            smp.header.attribute_modifier,
-        );
-        let resp = self
-            .transport
-            .request(Datagram {
-                addr,
-                mad: smp.to_bytes().to_vec(),
-            })
-            .await?;
+    async fn exchange(&self, path: SmpTarget, addr: MadAddress, smp: SmpRepr) -> Result<SmpRepr, SmpError> {
+        let (method, attr, amod) = (smp.header.method, smp.header.attribute_id, smp.header.attribute_modifier);
+        let resp = self.transport.request(Datagram { addr, mad: smp.to_bytes().to_vec() }).await?;
         check_response(path, method, attr, amod, &resp.mad)
     }
 }
@@ -208,13 +145,7 @@ pub fn check_response(
         });
     }
     if r.header.status != 0 {
-        return Err(SmpError::Status {
-            status: r.header.status,
-            attr,
-            method,
-            amod,
-            path,
-        });
+        return Err(SmpError::Status { status: r.header.status, attr, method, amod, path });
     }
     Ok(r)
 }
@@ -237,18 +168,10 @@ mod tests {
     }
 
     impl Transport for Canned {
-        fn request(
-            &self,
-            d: Datagram,
-        ) -> impl Future<Output = Result<Datagram, TransportError>> + Send {
+        fn request(&self, d: Datagram) -> impl Future<Output = Result<Datagram, TransportError>> + Send {
             self.asked.lock().unwrap().push(d.clone());
             let r = (self.answer)(SmpRepr::parse_bytes(&d.mad).unwrap());
-            async move {
-                Ok(Datagram {
-                    addr: d.addr,
-                    mad: r.to_bytes().to_vec(),
-                })
-            }
+            async move { Ok(Datagram { addr: d.addr, mad: r.to_bytes().to_vec() }) }
         }
         fn send(&self, _: Datagram) -> Result<(), TransportError> {
             Ok(())
@@ -279,23 +202,11 @@ mod tests {
 
     fn client(answer: fn(SmpRepr) -> SmpRepr) -> (SmpClient<Canned>, Arc<Mutex<Vec<Datagram>>>) {
         let asked = Arc::new(Mutex::new(Vec::new()));
-        (
-            SmpClient::with_m_key(
-                Canned {
-                    asked: asked.clone(),
-                    answer,
-                },
-                0xfeed,
-            ),
-            asked,
-        )
+        (SmpClient::with_m_key(Canned { asked: asked.clone(), answer }, 0xfeed), asked)
     }
 
     fn block<F: Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(f)
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
     }
 
     #[test]
@@ -334,20 +245,10 @@ mod tests {
         });
         let path = DrPath::from_ports(&[4]).unwrap();
         match block(c.dr_get(&path, AttributeId::SwitchInfo, 0)) {
-            Err(
-                e @ SmpError::Status {
-                    status,
-                    attr,
-                    path: SmpTarget::Directed(p),
-                    ..
-                },
-            ) => {
+            Err(e @ SmpError::Status { status, attr, path: SmpTarget::Directed(p), .. }) => {
                 assert_eq!((status, attr, p), (0x1c, AttributeId::SwitchInfo, path));
                 let text = e.to_string();
-                assert!(
-                    text.contains("0,4") && text.contains("invalid attribute"),
-                    "{text}"
-                );
+                assert!(text.contains("0,4") && text.contains("invalid attribute"), "{text}");
             }
             other => panic!("{other:?}"),
         }
@@ -361,45 +262,15 @@ mod tests {
             r
         });
         let e = block(c.lid_get(Lid(3), AttributeId::NodeInfo, 0)).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                SmpError::Unexpected {
-                    got_attr: AttributeId::NodeDescription,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
+        assert!(matches!(e, SmpError::Unexpected { got_attr: AttributeId::NodeDescription, .. }), "{e:?}");
         let (c, _) = client(|r| r);
         let e = block(c.lid_get(Lid(3), AttributeId::NodeInfo, 0)).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                SmpError::Unexpected {
-                    got_method: Method::Get,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
+        assert!(matches!(e, SmpError::Unexpected { got_method: Method::Get, .. }), "{e:?}");
     }
 
     #[test]
     fn truncated_response_is_a_wire_error() {
-        let r = check_response(
-            SmpTarget::Lid(Lid(1)),
-            Method::Get,
-            AttributeId::NodeInfo,
-            0,
-            &[1, 0x81, 1],
-        );
-        assert!(matches!(
-            r,
-            Err(SmpError::Wire {
-                error: WireError::Truncated { .. },
-                ..
-            })
-        ));
+        let r = check_response(SmpTarget::Lid(Lid(1)), Method::Get, AttributeId::NodeInfo, 0, &[1, 0x81, 1]);
+        assert!(matches!(r, Err(SmpError::Wire { error: WireError::Truncated { .. }, .. })));
     }
 }

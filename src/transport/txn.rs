@@ -38,11 +38,7 @@ pub struct TxnConfig {
 
 impl Default for TxnConfig {
     fn default() -> Self {
-        TxnConfig {
-            window: 4,
-            timeout: Duration::from_millis(200),
-            retries: 3,
-        }
+        TxnConfig { window: 4, timeout: Duration::from_millis(200), retries: 3 }
     }
 }
 
@@ -60,16 +56,8 @@ impl MadKey {
     /// counts under Get.
     pub fn of<T: AsRef<[u8]>>(h: &MadHeader<T>) -> Self {
         let method = u8::from(h.method());
-        let method = if method & 0x80 != 0 {
-            method & 0x7f
-        } else {
-            method
-        };
-        MadKey {
-            class: h.mgmt_class().into(),
-            attribute: h.attribute_id().into(),
-            method,
-        }
+        let method = if method & 0x80 != 0 { method & 0x7f } else { method };
+        MadKey { class: h.mgmt_class().into(), attribute: h.attribute_id().into(), method }
     }
     pub fn class(&self) -> MgmtClass {
         self.class.into()
@@ -84,13 +72,7 @@ impl MadKey {
 
 impl fmt::Display for MadKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{:?} {:?} {:?}",
-            self.class(),
-            self.method(),
-            self.attribute()
-        )
+        write!(f, "{:?} {:?} {:?}", self.class(), self.method(), self.attribute())
     }
 }
 
@@ -134,10 +116,7 @@ pub struct TxnStats {
     pub queued: usize,
 }
 
-fn by_mad_as_list<S: serde::Serializer>(
-    m: &BTreeMap<MadKey, MadCounters>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
+fn by_mad_as_list<S: serde::Serializer>(m: &BTreeMap<MadKey, MadCounters>, s: S) -> Result<S::Ok, S::Error> {
     #[derive(serde::Serialize)]
     struct Entry<'a> {
         #[serde(flatten)]
@@ -146,11 +125,7 @@ fn by_mad_as_list<S: serde::Serializer>(
         #[serde(flatten)]
         counters: &'a MadCounters,
     }
-    s.collect_seq(m.iter().map(|(key, counters)| Entry {
-        key,
-        name: key.to_string(),
-        counters,
-    }))
+    s.collect_seq(m.iter().map(|(key, counters)| Entry { key, name: key.to_string(), counters }))
 }
 
 impl TxnStats {
@@ -198,10 +173,7 @@ pub enum Received<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Queued,
-    InFlight {
-        sent_at: Duration,
-        deadline: Duration,
-    },
+    InFlight { sent_at: Duration, deadline: Duration },
 }
 
 #[derive(Debug)]
@@ -264,17 +236,7 @@ impl<T> Transactions<T> {
         let key = MadKey::of(&header_of(&dgram.mad).map_err(TxnError::Malformed)?);
         let id = self.next_id;
         self.next_id += 1;
-        self.txns.insert(
-            id,
-            Txn {
-                token,
-                dgram,
-                key,
-                attempts: 0,
-                tids: Vec::new(),
-                state: State::Queued,
-            },
-        );
+        self.txns.insert(id, Txn { token, dgram, key, attempts: 0, tids: Vec::new(), state: State::Queued });
         self.queue.push_back(id);
         Ok(())
     }
@@ -298,16 +260,12 @@ impl<T> Transactions<T> {
             }
             let tid = self.alloc_tid();
             let txn = self.txns.get_mut(&id).expect("checked above");
-            let mut h = MadHeader::new_checked(&mut txn.dgram.mad[..MAD_HEADER_LEN])
-                .expect("checked at submit");
+            let mut h = MadHeader::new_checked(&mut txn.dgram.mad[..MAD_HEADER_LEN]).expect("checked at submit");
             h.set_transaction_id(u64::from(tid));
             txn.attempts += 1;
             txn.tids.push(tid);
             let deadline = now + self.cfg.timeout;
-            txn.state = State::InFlight {
-                sent_at: now,
-                deadline,
-            };
+            txn.state = State::InFlight { sent_at: now, deadline };
             self.by_tid.insert(tid, id);
             self.deadlines.insert((deadline, id));
             let c = self.stats.by_mad.entry(txn.key).or_default();
@@ -368,10 +326,7 @@ impl<T> Transactions<T> {
             self.stats.rtt_total += rtt;
             self.stats.rtt_max = self.stats.rtt_max.max(rtt);
         }
-        Received::Response {
-            token: txn.token,
-            dgram,
-        }
+        Received::Response { token: txn.token, dgram }
     }
 
     /// Expires attempts whose deadline is at or before `now`. Those with
@@ -389,10 +344,7 @@ impl<T> Transactions<T> {
         let mut requeue = Vec::new();
         let mut failed = Vec::new();
         for id in expired {
-            let txn = self
-                .txns
-                .get_mut(&id)
-                .expect("a deadline belongs to a live transaction");
+            let txn = self.txns.get_mut(&id).expect("a deadline belongs to a live transaction");
             txn.state = State::Queued;
             let c = self.stats.by_mad.entry(txn.key).or_default();
             c.timeouts += 1;
@@ -401,10 +353,7 @@ impl<T> Transactions<T> {
             } else {
                 c.failed += 1;
                 let txn = self.remove(id);
-                let err = TxnError::Timeout {
-                    attempts: txn.attempts,
-                    mad: Box::new(MadSummary::of(&txn.dgram)),
-                };
+                let err = TxnError::Timeout { attempts: txn.attempts, mad: Box::new(MadSummary::of(&txn.dgram)) };
                 failed.push((txn.token, err));
             }
         }
@@ -473,18 +422,8 @@ mod tests {
     const MS: Duration = Duration::from_millis(1);
 
     fn get(attr: AttributeId, path: &[u8]) -> Datagram {
-        let smp = SmpRepr::directed_request(
-            Method::Get,
-            attr,
-            0,
-            DrPath::from_ports(path).unwrap(),
-            0,
-            [0; 64],
-        );
-        Datagram {
-            addr: MadAddress::smi_permissive(),
-            mad: smp.to_bytes().to_vec(),
-        }
+        let smp = SmpRepr::directed_request(Method::Get, attr, 0, DrPath::from_ports(path).unwrap(), 0, [0; 64]);
+        Datagram { addr: MadAddress::smi_permissive(), mad: smp.to_bytes().to_vec() }
     }
 
     /// The response a device would send back, with the TID's high bits
@@ -503,11 +442,7 @@ mod tests {
     }
 
     fn cfg(window: usize, retries: u32) -> TxnConfig {
-        TxnConfig {
-            window,
-            timeout: 100 * MS,
-            retries,
-        }
+        TxnConfig { window, timeout: 100 * MS, retries }
     }
 
     /// Steps a fake clock to each wake-up, answering every request after
@@ -563,19 +498,11 @@ mod tests {
                 t.submit(i, get(AttributeId::NodeInfo, &[1])).unwrap();
             }
             let (done, failed, max) = run(&mut t, 3 * MS, |_, _| false);
-            assert_eq!(
-                done,
-                (0..50).collect::<Vec<_>>(),
-                "window {window}: FIFO completion"
-            );
+            assert_eq!(done, (0..50).collect::<Vec<_>>(), "window {window}: FIFO completion");
             assert!(failed.is_empty());
             assert_eq!(max, window);
             let s = t.stats();
-            let c = s.by_mad[&MadKey {
-                class: 0x81,
-                attribute: 0x11,
-                method: 1,
-            }];
+            let c = s.by_mad[&MadKey { class: 0x81, attribute: 0x11, method: 1 }];
             assert_eq!((c.sent, c.responses, c.retries, c.timeouts), (50, 50, 0, 0));
             assert_eq!((s.in_flight, s.queued), (0, 0));
         }
@@ -587,14 +514,9 @@ mod tests {
         for i in 0..8 {
             t.submit(i, get(AttributeId::PortInfo, &[])).unwrap();
         }
-        let mut tids: Vec<u64> = std::iter::from_fn(|| t.poll_transmit(Duration::ZERO))
-            .map(|d| tid_of(&d))
-            .collect();
+        let mut tids: Vec<u64> = std::iter::from_fn(|| t.poll_transmit(Duration::ZERO)).map(|d| tid_of(&d)).collect();
         assert_eq!(tids.len(), 8);
-        assert!(
-            tids.iter().all(|&x| x >> 32 == 0),
-            "high 32 bits are left to the kernel"
-        );
+        assert!(tids.iter().all(|&x| x >> 32 == 0), "high 32 bits are left to the kernel");
         tids.sort();
         tids.dedup();
         assert_eq!(tids.len(), 8);
@@ -603,8 +525,7 @@ mod tests {
     #[test]
     fn retries_then_failure() {
         let mut t = Transactions::new(cfg(4, 2));
-        t.submit(7u32, get(AttributeId::SwitchInfo, &[1, 3]))
-            .unwrap();
+        t.submit(7u32, get(AttributeId::SwitchInfo, &[1, 3])).unwrap();
         let d1 = t.poll_transmit(Duration::ZERO).unwrap();
         assert_eq!(t.poll_timeout(), Some(100 * MS));
         assert!(t.handle_timeout(99 * MS).is_empty());
@@ -630,20 +551,10 @@ mod tests {
         assert_eq!(t.pending(), 0);
         // Every attempt's late answer is now a stray.
         for d in [&d1, &d2, &d3] {
-            assert!(matches!(
-                t.handle_receive(310 * MS, answer(d)),
-                Received::Stray { .. }
-            ));
+            assert!(matches!(t.handle_receive(310 * MS, answer(d)), Received::Stray { .. }));
         }
-        let c = t.stats().by_mad[&MadKey {
-            class: 0x81,
-            attribute: 0x12,
-            method: 1,
-        }];
-        assert_eq!(
-            (c.sent, c.retries, c.timeouts, c.failed, c.strays),
-            (3, 2, 3, 1, 3)
-        );
+        let c = t.stats().by_mad[&MadKey { class: 0x81, attribute: 0x12, method: 1 }];
+        assert_eq!((c.sent, c.retries, c.timeouts, c.failed, c.strays), (3, 2, 3, 1, 3));
     }
 
     #[test]
@@ -655,29 +566,18 @@ mod tests {
         assert!(t.poll_transmit(Duration::ZERO).is_none(), "window 1");
         t.handle_timeout(100 * MS);
         let retry = t.poll_transmit(100 * MS).unwrap();
-        assert_eq!(
-            &retry.mad[129..130],
-            &[2],
-            "the retry goes before request 2"
-        );
+        assert_eq!(&retry.mad[129..130], &[2], "the retry goes before request 2");
         // The first attempt's answer arrives late: it completes transaction 1.
         match t.handle_receive(120 * MS, answer(&first)) {
             Received::Response { token, .. } => assert_eq!(token, 1),
             other => panic!("{other:?}"),
         }
         // The retry's answer then matches nothing.
-        assert!(matches!(
-            t.handle_receive(130 * MS, answer(&retry)),
-            Received::Stray { .. }
-        ));
+        assert!(matches!(t.handle_receive(130 * MS, answer(&retry)), Received::Stray { .. }));
         // Window space freed: request 2 goes out.
         let second = t.poll_transmit(130 * MS).unwrap();
         assert_eq!(&second.mad[129..130], &[3]);
-        let c = t.stats().by_mad[&MadKey {
-            class: 0x81,
-            attribute: 0x11,
-            method: 1,
-        }];
+        let c = t.stats().by_mad[&MadKey { class: 0x81, attribute: 0x11, method: 1 }];
         assert_eq!((c.responses, c.late, c.strays, c.retries), (1, 1, 1, 1));
     }
 
@@ -690,9 +590,7 @@ mod tests {
         t.poll_transmit(Duration::ZERO).unwrap();
         t.poll_transmit(MS).unwrap();
         assert!(t.handle_timeout(101 * MS).is_empty());
-        let order: Vec<u8> = std::iter::from_fn(|| t.poll_transmit(101 * MS))
-            .map(|d| d.mad[129])
-            .collect();
+        let order: Vec<u8> = std::iter::from_fn(|| t.poll_transmit(101 * MS)).map(|d| d.mad[129]).collect();
         assert_eq!(order, vec![1, 2], "both retries before request 3");
     }
 
@@ -732,17 +630,12 @@ mod tests {
         for i in 1..4 {
             t.submit(i, get(AttributeId::NodeInfo, &[])).unwrap();
         }
-        let tids: Vec<u64> = std::iter::from_fn(|| t.poll_transmit(Duration::ZERO))
-            .map(|d| tid_of(&d))
-            .collect();
+        let tids: Vec<u64> = std::iter::from_fn(|| t.poll_transmit(Duration::ZERO)).map(|d| tid_of(&d)).collect();
         assert_eq!(tids, vec![u64::from(u32::MAX), 1, 2]);
         // A response whose high bits were rewritten still matches.
         let mut r = answer(&a);
         r.mad[8..12].copy_from_slice(&[0xff; 4]);
-        assert!(matches!(
-            t.handle_receive(MS, r),
-            Received::Response { token: 0, .. }
-        ));
+        assert!(matches!(t.handle_receive(MS, r), Received::Response { token: 0, .. }));
 
         // Wrap all the way round with TID 1 and 2 still live.
         let mut t2 = Transactions::with_first_tid(cfg(8, 0), 1);
@@ -753,9 +646,7 @@ mod tests {
         t2.next_tid = u32::MAX;
         t2.submit(12u32, get(AttributeId::NodeInfo, &[])).unwrap();
         t2.submit(13u32, get(AttributeId::NodeInfo, &[])).unwrap();
-        let tids: Vec<u64> = std::iter::from_fn(|| t2.poll_transmit(Duration::ZERO))
-            .map(|d| tid_of(&d))
-            .collect();
+        let tids: Vec<u64> = std::iter::from_fn(|| t2.poll_transmit(Duration::ZERO)).map(|d| tid_of(&d)).collect();
         assert_eq!(tids, vec![u64::from(u32::MAX), 3]);
     }
 
@@ -764,31 +655,16 @@ mod tests {
         let mut t: Transactions<u32> = Transactions::new(TxnConfig::default());
         // A Get from another SM.
         let req = get(AttributeId::SmInfo, &[]);
-        assert!(matches!(
-            t.handle_receive(Duration::ZERO, req.clone()),
-            Received::Unsolicited(_)
-        ));
+        assert!(matches!(t.handle_receive(Duration::ZERO, req.clone()), Received::Unsolicited(_)));
         // A trap.
         let mut trap = req.clone();
         trap.mad[3] = u8::from(Method::Trap);
-        assert!(matches!(
-            t.handle_receive(Duration::ZERO, trap),
-            Received::Unsolicited(_)
-        ));
+        assert!(matches!(t.handle_receive(Duration::ZERO, trap), Received::Unsolicited(_)));
         // A response nobody asked for.
-        assert!(matches!(
-            t.handle_receive(Duration::ZERO, answer(&req)),
-            Received::Stray { .. }
-        ));
+        assert!(matches!(t.handle_receive(Duration::ZERO, answer(&req)), Received::Stray { .. }));
         // Garbage.
-        let short = Datagram {
-            addr: req.addr,
-            mad: vec![1, 2, 3],
-        };
-        assert!(matches!(
-            t.handle_receive(Duration::ZERO, short.clone()),
-            Received::Malformed(_)
-        ));
+        let short = Datagram { addr: req.addr, mad: vec![1, 2, 3] };
+        assert!(matches!(t.handle_receive(Duration::ZERO, short.clone()), Received::Malformed(_)));
         assert!(matches!(t.submit(1, short), Err(TxnError::Malformed(_))));
         let s = t.stats();
         assert_eq!(s.malformed, 1);

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use ibsm::mad::smp::SmpRoute;
 use ibsm::mad::{
-    AttributeId, DrPath, LftBlockRepr, Method, MgmtClass, PortInfoRepr, PortState, SmpRepr,
-    SwitchInfoRepr,
+    AttributeId, DrPath, LftBlockRepr, Method, MgmtClass, PortInfoRepr, PortState, SmpRepr, SwitchInfoRepr,
 };
 use ibsm::sim::{SharedFabric, SimDevice};
 use ibsm::topology::{Link, Node, NodeIdx, NodeKind, PortRef, Topology};
@@ -42,25 +41,11 @@ pub fn ca(name: &str, guid: u64, ports: u8) -> Node {
 }
 
 pub fn link(a: usize, pa: u8, b: usize, pb: u8) -> Link {
-    Link {
-        a: PortRef {
-            node: NodeIdx(a),
-            port: pa,
-        },
-        b: PortRef {
-            node: NodeIdx(b),
-            port: pb,
-        },
-        width: 2,
-        speed: 1,
-    }
+    Link { a: PortRef { node: NodeIdx(a), port: pa }, b: PortRef { node: NodeIdx(b), port: pb }, width: 2, speed: 1 }
 }
 
 pub fn pr(node: usize, port: u8) -> PortRef {
-    PortRef {
-        node: NodeIdx(node),
-        port,
-    }
+    PortRef { node: NodeIdx(node), port }
 }
 
 /// Node indices of [`small`].
@@ -86,12 +71,7 @@ pub fn small() -> Topology {
             switch("S-0002", 0x200001, 8, false),
             ca("H-0003", 0x100005, 1),
         ],
-        links: vec![
-            link(S1, 1, H1, 1),
-            link(S1, 2, H2, 1),
-            link(S1, 3, S2, 1),
-            link(S2, 2, H3, 1),
-        ],
+        links: vec![link(S1, 1, H1, 1), link(S1, 2, H2, 1), link(S1, 3, S2, 1), link(S2, 2, H3, 1)],
     }
 }
 
@@ -109,12 +89,7 @@ pub const TIMEOUT: Duration = Duration::from_millis(1);
 
 impl TestSm {
     pub fn attach(f: &SharedFabric, node: &str, port: u8) -> Self {
-        TestSm {
-            dev: SimDevice::attach(f, node, port).unwrap(),
-            tid: 0x1000,
-            m_key: 0,
-            unsolicited: Vec::new(),
-        }
+        TestSm { dev: SimDevice::attach(f, node, port).unwrap(), tid: 0x1000, m_key: 0, unsolicited: Vec::new() }
     }
 
     fn next_tid(&mut self) -> u64 {
@@ -126,12 +101,7 @@ impl TestSm {
     pub fn exchange(&mut self, mut smp: SmpRepr, addr: MadAddress) -> Option<Datagram> {
         let tid = self.next_tid();
         smp.header.transaction_id = tid;
-        self.dev
-            .send(&Datagram {
-                addr,
-                mad: smp.to_bytes().to_vec(),
-            })
-            .unwrap();
+        self.dev.send(&Datagram { addr, mad: smp.to_bytes().to_vec() }).unwrap();
         let deadline = self.dev.now() + TIMEOUT;
         while let Some(d) = self.dev.recv(deadline).unwrap() {
             let got = u64::from_be_bytes(d.mad[8..16].try_into().unwrap());
@@ -143,22 +113,8 @@ impl TestSm {
         None
     }
 
-    pub fn dr(
-        &mut self,
-        method: Method,
-        path: &[u8],
-        attr: AttributeId,
-        amod: u32,
-        data: [u8; 64],
-    ) -> Option<SmpRepr> {
-        let smp = SmpRepr::directed_request(
-            method,
-            attr,
-            amod,
-            DrPath::from_ports(path).unwrap(),
-            self.m_key,
-            data,
-        );
+    pub fn dr(&mut self, method: Method, path: &[u8], attr: AttributeId, amod: u32, data: [u8; 64]) -> Option<SmpRepr> {
+        let smp = SmpRepr::directed_request(method, attr, amod, DrPath::from_ports(path).unwrap(), self.m_key, data);
         let d = self.exchange(smp, MadAddress::smi_permissive())?;
         Some(SmpRepr::parse_bytes(&d.mad).unwrap())
     }
@@ -181,32 +137,17 @@ impl TestSm {
     }
 
     pub fn port_info(&mut self, path: &[u8], port: u8) -> PortInfoRepr {
-        let r = self
-            .dr_get(path, AttributeId::PortInfo, port as u32)
-            .expect("PortInfo answered");
+        let r = self.dr_get(path, AttributeId::PortInfo, port as u32).expect("PortInfo answered");
         assert_eq!(r.header.status, 0);
         PortInfoRepr::parse_bytes(&r.data).unwrap()
     }
 
     /// SubnSet(PortInfo) built from the port's current PortInfo; returns
     /// the answer's status and PortInfo.
-    pub fn set_port_info(
-        &mut self,
-        path: &[u8],
-        port: u8,
-        f: impl FnOnce(&mut PortInfoRepr),
-    ) -> (u16, PortInfoRepr) {
+    pub fn set_port_info(&mut self, path: &[u8], port: u8, f: impl FnOnce(&mut PortInfoRepr)) -> (u16, PortInfoRepr) {
         let mut pi = self.port_info(path, port).for_set();
         f(&mut pi);
-        let r = self
-            .dr(
-                Method::Set,
-                path,
-                AttributeId::PortInfo,
-                port as u32,
-                pi.to_bytes(),
-            )
-            .expect("Set answered");
+        let r = self.dr(Method::Set, path, AttributeId::PortInfo, port as u32, pi.to_bytes()).expect("Set answered");
         (r.header.status, PortInfoRepr::parse_bytes(&r.data).unwrap())
     }
 
@@ -218,13 +159,9 @@ impl TestSm {
 /// Status word and D bit of a directed-route answer as on the wire.
 pub fn dr_route(r: &SmpRepr) -> (bool, u8, u8, DrPath) {
     match r.route {
-        SmpRoute::Directed {
-            inbound,
-            hop_pointer,
-            hop_count,
-            return_path,
-            ..
-        } => (inbound, hop_pointer, hop_count, return_path),
+        SmpRoute::Directed { inbound, hop_pointer, hop_count, return_path, .. } => {
+            (inbound, hop_pointer, hop_count, return_path)
+        }
         SmpRoute::Lid => panic!("not directed route"),
     }
 }
@@ -277,11 +214,7 @@ pub fn assign_lids(t: &Topology) -> HashMap<PortRef, Lid> {
     let mut lids = HashMap::new();
     let mut next = 1u16;
     for (i, n) in t.nodes.iter().enumerate() {
-        let ports: Vec<u8> = if n.kind == NodeKind::Switch {
-            vec![0]
-        } else {
-            (1..=n.num_ports).collect()
-        };
+        let ports: Vec<u8> = if n.kind == NodeKind::Switch { vec![0] } else { (1..=n.num_ports).collect() };
         for p in ports {
             lids.insert(pr(i, p), Lid(next));
             next += 1;
@@ -338,12 +271,7 @@ pub fn min_hop_lfts(t: &Topology, lids: &HashMap<PortRef, Lid>) -> HashMap<usize
 /// Brings a fabric up the way an SM would, with SMPs only: LIDs and SM LID
 /// on every end port and switch port 0, LFTs and LinearFDBTop, then every
 /// link Armed and Active. Returns the LIDs it set.
-pub fn bring_up(
-    sm: &mut TestSm,
-    t: &Topology,
-    sm_node: usize,
-    sm_port: u8,
-) -> HashMap<PortRef, Lid> {
+pub fn bring_up(sm: &mut TestSm, t: &Topology, sm_node: usize, sm_port: u8) -> HashMap<PortRef, Lid> {
     let paths = dr_paths(t, sm_node, sm_port);
     let lids = assign_lids(t);
     let mut assigned = HashMap::new();
@@ -353,25 +281,17 @@ pub fn bring_up(
     for &n in &order {
         let path = paths[&n].clone();
         let node = &t.nodes[n];
-        let ports: Vec<u8> = if node.kind == NodeKind::Switch {
-            vec![0]
-        } else {
-            (1..=node.num_ports).collect()
-        };
+        let ports: Vec<u8> = if node.kind == NodeKind::Switch { vec![0] } else { (1..=node.num_ports).collect() };
         for p in ports {
             // A CA's SMA configures only the port the SMP came in on.
             if node.kind != NodeKind::Switch && !arrives_on(t, &paths, n, p, sm_node, sm_port) {
                 continue;
             }
             let lid = lids[&pr(n, p)];
-            let (st, _) = sm.set_port_info(
-                &path,
-                if node.kind == NodeKind::Switch { 0 } else { p },
-                |pi| {
-                    pi.lid = lid;
-                    pi.master_sm_lid = sm_lid;
-                },
-            );
+            let (st, _) = sm.set_port_info(&path, if node.kind == NodeKind::Switch { 0 } else { p }, |pi| {
+                pi.lid = lid;
+                pi.master_sm_lid = sm_lid;
+            });
             assert_eq!(st, 0, "set LID on {n}:{p}");
             assigned.insert(pr(n, p), lid);
         }
@@ -380,34 +300,17 @@ pub fn bring_up(
     for &n in &order {
         let Some(lft) = lfts.get(&n) else { continue };
         let path = paths[&n].clone();
-        let mut si = SwitchInfoRepr::parse_bytes(
-            &sm.dr_get(&path, AttributeId::SwitchInfo, 0).unwrap().data,
-        )
-        .unwrap();
+        let mut si = SwitchInfoRepr::parse_bytes(&sm.dr_get(&path, AttributeId::SwitchInfo, 0).unwrap().data).unwrap();
         si.linear_fdb_top = (lft.len() - 1) as u16;
         // Writing 1 clears PortStateChange.
         si.port_state_change = true;
-        let r = sm
-            .dr(
-                Method::Set,
-                &path,
-                AttributeId::SwitchInfo,
-                0,
-                si.to_bytes(),
-            )
-            .unwrap();
+        let r = sm.dr(Method::Set, &path, AttributeId::SwitchInfo, 0, si.to_bytes()).unwrap();
         assert_eq!(r.header.status, 0);
         for (b, chunk) in lft.chunks(64).enumerate() {
             let mut ports = [0xffu8; 64];
             ports[..chunk.len()].copy_from_slice(chunk);
             let r = sm
-                .dr(
-                    Method::Set,
-                    &path,
-                    AttributeId::LinearForwardingTable,
-                    b as u32,
-                    LftBlockRepr { ports }.to_bytes(),
-                )
+                .dr(Method::Set, &path, AttributeId::LinearForwardingTable, b as u32, LftBlockRepr { ports }.to_bytes())
                 .unwrap();
             assert_eq!(r.header.status, 0);
         }
@@ -419,16 +322,10 @@ pub fn bring_up(
                 let Some(path) = paths.get(&n).cloned() else {
                     continue;
                 };
-                if t.nodes[n].kind != NodeKind::Switch
-                    && !arrives_on(t, &paths, n, end.port, sm_node, sm_port)
-                {
+                if t.nodes[n].kind != NodeKind::Switch && !arrives_on(t, &paths, n, end.port, sm_node, sm_port) {
                     continue;
                 }
-                let port = if t.nodes[n].kind == NodeKind::Switch {
-                    end.port
-                } else {
-                    0
-                };
+                let port = if t.nodes[n].kind == NodeKind::Switch { end.port } else { 0 };
                 assert_eq!(sm.set_state(&path, port, state), 0, "{state:?} on {end:?}");
             }
         }
@@ -437,29 +334,17 @@ pub fn bring_up(
 }
 
 /// Whether the DR path to CA `n` enters it on port `p`.
-fn arrives_on(
-    t: &Topology,
-    paths: &HashMap<usize, Vec<u8>>,
-    n: usize,
-    p: u8,
-    sm_node: usize,
-    sm_port: u8,
-) -> bool {
+fn arrives_on(t: &Topology, paths: &HashMap<usize, Vec<u8>>, n: usize, p: u8, sm_node: usize, sm_port: u8) -> bool {
     if n == sm_node {
         return p == sm_port;
     }
     let path = &paths[&n];
     // The previous node on the path and the port it left by.
     let prev_path = &path[..path.len() - 1];
-    let prev = paths
-        .iter()
-        .find(|(_, v)| v.as_slice() == prev_path)
-        .map(|(k, _)| *k);
+    let prev = paths.iter().find(|(_, v)| v.as_slice() == prev_path).map(|(k, _)| *k);
     let Some(prev) = prev else { return false };
     let out = *path.last().unwrap();
-    t.links.iter().any(|l| {
-        (l.a == pr(prev, out) && l.b == pr(n, p)) || (l.b == pr(prev, out) && l.a == pr(n, p))
-    })
+    t.links.iter().any(|l| (l.a == pr(prev, out) && l.b == pr(n, p)) || (l.b == pr(prev, out) && l.a == pr(n, p)))
 }
 
 pub fn is_directed(r: &SmpRepr) -> bool {

@@ -17,11 +17,7 @@ pub const NET_EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
 
 pub fn net(name: &str) -> PathBuf {
     let p = Path::new(NET_EXAMPLES).join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: install ibsim-utils",
-        p.display()
-    );
+    assert!(p.exists(), "{} is missing: install ibsim-utils", p.display());
     p
 }
 
@@ -37,9 +33,7 @@ pub fn umad2sim() -> PathBuf {
         .iter()
         .map(PathBuf::from)
         .find(|p| p.exists())
-        .unwrap_or_else(|| {
-            panic!("libumad2sim.so not found in {candidates:?}: install ibsim-utils")
-        })
+        .unwrap_or_else(|| panic!("libumad2sim.so not found in {candidates:?}: install ibsim-utils"))
 }
 
 /// Finds `tool` on PATH (or in /usr/sbin), failing the test if absent.
@@ -72,11 +66,7 @@ impl Ibsim {
     /// Starts ibsim with extra flags (e.g. `-N/-S/-P` for big nets).
     pub fn start_with(net: &Path, flags: &[String]) -> Ibsim {
         let ibsim = tool("ibsim");
-        let sock = format!(
-            "ibsm-t{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::SeqCst)
-        );
+        let sock = format!("ibsm-t{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::SeqCst));
         let dir = tempfile::tempdir().unwrap();
         let log = std::fs::File::create(dir.path().join("ibsim.log")).unwrap();
         let child = Command::new(ibsim)
@@ -92,13 +82,7 @@ impl Ibsim {
             .expect("starting ibsim");
         let mut child = child;
         let console = child.stdin.take();
-        let sim = Ibsim {
-            child,
-            console,
-            sock,
-            dir,
-            net: net.to_path_buf(),
-        };
+        let sim = Ibsim { child, console, sock, dir, net: net.to_path_buf() };
         sim.wait_ready();
         sim
     }
@@ -109,11 +93,7 @@ impl Ibsim {
         let want = format!("@{}:ctl", self.sock);
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(10) {
-            if std::fs::read_to_string("/proc/net/unix")
-                .unwrap_or_default()
-                .lines()
-                .any(|l| l.contains(&want))
-            {
+            if std::fs::read_to_string("/proc/net/unix").unwrap_or_default().lines().any(|l| l.contains(&want)) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -138,9 +118,7 @@ impl Ibsim {
     pub fn client(&self, program: &Path, host: Option<&str>) -> Command {
         let mut c = Command::new(program);
         let cwd = tempfile::tempdir_in(self.dir.path()).unwrap().keep();
-        c.env("LD_PRELOAD", umad2sim())
-            .env("IBSIM_SOCKNAME", &self.sock)
-            .current_dir(cwd);
+        c.env("LD_PRELOAD", umad2sim()).env("IBSIM_SOCKNAME", &self.sock).current_dir(cwd);
         match host {
             Some(h) => c.env("SIM_HOST", h),
             None => c.env_remove("SIM_HOST"),
@@ -173,12 +151,7 @@ impl Drop for Ibsim {
 /// Runs `c` to completion, killing it (and failing) after `limit`: a hung
 /// umad2sim client must not hang the test suite.
 pub fn run_with_timeout(mut c: Command, limit: Duration) -> Output {
-    let mut child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).spawn().expect("spawn");
     let t0 = Instant::now();
     loop {
         if child.try_wait().unwrap().is_some() {

@@ -123,11 +123,7 @@ unsafe fn sym<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
     cname.push(0);
     // SAFETY: the caller guarantees that T matches the symbol's C type; the
     // copied pointer stays valid because `Lib` keeps `lib` loaded.
-    unsafe {
-        lib.get::<T>(&cname)
-            .map(|s| *s)
-            .map_err(|e| format!("symbol {name}: {e}"))
-    }
+    unsafe { lib.get::<T>(&cname).map(|s| *s).map_err(|e| format!("symbol {name}: {e}")) }
 }
 
 impl Lib {
@@ -187,10 +183,6 @@ pub fn lib() -> Result<&'static Lib, (String, String)> {
 
 /// A NUL-terminated C char array as a Rust string (lossy).
 pub fn c_str(chars: &[c_char]) -> String {
-    let bytes: Vec<u8> = chars
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
+    let bytes: Vec<u8> = chars.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }

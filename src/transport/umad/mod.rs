@@ -110,17 +110,8 @@ impl UmadPortInfo {
 pub const CAPMASK_IS_SM: u32 = 1 << 1;
 
 fn call_err(call: &'static str, ca: &str, port: u8, rc: c_int) -> DeviceError {
-    let reason = if rc < 0 {
-        std::io::Error::from_raw_os_error(-rc).to_string()
-    } else {
-        format!("returned {rc}")
-    };
-    DeviceError::Call {
-        call,
-        ca: ca.to_string(),
-        port,
-        reason,
-    }
+    let reason = if rc < 0 { std::io::Error::from_raw_os_error(-rc).to_string() } else { format!("returned {rc}") };
+    DeviceError::Call { call, ca: ca.to_string(), port, reason }
 }
 
 fn lib() -> Result<&'static ffi::Lib, DeviceError> {
@@ -128,9 +119,7 @@ fn lib() -> Result<&'static ffi::Lib, DeviceError> {
 }
 
 fn cstring(s: &str) -> Result<CString, DeviceError> {
-    CString::new(s).map_err(|_| DeviceError::NoPort {
-        hint: format!(": CA name {s:?} contains a NUL byte"),
-    })
+    CString::new(s).map_err(|_| DeviceError::NoPort { hint: format!(": CA name {s:?} contains a NUL byte") })
 }
 
 /// The CA names libibumad knows.
@@ -202,63 +191,44 @@ pub fn all_ports() -> Result<Vec<UmadPortInfo>, DeviceError> {
 
 /// Picks a port according to `sel` among `ports`; pure, so it is tested
 /// without hardware.
-pub fn select_port(
-    ports: &[UmadPortInfo],
-    sel: &PortSelector,
-) -> Result<UmadPortInfo, DeviceError> {
-    let candidates: Vec<&UmadPortInfo> =
-        match sel {
-            PortSelector::First => ports.iter().collect(),
-            PortSelector::Ca { name, port } => {
-                let on_ca: Vec<_> = ports.iter().filter(|p| &p.ca_name == name).collect();
-                if on_ca.is_empty() {
-                    let known: Vec<_> = ports.iter().map(|p| p.ca_name.as_str()).collect();
-                    return Err(DeviceError::NoPort {
-                        hint: format!(": no CA named {name} (known: {known:?})"),
-                    });
-                }
-                match port {
-                    Some(n) => {
-                        let p = on_ca.iter().find(|p| p.port_num == *n).ok_or_else(|| {
-                            DeviceError::NoPort {
-                                hint: format!(
-                                    ": {name} has no port {n} (ports: {:?})",
-                                    on_ca.iter().map(|p| p.port_num).collect::<Vec<_>>()
-                                ),
-                            }
-                        })?;
-                        return check_ib(p);
-                    }
-                    None => on_ca,
-                }
+pub fn select_port(ports: &[UmadPortInfo], sel: &PortSelector) -> Result<UmadPortInfo, DeviceError> {
+    let candidates: Vec<&UmadPortInfo> = match sel {
+        PortSelector::First => ports.iter().collect(),
+        PortSelector::Ca { name, port } => {
+            let on_ca: Vec<_> = ports.iter().filter(|p| &p.ca_name == name).collect();
+            if on_ca.is_empty() {
+                let known: Vec<_> = ports.iter().map(|p| p.ca_name.as_str()).collect();
+                return Err(DeviceError::NoPort { hint: format!(": no CA named {name} (known: {known:?})") });
             }
-            PortSelector::Guid(g) => {
-                let p = ports.iter().find(|p| p.port_guid == *g).ok_or_else(|| {
-                    DeviceError::NoPort {
-                        hint: format!(" with port GUID {g}"),
-                    }
-                })?;
-                return check_ib(p);
+            match port {
+                Some(n) => {
+                    let p = on_ca.iter().find(|p| p.port_num == *n).ok_or_else(|| DeviceError::NoPort {
+                        hint: format!(
+                            ": {name} has no port {n} (ports: {:?})",
+                            on_ca.iter().map(|p| p.port_num).collect::<Vec<_>>()
+                        ),
+                    })?;
+                    return check_ib(p);
+                }
+                None => on_ca,
             }
-        };
-    let ib: Vec<_> = candidates
-        .iter()
-        .copied()
-        .filter(|p| p.is_infiniband())
-        .collect();
+        }
+        PortSelector::Guid(g) => {
+            let p = ports
+                .iter()
+                .find(|p| p.port_guid == *g)
+                .ok_or_else(|| DeviceError::NoPort { hint: format!(" with port GUID {g}") })?;
+            return check_ib(p);
+        }
+    };
+    let ib: Vec<_> = candidates.iter().copied().filter(|p| p.is_infiniband()).collect();
     if ib.is_empty() {
         return match candidates.first() {
             Some(p) => check_ib(p),
-            None => Err(DeviceError::NoPort {
-                hint: String::new(),
-            }),
+            None => Err(DeviceError::NoPort { hint: String::new() }),
         };
     }
-    let pick = ib
-        .iter()
-        .find(|p| p.state == 4)
-        .or_else(|| ib.iter().find(|p| p.phys_state == 5))
-        .unwrap_or(&ib[0]);
+    let pick = ib.iter().find(|p| p.state == 4).or_else(|| ib.iter().find(|p| p.phys_state == 5)).unwrap_or(&ib[0]);
     Ok((*pick).clone())
 }
 
@@ -266,11 +236,7 @@ fn check_ib(p: &UmadPortInfo) -> Result<UmadPortInfo, DeviceError> {
     if p.is_infiniband() {
         Ok(p.clone())
     } else {
-        Err(DeviceError::NotInfiniBand {
-            ca: p.ca_name.clone(),
-            port: p.port_num,
-            link_layer: p.link_layer.clone(),
-        })
+        Err(DeviceError::NotInfiniBand { ca: p.ca_name.clone(), port: p.port_num, link_layer: p.link_layer.clone() })
     }
 }
 
@@ -281,9 +247,7 @@ struct UmadBuf {
 
 impl UmadBuf {
     fn new(bytes: usize) -> Self {
-        UmadBuf {
-            words: vec![0; bytes.div_ceil(8)],
-        }
+        UmadBuf { words: vec![0; bytes.div_ceil(8)] }
     }
     fn len(&self) -> usize {
         self.words.len() * 8
@@ -352,11 +316,7 @@ impl UmadDevice {
             lib,
             fd,
             info,
-            agents: Agents {
-                smi_directed: -1,
-                smi_lid: -1,
-                sa: None,
-            },
+            agents: Agents { smi_directed: -1, smi_lid: -1, sa: None },
             hdr_len,
             mad_off: hdr_len,
             buf: UmadBuf::new(hdr_len + MAD_SIZE),
@@ -375,17 +335,11 @@ impl UmadDevice {
                 call: "umad_get_mad",
                 ca,
                 port: pn,
-                reason: format!(
-                    "MAD offset {} beyond umad_size {}",
-                    dev.mad_off, dev.hdr_len
-                ),
+                reason: format!("MAD offset {} beyond umad_size {}", dev.mad_off, dev.hdr_len),
             });
         }
-        let smp_methods: &[Method] = if cfg.sm_agent {
-            &[Method::Get, Method::Set, Method::Trap, Method::TrapRepress]
-        } else {
-            &[]
-        };
+        let smp_methods: &[Method] =
+            if cfg.sm_agent { &[Method::Get, Method::Set, Method::Trap, Method::TrapRepress] } else { &[] };
         dev.agents.smi_directed = dev.register(MgmtClass::SubnMgmtDirected, 1, 0, smp_methods)?;
         dev.agents.smi_lid = dev.register(MgmtClass::SubnMgmtLid, 1, 0, smp_methods)?;
         if cfg.sa_server {
@@ -399,32 +353,15 @@ impl UmadDevice {
         Ok(dev)
     }
 
-    fn register(
-        &mut self,
-        class: MgmtClass,
-        version: u8,
-        rmpp: u8,
-        methods: &[Method],
-    ) -> Result<c_int, DeviceError> {
+    fn register(&mut self, class: MgmtClass, version: u8, rmpp: u8, methods: &[Method]) -> Result<c_int, DeviceError> {
         let mut mask = method_mask(methods);
         // SAFETY: `self.fd` is an open umad port; `mask` is the long[2]
         // method mask umad_register reads.
         let id = unsafe {
-            (self.lib.register)(
-                self.fd,
-                c_int::from(u8::from(class)),
-                c_int::from(version),
-                rmpp,
-                mask.as_mut_ptr(),
-            )
+            (self.lib.register)(self.fd, c_int::from(u8::from(class)), c_int::from(version), rmpp, mask.as_mut_ptr())
         };
         if id < 0 {
-            return Err(call_err(
-                "umad_register",
-                &self.info.ca_name,
-                self.info.port_num,
-                id,
-            ));
+            return Err(call_err("umad_register", &self.info.ca_name, self.info.port_num, id));
         }
         Ok(id)
     }
@@ -442,13 +379,7 @@ impl UmadDevice {
         let mut raw = std::mem::MaybeUninit::<ffi::UmadPort>::zeroed();
         // SAFETY: `raw` is a writable umad_port_t; on success libibumad fills
         // it and allocates `pkeys`, released below.
-        let rc = unsafe {
-            (self.lib.get_port)(
-                cname.as_ptr(),
-                c_int::from(self.info.port_num),
-                raw.as_mut_ptr(),
-            )
-        };
+        let rc = unsafe { (self.lib.get_port)(cname.as_ptr(), c_int::from(self.info.port_num), raw.as_mut_ptr()) };
         if rc < 0 {
             return Err(self.err("umad_get_port", rc));
         }
@@ -486,12 +417,7 @@ impl UmadDevice {
             )
         };
         if rc < 0 {
-            return Err(call_err(
-                "umad_get_issm_path",
-                &self.info.ca_name,
-                self.info.port_num,
-                rc,
-            ));
+            return Err(call_err("umad_get_issm_path", &self.info.ca_name, self.info.port_num, rc));
         }
         Ok(ffi::c_str(&path))
     }
@@ -600,10 +526,7 @@ impl UmadDevice {
                 // buffer's byte length.
                 unsafe { std::slice::from_raw_parts(all.as_ptr().cast::<u8>(), all.len() * 8) }
             };
-            return Ok(Some(Datagram {
-                addr,
-                mad: bytes[self.mad_off..self.mad_off + n].to_vec(),
-            }));
+            return Ok(Some(Datagram { addr, mad: bytes[self.mad_off..self.mad_off + n].to_vec() }));
         }
     }
 }
@@ -614,18 +537,8 @@ impl MadDevice for UmadDevice {
     }
 
     fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
-        let class = d
-            .mad
-            .get(1)
-            .copied()
-            .map(MgmtClass::from)
-            .unwrap_or(MgmtClass::Unknown(0));
-        let method = d
-            .mad
-            .get(3)
-            .copied()
-            .map(Method::from)
-            .unwrap_or(Method::Unknown(0));
+        let class = d.mad.get(1).copied().map(MgmtClass::from).unwrap_or(MgmtClass::Unknown(0));
+        let method = d.mad.get(3).copied().map(Method::from).unwrap_or(Method::Unknown(0));
         let agent = self.agent_for(class).ok_or_else(|| DeviceError::Call {
             call: "umad_send",
             ca: self.info.ca_name.clone(),
@@ -640,11 +553,7 @@ impl MadDevice for UmadDevice {
         // SAFETY: the buffer holds mad_off + len bytes, so the copy stays in
         // bounds; umad_set_addr/umad_set_pkey write header fields only.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                d.mad.as_ptr(),
-                p.cast::<u8>().add(self.mad_off),
-                d.mad.len(),
-            );
+            std::ptr::copy_nonoverlapping(d.mad.as_ptr(), p.cast::<u8>().add(self.mad_off), d.mad.len());
             (self.lib.set_addr)(
                 p,
                 c_int::from(d.addr.lid.0),
@@ -656,11 +565,7 @@ impl MadDevice for UmadDevice {
         }
         // Only requests wait in the kernel for a response (see module doc).
         let expects_response = !method.is_response() && method != Method::Send;
-        let timeout = if expects_response {
-            self.kernel_timeout_ms
-        } else {
-            0
-        };
+        let timeout = if expects_response { self.kernel_timeout_ms } else { 0 };
         // SAFETY: `p` is a complete umad of umad_size() + len bytes.
         let rc = unsafe { (self.lib.send)(self.fd, agent, p, d.mad.len() as c_int, timeout, 0) };
         if rc < 0 {
@@ -747,47 +652,24 @@ mod tests {
 
     #[test]
     fn first_prefers_active_then_link_up_and_skips_ethernet() {
-        assert_eq!(
-            select_port(&fabric(), &PortSelector::First)
-                .unwrap()
-                .port_guid,
-            Guid(0x202)
-        );
+        assert_eq!(select_port(&fabric(), &PortSelector::First).unwrap().port_guid, Guid(0x202));
         let mut f = fabric();
         f[2].state = 2;
         f[2].phys_state = 2;
-        assert_eq!(
-            select_port(&f, &PortSelector::First).unwrap().port_guid,
-            Guid(0x201)
-        );
+        assert_eq!(select_port(&f, &PortSelector::First).unwrap().port_guid, Guid(0x201));
         f[1].phys_state = 2;
-        assert_eq!(
-            select_port(&f, &PortSelector::First).unwrap().port_guid,
-            Guid(0x201),
-            "first IB port"
-        );
-        assert!(matches!(
-            select_port(&[], &PortSelector::First),
-            Err(DeviceError::NoPort { .. })
-        ));
+        assert_eq!(select_port(&f, &PortSelector::First).unwrap().port_guid, Guid(0x201), "first IB port");
+        assert!(matches!(select_port(&[], &PortSelector::First), Err(DeviceError::NoPort { .. })));
     }
 
     #[test]
     fn ethernet_ports_are_refused_with_a_reason() {
-        let sel = PortSelector::Ca {
-            name: "mlx5_0".into(),
-            port: Some(1),
-        };
+        let sel = PortSelector::Ca { name: "mlx5_0".into(), port: Some(1) };
         let e = select_port(&fabric(), &sel).unwrap_err();
-        assert!(
-            matches!(&e, DeviceError::NotInfiniBand { link_layer, .. } if link_layer == "Ethernet")
-        );
+        assert!(matches!(&e, DeviceError::NotInfiniBand { link_layer, .. } if link_layer == "Ethernet"));
         assert!(e.to_string().contains("RoCE"), "{e}");
         let only_eth = vec![fabric()[0].clone()];
-        assert!(matches!(
-            select_port(&only_eth, &PortSelector::First),
-            Err(DeviceError::NotInfiniBand { .. })
-        ));
+        assert!(matches!(select_port(&only_eth, &PortSelector::First), Err(DeviceError::NotInfiniBand { .. })));
         let e = select_port(&fabric(), &PortSelector::Guid(Guid(0x101))).unwrap_err();
         assert!(matches!(e, DeviceError::NotInfiniBand { .. }));
     }
@@ -795,39 +677,14 @@ mod tests {
     #[test]
     fn by_name_port_and_guid() {
         let f = fabric();
-        let sel = PortSelector::Ca {
-            name: "mlx5_1".into(),
-            port: Some(1),
-        };
+        let sel = PortSelector::Ca { name: "mlx5_1".into(), port: Some(1) };
         assert_eq!(select_port(&f, &sel).unwrap().port_guid, Guid(0x201));
-        let sel = PortSelector::Ca {
-            name: "mlx5_1".into(),
-            port: None,
-        };
+        let sel = PortSelector::Ca { name: "mlx5_1".into(), port: None };
         assert_eq!(select_port(&f, &sel).unwrap().port_guid, Guid(0x202));
-        assert_eq!(
-            select_port(&f, &PortSelector::Guid(Guid(0x301)))
-                .unwrap()
-                .ca_name,
-            "mlx5_2"
-        );
-        let e = select_port(
-            &f,
-            &PortSelector::Ca {
-                name: "mlx5_1".into(),
-                port: Some(3),
-            },
-        )
-        .unwrap_err();
+        assert_eq!(select_port(&f, &PortSelector::Guid(Guid(0x301))).unwrap().ca_name, "mlx5_2");
+        let e = select_port(&f, &PortSelector::Ca { name: "mlx5_1".into(), port: Some(3) }).unwrap_err();
         assert!(e.to_string().contains("no port 3"), "{e}");
-        let e = select_port(
-            &f,
-            &PortSelector::Ca {
-                name: "qib0".into(),
-                port: None,
-            },
-        )
-        .unwrap_err();
+        let e = select_port(&f, &PortSelector::Ca { name: "qib0".into(), port: None }).unwrap_err();
         assert!(e.to_string().contains("no CA named qib0"), "{e}");
         let e = select_port(&f, &PortSelector::Guid(Guid(0x999))).unwrap_err();
         assert!(e.to_string().contains("0x0000000000000999"), "{e}");
