@@ -71,8 +71,11 @@ def run_measured(cmd, env, cwd):
     Peak RSS comes from GNU time: a child forked from this Python process
     would report Python's own resident pages as its maximum (about 14 MB)."""
     rss_file = os.path.join(cwd, "maxrss")
+    env = dict(env)
+    # The preload goes to the SM alone, not to GNU time.
+    preload = ["env", "LD_PRELOAD=" + env.pop("LD_PRELOAD")] if "LD_PRELOAD" in env else []
     t0 = time.monotonic()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file] + cmd, env=env, cwd=cwd,
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file] + preload + cmd, env=env, cwd=cwd,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.monotonic() - t0
     rss_kb = int(open(rss_file).read().split()[-1])

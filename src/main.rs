@@ -23,7 +23,8 @@ enum Command {
     Topology(ibsm::cli::TopologyCmd),
 }
 
-#[tokio::main]
+// One thread runs the SM: its work is waiting on MADs, which the I/O thread moves.
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     // The SM logs what it does at info; tools only warn.
