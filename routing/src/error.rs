@@ -32,6 +32,16 @@ pub enum RoutingError {
         GuidList(unreachable)
     )]
     Disconnected { components: usize, unreachable: Vec<u64>, partial: PartialRoutes },
+    /// The engine does not apply to this fabric (e.g. ftree on a torus); a
+    /// chain falls back to its next engine.
+    #[error("{engine} does not apply: {reason}")]
+    NotApplicable { engine: &'static str, reason: String },
+    /// Deadlock freedom needs more virtual lanes than the fabric offers.
+    #[error("{engine} needs {needed} virtual lanes, the fabric offers {available}")]
+    TooFewVls { engine: &'static str, needed: u8, available: u8 },
+    /// An input file (root, compute-node or I/O GUID list) is unusable.
+    #[error("{file}:{line}: {problem}")]
+    Input { file: String, line: usize, problem: String },
 }
 
 impl RoutingError {
@@ -39,6 +49,7 @@ impl RoutingError {
     pub fn partial_routes(&self) -> Option<&Routes> {
         match self {
             RoutingError::Disconnected { partial, .. } => Some(&partial.0),
+            _ => None,
         }
     }
 }

@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod engine;
 pub mod error;
 pub mod fabric;
 pub mod lft;
@@ -19,6 +20,7 @@ pub mod minhop;
 pub mod testfab;
 
 pub use analysis::{trace, validate, validate_with_loads, Report};
+pub use engine::{route, route_chain, ChainOutcome, EngineKind, EngineOptions};
 pub use error::RoutingError;
 pub use fabric::{
     EndPort, EndPortId, FabricBuilder, FabricError, LinkRate, NodeRef, PortEnd, RoutingFabric, Switch, SwitchId,

@@ -1,0 +1,139 @@
+//! Engine selection: every engine behind one call, and chains that fall
+//! back to the next engine when one does not apply (OpenSM's
+//! `routing_engine=ftree,updn,minhop`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::RoutingError;
+use crate::fabric::RoutingFabric;
+use crate::lft::Routes;
+
+/// The routing engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    MinHop,
+    UpDn,
+    DnUp,
+    FTree,
+    Sssp,
+    Dfsssp,
+    Dor,
+    Nue,
+}
+
+impl EngineKind {
+    pub const ALL: [EngineKind; 8] = [
+        EngineKind::MinHop,
+        EngineKind::UpDn,
+        EngineKind::DnUp,
+        EngineKind::FTree,
+        EngineKind::Sssp,
+        EngineKind::Dfsssp,
+        EngineKind::Dor,
+        EngineKind::Nue,
+    ];
+
+    /// OpenSM's name for the engine.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::MinHop => "minhop",
+            EngineKind::UpDn => "updn",
+            EngineKind::DnUp => "dnup",
+            EngineKind::FTree => "ftree",
+            EngineKind::Sssp => "sssp",
+            EngineKind::Dfsssp => "dfsssp",
+            EngineKind::Dor => "dor",
+            EngineKind::Nue => "nue",
+        }
+    }
+
+    /// Whether the engine's tables are free of credit loops by construction
+    /// (on every VL, given the SLs it returns).
+    pub fn claims_deadlock_freedom(self) -> bool {
+        matches!(
+            self,
+            EngineKind::UpDn
+                | EngineKind::DnUp
+                | EngineKind::FTree
+                | EngineKind::Dfsssp
+                | EngineKind::Dor
+                | EngineKind::Nue
+        )
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        EngineKind::ALL.into_iter().find(|k| k.name() == s.trim()).ok_or_else(|| {
+            let names: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown routing engine `{s}` (known: {})", names.join(", "))
+        })
+    }
+}
+
+/// What engines may use beyond the fabric itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Data VLs every port supports (1-15): the budget for deadlock
+    /// avoidance layers (dfsssp, nue, dor on tori).
+    pub max_vls: u8,
+    /// Root switches (updn, dnup, ftree); empty = detect automatically.
+    pub root_guids: Vec<u64>,
+    /// Compute-node port GUIDs (ftree, dfsssp); empty = every end port.
+    pub cn_guids: Vec<u64>,
+    /// I/O-node port GUIDs (ftree).
+    pub io_guids: Vec<u64>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions { max_vls: 8, root_guids: Vec::new(), cn_guids: Vec::new(), io_guids: Vec::new() }
+    }
+}
+
+/// Runs one engine.
+pub fn route(kind: EngineKind, fabric: &RoutingFabric, _options: &EngineOptions) -> Result<Routes, RoutingError> {
+    match kind {
+        EngineKind::MinHop => crate::minhop::minhop(fabric),
+        other => Err(RoutingError::NotApplicable { engine: other.name(), reason: "not implemented yet".into() }),
+    }
+}
+
+/// The outcome of a chain: the routes of the first engine that applied.
+#[derive(Debug, Clone)]
+pub struct ChainOutcome {
+    pub routes: Routes,
+    pub engine: EngineKind,
+    /// Engines tried before it, with why each was passed over.
+    pub skipped: Vec<(EngineKind, RoutingError)>,
+}
+
+/// Tries each engine in order; the first one that routes wins. A
+/// disconnected fabric is not a reason to fall back: its partial routes
+/// are the answer. When every engine refuses, the last refusal is returned.
+pub fn route_chain(
+    chain: &[EngineKind],
+    fabric: &RoutingFabric,
+    options: &EngineOptions,
+) -> Result<ChainOutcome, RoutingError> {
+    let mut skipped = Vec::new();
+    for &kind in chain {
+        match route(kind, fabric, options) {
+            Ok(routes) => return Ok(ChainOutcome { routes, engine: kind, skipped }),
+            Err(e @ RoutingError::Disconnected { .. }) => return Err(e),
+            Err(e) => skipped.push((kind, e)),
+        }
+    }
+    Err(skipped
+        .pop()
+        .map(|(_, e)| e)
+        .unwrap_or(RoutingError::NotApplicable { engine: "chain", reason: "the routing engine chain is empty".into() }))
+}
