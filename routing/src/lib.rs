@@ -8,10 +8,13 @@
 //! - [`lft`]: forwarding tables, their 64-LID blocks and block diffs.
 //! - [`mod@minhop`]: the default engine (shortest paths, balanced per port).
 //! - [`analysis`]: traces every (source, LID) pair through the tables.
+//! - [`cdg`]: channel dependency graphs per VL (deadlock freedom).
+//! - [`dump`]: OpenSM's `opensm-lfts.dump` and `ibroute` text, read and written.
 //! - [`testfab`]: fabric generators for tests and benchmarks.
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod cdg;
 pub mod engine;
 pub mod error;
 pub mod fabric;
