@@ -15,12 +15,17 @@
 //! the destination's base LID. Because the routes to one LID form a tree,
 //! the load follows from accumulating sources down that tree, again O(S) per
 //! LID.
+//!
+//! [`shift_balance`] loads the links with the shift pattern (end port i to
+//! end port i + k, for every k), and [`analyze`] runs everything, including
+//! the deadlock analysis of [`crate::cdg`], into one [`AnalysisReport`].
 
 use std::fmt;
 
 use serde::Serialize;
 
-use crate::fabric::{NodeRef, PortEnd, RoutingFabric, SwitchId};
+use crate::cdg::{analyze_cdg, CdgReport, CdgScope};
+use crate::fabric::{EndPortId, NodeRef, PortEnd, RoutingFabric, SwitchId};
 use crate::lft::{Routes, UNROUTED};
 
 /// How many failure examples a report keeps; the counts are always complete.
@@ -124,6 +129,9 @@ pub struct Report {
     pub wrong_destination: u64,
     /// Most extra cables any delivered path takes over the shortest one.
     pub max_stretch: u32,
+    /// Extra cables over the shortest path, summed over delivered pairs
+    /// (the mean stretch is this over `delivered`).
+    pub extra_hops: u64,
     /// Delivered pairs by path length in cables (index = length).
     pub hop_histogram: Vec<u64>,
     /// All-to-all among end ports, switch-to-switch links.
@@ -153,6 +161,28 @@ impl Report {
     /// The longest delivered path, in cables.
     pub fn max_hops(&self) -> usize {
         self.hop_histogram.len().saturating_sub(1)
+    }
+    /// Mean delivered path length, in cables.
+    pub fn mean_hops(&self) -> f64 {
+        let n: u64 = self.hop_histogram.iter().sum();
+        let total: u64 = self.hop_histogram.iter().enumerate().map(|(len, c)| len as u64 * c).sum();
+        if n == 0 {
+            0.0
+        } else {
+            total as f64 / n as f64
+        }
+    }
+    /// Mean extra cables per delivered pair over the shortest path.
+    pub fn mean_stretch(&self) -> f64 {
+        if self.delivered == 0 {
+            0.0
+        } else {
+            self.extra_hops as f64 / self.delivered as f64
+        }
+    }
+    /// Clean, and every pair the cabling connects is delivered.
+    pub fn is_valid(&self) -> bool {
+        self.is_clean() && self.delivered + self.no_path == self.pairs
     }
 }
 
@@ -444,6 +474,7 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
         black_holes: 0,
         wrong_destination: 0,
         max_stretch: 0,
+        extra_hops: 0,
         hop_histogram: Vec::new(),
         inter_switch_load: LoadStats::default(),
         access_load: LoadStats::default(),
@@ -515,6 +546,7 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
                             rep.minimal += n;
                         }
                         rep.max_stretch = rep.max_stretch.max(if n > 0 { extra } else { 0 });
+                        rep.extra_hops += u64::from(extra) * n;
                         hist(&mut rep.hop_histogram, h, sw_src);
                         hist(&mut rep.hop_histogram, h + 1, ends);
                     }
@@ -722,6 +754,302 @@ impl fmt::Display for Report {
     }
 }
 
+// --- Shift pattern -------------------------------------------------------
+
+/// How end ports are numbered for the shift pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum ShiftOrder {
+    /// Ascending port GUID.
+    #[default]
+    Guid,
+    /// Ascending base LID.
+    Lid,
+}
+
+/// Link loads of the shift pattern: with the N end ports numbered
+/// 0..N, shift k sends one flow from every end port i to end port
+/// (i + k) mod N, to its base LID. On a full fat tree a good routing
+/// carries every shift with at most one flow per link.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShiftBalance {
+    pub order: ShiftOrder,
+    /// End ports taking part: those with a LID that hang off a switch.
+    pub end_ports: usize,
+    /// Shifts evaluated (N - 1 unless sampled).
+    pub shifts: usize,
+    /// Only an evenly spaced subset of the shifts was evaluated.
+    pub sampled: bool,
+    /// The shift whose busiest link carries the most flows (the lowest k
+    /// on ties), and that many flows.
+    pub worst_shift: usize,
+    pub worst_max: u64,
+    /// The busiest link of the worst shift.
+    pub worst_link: Option<DirectedLink>,
+    /// The least, and the mean, over the shifts of the busiest link's flows.
+    pub best_max: u64,
+    pub mean_max: f64,
+    /// Flows that did not reach their destination (broken tables).
+    pub undelivered: u64,
+}
+
+impl fmt::Display for ShiftBalance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "shift pattern ({} end ports by {:?}, {} shift(s){}): busiest link per shift: worst {} (shift {}",
+            self.end_ports,
+            self.order,
+            self.shifts,
+            if self.sampled { ", sampled" } else { "" },
+            self.worst_max,
+            self.worst_shift,
+        )?;
+        if let Some(l) = self.worst_link {
+            write!(f, ", {:#018x} port {} -> {:#018x}", l.from, l.port, l.to)?;
+        }
+        write!(f, "), mean {:.2}, best {}", self.mean_max, self.best_max)?;
+        if self.undelivered > 0 {
+            write!(f, "; {} flows NOT delivered", self.undelivered)?;
+        }
+        Ok(())
+    }
+}
+
+/// Evaluates the shift pattern for every shift k in 1..N, or for at most
+/// `max_shifts` evenly spaced ones. Loads are counted on switch output
+/// ports (to switches and to end ports); an end port's own link carries one
+/// flow per shift. Cost: O(N·H) per shift for paths of H hops, so
+/// O(N²·H) for all of them.
+pub fn shift_balance(f: &RoutingFabric, routes: &Routes, order: ShiftOrder, max_shifts: Option<usize>) -> ShiftBalance {
+    const NONE: u32 = u32::MAX;
+    let mut ports: Vec<(u64, EndPortId, u32, u16)> = f
+        .end_port_ids()
+        .filter_map(|e| {
+            let ep = f.end_port(e);
+            let (s, _) = f.attached_switch(e)?;
+            (ep.base_lid != 0).then(|| {
+                let key = match order {
+                    ShiftOrder::Guid => ep.port_guid,
+                    ShiftOrder::Lid => u64::from(ep.base_lid),
+                };
+                (key, e, s.0, ep.base_lid)
+            })
+        })
+        .collect();
+    ports.sort_unstable_by_key(|p| (p.0, p.1));
+    let n = ports.len();
+    let all = n.saturating_sub(1);
+    let ks: Vec<usize> = match max_shifts {
+        Some(m) if m < all => (0..m).map(|j| 1 + j * all / m).collect(),
+        _ => (1..=all).collect(),
+    };
+
+    // Per switch-port slot: the switch it leads to, or NONE.
+    let mut next_switch = vec![NONE; f.num_switch_port_slots()];
+    for s in f.switch_ids() {
+        for e in f.switch_neighbors(s) {
+            next_switch[f.switch_port_slot(s, e.port)] = e.neighbor.0;
+        }
+    }
+    let base: Vec<usize> = f.switch_ids().map(|s| f.switch_port_slot(s, 0)).collect();
+    let num_ports: Vec<u8> = f.switches().iter().map(|s| s.num_ports).collect();
+    let max_hops = f.num_switches();
+
+    let mut load = vec![0u64; f.num_switch_port_slots()];
+    let mut touched: Vec<u32> = Vec::new();
+    let mut out = ShiftBalance {
+        order,
+        end_ports: n,
+        shifts: ks.len(),
+        sampled: ks.len() < all,
+        worst_shift: 0,
+        worst_max: 0,
+        worst_link: None,
+        best_max: 0,
+        mean_max: 0.0,
+        undelivered: 0,
+    };
+    let mut sum_max = 0u64;
+    for (ki, &k) in ks.iter().enumerate() {
+        let mut kmax = 0u64;
+        let mut kslot = NONE;
+        for i in 0..n {
+            let (_, _, src, _) = ports[i];
+            let (_, dst, _, dlid) = ports[(i + k) % n];
+            let mut s = src as usize;
+            let mut delivered = false;
+            for _ in 0..max_hops {
+                let port = routes.lfts.get(s).map_or(UNROUTED, |l| l.port(dlid));
+                if port == 0 || port == UNROUTED || port > num_ports[s] {
+                    break;
+                }
+                let slot = base[s] + usize::from(port);
+                let l = &mut load[slot];
+                if *l == 0 {
+                    touched.push(slot as u32);
+                }
+                *l += 1;
+                if *l > kmax {
+                    kmax = *l;
+                    kslot = slot as u32;
+                }
+                match next_switch[slot] {
+                    NONE => {
+                        delivered = f.switch_peer(SwitchId(s as u32), port) == Some(PortEnd::End(dst));
+                        break;
+                    }
+                    nxt => s = nxt as usize,
+                }
+            }
+            if !delivered {
+                out.undelivered += 1;
+            }
+        }
+        for &t in &touched {
+            load[t as usize] = 0;
+        }
+        touched.clear();
+        sum_max += kmax;
+        if ki == 0 || kmax < out.best_max {
+            out.best_max = kmax;
+        }
+        if ki == 0 || kmax > out.worst_max {
+            out.worst_max = kmax;
+            out.worst_shift = k;
+            out.worst_link = (kslot != NONE).then(|| slot_link(f, kslot as usize));
+        }
+    }
+    if !ks.is_empty() {
+        out.mean_max = sum_max as f64 / ks.len() as f64;
+    }
+    out
+}
+
+/// The directed link leaving switch-port slot `slot`.
+fn slot_link(f: &RoutingFabric, slot: usize) -> DirectedLink {
+    // Slots are laid out switch by switch; find the owner by bisection.
+    let ns = f.num_switches();
+    let (mut lo, mut hi) = (0usize, ns);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if f.switch_port_slot(SwitchId(mid as u32), 0) <= slot {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let s = SwitchId(lo as u32);
+    let port = (slot - f.switch_port_slot(s, 0)) as u8;
+    let to = match f.switch_peer(s, port) {
+        Some(PortEnd::Switch(n, _)) => f.switch(n).guid,
+        Some(PortEnd::End(e)) => f.end_port(e).port_guid,
+        None => 0,
+    };
+    DirectedLink { from: f.switch(s).guid, port, to }
+}
+
+// --- Everything at once ----------------------------------------------------
+
+/// What [`analyze`] looks at beyond the tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AnalysisOptions {
+    pub shift_order: ShiftOrder,
+    /// Evaluate at most this many shifts (evenly spaced); None = all.
+    pub max_shifts: Option<usize>,
+    pub cdg: CdgScope,
+}
+
+/// The headline figures of an [`AnalysisReport`], flat for tables and
+/// scripts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub switches: usize,
+    pub end_ports: usize,
+    pub destination_lids: usize,
+    /// No loops, black holes or wrong destinations, and every pair the
+    /// cabling connects is delivered.
+    pub valid: bool,
+    /// Every pair is connected by cables at all.
+    pub fully_connected: bool,
+    /// Every VL's channel dependency graph is acyclic.
+    pub deadlock_free: bool,
+    /// VLs the paths use.
+    pub vls: usize,
+    pub max_stretch: u32,
+    pub mean_stretch: f64,
+    pub mean_hops: f64,
+    pub max_hops: usize,
+    /// All-to-all among end ports, switch-to-switch links: the edge
+    /// forwarding index, the mean, and the links carrying the maximum.
+    pub all_to_all_max: u64,
+    pub all_to_all_mean: f64,
+    pub all_to_all_at_max: usize,
+    pub shift_worst_max: u64,
+    pub shift_worst_shift: usize,
+    pub shift_mean_max: f64,
+}
+
+/// Validity, stretch, deadlock freedom and balance of one set of tables.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnalysisReport {
+    pub summary: Summary,
+    pub validity: Report,
+    pub deadlock: CdgReport,
+    pub shift: ShiftBalance,
+}
+
+/// Runs every analysis: [`validate`], [`analyze_cdg`] and [`shift_balance`].
+pub fn analyze(f: &RoutingFabric, routes: &Routes, options: &AnalysisOptions) -> AnalysisReport {
+    let validity = validate(f, routes);
+    let deadlock = analyze_cdg(f, routes, options.cdg);
+    let shift = shift_balance(f, routes, options.shift_order, options.max_shifts);
+    let summary = Summary {
+        switches: validity.switches,
+        end_ports: validity.end_ports,
+        destination_lids: validity.destination_lids,
+        valid: validity.is_valid(),
+        fully_connected: validity.fully_connected(),
+        deadlock_free: deadlock.deadlock_free(),
+        vls: deadlock.vls.len(),
+        max_stretch: validity.max_stretch,
+        mean_stretch: validity.mean_stretch(),
+        mean_hops: validity.mean_hops(),
+        max_hops: validity.max_hops(),
+        all_to_all_max: validity.inter_switch_load.max,
+        all_to_all_mean: validity.inter_switch_load.mean,
+        all_to_all_at_max: validity.inter_switch_load.at_max,
+        shift_worst_max: shift.worst_max,
+        shift_worst_shift: shift.worst_shift,
+        shift_mean_max: shift.mean_max,
+    };
+    AnalysisReport { summary, validity, deadlock, shift }
+}
+
+impl fmt::Display for AnalysisReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.summary;
+        writeln!(
+            f,
+            "valid: {}; deadlock free: {} ({} VL(s)); stretch max {} mean {:.3}; \
+             all-to-all max {} mean {:.1} ({} at max); shift worst {} mean {:.2}",
+            if s.valid { "yes" } else { "NO" },
+            if s.deadlock_free { "yes" } else { "NO" },
+            s.vls,
+            s.max_stretch,
+            s.mean_stretch,
+            s.all_to_all_max,
+            s.all_to_all_mean,
+            s.all_to_all_at_max,
+            s.shift_worst_max,
+            s.shift_mean_max
+        )?;
+        write!(f, "{}", self.validity)?;
+        writeln!(f, "mean path {:.3} cables, mean stretch {:.4} cables", s.mean_hops, s.mean_stretch)?;
+        write!(f, "{}", self.deadlock)?;
+        writeln!(f, "{}", self.shift)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -871,6 +1199,8 @@ mod tests {
         assert!(!rep.all_minimal());
         assert_eq!(rep.max_stretch, 1);
         assert_eq!(rep.delivered - rep.minimal, 2, "s0 and h0");
+        assert_eq!(rep.extra_hops, 2, "one extra cable each");
+        assert!((rep.mean_stretch() - 2.0 / rep.delivered as f64).abs() < 1e-12);
         assert_eq!(
             trace(&f, &r, NodeRef::End(h[0]), 11),
             Trace { hops: vec![(s[0], 1), (s[1], 2), (s[2], 2)], end: TraceEnd::Delivered(NodeRef::End(h[1])) }
@@ -948,5 +1278,21 @@ mod tests {
         let json = serde_json::to_value(&rep).unwrap();
         assert_eq!(json["loops"], 0);
         assert_eq!(json["pairs"], rep.pairs);
+    }
+
+    #[test]
+    fn combined_report_serializes_and_prints() {
+        let f = testfab::ring(5, 2);
+        let r = minhop(&f).unwrap();
+        let a = analyze(&f, &r, &AnalysisOptions::default());
+        assert!(a.summary.valid && !a.summary.deadlock_free);
+        assert_eq!(a.summary.all_to_all_max, a.validity.inter_switch_load.max);
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["summary"]["deadlock_free"], false);
+        assert_eq!(json["deadlock"]["vls"][0]["acyclic"], false);
+        assert_eq!(json["shift"]["end_ports"], 10);
+        let text = a.to_string();
+        assert!(text.starts_with("valid: yes; deadlock free: NO"), "{text}");
+        assert!(text.contains("cycle of"), "{text}");
     }
 }

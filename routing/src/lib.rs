@@ -22,7 +22,11 @@ pub mod lft;
 pub mod minhop;
 pub mod testfab;
 
-pub use analysis::{trace, validate, validate_with_loads, Report};
+pub use analysis::{
+    analyze, shift_balance, trace, validate, validate_with_loads, AnalysisOptions, AnalysisReport, Report,
+    ShiftBalance, ShiftOrder,
+};
+pub use cdg::{analyze_cdg, CdgReport, CdgScope};
 pub use engine::{route, route_chain, ChainOutcome, EngineKind, EngineOptions};
 pub use error::RoutingError;
 pub use fabric::{
