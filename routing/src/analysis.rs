@@ -855,8 +855,14 @@ pub fn shift_balance(f: &RoutingFabric, routes: &Routes, order: ShiftOrder, max_
     let num_ports: Vec<u8> = f.switches().iter().map(|s| s.num_ports).collect();
     let max_hops = f.num_switches();
 
-    let mut load = vec![0u64; f.num_switch_port_slots()];
-    let mut touched: Vec<u32> = Vec::new();
+    // Shifts are evaluated BATCH at a time, the inner loop over the shifts
+    // of a batch: one source's flows then go to consecutive end ports,
+    // whose LIDs are usually close, so the table reads of a batch stay in
+    // a few cache lines per switch. Counters are laid out slot-major for
+    // the same reason. A link carries at most N < 2^16 flows per shift
+    // (one per end port, and LIDs are 16-bit).
+    const BATCH: usize = 32;
+    let mut load = vec![0u16; f.num_switch_port_slots() * BATCH];
     let mut out = ShiftBalance {
         order,
         end_ports: n,
@@ -870,53 +876,53 @@ pub fn shift_balance(f: &RoutingFabric, routes: &Routes, order: ShiftOrder, max_
         undelivered: 0,
     };
     let mut sum_max = 0u64;
-    for (ki, &k) in ks.iter().enumerate() {
-        let mut kmax = 0u64;
-        let mut kslot = NONE;
-        for i in 0..n {
-            let (_, _, src, _) = ports[i];
-            let (_, dst, _, dlid) = ports[(i + k) % n];
-            let mut s = src as usize;
-            let mut delivered = false;
-            for _ in 0..max_hops {
-                let port = routes.lfts.get(s).map_or(UNROUTED, |l| l.port(dlid));
-                if port == 0 || port == UNROUTED || port > num_ports[s] {
-                    break;
-                }
-                let slot = base[s] + usize::from(port);
-                let l = &mut load[slot];
-                if *l == 0 {
-                    touched.push(slot as u32);
-                }
-                *l += 1;
-                if *l > kmax {
-                    kmax = *l;
-                    kslot = slot as u32;
-                }
-                match next_switch[slot] {
-                    NONE => {
-                        delivered = f.switch_peer(SwitchId(s as u32), port) == Some(PortEnd::End(dst));
+    let mut first = true;
+    for batch in ks.chunks(BATCH) {
+        let mut kmax = [0u16; BATCH];
+        let mut kslot = [NONE; BATCH];
+        for (i, &(_, _, src, _)) in ports.iter().enumerate() {
+            for (b, &k) in batch.iter().enumerate() {
+                let (_, dst, _, dlid) = ports[(i + k) % n];
+                let mut s = src as usize;
+                let mut delivered = false;
+                for _ in 0..max_hops {
+                    let port = routes.lfts.get(s).map_or(UNROUTED, |l| l.port(dlid));
+                    if port == 0 || port == UNROUTED || port > num_ports[s] {
                         break;
                     }
-                    nxt => s = nxt as usize,
+                    let slot = base[s] + usize::from(port);
+                    let l = &mut load[slot * BATCH + b];
+                    *l += 1;
+                    if *l > kmax[b] {
+                        kmax[b] = *l;
+                        kslot[b] = slot as u32;
+                    }
+                    match next_switch[slot] {
+                        NONE => {
+                            delivered = f.switch_peer(SwitchId(s as u32), port) == Some(PortEnd::End(dst));
+                            break;
+                        }
+                        nxt => s = nxt as usize,
+                    }
+                }
+                if !delivered {
+                    out.undelivered += 1;
                 }
             }
-            if !delivered {
-                out.undelivered += 1;
+        }
+        load.fill(0);
+        for (b, &k) in batch.iter().enumerate() {
+            let m = u64::from(kmax[b]);
+            sum_max += m;
+            if first || m < out.best_max {
+                out.best_max = m;
             }
-        }
-        for &t in &touched {
-            load[t as usize] = 0;
-        }
-        touched.clear();
-        sum_max += kmax;
-        if ki == 0 || kmax < out.best_max {
-            out.best_max = kmax;
-        }
-        if ki == 0 || kmax > out.worst_max {
-            out.worst_max = kmax;
-            out.worst_shift = k;
-            out.worst_link = (kslot != NONE).then(|| slot_link(f, kslot as usize));
+            if first || m > out.worst_max {
+                out.worst_max = m;
+                out.worst_shift = k;
+                out.worst_link = (kslot[b] != NONE).then(|| slot_link(f, kslot[b] as usize));
+            }
+            first = false;
         }
     }
     if !ks.is_empty() {

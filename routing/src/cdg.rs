@@ -143,6 +143,45 @@ impl fmt::Display for CdgReport {
     }
 }
 
+/// One 64-LID block of a per-switch byte table (LFT ports or path SLs),
+/// laid out switch-major so that all switches' entries for the block sit
+/// together.
+struct ChunkRows {
+    block: usize,
+    data: Vec<u8>,
+}
+
+impl ChunkRows {
+    const LIDS: usize = 64;
+
+    fn new(switches: usize) -> ChunkRows {
+        ChunkRows { block: usize::MAX, data: vec![0; switches * Self::LIDS] }
+    }
+
+    /// Makes `lid`'s block current; returns the LID's index in it. Entries
+    /// past the end of a row read as `fill`.
+    fn load<'a>(&mut self, lid: u16, row: impl Fn(usize) -> Option<&'a [u8]>, fill: u8) -> usize {
+        let lid = usize::from(lid);
+        let block = lid / Self::LIDS;
+        if block != self.block {
+            self.block = block;
+            let first = block * Self::LIDS;
+            for (s, out) in self.data.chunks_exact_mut(Self::LIDS).enumerate() {
+                let src = row(s).unwrap_or(&[]);
+                let have = src.len().saturating_sub(first).min(Self::LIDS);
+                out[..have].copy_from_slice(&src[first..first + have]);
+                out[have..].fill(fill);
+            }
+        }
+        lid % Self::LIDS
+    }
+
+    #[inline]
+    fn get(&self, s: usize, j: usize) -> u8 {
+        self.data[s * Self::LIDS + j]
+    }
+}
+
 /// Per VL: one in-port × out-port bit matrix per switch.
 struct DepBits {
     /// Word offset of each switch's matrix; one extra entry at the end.
@@ -216,13 +255,35 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
         }
     }
 
-    // next[s] for the current LID: the neighbour switch and the port it is
-    // entered by, or NONE when s delivers, drops or leaves the fabric.
+    // Per switch-port slot: the switch the cable leads to (NONE for an end
+    // port or no cable) and the port it arrives on.
     const NONE: u32 = u32::MAX;
-    let mut next_sw = vec![NONE; ns];
-    let mut next_in = vec![0u8; ns];
-    let mut out_port = vec![0u8; ns];
-    let mut next_stamp = vec![0u32; ns];
+    let mut slot_next = vec![NONE; f.num_switch_port_slots()];
+    let mut slot_in = vec![0u8; f.num_switch_port_slots()];
+    for s in f.switch_ids() {
+        for e in f.switch_neighbors(s) {
+            let slot = f.switch_port_slot(s, e.port);
+            slot_next[slot] = e.neighbor.0;
+            slot_in[slot] = e.remote_port;
+        }
+    }
+    let slot_base: Vec<usize> = f.switch_ids().map(|s| f.switch_port_slot(s, 0)).collect();
+    let num_ports: Vec<u8> = f.switches().iter().map(|s| s.num_ports).collect();
+    // The switch a packet leaving `s` by `port` reaches, and its in-port.
+    let next = |s: usize, port: u8| -> Option<(usize, u8)> {
+        if port == 0 || port > num_ports[s] {
+            return None;
+        }
+        let slot = slot_base[s] + usize::from(port);
+        let n = slot_next[slot];
+        (n != NONE).then(|| (n as usize, slot_in[slot]))
+    };
+
+    // Tables are read one 64-LID block at a time for all switches, so the
+    // walks below hit a block of S x 64 bytes instead of S tables spread
+    // over memory.
+    let mut ports = ChunkRows::new(ns);
+    let mut sls = ChunkRows::new(ns);
     let mut marks: Vec<Vec<u32>> = Vec::new();
     let mut bits: Vec<Option<DepBits>> = (0..=MAX_DATA_VLS).map(|_| None).collect();
     let mut paths = [0u64; MAX_DATA_VLS + 1];
@@ -230,31 +291,19 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
 
     for &dlid in &dlids {
         stamp += 1;
-        // Resolve a switch's next hop lazily: most switches of a big fabric
-        // are on some path anyway, but small scopes touch few.
-        let mut hop = |s: usize, next_sw: &mut Vec<u32>, next_in: &mut Vec<u8>, out_port: &mut Vec<u8>| {
-            if next_stamp[s] == stamp {
-                return;
-            }
-            next_stamp[s] = stamp;
-            let port = routes.port(SwitchId(s as u32), dlid);
-            out_port[s] = port;
-            next_sw[s] = NONE;
-            if port != 0 && port != UNROUTED {
-                if let Some(PortEnd::Switch(n, rp)) = f.switch_peer(SwitchId(s as u32), port) {
-                    next_sw[s] = n.0;
-                    next_in[s] = rp;
-                }
-            }
-        };
+        let j = ports.load(dlid, |s| routes.lfts.get(s).map(|l| l.ports.as_slice()), UNROUTED);
+        if let Some(sl) = &routes.sl {
+            sls.load(dlid, |s| sl.by_source_switch.get(s).map(Vec::as_slice), 0);
+        }
+        let owner = f.lid_owner(dlid);
         for &src in &sources {
-            let vl = match &routes.sl {
-                Some(sl) => usize::from(sl.sl(SwitchId(src), dlid).unwrap_or(0)).min(MAX_DATA_VLS),
-                None => 0,
-            };
-            if f.lid_owner(dlid) == Some(NodeRef::Switch(SwitchId(src))) {
+            if owner == Some(NodeRef::Switch(SwitchId(src))) {
                 continue;
             }
+            let vl = match routes.sl {
+                Some(_) => usize::from(sls.get(src as usize, j)).min(MAX_DATA_VLS),
+                None => 0,
+            };
             paths[vl] += 1;
             while marks.len() <= vl {
                 marks.push(vec![0; ns]);
@@ -262,22 +311,14 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
             let dep = bits[vl].get_or_insert_with(|| DepBits::new(f));
             let mark = &mut marks[vl];
             let mut cur = src as usize;
-            loop {
-                if mark[cur] == stamp {
-                    break;
-                }
+            while mark[cur] != stamp {
                 mark[cur] = stamp;
-                hop(cur, &mut next_sw, &mut next_in, &mut out_port);
-                let n = next_sw[cur];
-                if n == NONE {
-                    break;
-                }
-                let n = n as usize;
-                hop(n, &mut next_sw, &mut next_in, &mut out_port);
+                let Some((n, in_port)) = next(cur, ports.get(cur, j)) else { break };
                 // The channel cur -> n is followed by n's channel onwards,
                 // if n forwards to another switch.
-                if next_sw[n] != NONE {
-                    dep.set(n, next_in[cur], out_port[n]);
+                let out = ports.get(n, j);
+                if next(n, out).is_some() {
+                    dep.set(n, in_port, out);
                 }
                 cur = n;
             }
