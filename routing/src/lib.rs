@@ -15,6 +15,7 @@
 
 pub mod analysis;
 pub mod cdg;
+pub mod dump;
 pub mod engine;
 pub mod error;
 pub mod fabric;
@@ -27,6 +28,7 @@ pub use analysis::{
     ShiftBalance, ShiftOrder,
 };
 pub use cdg::{analyze_cdg, CdgReport, CdgScope};
+pub use dump::{write_opensm_dump, DumpError, LftDump};
 pub use engine::{route, route_chain, ChainOutcome, EngineKind, EngineOptions};
 pub use error::RoutingError;
 pub use fabric::{
