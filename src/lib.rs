@@ -6,6 +6,7 @@ pub mod config;
 pub mod lid;
 pub mod mad;
 pub mod probe;
+pub mod route_cli;
 pub mod service;
 pub mod sim;
 pub mod sm;

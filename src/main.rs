@@ -21,6 +21,10 @@ enum Command {
     /// Topology files and generators.
     #[command(subcommand)]
     Topology(ibsm::cli::TopologyCmd),
+    /// Route a topology offline with an engine chain and analyse the tables.
+    Route(ibsm::route_cli::RouteArgs),
+    /// Analyse forwarding tables (an lfts dump or ibroute output) on a topology.
+    Analyze(ibsm::route_cli::AnalyzeArgs),
 }
 
 // One thread runs the SM: its work is waiting on MADs, which the I/O thread moves.
@@ -39,6 +43,8 @@ async fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => ibsm::cli::run(args).await,
         Command::Topology(cmd) => ibsm::cli::topology(cmd),
+        Command::Route(args) => ibsm::route_cli::route(args),
+        Command::Analyze(args) => ibsm::route_cli::analyze_cmd(args),
         Command::Probe(args) => match ibsm::probe::run(&args).await {
             Ok(text) => {
                 print!("{text}");

@@ -11,7 +11,8 @@
 //! - `guids`: the GUIDs ibsim assigns, shared by all of the above;
 //! - `validate`: the consistency rules every model must meet;
 //! - `index`: O(1) lookups and directed-route paths over a model;
-//! - `diff`: compares two models of one fabric by GUID.
+//! - `diff`: compares two models of one fabric by GUID;
+//! - `route_view`: the routing crate's view of a model, with LIDs planned.
 
 pub mod diff;
 pub mod error;
@@ -19,6 +20,7 @@ pub mod generate;
 pub mod guids;
 pub mod index;
 pub mod netfile;
+pub mod route_view;
 pub mod spec;
 pub mod validate;
 pub mod writer;

@@ -1,0 +1,441 @@
+//! `ibsm route` and `ibsm analyze`: routing and route analysis offline, on a
+//! topology file or generator spec, with no fabric.
+//!
+//! `route` builds the routing view of the topology, runs an engine chain
+//! (timed in process), analyses the tables and can write them in OpenSM's
+//! `opensm-lfts.dump` format. `analyze` reads such a dump (ours, OpenSM's,
+//! or `ibroute` output) and analyses it on the same topology, by default on
+//! the LIDs the dump itself names, so OpenSM's tables are judged on
+//! OpenSM's LIDs.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use ibsm_routing::analysis::{analyze, AnalysisOptions, AnalysisReport, ShiftOrder};
+use ibsm_routing::dump::{write_opensm_dump_with, LftDump};
+use ibsm_routing::engine::{route_chain, EngineKind, EngineOptions};
+use ibsm_routing::{CdgScope, RoutingError};
+
+use crate::lid::Guid2Lid;
+use crate::topology::route_view::{check_planned, claims_to_guid2lid, route_view, LidPlan, RouteView};
+use crate::topology::Topology;
+use crate::types::Guid;
+
+/// How the ports of the topology get LIDs.
+#[derive(Debug, Clone, Args)]
+pub struct LidArgs {
+    /// `node-order` (1, 2, 3... in the file's node order), `sm` (ibsm's LID
+    /// manager on a cold fabric: SM port first, then GUID order),
+    /// `guid2lid=FILE` (an OpenSM/ibsm guid2lid file, the rest as `sm`) or
+    /// `dump=FILE` (the LIDs an lfts dump or ibroute output names).
+    /// Default: node-order for `route`, the analysed dump for `analyze`.
+    #[arg(long, value_name = "PLAN")]
+    pub lids: Option<String>,
+    /// LID mask control for end ports (0-7).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub lmc: u8,
+    /// Port GUID of the SM for `--lids sm` (default: the first CA's port).
+    #[arg(long, value_name = "GUID")]
+    pub sm_port: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShiftOrderArg {
+    Guid,
+    Lid,
+}
+
+/// What the analysis looks at.
+#[derive(Debug, Clone, Args)]
+pub struct AnalysisArgs {
+    /// Evaluate at most N evenly spaced shifts of the shift pattern
+    /// (default: all N-1).
+    #[arg(long, value_name = "N")]
+    pub shifts: Option<usize>,
+    /// Number the end ports for the shift pattern by GUID or by LID.
+    #[arg(long, value_enum, default_value = "guid")]
+    pub shift_order: ShiftOrderArg,
+    /// Deadlock analysis over every path, switch-sourced and to switch LIDs
+    /// too (default: end-port traffic only).
+    #[arg(long)]
+    pub cdg_all: bool,
+}
+
+impl AnalysisArgs {
+    fn options(&self) -> AnalysisOptions {
+        AnalysisOptions {
+            shift_order: match self.shift_order {
+                ShiftOrderArg::Guid => ShiftOrder::Guid,
+                ShiftOrderArg::Lid => ShiftOrder::Lid,
+            },
+            max_shifts: self.shifts,
+            cdg: CdgScope { include_switches: self.cdg_all },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RouteArgs {
+    /// Topology: an ibsim net file, ibnetdiscover output, or a generator
+    /// spec such as `fattree2:radix=8` or `torus3d:4x4x4,hosts=2`.
+    #[arg(long, short = 't', value_name = "T")]
+    pub topology: String,
+    /// Routing engines, tried in order until one applies (as OpenSM's
+    /// routing_engine): minhop, updn, dnup, ftree, sssp, dfsssp, dor, nue.
+    #[arg(long, short = 'e', value_delimiter = ',', default_value = "minhop", value_name = "E[,E2...]")]
+    pub engine: Vec<EngineKind>,
+    /// Write the tables here in OpenSM's opensm-lfts.dump format.
+    #[arg(long, value_name = "FILE")]
+    pub lfts_out: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Data VLs the engines may use (1-15).
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub max_vls: u8,
+    /// Root switch GUIDs (updn, dnup, ftree), one per line.
+    #[arg(long, value_name = "FILE")]
+    pub root_guids: Option<PathBuf>,
+    /// Compute-node port GUIDs (ftree, dfsssp), one per line.
+    #[arg(long, value_name = "FILE")]
+    pub cn_guids: Option<PathBuf>,
+    /// I/O-node port GUIDs (ftree), one per line.
+    #[arg(long, value_name = "FILE")]
+    pub io_guids: Option<PathBuf>,
+    #[command(flatten)]
+    pub lid: LidArgs,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AnalyzeArgs {
+    /// Topology the tables belong to (file or generator spec).
+    #[arg(long, short = 't', value_name = "T")]
+    pub topology: String,
+    /// The tables: an opensm-lfts.dump (OpenSM's or `ibsm route
+    /// --lfts-out`) or `ibroute` output for every switch.
+    #[arg(long, value_name = "FILE")]
+    pub lfts: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub lid: LidArgs,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
+}
+
+/// A skipped engine in the JSON output.
+#[derive(Debug, Serialize)]
+struct Skipped {
+    engine: String,
+    reason: String,
+}
+
+#[derive(Debug, Serialize)]
+struct FabricSummary {
+    switches: usize,
+    end_ports: usize,
+    links: usize,
+    max_lid: u16,
+}
+
+#[derive(Debug, Serialize)]
+struct RouteOutput {
+    topology: String,
+    fabric: FabricSummary,
+    lids: String,
+    chain: Vec<String>,
+    /// The engine whose tables these are.
+    engine: String,
+    skipped: Vec<Skipped>,
+    /// A problem the tables were computed despite (a disconnected fabric).
+    warning: Option<String>,
+    /// Wall-clock and thread CPU time of the engine chain.
+    compute_ms: f64,
+    compute_cpu_ms: Option<f64>,
+    lfts_out: Option<String>,
+    analysis: AnalysisReport,
+}
+
+#[derive(Debug, Serialize)]
+struct AnalyzeOutput {
+    topology: String,
+    lfts: String,
+    format: String,
+    fabric: FabricSummary,
+    lids: String,
+    analysis: AnalysisReport,
+}
+
+fn fabric_summary(v: &RouteView) -> FabricSummary {
+    let f = &v.fabric;
+    FabricSummary {
+        switches: f.num_switches(),
+        end_ports: f.num_end_ports(),
+        links: f.links().len(),
+        max_lid: f.max_lid(),
+    }
+}
+
+/// Nanoseconds this thread has run, if the kernel says (Linux schedstat).
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+fn load_topology(t: &str) -> Result<Topology, String> {
+    Topology::from_spec_or_file(t).map_err(|e| format!("{t}: {e}"))
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn parse_guid(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let h = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+    if h.is_empty() || h.len() > 16 {
+        return None;
+    }
+    u64::from_str_radix(h, 16).ok()
+}
+
+/// What a GUID file must name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GuidRole {
+    /// Switch (node) GUIDs: roots.
+    Switch,
+    /// End-port port GUIDs: compute and I/O nodes.
+    EndPort,
+}
+
+/// Reads a GUID list (one hex GUID per line, `0x` optional, blank lines
+/// and `#` comments ignored) and checks each against the fabric. Errors name
+/// the file, the line and the GUID.
+fn read_guid_file(path: &Path, view: &RouteView, role: GuidRole) -> Result<Vec<u64>, RoutingError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| RoutingError::Input {
+        file: file.clone(),
+        line: 0,
+        problem: e.to_string(),
+    })?;
+    let f = &view.fabric;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.split('#').next().unwrap_or("").trim();
+        if t.is_empty() {
+            continue;
+        }
+        let input = |problem: String| RoutingError::Input { file: file.clone(), line: i + 1, problem };
+        let guid = parse_guid(t).ok_or_else(|| input(format!("`{t}` is not a GUID")))?;
+        let known = match role {
+            GuidRole::Switch => f.switches().iter().any(|s| s.guid == guid),
+            GuidRole::EndPort => f.end_ports().iter().any(|e| e.port_guid == guid),
+        };
+        if !known {
+            let what = match role {
+                GuidRole::Switch => "switch",
+                GuidRole::EndPort => "cabled end port",
+            };
+            return Err(input(format!("GUID {guid:#018x} is no {what} of the topology")));
+        }
+        if out.contains(&guid) {
+            return Err(input(format!("GUID {guid:#018x} is listed twice")));
+        }
+        out.push(guid);
+    }
+    Ok(out)
+}
+
+/// A LID plan, its name for the output, and the persisted map (with its
+/// file) every port of which must get exactly its LIDs.
+type PlanChoice = (LidPlan, String, Option<(Guid2Lid, String)>);
+
+/// The LID plan the arguments ask for; `dump_default` is the analysed dump
+/// (for `analyze`), used when `--lids` is not given.
+fn lid_plan(topo: &Topology, a: &LidArgs, dump_default: Option<&Path>) -> Result<PlanChoice, String> {
+    let sm_port = match &a.sm_port {
+        Some(g) => Some(Guid(parse_guid(g).ok_or_else(|| format!("--sm-port: `{g}` is not a GUID"))?)),
+        None => None,
+    };
+    let spec = match (&a.lids, dump_default) {
+        (Some(s), _) => s.clone(),
+        (None, Some(p)) => format!("dump={}", p.display()),
+        (None, None) => "node-order".into(),
+    };
+    let from_dump = |path: &str| -> Result<(Guid2Lid, u8), String> {
+        let text = read(Path::new(path))?;
+        let dump = LftDump::parse(&text, path).map_err(|e| e.to_string())?;
+        let claims = dump.lid_claims(path).map_err(|e| e.to_string())?;
+        claims_to_guid2lid(topo, &claims, path).map_err(|e| e.to_string())
+    };
+    match spec.split_once('=') {
+        None if spec == "node-order" => Ok((LidPlan::NodeOrder { lmc: a.lmc }, spec, None)),
+        None if spec == "sm" => Ok((LidPlan::Sm { sm_port, persisted: Guid2Lid::new(), lmc: a.lmc }, spec, None)),
+        Some(("guid2lid", path)) => {
+            let (map, warnings) = Guid2Lid::read(Path::new(path)).map_err(|e| format!("{path}: {e}"))?;
+            if let Some(w) = warnings.first() {
+                return Err(format!("{w}"));
+            }
+            let plan = LidPlan::Sm { sm_port, persisted: map.clone(), lmc: a.lmc };
+            Ok((plan, spec.clone(), Some((map, path.to_string()))))
+        }
+        Some(("dump", path)) => {
+            let (map, lmc) = from_dump(path)?;
+            let plan = LidPlan::Sm { sm_port, persisted: map.clone(), lmc: lmc.max(a.lmc) };
+            Ok((plan, spec.clone(), Some((map, path.to_string()))))
+        }
+        _ => Err(format!("--lids: `{spec}` is not node-order, sm, guid2lid=FILE or dump=FILE")),
+    }
+}
+
+fn build_view(topo: &Topology, a: &LidArgs, dump_default: Option<&Path>) -> Result<(RouteView, String), String> {
+    let (plan, name, planned) = lid_plan(topo, a, dump_default)?;
+    let view = route_view(topo, &plan).map_err(|e| e.to_string())?;
+    if let Some((map, origin)) = planned {
+        check_planned(&view, &map, &origin).map_err(|e| e.to_string())?;
+    }
+    Ok((view, name))
+}
+
+fn finish(result: Result<String, String>, cmd: &str) -> ExitCode {
+    match result {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ibsm {cmd}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `ibsm route`.
+pub fn route(args: RouteArgs) -> ExitCode {
+    finish(route_text(&args), "route")
+}
+
+/// `ibsm analyze`.
+pub fn analyze_cmd(args: AnalyzeArgs) -> ExitCode {
+    finish(analyze_text(&args), "analyze")
+}
+
+fn route_text(args: &RouteArgs) -> Result<String, String> {
+    let topo = load_topology(&args.topology)?;
+    let (view, lids) = build_view(&topo, &args.lid, None)?;
+    if !(1..=15).contains(&args.max_vls) {
+        return Err(format!("--max-vls {} is out of range (1-15)", args.max_vls));
+    }
+    let mut options = EngineOptions { max_vls: args.max_vls, ..EngineOptions::default() };
+    let files = [
+        (&args.root_guids, GuidRole::Switch),
+        (&args.cn_guids, GuidRole::EndPort),
+        (&args.io_guids, GuidRole::EndPort),
+    ];
+    for (i, (path, role)) in files.into_iter().enumerate() {
+        if let Some(p) = path {
+            let guids = read_guid_file(p, &view, role).map_err(|e| e.to_string())?;
+            match i {
+                0 => options.root_guids = guids,
+                1 => options.cn_guids = guids,
+                _ => options.io_guids = guids,
+            }
+        }
+    }
+
+    let cpu0 = thread_cpu_ns();
+    let t0 = Instant::now();
+    let outcome = route_chain(&args.engine, &view.fabric, &options);
+    let compute_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let compute_cpu_ms = match (cpu0, thread_cpu_ns()) {
+        (Some(a), Some(b)) => Some((b - a) as f64 / 1e6),
+        _ => None,
+    };
+    let chain: Vec<String> = args.engine.iter().map(|k| k.name().to_string()).collect();
+    let (routes, engine, skipped, warning) = match outcome {
+        Ok(o) => (o.routes, o.engine.name().to_string(), o.skipped, None),
+        Err(e) => match e.partial_routes() {
+            // A disconnected fabric: the parts are routed, the rest reported.
+            Some(r) => {
+                let engine = args.engine.first().map_or("?", |k| k.name()).to_string();
+                (r.clone(), engine, Vec::new(), Some(e.to_string()))
+            }
+            None => return Err(format!("no engine of {} routes {}: {e}", chain.join(","), args.topology)),
+        },
+    };
+    let skipped: Vec<Skipped> =
+        skipped.into_iter().map(|(k, e)| Skipped { engine: k.name().to_string(), reason: e.to_string() }).collect();
+
+    if let Some(path) = &args.lfts_out {
+        let text = write_opensm_dump_with(&view.fabric, &routes, &|e| view.end_kind_text(e));
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let analysis = analyze(&view.fabric, &routes, &args.analysis.options());
+    let out = RouteOutput {
+        topology: args.topology.clone(),
+        fabric: fabric_summary(&view),
+        lids,
+        chain,
+        engine,
+        skipped,
+        warning,
+        compute_ms,
+        compute_cpu_ms,
+        lfts_out: args.lfts_out.as_ref().map(|p| p.display().to_string()),
+        analysis,
+    };
+    if args.json {
+        return serde_json::to_string_pretty(&out).map(|s| s + "\n").map_err(|e| e.to_string());
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "topology {}: {}", out.topology, view.fabric);
+    let _ = writeln!(s, "LIDs: {}", out.lids);
+    for k in &out.skipped {
+        let _ = writeln!(s, "engine {} skipped: {}", k.engine, k.reason);
+    }
+    let cpu = out.compute_cpu_ms.map(|c| format!(", {c:.1} ms CPU")).unwrap_or_default();
+    let _ = writeln!(s, "engine {}: routed in {:.1} ms{cpu}", out.engine, out.compute_ms);
+    if let Some(w) = &out.warning {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    if let Some(p) = &out.lfts_out {
+        let _ = writeln!(s, "tables written to {p}");
+    }
+    let _ = write!(s, "{}", out.analysis);
+    Ok(s)
+}
+
+fn analyze_text(args: &AnalyzeArgs) -> Result<String, String> {
+    let topo = load_topology(&args.topology)?;
+    let file = args.lfts.display().to_string();
+    let text = read(&args.lfts)?;
+    let dump = LftDump::parse(&text, &file).map_err(|e| e.to_string())?;
+    let (view, lids) = build_view(&topo, &args.lid, Some(&args.lfts))?;
+    let routes = dump.to_routes(&view.fabric, &file).map_err(|e| e.to_string())?;
+    let analysis = analyze(&view.fabric, &routes, &args.analysis.options());
+    let out = AnalyzeOutput {
+        topology: args.topology.clone(),
+        lfts: file,
+        format: dump.format.to_string(),
+        fabric: fabric_summary(&view),
+        lids,
+        analysis,
+    };
+    if args.json {
+        return serde_json::to_string_pretty(&out).map(|s| s + "\n").map_err(|e| e.to_string());
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "topology {}: {}", out.topology, view.fabric);
+    let _ = writeln!(s, "tables: {} ({})", out.lfts, out.format);
+    let _ = writeln!(s, "LIDs: {}", out.lids);
+    let _ = write!(s, "{}", out.analysis);
+    Ok(s)
+}
