@@ -17,7 +17,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use ibsm_routing::analysis::{analyze, AnalysisOptions, AnalysisReport, ShiftOrder};
-use ibsm_routing::dump::{write_opensm_dump_with, LftDump};
+use ibsm_routing::dump::{parse_path_sl, write_opensm_dump_with, write_path_sl, LftDump, PATH_SL_HEADER};
 use ibsm_routing::engine::{route_chain, EngineKind, EngineOptions};
 use ibsm_routing::{CdgScope, RoutingError};
 
@@ -92,6 +92,10 @@ pub struct RouteArgs {
     /// Write the tables here in OpenSM's opensm-lfts.dump format.
     #[arg(long, value_name = "FILE")]
     pub lfts_out: Option<PathBuf>,
+    /// Write the path SLs (engines that use VLs) here, for `analyze
+    /// --path-sl`; an engine without SLs writes only the header.
+    #[arg(long, value_name = "FILE")]
+    pub path_sl_out: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -122,6 +126,10 @@ pub struct AnalyzeArgs {
     /// --lfts-out`) or `ibroute` output for every switch.
     #[arg(long, value_name = "FILE")]
     pub lfts: PathBuf,
+    /// Path SLs for the deadlock analysis (`route --path-sl-out`, or the
+    /// SLs an SA gave); without it every path is on SL 0.
+    #[arg(long, value_name = "FILE")]
+    pub path_sl: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -378,6 +386,13 @@ fn route_text(args: &RouteArgs) -> Result<String, String> {
         let text = write_opensm_dump_with(&view.fabric, &routes, &|e| view.end_kind_text(e));
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
+    if let Some(path) = &args.path_sl_out {
+        let text = match &routes.sl {
+            Some(sl) => write_path_sl(&view.fabric, sl),
+            None => format!("{PATH_SL_HEADER}\n"),
+        };
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     let analysis = analyze(&view.fabric, &routes, &args.analysis.options());
     let out = RouteOutput {
         topology: args.topology.clone(),
@@ -419,7 +434,11 @@ fn analyze_text(args: &AnalyzeArgs) -> Result<String, String> {
     let text = read(&args.lfts)?;
     let dump = LftDump::parse(&text, &file).map_err(|e| e.to_string())?;
     let (view, lids) = build_view(&topo, &args.lid, Some(&args.lfts))?;
-    let routes = dump.to_routes(&view.fabric, &file).map_err(|e| e.to_string())?;
+    let mut routes = dump.to_routes(&view.fabric, &file).map_err(|e| e.to_string())?;
+    if let Some(p) = &args.path_sl {
+        let name = p.display().to_string();
+        routes.sl = Some(parse_path_sl(&read(p)?, &name, &view.fabric).map_err(|e| e.to_string())?);
+    }
     let analysis = analyze(&view.fabric, &routes, &args.analysis.options());
     let out = AnalyzeOutput {
         topology: args.topology.clone(),

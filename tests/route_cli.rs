@@ -230,3 +230,26 @@ fn lid_plans_and_options_are_validated() {
     assert_eq!(sampled["analysis"]["shift"]["sampled"], true);
     assert_eq!(sampled["analysis"]["shift"]["order"], "Lid");
 }
+
+#[test]
+fn path_sls_feed_the_deadlock_analysis() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = tmp(&dir, "t.dump");
+    let sls = tmp(&dir, "t.sl");
+    let (d, p) = (dump.to_str().unwrap(), sls.to_str().unwrap());
+    ok_json(&["route", "-t", "torus2d:5x3", "--lfts-out", d, "--path-sl-out", p, "--json"]);
+    // minhop sets no SLs: the file is just its header.
+    assert_eq!(std::fs::read_to_string(&sls).unwrap().lines().count(), 1);
+    // Every path from every switch on SL 3 (switch LIDs are 1..=15 in node
+    // order, all LIDs 1..=30).
+    let text: String = (1..=15).map(|s| format!("{s} 1-30 3\n")).collect();
+    std::fs::write(&sls, text).unwrap();
+    let v = ok_json(&["analyze", "-t", "torus2d:5x3", "--lfts", d, "--path-sl", p, "--json"]);
+    let vls = v["analysis"]["deadlock"]["vls"].as_array().unwrap();
+    assert_eq!(vls.len(), 1);
+    assert_eq!(vls[0]["vl"], 3);
+    assert_eq!(vls[0]["acyclic"], false);
+    std::fs::write(&sls, "1 1-30 3\n2 1-30 x\n").unwrap();
+    let err = failure(&["analyze", "-t", "torus2d:5x3", "--lfts", d, "--path-sl", p]);
+    assert!(err.contains(&format!("{p}:2: `x` is not an SL")), "{err}");
+}

@@ -33,7 +33,7 @@ use std::fmt::{self, Write as _};
 use thiserror::Error;
 
 use crate::fabric::{EndPortId, NodeRef, RoutingFabric, SwitchId};
-use crate::lft::{Lft, Routes, UNROUTED};
+use crate::lft::{Lft, PathSl, Routes, UNROUTED};
 
 /// Which tool wrote a dump.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -492,6 +492,110 @@ impl fmt::Display for DumpFormat {
     }
 }
 
+// --- Path SLs ----------------------------------------------------------------
+
+/// The first line of a path-SL file.
+pub const PATH_SL_HEADER: &str =
+    "# ibsm path SLs: <source LID> <first DLID>[-<last DLID>] <SL>; unlisted pairs use SL 0";
+
+/// Writes the non-zero SLs of `sl` as runs of destination LIDs per source
+/// switch (named by its LID), switches in ascending GUID order. Dumps carry
+/// no SLs, so engines that use VLs need this next to their tables.
+pub fn write_path_sl(fabric: &RoutingFabric, sl: &PathSl) -> String {
+    let mut order: Vec<SwitchId> = fabric.switch_ids().collect();
+    order.sort_by_key(|&s| fabric.switch(s).guid);
+    let mut out = String::new();
+    let _ = writeln!(out, "{PATH_SL_HEADER}");
+    for s in order {
+        let src = fabric.switch(s).base_lid;
+        let Some(row) = sl.by_source_switch.get(s.index()) else { continue };
+        let mut lid = 0usize;
+        while lid < row.len() {
+            let v = row[lid];
+            let start = lid;
+            while lid < row.len() && row[lid] == v {
+                lid += 1;
+            }
+            if v == 0 {
+                continue;
+            }
+            let _ = if lid - start == 1 {
+                writeln!(out, "0x{src:04x} 0x{start:04x} {v}")
+            } else {
+                writeln!(out, "0x{src:04x} 0x{start:04x}-0x{:04x} {v}", lid - 1)
+            };
+        }
+    }
+    out
+}
+
+/// Reads a path-SL file against `fabric`. A source LID stands for the
+/// switch that owns it or that its end port hangs off (the SA answers per
+/// port; the tables route per source switch). Lines are `<source LID>
+/// <DLID>[-<DLID>] <SL>`; `#` starts a comment. A source LID or DLID the
+/// fabric lacks, an SL above 15, or two SLs for one (switch, DLID) is an
+/// error naming the line.
+pub fn parse_path_sl(text: &str, file: &str, fabric: &RoutingFabric) -> Result<PathSl, DumpError> {
+    let top = usize::from(fabric.max_lid());
+    let mut rows: Vec<Vec<u8>> = vec![vec![0; top + 1]; fabric.num_switches()];
+    // The line that set each (switch, DLID), to report conflicts.
+    let mut set_by: BTreeMap<(u32, u16), usize> = BTreeMap::new();
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let syntax = |problem: String| DumpError::Syntax { file: file.to_string(), line: n, problem };
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [src, dlids, sl] = words[..] else {
+            return Err(syntax(format!("expected `<source LID> <DLID>[-<DLID>] <SL>`, found `{}`", clip(line))));
+        };
+        let src = parse_lid(src).ok_or_else(|| syntax(format!("`{src}` is not a LID")))?;
+        let (first, last) = match dlids.split_once('-') {
+            Some((a, b)) => (parse_lid(a), parse_lid(b)),
+            None => (parse_lid(dlids), parse_lid(dlids)),
+        };
+        let (Some(first), Some(last)) = (first, last) else {
+            return Err(syntax(format!("`{dlids}` is not a LID or LID range")));
+        };
+        if last < first {
+            return Err(syntax(format!("LID range `{dlids}` ends before it starts")));
+        }
+        let sl: u8 =
+            sl.parse().ok().filter(|&v| v <= 15).ok_or_else(|| syntax(format!("`{sl}` is not an SL (0-15)")))?;
+        let s = match fabric.lid_owner(src) {
+            Some(NodeRef::Switch(s)) => s,
+            Some(NodeRef::End(e)) => match fabric.attached_switch(e) {
+                Some((s, _)) => s,
+                None => return Err(syntax(format!("source LID {src:#06x} hangs off no switch"))),
+            },
+            None => return Err(syntax(format!("source LID {src:#06x} belongs to no port of the topology"))),
+        };
+        if usize::from(last) > top {
+            return Err(syntax(format!("LID {last:#06x} is past the topology's top LID {top:#06x}")));
+        }
+        for lid in first..=last {
+            let slot = &mut rows[s.index()][usize::from(lid)];
+            match set_by.get(&(s.0, lid)) {
+                Some(&prev) if *slot != sl => {
+                    return Err(syntax(format!(
+                        "switch {:#018x}, LID {lid:#06x}: SL {sl} here, SL {} at line {prev}",
+                        fabric.switch(s).guid,
+                        *slot
+                    )))
+                }
+                Some(_) => {}
+                None => {
+                    set_by.insert((s.0, lid), n);
+                    *slot = sl;
+                }
+            }
+        }
+    }
+    Ok(PathSl { by_source_switch: rows })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,5 +734,36 @@ Unicast lids [0x0-0xe] of switch DR path slid 65535; dlid 65535; 0,1,3 guid 0x00
             let lids = (1..=f.max_lid()).filter(|&l| f.lid_owner(l).is_some()).count();
             assert_eq!(total, lids);
         }
+    }
+
+    #[test]
+    fn path_sls_round_trip_and_are_checked() {
+        let f = testfab::ring(4, 2);
+        let top = usize::from(f.max_lid()) + 1;
+        let mut rows = vec![vec![0u8; top]; f.num_switches()];
+        rows[1][3..7].fill(2);
+        rows[2][5] = 15;
+        let sl = PathSl { by_source_switch: rows };
+        let text = write_path_sl(&f, &sl);
+        assert!(text.starts_with(PATH_SL_HEADER));
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert_eq!(parse_path_sl(&text, "p", &f).unwrap(), sl);
+
+        // An end port's LID stands for its switch.
+        let e = f.end_port_ids().next().unwrap();
+        let (s, _) = f.attached_switch(e).unwrap();
+        let host = f.end_port(e).base_lid;
+        let p = parse_path_sl(&format!("{host} 0x0003 4 # comment\n"), "p", &f).unwrap();
+        assert_eq!(p.sl(s, 3), Some(4));
+
+        let bad = |t: &str| parse_path_sl(t, "p", &f).unwrap_err().to_string();
+        assert!(bad("1 2\n").starts_with("p:1: expected"));
+        assert!(bad("\n1 2 16\n").starts_with("p:2: `16` is not an SL"));
+        assert!(bad("0x7777 2 1\n").contains("belongs to no port"));
+        assert!(bad("1 5-3 1\n").contains("ends before"));
+        assert!(bad("1 0x9999 1\n").contains("past the topology's top LID"));
+        let sw_lid = f.switch(s).base_lid;
+        let e2 = bad(&format!("{host} 3 1\n{sw_lid} 3 2\n"));
+        assert!(e2.starts_with("p:2: switch") && e2.contains("SL 1 at line 1"), "{e2}");
     }
 }
