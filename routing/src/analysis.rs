@@ -128,6 +128,12 @@ pub struct Report {
     pub black_holes: u64,
     pub wrong_destination: u64,
     /// Most extra cables any delivered path takes over the shortest one.
+    /// The same counts restricted to (end port, end-port LID) pairs: the
+    /// traffic applications send. OpenSM's updn, for one, leaves some
+    /// switch-to-switch LIDs unrouted, which matters only for management.
+    pub end_pairs: u64,
+    pub end_delivered: u64,
+    pub end_no_path: u64,
     pub max_stretch: u32,
     /// Extra cables over the shortest path, summed over delivered pairs
     /// (the mean stretch is this over `delivered`).
@@ -183,6 +189,11 @@ impl Report {
     /// Clean, and every pair the cabling connects is delivered.
     pub fn is_valid(&self) -> bool {
         self.is_clean() && self.delivered + self.no_path == self.pairs
+    }
+    /// Every end port the cabling connects reaches every LID of every other
+    /// end port (failures towards switch LIDs do not count).
+    pub fn end_ports_valid(&self) -> bool {
+        self.end_delivered + self.end_no_path == self.end_pairs
     }
 }
 
@@ -473,6 +484,9 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
         loops: 0,
         black_holes: 0,
         wrong_destination: 0,
+        end_pairs: 0,
+        end_delivered: 0,
+        end_no_path: 0,
         max_stretch: 0,
         extra_hops: 0,
         hop_histogram: Vec::new(),
@@ -526,6 +540,11 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
             rep.pairs += (ns + ne) as u64 - 1;
             let reachable_sources: u64 = queue.iter().map(|&s| 1 + attached[s as usize]).sum::<u64>() - 1;
             rep.no_path += (ns + ne) as u64 - 1 - reachable_sources;
+            if to_end {
+                let reachable_ends: u64 = queue.iter().map(|&s| attached[s as usize]).sum::<u64>() - 1;
+                rep.end_pairs += ne as u64 - 1;
+                rep.end_no_path += ne as u64 - 1 - reachable_ends;
+            }
 
             for &s in &queue {
                 let s = s as usize;
@@ -547,6 +566,9 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
                         }
                         rep.max_stretch = rep.max_stretch.max(if n > 0 { extra } else { 0 });
                         rep.extra_hops += u64::from(extra) * n;
+                        if to_end {
+                            rep.end_delivered += ends;
+                        }
                         hist(&mut rep.hop_histogram, h, sw_src);
                         hist(&mut rep.hop_histogram, h + 1, ends);
                     }
@@ -613,9 +635,12 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
     for &(dlid, owner) in &floating {
         rep.pairs += (ns + ne) as u64 - 1;
         let NodeRef::End(e) = owner else { continue };
+        rep.end_pairs += ne as u64 - 1;
         match f.end_peer(e) {
             Some(PortEnd::End(o)) => {
                 rep.no_path += (ns + ne) as u64 - 2;
+                rep.end_no_path += ne as u64 - 2;
+                rep.end_delivered += 1;
                 rep.delivered += 1;
                 rep.minimal += 1;
                 hist(&mut rep.hop_histogram, 1, 1);
@@ -623,7 +648,10 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
                     loads.end_ports[o.index()] += 1;
                 }
             }
-            _ => rep.no_path += (ns + ne) as u64 - 1,
+            _ => {
+                rep.no_path += (ns + ne) as u64 - 1;
+                rep.end_no_path += ne as u64 - 1;
+            }
         }
     }
     for e in f.end_port_ids() {
@@ -975,6 +1003,9 @@ pub struct Summary {
     /// No loops, black holes or wrong destinations, and every pair the
     /// cabling connects is delivered.
     pub valid: bool,
+    /// Every connected end port reaches every other end port's LIDs (what
+    /// `valid` says for application traffic only).
+    pub end_ports_valid: bool,
     /// Every pair is connected by cables at all.
     pub fully_connected: bool,
     /// Every VL's channel dependency graph is acyclic.
@@ -1014,6 +1045,7 @@ pub fn analyze(f: &RoutingFabric, routes: &Routes, options: &AnalysisOptions) ->
         end_ports: validity.end_ports,
         destination_lids: validity.destination_lids,
         valid: validity.is_valid(),
+        end_ports_valid: validity.end_ports_valid(),
         fully_connected: validity.fully_connected(),
         deadlock_free: deadlock.deadlock_free(),
         vls: deadlock.vls.len(),
@@ -1034,11 +1066,16 @@ pub fn analyze(f: &RoutingFabric, routes: &Routes, options: &AnalysisOptions) ->
 impl fmt::Display for AnalysisReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = &self.summary;
+        let valid = match (s.valid, s.end_ports_valid) {
+            (true, _) => "yes",
+            (false, true) => "NO (end ports all reach each other; switch LIDs fail)",
+            (false, false) => "NO",
+        };
         writeln!(
             f,
             "valid: {}; deadlock free: {} ({} VL(s)); stretch max {} mean {:.3}; \
              all-to-all max {} mean {:.1} ({} at max); shift worst {} mean {:.2}",
-            if s.valid { "yes" } else { "NO" },
+            valid,
             if s.deadlock_free { "yes" } else { "NO" },
             s.vls,
             s.max_stretch,
@@ -1230,6 +1267,23 @@ mod tests {
         // 4 LIDs x 3 sources; lengths: s0<->s1, s1<->s2, h->s0, s0->h: 1 cable
         // (6 pairs); s0<->s2, h->s1, s1->h: 2 (4 pairs); h->s2, s2->h: 3.
         assert_eq!(rep.hop_histogram, vec![0, 6, 4, 2]);
+    }
+
+    #[test]
+    fn end_port_validity_ignores_switch_lids() {
+        let (f, _, _) = triangle();
+        let mut r = minhop(&f).unwrap();
+        // s0 drops s2's own LID 3: switch traffic only.
+        r.lfts[0].set(3, UNROUTED);
+        let rep = validate(&f, &r);
+        assert!(!rep.is_valid());
+        assert!(rep.end_ports_valid(), "{rep}");
+        assert_eq!((rep.end_pairs, rep.end_delivered, rep.end_no_path), (2, 2, 0));
+        // s0 drops h1's LID 11: h0 no longer reaches h1.
+        r.lfts[0].set(11, UNROUTED);
+        let rep = validate(&f, &r);
+        assert!(!rep.end_ports_valid());
+        assert_eq!(rep.end_delivered, 1);
     }
 
     #[test]
