@@ -89,6 +89,7 @@ async fn sweep_loop<T: Transport>(
     tokio::pin!(shutdown);
     let mut attempts = 0;
     let mut was_up = false;
+    let mut last: Option<SweepReport>;
     loop {
         attempts += 1;
         let report = sm.sweep().await?;
@@ -127,20 +128,38 @@ async fn sweep_loop<T: Transport>(
             }
             continue;
         }
-        let wait = async {
-            if interval.is_zero() {
-                std::future::pending::<()>().await
-            } else {
-                tokio::time::sleep(interval).await
+        last = Some(report);
+        // Between heavy sweeps: light sweeps every interval until one finds
+        // a change, a trap arrives, or the fabric was not fully up.
+        loop {
+            let wait = async {
+                if interval.is_zero() {
+                    std::future::pending::<()>().await
+                } else {
+                    tokio::time::sleep(interval).await
+                }
+            };
+            tokio::select! {
+                _ = &mut shutdown => {
+                    info!("shutting down");
+                    return Ok(last.take().expect("a sweep ran"));
+                }
+                _ = wait => {}
+                _ = shared.sweep_now.notified() => {
+                    info!("heavy sweep requested");
+                    break;
+                }
             }
-        };
-        tokio::select! {
-            _ = &mut shutdown => {
-                info!("shutting down");
-                return Ok(report);
+            if !was_up {
+                break;
             }
-            _ = wait => debug!("periodic sweep"),
-            _ = shared.sweep_now.notified() => info!("sweep requested"),
+            match sm.light_sweep().await {
+                Some(why) => {
+                    info!(reason = %why, "heavy sweep");
+                    break;
+                }
+                None => debug!("light sweep: no change"),
+            }
         }
     }
 }
