@@ -22,8 +22,10 @@ use crate::sm::{SubnetManager, SweepReport};
 use crate::transport::{Datagram, Transport};
 
 /// How `run` should behave.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunOptions {
+    /// Where sweep results and MAD counts are published.
+    pub metrics: Option<crate::metrics::Metrics>,
     /// Sweep until the subnet is up (at most `once_attempts` sweeps), then return.
     pub once: bool,
     pub once_attempts: u32,
@@ -33,7 +35,7 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { once: false, once_attempts: 3, persist_lids: true }
+        RunOptions { metrics: None, once: false, once_attempts: 3, persist_lids: true }
     }
 }
 
@@ -94,6 +96,10 @@ async fn sweep_loop<T: Transport>(
         attempts += 1;
         let report = sm.sweep().await?;
         let up = report.subnet_up();
+        if let Some(m) = &options.metrics {
+            m.heavy_sweep(&report);
+            m.transport(&sm.client().transport().stats());
+        }
         if let Ok(mut info) = shared.sm_info.lock() {
             info.sm_state = SmState::Master;
             info.act_count = info.act_count.wrapping_add(1);
@@ -153,7 +159,12 @@ async fn sweep_loop<T: Transport>(
             if !was_up {
                 break;
             }
-            match sm.light_sweep().await {
+            let verdict = sm.light_sweep().await;
+            if let Some(m) = &options.metrics {
+                m.light_sweep();
+                m.transport(&sm.client().transport().stats());
+            }
+            match verdict {
                 Some(why) => {
                     info!(reason = %why, "heavy sweep");
                     break;
