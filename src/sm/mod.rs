@@ -3,6 +3,7 @@
 
 pub mod discovery;
 pub mod program;
+pub mod qos;
 pub mod routes;
 pub mod subnet;
 
@@ -64,6 +65,9 @@ pub struct SubnetManager<T: Transport> {
     sweeps: u64,
     /// Switches of the last heavy sweep, for light sweeps: GUID and path.
     known_switches: Vec<(Guid, crate::mad::DrPath)>,
+    /// The SL of every route when the engine uses VLs (for PathRecords),
+    /// with the sweep node of each source switch index.
+    path_sl: Option<(ibsm_routing::lft::PathSl, Vec<NodeId>)>,
 }
 
 impl<T: Transport> SubnetManager<T> {
@@ -94,11 +98,20 @@ impl<T: Transport> SubnetManager<T> {
             lft_cache: LftCache::default(),
             sweeps: 0,
             known_switches: Vec::new(),
+            path_sl: None,
         }
     }
 
     pub fn client(&self) -> &SmpClient<T> {
         &self.client
+    }
+
+    /// The SL the routing engine chose from `source_switch` to `dlid`; 0
+    /// for engines that do not use VLs.
+    pub fn path_sl(&self, source_switch: NodeId, dlid: Lid) -> u8 {
+        let Some((sl, switches)) = &self.path_sl else { return 0 };
+        let Some(index) = switches.iter().position(|&n| n == source_switch) else { return 0 };
+        sl.sl(ibsm_routing::SwitchId(index as u32), dlid.0).unwrap_or(0)
     }
 
     /// One heavy sweep: discover, assign LIDs, route, program, activate.
@@ -170,18 +183,27 @@ impl<T: Transport> SubnetManager<T> {
 
         // Routes.
         let view = routes::routing_view(&subnet, &ranges)?;
-        let (lfts, routing_notes) = routes::compute(&view, &self.config.routing_engine)?;
+        let vls = qos::vl_budget(&subnet, &self.config);
+        let computed = routes::compute(&view, &self.config.routing_engine, vls)?;
+        let routing_notes = computed.notes;
         for n in &routing_notes {
             warn!(note = %n, "routing");
         }
+        // Engines that put routes on VLs get SL n on VL n everywhere.
+        let sl2vl = match &computed.path_sl {
+            Some(_) => qos::sl2vl_sets(&subnet, vls, &self.lft_cache.sl2vl),
+            None => Vec::new(),
+        };
+        self.path_sl = computed.path_sl.map(|sl| (sl, view.switch_nodes.clone()));
 
         // Programming.
         let plan = Plan {
             lids: ranges.iter().map(|(&k, r)| (k, (r.base(), r.lmc()))).collect(),
             sm_lid,
             top: lids.max_lid,
-            lfts,
+            lfts: computed.tables,
             client_reregister: first,
+            sl2vl,
         };
         let program = program::program(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
         self.known_switches = subnet

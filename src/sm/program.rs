@@ -34,6 +34,8 @@ pub struct Plan {
     pub lfts: HashMap<NodeId, Vec<u8>>,
     /// Set PortInfo.ClientReregister on end ports (first master sweep).
     pub client_reregister: bool,
+    /// SLtoVLMapping Sets, when the engine layers routes onto VLs.
+    pub sl2vl: Vec<super::qos::Sl2VlSet>,
 }
 
 /// What the SM last wrote to each switch's forwarding table, by switch
@@ -41,6 +43,8 @@ pub struct Plan {
 #[derive(Debug, Clone, Default)]
 pub struct LftCache {
     pub tables: HashMap<Guid, Vec<u64>>,
+    /// SLtoVLMapping tables written.
+    pub sl2vl: super::qos::Sl2VlCache,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,6 +56,7 @@ pub struct ProgramReport {
     pub activated: usize,
     pub pkey_reads: usize,
     pub pkey_sets: usize,
+    pub sl2vl_sets: usize,
     pub failures: usize,
 }
 
@@ -61,10 +66,25 @@ pub const MAX_OUTSTANDING: usize = 512;
 
 #[derive(Debug, Clone, Copy)]
 enum Target {
-    Port { node: NodeId, port: u8 },
-    PKeys { node: NodeId, port: u8 },
-    SwitchInfo { node: NodeId },
-    Lft { node: NodeId, block: u32 },
+    Port {
+        node: NodeId,
+        port: u8,
+    },
+    PKeys {
+        node: NodeId,
+        port: u8,
+    },
+    SwitchInfo {
+        node: NodeId,
+    },
+    Lft {
+        node: NodeId,
+        block: u32,
+    },
+    /// Index into `Plan::sl2vl`.
+    Sl2Vl {
+        index: u32,
+    },
 }
 
 struct SetRequest {
@@ -109,8 +129,9 @@ pub async fn program<T: Transport>(
     }
     let lft_targets = (0..blocks * switches.len())
         .map(|i| Target::Lft { node: switches[i % switches.len()], block: (i / switches.len()) as u32 });
+    let sl2vl_targets = (0..plan.sl2vl.len() as u32).map(|index| Target::Sl2Vl { index });
     let first = Work::Prepared(pkey_fixes.into_iter());
-    let rest = targets.into_iter().chain(lft_targets);
+    let rest = targets.into_iter().chain(sl2vl_targets).chain(lft_targets);
     let ctx = Ctx { plan, config, state: PortState::Armed };
     execute(client, subnet, first, rest, &ctx, &mut report, cache).await;
 
@@ -149,6 +170,16 @@ fn make(subnet: &Subnet, target: Target, ctx: &Ctx, cache: &LftCache) -> Option<
         Target::Port { node, port } => port_set(subnet, node, port, ctx.plan, ctx.config, ctx.state),
         Target::SwitchInfo { node } => switch_info_set(subnet, node, ctx.plan, ctx.config),
         Target::Lft { node, block } => lft_set(subnet, node, block, ctx.plan, cache),
+        Target::Sl2Vl { index } => {
+            let set = ctx.plan.sl2vl.get(index as usize)?;
+            Some(SetRequest {
+                target,
+                path: set.path,
+                attr: AttributeId::SlToVlMappingTable,
+                amod: set.amod,
+                data: set.table.to_data(),
+            })
+        }
         Target::PKeys { .. } => None,
     }
 }
@@ -181,6 +212,10 @@ async fn execute<T: Transport>(
                     Target::Port { node, port } => (node, format!("Set PortInfo port {port} failed: {e}")),
                     Target::PKeys { node, port } => (node, format!("Set P_KeyTable port {port} failed: {e}")),
                     Target::SwitchInfo { node } => (node, format!("Set SwitchInfo failed: {e}")),
+                    Target::Sl2Vl { index } => {
+                        let set = &ctx.plan.sl2vl[index as usize];
+                        (set.node, format!("Set SLtoVLMappingTable {:#x} failed: {e}", set.amod))
+                    }
                     Target::Lft { node, block } => {
                         // Forget what we believe is there so the next sweep resends it.
                         cache.tables.remove(&subnet.node(node).guid());
@@ -210,6 +245,12 @@ async fn execute<T: Transport>(
                 }
             }
             Target::PKeys { .. } => report.pkey_sets += 1,
+            Target::Sl2Vl { index } => {
+                report.sl2vl_sets += 1;
+                let set = &ctx.plan.sl2vl[index as usize];
+                let vls = set.table.vl.iter().copied().max().unwrap_or(0) + 1;
+                cache.sl2vl.remember(subnet.node(set.node).guid(), set.amod, vls);
+            }
             Target::SwitchInfo { node } => {
                 report.switch_info_sets += 1;
                 if let Ok(si) = SwitchInfoRepr::parse_data(&data) {

@@ -89,10 +89,11 @@ pub type SwitchTables = HashMap<NodeId, Vec<u8>>;
 /// Runs the engine chain (e.g. `ftree,updn,minhop`): the first engine that
 /// applies routes the fabric. Returns each switch's table and notes worth
 /// reporting (engines passed over, disconnected parts).
-pub fn compute(view: &RoutingView, chain: &[String]) -> Result<(SwitchTables, Vec<String>), RouteError> {
+pub fn compute(view: &RoutingView, chain: &[String], max_vls: u8) -> Result<Computed, RouteError> {
     let kinds = parse_chain(chain)?;
     let mut notes = Vec::new();
-    let routes = match route_chain(&kinds, &view.fabric, &EngineOptions::default()) {
+    let options = EngineOptions { max_vls, ..EngineOptions::default() };
+    let routes = match route_chain(&kinds, &view.fabric, &options) {
         Ok(outcome) => {
             for (kind, why) in &outcome.skipped {
                 notes.push(format!("{kind} passed over: {why}"));
@@ -103,14 +104,24 @@ pub fn compute(view: &RoutingView, chain: &[String]) -> Result<(SwitchTables, Ve
             notes.push(e.to_string());
             match e.partial_routes() {
                 Some(r) => r.clone(),
-                None => return Ok((HashMap::new(), notes)),
+                None => return Ok(Computed { tables: HashMap::new(), path_sl: None, notes }),
             }
         }
     };
     // The engine's tables move into the plan: at 50,000 LIDs and 4,000
     // switches each copy is 200 MB.
-    let out = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
-    Ok((out, notes))
+    let path_sl = routes.sl;
+    let tables = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
+    Ok(Computed { tables, path_sl, notes })
+}
+
+/// What routing produced for the SM.
+pub struct Computed {
+    pub tables: SwitchTables,
+    /// The SL of every (source switch, DLID) route, for engines that layer
+    /// routes onto VLs; indexed like `RoutingView::switch_nodes`.
+    pub path_sl: Option<ibsm_routing::lft::PathSl>,
+    pub notes: Vec<String>,
 }
 
 /// Parses engine names; an empty chain means minhop.
