@@ -4,7 +4,8 @@
 //!     cargo run --release -p ibsm-routing --example sssp_bench -- [--validate] [--weighted] [ENGINE...] [HOSTS...]
 //!
 //! ENGINE is `sssp` or `dfsssp` (default both); HOSTS picks among 3888
-//! (12 pods) and 11664 (full), default both; `648` adds the 2-level tree.
+//! (12 pods) and 11664 (full), default both; `648` adds the 2-level tree;
+//! `torus:AxBxC[:H]` adds a torus with H hosts per switch (default 1).
 //! Peak memory of a single case: run it under `/usr/bin/time -v` with one
 //! engine and one size.
 //!
@@ -20,7 +21,7 @@ use std::time::Instant;
 
 use ibsm_routing::sssp::{dfsssp_with, sssp_with, DfssspConfig, PathChoice, SsspConfig};
 use ibsm_routing::testfab::FatTree;
-use ibsm_routing::{validate, EngineOptions, RoutingFabric};
+use ibsm_routing::{validate, EndPort, EngineOptions, PortEnd, RoutingError, RoutingFabric, Switch, SwitchId};
 
 fn cpu_ns() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
@@ -48,13 +49,24 @@ fn main() {
         engines = vec!["sssp", "dfsssp"];
     }
     let mut sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
-    if sizes.is_empty() {
+    let tori: Vec<&str> = args.iter().filter_map(|a| a.strip_prefix("torus:")).collect();
+    if sizes.is_empty() && tori.is_empty() {
         sizes = vec![3888, 11664];
     }
     println!(
-        "{:<8} {:<26} {:>7} {:>6} {:>6} {:>10} {:>10} {:>7} {:>8} {:>9}",
+        "{:<8} {:<26} {:>7} {:>6} {:>6} {:>10} {:>10} {:>22} {:>8} {:>9}",
         "engine", "fabric", "hosts", "sw", "LIDs", "route ms", "(wall ms)", "layers", "EFI", "paths"
     );
+    for t in tori {
+        let mut parts = t.split(':');
+        let dims: Vec<usize> = parts.next().unwrap_or("").split('x').filter_map(|d| d.parse().ok()).collect();
+        let hosts: u8 = parts.next().and_then(|h| h.parse().ok()).unwrap_or(1);
+        let f = torus(&dims, hosts);
+        let name = format!("torus {t}");
+        for &e in &engines {
+            run(e, &name, &f, paths, do_validate);
+        }
+    }
     for hosts in sizes {
         let (name, ft) = match hosts {
             648 => ("2-level radix 36 (full)", FatTree::full(36, 2)),
@@ -73,16 +85,23 @@ fn main() {
 }
 
 fn run(engine: &str, name: &str, f: &RoutingFabric, paths: PathChoice, do_validate: bool) {
-    let opts = EngineOptions::default();
+    let opts = EngineOptions { max_vls: 15, ..EngineOptions::default() };
     let cfg = SsspConfig { paths };
-    let ((routes, layers), cpu, wall) = timed(|| match engine {
-        "sssp" => (sssp_with(f, &opts, &cfg).expect("a fat tree is connected"), "-".to_string()),
-        _ => {
-            let (r, l) = dfsssp_with(f, &opts, &DfssspConfig { sssp: cfg.clone(), balance: true })
-                .expect("a fat tree routes on one layer");
-            (r, format!("{}", l.needed))
-        }
+    let (out, cpu, wall) = timed(|| match engine {
+        "sssp" => Ok((sssp_with(f, &opts, &cfg).expect("connected"), "-".to_string())),
+        _ => match dfsssp_with(f, &opts, &DfssspConfig { sssp: cfg.clone(), balance: true }) {
+            Ok((r, l)) => Ok((r, format!("{} {:?}", l.needed, l.method))),
+            Err(RoutingError::TooFewVls { needed, .. }) => Err(needed),
+            Err(e) => panic!("{e}"),
+        },
     });
+    let (routes, layers) = match out {
+        Ok(x) => x,
+        Err(needed) => {
+            println!("{engine:<8} {name:<26} needs {needed} VLs ({cpu:.0} ms)");
+            return;
+        }
+    };
     let (efi, valid) = if do_validate {
         let rep = validate(f, &routes);
         let v = match (rep.is_clean() && rep.fully_connected(), rep.all_minimal()) {
@@ -95,7 +114,7 @@ fn run(engine: &str, name: &str, f: &RoutingFabric, paths: PathChoice, do_valida
         ("-".into(), "-".into())
     };
     println!(
-        "{:<8} {:<26} {:>7} {:>6} {:>6} {:>10.0} {:>10.0} {:>7} {:>8} {:>9}",
+        "{:<8} {:<26} {:>7} {:>6} {:>6} {:>10.0} {:>10.0} {:>22} {:>8} {:>9}",
         engine,
         name,
         f.num_end_ports(),
@@ -107,4 +126,47 @@ fn run(engine: &str, name: &str, f: &RoutingFabric, paths: PathChoice, do_valida
         efi,
         valid
     );
+}
+
+/// A torus (a ring per dimension) with `hosts` hosts per switch; LIDs go
+/// to hosts first.
+fn torus(dims: &[usize], hosts: u8) -> RoutingFabric {
+    let n: usize = dims.iter().product();
+    let nd = dims.len();
+    let mut b = RoutingFabric::builder();
+    let mut lid = 1u16;
+    let mut eps = Vec::new();
+    for s in 0..n {
+        for h in 0..hosts {
+            let node = 0x0010_0000 + ((s as u64) << 8) + u64::from(h) * 2;
+            eps.push(b.add_end_port(EndPort::new(node, node + 1, 1, lid)).unwrap());
+            lid += 1;
+        }
+    }
+    let sws: Vec<SwitchId> = (0..n)
+        .map(|s| {
+            let id = b.add_switch(Switch::new(0x0020_0000 + s as u64, 2 * nd as u8 + hosts, lid)).unwrap();
+            lid += 1;
+            id
+        })
+        .collect();
+    let mut stride = 1;
+    for (i, &k) in dims.iter().enumerate() {
+        for s in 0..n {
+            let c = (s / stride) % k;
+            if k < 2 || (k == 2 && c == 1) {
+                continue;
+            }
+            let t = s - c * stride + ((c + 1) % k) * stride;
+            b.connect(PortEnd::Switch(sws[s], 2 * i as u8 + 1), PortEnd::Switch(sws[t], 2 * i as u8 + 2)).unwrap();
+        }
+        stride *= k;
+    }
+    for s in 0..n {
+        for h in 0..hosts {
+            let e = eps[s * usize::from(hosts) + usize::from(h)];
+            b.connect(PortEnd::End(e), PortEnd::Switch(sws[s], 2 * nd as u8 + 1 + h)).unwrap();
+        }
+    }
+    b.build().unwrap()
 }

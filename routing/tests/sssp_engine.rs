@@ -86,8 +86,8 @@ fn tori_are_layered_acyclically() {
         assert_eq!(max_sl(&d) + 1, layering.needed);
         assert_eq!(cyclic_sls(&f, &d), Vec::<u8>::new(), "torus {dims:?}");
         println!(
-            "torus {dims:?}: {} layers, {} cycles broken, paths per layer {:?}",
-            layering.needed, layering.cycles_broken, layering.paths_per_layer
+            "torus {dims:?}: {} layers ({:?}), {} cycles broken, paths per layer {:?}",
+            layering.needed, layering.method, layering.cycles_broken, layering.paths_per_layer
         );
 
         let needed = layering.needed;
@@ -335,4 +335,30 @@ fn switch_lids_are_routed_to_port_zero_and_charge_nothing() {
             );
         }
     }
+}
+
+/// Larger irregular fabrics need several layers (both heuristics get
+/// exercised); whatever the count, each layer must be acyclic and the
+/// reported count must be the SLs used.
+#[test]
+fn random_fabrics_need_layers_and_every_layer_is_acyclic() {
+    let spec = RandomSpec { switches: 40, extra_links: 50, max_hosts_per_switch: 3, max_lmc: 1 };
+    let mut methods = std::collections::BTreeMap::new();
+    for seed in 0..24 {
+        let f = testfab::random_connected(100 + seed, spec);
+        match dfsssp_with(&f, &opts(15), &unbalanced()) {
+            Ok((r, layering)) => {
+                assert_valid_minimal(&f, &r, &format!("seed {seed}"));
+                assert_eq!(max_sl(&r) + 1, layering.needed, "seed {seed}");
+                assert_eq!(cyclic_sls(&f, &r), Vec::<u8>::new(), "seed {seed}");
+                assert_eq!(layering.paths_per_layer.len(), usize::from(layering.needed));
+                assert!(layering.paths_per_layer.iter().all(|&n| n > 0), "no empty layer: {layering:?}");
+                *methods.entry((layering.needed, format!("{:?}", layering.method))).or_insert(0) += 1;
+            }
+            Err(RoutingError::TooFewVls { needed, .. }) => assert!(needed > 15),
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+    println!("(layers, method) -> fabrics: {methods:?}");
+    assert!(methods.keys().any(|(n, _)| *n >= 3), "some fabric needs 3+ layers: {methods:?}");
 }

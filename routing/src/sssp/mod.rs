@@ -283,7 +283,7 @@ impl Net {
     }
 
     /// The reverse channel of `c`.
-    fn reverse(&self, c: usize) -> usize {
+    pub(crate) fn reverse(&self, c: usize) -> usize {
         self.base[self.head[c] as usize] as usize + self.in_local[c] as usize
     }
 }
