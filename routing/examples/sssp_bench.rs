@@ -4,7 +4,8 @@
 //!     cargo run --release -p ibsm-routing --example sssp_bench -- [--validate] [--weighted] [ENGINE...] [HOSTS...]
 //!
 //! ENGINE is `sssp` or `dfsssp` (default both); HOSTS picks among 3888
-//! (12 pods) and 11664 (full), default both; `648` adds the 2-level tree;
+//! (12 pods) and 11664 (full), default both; `648` adds the 2-level tree,
+//! `45056` a 3-level radix-64 tree of 44 pods (48,896 LIDs);
 //! `torus:AxBxC[:H]` adds a torus with H hosts per switch (default 1).
 //! Peak memory of a single case: run it under `/usr/bin/time -v` with one
 //! engine and one size.
@@ -72,6 +73,7 @@ fn main() {
             648 => ("2-level radix 36 (full)", FatTree::full(36, 2)),
             3888 => ("3-level radix 36, 12 pods", FatTree::new(36, 3, 12 * 324)),
             11664 => ("3-level radix 36 (full)", FatTree::full(36, 3)),
+            45056 => ("3-level radix 64, 44 pods", FatTree::new(64, 3, 44 * 1024)),
             other => {
                 eprintln!("unknown size {other}");
                 continue;

@@ -362,3 +362,20 @@ fn random_fabrics_need_layers_and_every_layer_is_acyclic() {
     println!("(layers, method) -> fabrics: {methods:?}");
     assert!(methods.keys().any(|(n, _)| *n >= 3), "some fabric needs 3+ layers: {methods:?}");
 }
+
+/// The 11,664-host tree of the targets: ideal balance (hosts −
+/// radix/2 paths on the busiest link, as MinHop), minimal paths, one
+/// layer. Slow in debug builds:
+/// `cargo test --release -p ibsm-routing --test sssp_engine -- --ignored`.
+#[test]
+#[ignore]
+fn full_radix_36_three_level_tree() {
+    let f = FatTree::full(36, 3).build();
+    let (r, layering) = dfsssp_with(&f, &opts(8), &unbalanced()).unwrap();
+    assert_eq!(layering.needed, 1);
+    assert_eq!(max_sl(&r), 0);
+    let rep = validate(&f, &r);
+    assert!(rep.is_clean() && rep.all_minimal() && rep.delivered == rep.pairs, "{rep}");
+    assert_eq!(rep.inter_switch_load.max, 11_664 - 18, "{rep}");
+    assert_eq!(sssp(&f, &opts(8)).unwrap().lfts, r.lfts);
+}

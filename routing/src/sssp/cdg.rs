@@ -75,7 +75,8 @@
 //! destination-major, and the CDG counts.
 //!
 //! ## Balancing
-//! When fewer layers are needed than VLs exist, [`Layering::balance`] gives
+//! When fewer layers are needed than VLs exist, balancing (on by default,
+//! [`DfssspConfig::balance`](super::DfssspConfig::balance)) gives
 //! each spare VL to the layer with the most paths per VL and spreads that
 //! layer's paths over its VLs by (source switch's GUID rank + DLID). A
 //! subset of an acyclic layer is acyclic, so no new cycle check is needed.
@@ -118,7 +119,7 @@ pub struct Layering {
     /// Paths it moved off a layer, counted at every move.
     pub paths_moved: u64,
     /// Per layer, the SLs it was spread over: (first SL, count). One SL
-    /// per layer, equal to its index, until [`Layering::balance`].
+    /// per layer, equal to its index, unless balanced.
     pub sl_ranges: Vec<(u8, u8)>,
     /// SL (the layer until balanced) of `(lid, source switch)` at
     /// `lid * S + switch`.
