@@ -17,6 +17,7 @@ pub mod error;
 pub mod fabric;
 pub mod lft;
 pub mod minhop;
+pub mod sssp;
 pub mod testfab;
 
 pub use analysis::{trace, validate, validate_with_loads, Report};
