@@ -103,6 +103,7 @@ impl Default for EngineOptions {
 pub fn route(kind: EngineKind, fabric: &RoutingFabric, _options: &EngineOptions) -> Result<Routes, RoutingError> {
     match kind {
         EngineKind::MinHop => crate::minhop::minhop(fabric),
+        EngineKind::FTree => crate::ftree::ftree(fabric, _options),
         other => Err(RoutingError::NotApplicable { engine: other.name(), reason: "not implemented yet".into() }),
     }
 }
