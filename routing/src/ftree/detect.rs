@@ -129,6 +129,51 @@ fn bfs(f: &RoutingFabric, in_part: &[bool], sources: &[u32]) -> Vec<u32> {
     dist
 }
 
+/// Switches that ranking from the leaves put too high: a switch with no
+/// compute node, no neighbour farther from the leaves than itself (no
+/// parent) and all its neighbours in one connected part of the switches
+/// nearer the leaves. That is a leaf whose hosts are missing (or a top
+/// switch serving a single subtree, which works as well hanging below it):
+/// left as a root it would join the aggregation switches of one subtree
+/// from above, an up/down path back into the subtree that lets detours
+/// close credit loops. `d` is the distance from the nearest leaf.
+fn hostless_leaves(f: &RoutingFabric, in_part: &[bool], is_leaf: &[bool], d: &[u32]) -> Vec<usize> {
+    let ns = f.num_switches();
+    let max_d = (0..ns).filter(|&s| in_part[s] && d[s] != u32::MAX).map(|s| d[s]).max().unwrap_or(0);
+    let mut found = Vec::new();
+    // parts[g]: connected parts of the switches with d <= g.
+    let mut parts: Vec<UnionFind<usize>> = Vec::new();
+    for g in 0..max_d {
+        let mut uf = UnionFind::<usize>::new(ns);
+        for s in (0..ns).filter(|&s| in_part[s] && d[s] <= g) {
+            for e in f.switch_neighbors(SwitchId(s as u32)) {
+                if d[e.neighbor.index()] <= g {
+                    uf.union(s, e.neighbor.index());
+                }
+            }
+        }
+        parts.push(uf);
+    }
+    for s in 0..ns {
+        if !in_part[s] || is_leaf[s] || d[s] == 0 || d[s] == u32::MAX {
+            continue;
+        }
+        let nbrs = f.switch_neighbors(SwitchId(s as u32));
+        let below = d[s] - 1;
+        // Any neighbour not one step nearer the leaves (a parent, a peer at
+        // the same distance, a loop cable) disqualifies.
+        if nbrs.iter().any(|e| d[e.neighbor.index()] != below) {
+            continue;
+        }
+        let uf = &parts[below as usize];
+        let first = uf.find(nbrs[0].neighbor.index());
+        if nbrs.iter().all(|e| uf.find(e.neighbor.index()) == first) {
+            found.push(s);
+        }
+    }
+    found
+}
+
 /// Finds the fat tree in the largest connected part of `f` that holds a
 /// switch, or says why there is none.
 ///
@@ -178,8 +223,18 @@ pub(super) fn detect(f: &RoutingFabric, options: &EngineOptions) -> Result<Tree,
     let rank: Vec<u32>;
     let leaf_rank: u32;
     if options.root_guids.is_empty() {
-        let leaves: Vec<u32> = (0..ns as u32).filter(|&s| has_cn[s as usize]).collect();
-        let d = bfs(f, &in_part, &leaves);
+        let mut is_leaf = has_cn.clone();
+        let d = loop {
+            let leaves: Vec<u32> = (0..ns as u32).filter(|&s| is_leaf[s as usize]).collect();
+            let d = bfs(f, &in_part, &leaves);
+            let hostless = hostless_leaves(f, &in_part, &is_leaf, &d);
+            if hostless.is_empty() {
+                break d;
+            }
+            for s in hostless {
+                is_leaf[s] = true;
+            }
+        };
         leaf_rank = (0..ns).filter(|&s| in_part[s]).map(|s| d[s]).max().unwrap_or(0);
         rank = d.iter().map(|&x| if x == u32::MAX { x } else { leaf_rank - x }).collect();
     } else {
