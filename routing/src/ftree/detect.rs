@@ -130,48 +130,152 @@ fn bfs(f: &RoutingFabric, in_part: &[bool], sources: &[u32]) -> Vec<u32> {
 }
 
 /// Switches that ranking from the leaves put too high: a switch with no
-/// compute node, no neighbour farther from the leaves than itself (no
-/// parent) and all its neighbours in one connected part of the switches
-/// nearer the leaves. That is a leaf whose hosts are missing (or a top
+/// compute node, two cables from the nearest leaf, no neighbour
+/// farther from the leaves than itself (no parent) and all its neighbours
+/// in one connected part of the switches nearer the leaves. That is a leaf whose hosts are missing (or a top
 /// switch serving a single subtree, which works as well hanging below it):
 /// left as a root it would join the aggregation switches of one subtree
 /// from above, an up/down path back into the subtree that lets detours
 /// close credit loops. `d` is the distance from the nearest leaf.
 fn hostless_leaves(f: &RoutingFabric, in_part: &[bool], is_leaf: &[bool], d: &[u32]) -> Vec<usize> {
     let ns = f.num_switches();
-    let max_d = (0..ns).filter(|&s| in_part[s] && d[s] != u32::MAX).map(|s| d[s]).max().unwrap_or(0);
     let mut found = Vec::new();
-    // parts[g]: connected parts of the switches with d <= g.
-    let mut parts: Vec<UnionFind<usize>> = Vec::new();
-    for g in 0..max_d {
-        let mut uf = UnionFind::<usize>::new(ns);
-        for s in (0..ns).filter(|&s| in_part[s] && d[s] <= g) {
-            for e in f.switch_neighbors(SwitchId(s as u32)) {
-                if d[e.neighbor.index()] <= g {
-                    uf.union(s, e.neighbor.index());
-                }
+    // Connected parts of the switches at most one cable from a leaf.
+    let mut uf = UnionFind::<usize>::new(ns);
+    for s in (0..ns).filter(|&s| in_part[s] && d[s] <= 1) {
+        for e in f.switch_neighbors(SwitchId(s as u32)) {
+            if d[e.neighbor.index()] <= 1 {
+                uf.union(s, e.neighbor.index());
             }
         }
-        parts.push(uf);
     }
     for s in 0..ns {
-        if !in_part[s] || is_leaf[s] || d[s] == 0 || d[s] == u32::MAX {
+        // Exactly two cables from a leaf: one cable away it would become a
+        // leaf cabled to leaves; farther away, making it a leaf would pull
+        // its neighbours down a rank, below their other neighbours.
+        if !in_part[s] || is_leaf[s] || d[s] != 2 {
             continue;
         }
         let nbrs = f.switch_neighbors(SwitchId(s as u32));
-        let below = d[s] - 1;
         // Any neighbour not one step nearer the leaves (a parent, a peer at
         // the same distance, a loop cable) disqualifies.
-        if nbrs.iter().any(|e| d[e.neighbor.index()] != below) {
+        if nbrs.iter().any(|e| d[e.neighbor.index()] != 1) {
             continue;
         }
-        let uf = &parts[below as usize];
         let first = uf.find(nbrs[0].neighbor.index());
         if nbrs.iter().all(|e| uf.find(e.neighbor.index()) == first) {
             found.push(s);
         }
     }
     found
+}
+
+/// What checking a ranking needs.
+struct RankCheck<'a> {
+    f: &'a RoutingFabric,
+    in_part: &'a [bool],
+    /// Tree switches by GUID, so reasons do not depend on discovery order.
+    by_guid: &'a [usize],
+    is_cn: &'a [bool],
+    has_end_ports: &'a [bool],
+}
+
+impl RankCheck<'_> {
+    /// Whether `rank` makes a fat tree: compute nodes only at the deepest
+    /// rank, cables only between adjacent ranks. The reason names the
+    /// first offender.
+    fn check(&self, rank: &[u32]) -> Result<(), String> {
+        let f = self.f;
+        let guid = |s: usize| f.switch(SwitchId(s as u32)).guid;
+        let leaf_rank = self.by_guid.iter().map(|&s| rank[s]).max().unwrap_or(0);
+        for e in f.end_port_ids() {
+            if !self.is_cn[e.index()] {
+                continue;
+            }
+            if let Some((s, _)) = f.attached_switch(e) {
+                let r = rank[s.index()];
+                if r != leaf_rank {
+                    return Err(format!(
+                        "end port {:#018x} (a compute node) is attached to a non-leaf switch {:#018x} at rank {r}; \
+                         the leaves are at rank {leaf_rank}",
+                        f.end_port(e).port_guid,
+                        guid(s.index())
+                    ));
+                }
+            }
+        }
+        for &s in self.by_guid {
+            let mut nbrs: Vec<usize> =
+                f.switch_neighbors(SwitchId(s as u32)).iter().map(|e| e.neighbor.index()).filter(|&n| n != s).collect();
+            nbrs.sort_by_key(|&n| guid(n));
+            for n in nbrs {
+                let (a, b) = (rank[s], rank[n]);
+                if a == b {
+                    let both = if self.has_end_ports[s] && self.has_end_ports[n] { " (both have end ports)" } else { "" };
+                    return Err(format!(
+                        "switch {:#018x} at rank {a} has a link to switch {:#018x} at rank {b}{both}",
+                        guid(s),
+                        guid(n)
+                    ));
+                }
+                if a.abs_diff(b) > 1 {
+                    return Err(format!(
+                        "switch {:#018x} at rank {a} has a link to switch {:#018x} at rank {b}, skipping a rank",
+                        guid(s),
+                        guid(n)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Ranks without given roots. First by distance from the nearest leaf
+/// (`rank = deepest - distance`, OpenSM's way), after turning hostless
+/// leaves back into leaves. That ranking is taken when it is consistent and
+/// every switch below the top has a parent. Otherwise subtrees with no
+/// compute node at all may hang upside down (their far ends look like
+/// roots): then the switches with no parent at each distance, nearest
+/// first, are tried as roots, ranking by distance from them; the first
+/// consistent one wins. Failing that, the first ranking if it was
+/// consistent, or its reason.
+fn rank_from_leaves(ctx: &RankCheck<'_>, has_cn: &[bool]) -> Result<Vec<u32>, RoutingError> {
+    let (f, in_part) = (ctx.f, ctx.in_part);
+    let ns = f.num_switches();
+    let mut is_leaf = has_cn.to_vec();
+    let d = loop {
+        let leaves: Vec<u32> = (0..ns as u32).filter(|&s| is_leaf[s as usize]).collect();
+        let d = bfs(f, in_part, &leaves);
+        let hostless = hostless_leaves(f, in_part, &is_leaf, &d);
+        if hostless.is_empty() {
+            break d;
+        }
+        for s in hostless {
+            is_leaf[s] = true;
+        }
+    };
+    let max_d = ctx.by_guid.iter().map(|&s| d[s]).max().unwrap_or(0);
+    let plain: Vec<u32> = d.iter().map(|&x| if x == u32::MAX { x } else { max_d - x }).collect();
+    let plain_ok = ctx.check(&plain);
+    // A switch with no neighbour farther from the leaves: a root if at the
+    // top, hanging upside down if below it.
+    let parentless =
+        |s: usize| f.switch_neighbors(SwitchId(s as u32)).iter().all(|e| d[e.neighbor.index()] <= d[s]);
+    if plain_ok.is_ok() && ctx.by_guid.iter().all(|&s| d[s] == max_d || !parentless(s)) {
+        return Ok(plain);
+    }
+    for top in 1..=max_d {
+        let roots: Vec<u32> = ctx.by_guid.iter().filter(|&&s| d[s] == top && parentless(s)).map(|&s| s as u32).collect();
+        if roots.is_empty() {
+            continue;
+        }
+        let rank = bfs(f, in_part, &roots);
+        if ctx.check(&rank).is_ok() {
+            return Ok(rank);
+        }
+    }
+    plain_ok.map(|()| plain).map_err(refuse)
 }
 
 /// Finds the fat tree in the largest connected part of `f` that holds a
@@ -220,23 +324,11 @@ pub(super) fn detect(f: &RoutingFabric, options: &EngineOptions) -> Result<Tree,
     }
 
     // Ranks: 0 at the roots, growing downwards.
-    let rank: Vec<u32>;
-    let leaf_rank: u32;
-    if options.root_guids.is_empty() {
-        let mut is_leaf = has_cn.clone();
-        let d = loop {
-            let leaves: Vec<u32> = (0..ns as u32).filter(|&s| is_leaf[s as usize]).collect();
-            let d = bfs(f, &in_part, &leaves);
-            let hostless = hostless_leaves(f, &in_part, &is_leaf, &d);
-            if hostless.is_empty() {
-                break d;
-            }
-            for s in hostless {
-                is_leaf[s] = true;
-            }
-        };
-        leaf_rank = (0..ns).filter(|&s| in_part[s]).map(|s| d[s]).max().unwrap_or(0);
-        rank = d.iter().map(|&x| if x == u32::MAX { x } else { leaf_rank - x }).collect();
+    let mut by_guid: Vec<usize> = (0..ns).filter(|&s| in_part[s]).collect();
+    by_guid.sort_by_key(|&s| guid(s));
+    let ctx = RankCheck { f, in_part: &in_part, by_guid: &by_guid, is_cn: &is_cn, has_end_ports: &has_end_ports };
+    let rank: Vec<u32> = if options.root_guids.is_empty() {
+        rank_from_leaves(&ctx, &has_cn)?
     } else {
         let wanted: HashSet<u64> = options.root_guids.iter().copied().collect();
         let roots: Vec<u32> =
@@ -244,53 +336,11 @@ pub(super) fn detect(f: &RoutingFabric, options: &EngineOptions) -> Result<Tree,
         if roots.is_empty() {
             return Err(refuse(format!("none of the {} root GUIDs names a switch of this fabric", wanted.len())));
         }
-        rank = bfs(f, &in_part, &roots);
-        leaf_rank = (0..ns).filter(|&s| in_part[s]).map(|s| rank[s]).max().unwrap_or(0);
-        for e in f.end_port_ids() {
-            if !is_cn[e.index()] {
-                continue;
-            }
-            if let Some((s, _)) = f.attached_switch(e) {
-                let r = rank[s.index()];
-                if r != leaf_rank {
-                    return Err(refuse(format!(
-                        "end port {:#018x} (a compute node) is attached to a non-leaf switch {:#018x} at rank {r}; \
-                         the leaves are at rank {leaf_rank}",
-                        f.end_port(e).port_guid,
-                        guid(s.index())
-                    )));
-                }
-            }
-        }
-    }
-
-    // Cables must join adjacent ranks; checked in GUID order so the reason
-    // does not depend on discovery order.
-    let mut by_guid: Vec<usize> = (0..ns).filter(|&s| in_part[s]).collect();
-    by_guid.sort_by_key(|&s| guid(s));
-    for &s in &by_guid {
-        let mut nbrs: Vec<usize> =
-            f.switch_neighbors(SwitchId(s as u32)).iter().map(|e| e.neighbor.index()).filter(|&n| n != s).collect();
-        nbrs.sort_by_key(|&n| guid(n));
-        for n in nbrs {
-            let (a, b) = (rank[s], rank[n]);
-            if a == b {
-                let both = if has_end_ports[s] && has_end_ports[n] { " (both have end ports)" } else { "" };
-                return Err(refuse(format!(
-                    "switch {:#018x} at rank {a} has a link to switch {:#018x} at rank {b}{both}",
-                    guid(s),
-                    guid(n)
-                )));
-            }
-            if a.abs_diff(b) > 1 {
-                return Err(refuse(format!(
-                    "switch {:#018x} at rank {a} has a link to switch {:#018x} at rank {b}, skipping a rank",
-                    guid(s),
-                    guid(n)
-                )));
-            }
-        }
-    }
+        let rank = bfs(f, &in_part, &roots);
+        ctx.check(&rank).map_err(refuse)?;
+        rank
+    };
+    let leaf_rank = by_guid.iter().map(|&s| rank[s]).max().unwrap_or(0);
     let levels = leaf_rank + 1;
     if levels < u32::from(MIN_LEVELS) {
         return Err(refuse(format!(
