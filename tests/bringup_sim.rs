@@ -142,3 +142,33 @@ fn ibsim_example_nets() {
     }
     assert!(seen >= 4, "expected the ibsim example nets, found {seen}");
 }
+
+#[test]
+fn lmc_2_gives_aligned_ranges_and_routes_every_lid() {
+    let topo = Topology::from_spec_or_file("fattree2:radix=8,leaves=4,spines=2,hosts=4").unwrap();
+    let fabric = FabricBuilder::new(&topo).seed(7).build_shared().unwrap();
+    let host = topo.hosts().next().unwrap();
+    let dev = SimDevice::attach(&fabric, host, 1).unwrap();
+    let (transport, _unsolicited) = MadTransport::spawn(dev, txn());
+    let config = SmConfig { lmc: 2, ..SmConfig::default() };
+    let mut sm = SubnetManager::new(transport, config, false);
+    let report = runtime().block_on(sm.sweep()).expect("sweep");
+    assert!(report.subnet_up(), "{:?}", report.inactive);
+    let f = fabric.lock().unwrap();
+    for h in topo.hosts() {
+        let port = PortRef { node: h, port: 1 };
+        let base = f.lid_of(port).unwrap().0;
+        assert_eq!(f.port_info(port).unwrap().lmc, 2);
+        assert_eq!(base % 4, 0, "LID {base} is not aligned to 2^LMC");
+        for offset in 0..4 {
+            let lid = Lid(base + offset);
+            for sw in topo.switches() {
+                let path = f.trace_lid_route(sw, lid).unwrap_or_else(|e| panic!("LID {lid} from switch: {e}"));
+                assert_eq!(path.last().copied(), Some(port));
+            }
+        }
+    }
+    // Switch port 0 (base, not enhanced) keeps LMC 0.
+    let sw = topo.switches().next().unwrap();
+    assert_eq!(f.port_info(PortRef { node: sw, port: 0 }).unwrap().lmc, 0);
+}
