@@ -14,7 +14,7 @@ fn opts() -> EngineOptions {
 }
 
 /// Every check that holds on any full tree.
-fn check_full_tree(ft: FatTree, all_shifts: bool) -> (RoutingFabric, Routes) {
+fn check_full_tree(ft: FatTree) -> (RoutingFabric, Routes) {
     let f = ft.build();
     let r = ftree(&f, &opts()).unwrap_or_else(|e| panic!("{ft:?}: {e}"));
     let rep = validate(&f, &r);
@@ -38,9 +38,7 @@ fn check_full_tree(ft: FatTree, all_shifts: bool) -> (RoutingFabric, Routes) {
     assert_eq!(lay.levels, ft.levels);
     assert_eq!(lay.compute_nodes, f.end_port_ids().collect::<Vec<_>>(), "{ft:?}: index order");
     let n = lay.compute_nodes.len();
-    let shifts: Vec<usize> =
-        if all_shifts { (1..n).collect() } else { (1..n).step_by(97).chain([n / 2, n - 1]).collect() };
-    let (worst, k) = shift_max_load(&f, &r, &lay.compute_nodes, shifts.into_iter());
+    let (worst, k) = shift_max_load(&f, &r, &lay.compute_nodes, 1..n);
     assert_eq!(worst, 1, "{ft:?}: shift {k} puts {worst} flows on one cable");
     (f, r)
 }
@@ -48,7 +46,7 @@ fn check_full_tree(ft: FatTree, all_shifts: bool) -> (RoutingFabric, Routes) {
 #[test]
 fn two_level_full_trees_are_minimal_and_contention_free() {
     for radix in [4, 8, 16, 36] {
-        let (f, r) = check_full_tree(FatTree::full(radix, 2), true);
+        let (f, r) = check_full_tree(FatTree::full(radix, 2));
         // On two levels even switch-to-switch detours are shortest paths.
         let rep = validate(&f, &r);
         assert!(rep.all_minimal(), "radix {radix}: {rep}");
@@ -60,7 +58,7 @@ fn two_level_full_trees_are_minimal_and_contention_free() {
 fn three_and_four_level_full_trees_are_contention_free() {
     for ft in [FatTree::full(4, 3), FatTree::full(8, 3), FatTree::full(16, 3), FatTree::full(4, 4), FatTree::full(6, 4)]
     {
-        check_full_tree(ft, true);
+        check_full_tree(ft);
     }
 }
 
@@ -153,10 +151,11 @@ fn given_roots_match_detected_ones() {
     assert_eq!(auto, given);
 }
 
-/// The 11,664-host tree: too slow for the debug test suite; run with
+/// The 11,664-host tree, all 11,663 shifts (~35 s in release): too slow for
+/// the test suite; run with
 /// `cargo test --release -p ibsm-routing --test ftree_full -- --ignored`.
 #[test]
 #[ignore]
 fn radix_36_three_levels() {
-    check_full_tree(FatTree::full(36, 3), false);
+    check_full_tree(FatTree::full(36, 3));
 }

@@ -102,7 +102,8 @@ proptest! {
 fn random_trees_with_hosts_on_leaves_route() {
     let mut routed = 0;
     for seed in 0..200u64 {
-        let f = random_connected(seed, RandomSpec { switches: 10, extra_links: 0, max_hosts_per_switch: 2, max_lmc: 0 });
+        let f =
+            random_connected(seed, RandomSpec { switches: 10, extra_links: 0, max_hosts_per_switch: 2, max_lmc: 0 });
         if let Ok(r) = ftree(&f, &EngineOptions::default()) {
             let rep = validate(&f, &r);
             assert!(rep.is_clean() && rep.fully_connected(), "seed {seed}: {rep}");

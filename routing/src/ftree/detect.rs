@@ -211,7 +211,8 @@ impl RankCheck<'_> {
             for n in nbrs {
                 let (a, b) = (rank[s], rank[n]);
                 if a == b {
-                    let both = if self.has_end_ports[s] && self.has_end_ports[n] { " (both have end ports)" } else { "" };
+                    let both =
+                        if self.has_end_ports[s] && self.has_end_ports[n] { " (both have end ports)" } else { "" };
                     return Err(format!(
                         "switch {:#018x} at rank {a} has a link to switch {:#018x} at rank {b}{both}",
                         guid(s),
@@ -260,13 +261,13 @@ fn rank_from_leaves(ctx: &RankCheck<'_>, has_cn: &[bool]) -> Result<Vec<u32>, Ro
     let plain_ok = ctx.check(&plain);
     // A switch with no neighbour farther from the leaves: a root if at the
     // top, hanging upside down if below it.
-    let parentless =
-        |s: usize| f.switch_neighbors(SwitchId(s as u32)).iter().all(|e| d[e.neighbor.index()] <= d[s]);
+    let parentless = |s: usize| f.switch_neighbors(SwitchId(s as u32)).iter().all(|e| d[e.neighbor.index()] <= d[s]);
     if plain_ok.is_ok() && ctx.by_guid.iter().all(|&s| d[s] == max_d || !parentless(s)) {
         return Ok(plain);
     }
     for top in 1..=max_d {
-        let roots: Vec<u32> = ctx.by_guid.iter().filter(|&&s| d[s] == top && parentless(s)).map(|&s| s as u32).collect();
+        let roots: Vec<u32> =
+            ctx.by_guid.iter().filter(|&&s| d[s] == top && parentless(s)).map(|&s| s as u32).collect();
         if roots.is_empty() {
             continue;
         }

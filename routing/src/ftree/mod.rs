@@ -3,15 +3,31 @@
 //! communication patterns" (CCPE 2010).
 //!
 //! ## The tree
-//! Switches are ranked from the leaves (the switches compute nodes hang
-//! off) or from given roots, and the fabric is accepted as a fat tree when
-//! every switch-to-switch cable joins adjacent ranks, every compute node
-//! hangs off a leaf and there are 2 to 8 ranks. Partially populated trees
-//! (missing hosts, leaves or spines) and degraded ones (missing cables) are
-//! accepted as long as that holds and every end port can still reach every
-//! other going up, then down. Otherwise the engine returns
-//! [`RoutingError::NotApplicable`] naming the offending switch or port, so
-//! that a chain falls back to its next engine.
+//! Switches are ranked from given roots (distance from the nearest root) or
+//! from the leaves: the switches compute nodes hang off get the deepest
+//! rank, every other switch ranks by its distance from the nearest leaf.
+//! Two corrections keep partially populated trees the right way up: a
+//! switch with no compute node, two cables from a leaf, with no parent and
+//! all its neighbours in one subtree, is a leaf whose hosts are missing
+//! (left as a root it would join one pod's aggregation switches from above
+//! and let detours close credit loops); and when distances leave parentless
+//! switches below the top (a whole hostless sub-pod hangs upside down), the
+//! parentless switches at each distance, nearest first, are tried as roots.
+//!
+//! The fabric is accepted as a fat tree when every switch-to-switch cable
+//! joins adjacent ranks, every compute node hangs off a leaf and there are 2
+//! to 8 ranks; partially populated trees (missing hosts, leaves or spines)
+//! and degraded ones (missing cables) qualify as long as that holds and
+//! every end port can still reach every other going up, then down.
+//! Otherwise the engine returns [`RoutingError::NotApplicable`] naming the
+//! offending switch or port, so that a chain falls back to its next engine.
+//! A fabric in several connected parts is routed in its largest part that
+//! holds a switch and reported as [`RoutingError::Disconnected`].
+//!
+//! Compute nodes are `options.cn_guids` (port GUIDs), or every end port but
+//! `options.io_guids` when that list is empty. Only compute nodes define
+//! leaves; other end ports (storage on a spine, say) may hang off any rank
+//! and are routed after the compute nodes.
 //!
 //! ## Indexing
 //! Switches get a canonical order, top-down: inside each level by the
@@ -24,7 +40,8 @@
 //! "dummy" nodes), which keeps subtrees aligned. [`Layout::compute_nodes`]
 //! lists the compute nodes in index order (OpenSM's
 //! `opensm-ftree-ca-order.dump`): placing MPI ranks in that order makes
-//! shift all-to-all contention free.
+//! shift all-to-all contention free. The tables depend only on GUIDs, port
+//! numbers and cabling, not on the order switches were discovered in.
 //!
 //! ## Routing
 //! For every destination the ancestors of its switch forward down, every
@@ -33,28 +50,47 @@
 //! `W_{h+1} = W_h × (up cables at level h)`: D-mod-k routing, which on a
 //! full tree puts at most one flow of any shift permutation on a directed
 //! cable. Where that cable does not lie on a shortest up/down path (degraded
-//! trees) the least used one that does is taken. Parallel cables are
-//! distinct up cables. With LMC > 0 the offset is added to every digit, so
-//! the 2^LMC LIDs of a port leave by different up cables. Switch LIDs are
-//! routed the same way, indexed by the switch's order, and charge no
-//! counters.
+//! trees) the eligible one carrying the fewest routes is taken. Parallel
+//! cables are distinct up cables. With LMC > 0 the offset is added to every
+//! digit, so the 2^LMC LIDs of a port leave by different up cables. Switch
+//! LIDs are routed the same way, indexed by the switch's order, and charge
+//! no counters.
 //!
-//! Routes go up, then down, so they are free of credit loops on one VL.
-//! A degraded tree can leave a switch with no up/down path to another (a
-//! root that lost its cable to a subtree); that switch's own traffic, and
-//! traffic to switch LIDs, then takes a detour through a neighbour, and the
-//! tables are checked for credit loops: the engine refuses rather than
-//! return tables with one.
+//! ## Detours and credit loops
+//! Routes go up, then down, so they are free of credit loops on one VL. But
+//! not every pair of switches has an up/down path: two spines, two
+//! aggregation switches of one pod in different positions, a root that lost
+//! its cable to a subtree. Those switch-to-switch (management) routes turn
+//! from down to up once, all at one *turn leaf* (the first leaf below the
+//! most parentless switches), as OpenSM's `fabric_route_roots` does; with a
+//! single turning place no loop can close, since leaving the turn leaf
+//! upwards never leads back down into it. A switch that cannot reach the
+//! turn leaf either takes a neighbour that already routes the destination.
+//! Whenever detours exist, the tables' channel dependency graph is checked
+//! and the engine refuses rather than return tables with a credit loop (in
+//! practice only when every subtree of a small tree is damaged, so that
+//! detours must turn in two places). End ports never take detours: a tree
+//! where an end port has no up/down path to another is refused.
+//!
+//! The price: on three levels and more, switch-to-switch paths between
+//! switches outside the turn leaf's pod are longer than shortest. Shortest
+//! ones cannot be credit-loop free on one VL: agg a of pod P reaching agg b
+//! of P must turn at a leaf of P, agg b of pod Q reaching agg a of Q at a
+//! leaf of Q, and ordinary host traffic (leaf of P up b, core, down Q's b to
+//! that leaf; leaf of Q up a, core, down P's a) closes the loop. Every path
+//! from or to an end port is a shortest one.
 //!
 //! Differences from OpenSM: no `max_reverse_hops` (OpenSM's own manual says
 //! it can create credit loops); LMC > 0 is supported; trees do not have to
-//! be regular (OpenSM requires equal port-group counts per rank).
+//! be regular (OpenSM requires equal port-group counts per rank); degraded
+//! trees are routed instead of falling back to MinHop.
 //!
 //! ## Cost
 //! For each of S destination switches, O(S + E) for ancestors and up/down
 //! distances, then O(S) per LID for the table entries: O(S·(S + E) + S·L),
-//! plus sorting the switches. The 11,664-host 3-level tree takes well under
-//! a second on one core (`examples/ftree_bench.rs`).
+//! plus sorting the switches, plus O(L·S) for the credit-loop check when
+//! there are detours. The 11,664-host 3-level tree takes about 0.15 s on one
+//! core (`cargo run --release -p ibsm-routing --example ftree_bench`).
 
 mod cdg;
 mod detect;
@@ -138,4 +174,59 @@ pub fn ftree(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, 
         });
     }
     Ok(out.routes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testfab::FatTree;
+
+    /// The full 2-level radix-4 tree, every entry worked out by hand.
+    /// Leaves `sw-L1-c` (c = 0..4) have hosts on ports 1-2 and spine `j` on
+    /// port 3 + j; spine `j` has leaf `c` on port c + 1. Host `h-c-s` has
+    /// index 2c + s, so leaves send it up spine `(2c + s) mod 2 = s`.
+    /// Switch LIDs are indexed by canonical order: spines 0 and 1, then
+    /// leaves 2..=5, so a leaf sends leaf c's LID up spine `c mod 2`. Spines
+    /// have no up/down path to each other: they detour through the turn
+    /// leaf, leaf 0 (port 1).
+    #[test]
+    fn radix_4_two_levels_by_hand() {
+        let f = FatTree::full(4, 2).build();
+        let r = ftree(&f, &EngineOptions::default()).unwrap();
+        let sw = |name: &str| f.switch_ids().find(|&s| f.switch(s).name == name).unwrap();
+        let leaf = |c: usize| sw(&format!("sw-L1-{c}"));
+        let spine = |j: usize| sw(&format!("sw-L2-{j}"));
+        for e in f.end_port_ids() {
+            let lid = f.end_port(e).base_lid;
+            let (c, s) = (e.index() / 2, e.index() % 2);
+            for l in 0..4 {
+                let want = if l == c { s as u8 + 1 } else { 3 + s as u8 };
+                assert_eq!(r.port(leaf(l), lid), want, "leaf {l} to host {c}.{s}");
+            }
+            for j in 0..2 {
+                assert_eq!(r.port(spine(j), lid), c as u8 + 1, "spine {j} to host {c}.{s}");
+            }
+        }
+        for c in 0..4 {
+            let lid = f.switch(leaf(c)).base_lid;
+            for l in 0..4 {
+                let want = if l == c { 0 } else { 3 + (c % 2) as u8 };
+                assert_eq!(r.port(leaf(l), lid), want, "leaf {l} to leaf {c}");
+            }
+            for j in 0..2 {
+                assert_eq!(r.port(spine(j), lid), c as u8 + 1);
+            }
+        }
+        for j in 0..2 {
+            let lid = f.switch(spine(j)).base_lid;
+            for l in 0..4 {
+                assert_eq!(r.port(leaf(l), lid), 3 + j as u8, "leaf {l} to spine {j}");
+            }
+            assert_eq!(r.port(spine(j), lid), 0);
+            assert_eq!(r.port(spine(1 - j), lid), 1, "spine to spine through leaf 0");
+        }
+        let lay = layout(&f, &EngineOptions::default()).unwrap();
+        assert_eq!(lay.slots_per_leaf, 2);
+        assert_eq!(lay.leaves, (0..4).map(leaf).collect::<Vec<_>>());
+    }
 }
