@@ -60,12 +60,13 @@
 //! Routes go up, then down, so they are free of credit loops on one VL. But
 //! not every pair of switches has an up/down path: two spines, two
 //! aggregation switches of one pod in different positions, a root that lost
-//! its cable to a subtree. Those switch-to-switch (management) routes turn
-//! from down to up once, all at one *turn leaf* (the first leaf below the
-//! most parentless switches), as OpenSM's `fabric_route_roots` does; with a
-//! single turning place no loop can close, since leaving the turn leaf
-//! upwards never leads back down into it. A switch that cannot reach the
-//! turn leaf either takes a neighbour that already routes the destination.
+//! its cable to a subtree). Those switch-to-switch (management) routes head
+//! for one *turn leaf* (the first leaf below the most parentless switches)
+//! and turn from down to up once, there or at the first of its ancestors
+//! that routes the destination, as OpenSM's `fabric_route_roots` does: on a
+//! full tree, going up from the turn leaf's pod never leads back down into
+//! it, so no loop can close. A switch that cannot reach the turn leaf takes
+//! a neighbour that already routes the destination.
 //! Whenever detours exist, the tables' channel dependency graph is checked
 //! and the engine refuses rather than return tables with a credit loop (in
 //! practice only when every subtree of a small tree is damaged, so that
