@@ -35,26 +35,28 @@ pub(super) fn credit_loop(f: &RoutingFabric, t: &Tree, routes: &Routes) -> Optio
         }
     }
     const WORDS: usize = 4;
+    let ns = f.num_switches();
+    let slot0: Vec<usize> = (0..ns).map(|s| f.switch_port_slot(SwitchId(s as u32), 0)).collect();
+    let nports: Vec<u8> = f.switches().iter().map(|s| s.num_ports).collect();
     let mut deps = vec![0u64; slots * WORDS];
     for &x in &t.by_order {
-        let s = SwitchId(x);
-        let Some(table) = routes.lft(s) else { continue };
+        let xu = x as usize;
+        let Some(table) = routes.lfts.get(xu) else { continue };
         for (lid, &p) in table.ports.iter().enumerate() {
-            if p == 0 || p == UNROUTED || p > f.switch(s).num_ports {
+            // 0 is the switch itself, UNROUTED (255) is past any port.
+            if p == 0 || p > nports[xu] {
                 continue;
             }
-            let c = f.switch_port_slot(s, p);
-            let n = peer[c];
-            if n == u32::MAX {
+            let c = slot0[xu] + usize::from(p);
+            let n = peer[c] as usize;
+            if n == u32::MAX as usize {
                 continue;
             }
-            let q = routes.port(SwitchId(n), lid as u16);
-            if q == 0 || q == UNROUTED || q > f.switch(SwitchId(n)).num_ports {
+            let q = routes.lfts[n].ports.get(lid).copied().unwrap_or(UNROUTED);
+            if q == 0 || q > nports[n] || peer[slot0[n] + usize::from(q)] == u32::MAX {
                 continue;
             }
-            if peer[f.switch_port_slot(SwitchId(n), q)] != u32::MAX {
-                deps[c * WORDS + usize::from(q / 64)] |= 1 << (q % 64);
-            }
+            deps[c * WORDS + usize::from(q / 64)] |= 1 << (q % 64);
         }
     }
 
