@@ -159,3 +159,15 @@ fn given_roots_match_detected_ones() {
 fn radix_36_three_levels() {
     check_full_tree(FatTree::full(36, 3));
 }
+
+#[test]
+fn the_engine_chain_takes_ftree_on_a_tree() {
+    use ibsm_routing::{route, route_chain, EngineKind};
+    let f = FatTree::full(8, 3).build();
+    let direct = ftree(&f, &opts()).unwrap();
+    assert_eq!(route(EngineKind::FTree, &f, &opts()).unwrap(), direct);
+    let out = route_chain(&[EngineKind::FTree, EngineKind::MinHop], &f, &opts()).unwrap();
+    assert_eq!(out.engine, EngineKind::FTree);
+    assert!(out.skipped.is_empty());
+    assert_eq!(out.routes, direct);
+}
