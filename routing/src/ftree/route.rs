@@ -54,11 +54,13 @@ pub(super) struct Outcome {
 /// D-mod-k routing: on a full tree every directed cable carries at most one
 /// flow of any shift permutation (Zahavi et al.).
 ///
-/// Switches with no up/down path to `z` (only in degraded trees: a root
-/// that lost its cable to a subtree) get a detour through a neighbour that
-/// already routes `z`, children first; the caller checks those tables for
-/// credit loops. If such a switch has end ports of its own and `z` has end
-/// ports, the tree is refused: compute traffic must not take detours.
+/// Switches with no up/down path to `z` (one spine to another, aggregation
+/// switches in different positions, in degraded trees a root that lost its
+/// cable to a subtree) get a detour: towards the turn leaf when that leaf
+/// reaches `z`, else through a neighbour that already routes `z` (see
+/// `detour`); the caller checks such tables for credit loops. If such a
+/// switch has end ports of its own and `z` has end ports, the tree is
+/// refused: compute traffic must not take detours.
 ///
 /// Cost: for each of S destination switches, O(S + E) for the distances
 /// and O(S · m) for its m LIDs: O(S·(S + E) + S·L) in all, plus the tables.
