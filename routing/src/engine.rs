@@ -105,6 +105,7 @@ pub fn route(kind: EngineKind, fabric: &RoutingFabric, _options: &EngineOptions)
         EngineKind::MinHop => crate::minhop::minhop(fabric),
         EngineKind::Sssp => crate::sssp::sssp(fabric, _options),
         EngineKind::Dfsssp => crate::sssp::dfsssp(fabric, _options),
+        EngineKind::FTree => crate::ftree::ftree(fabric, _options),
         other => Err(RoutingError::NotApplicable { engine: other.name(), reason: "not implemented yet".into() }),
     }
 }

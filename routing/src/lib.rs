@@ -15,6 +15,7 @@ pub mod analysis;
 pub mod engine;
 pub mod error;
 pub mod fabric;
+pub mod ftree;
 pub mod lft;
 pub mod minhop;
 pub mod sssp;
