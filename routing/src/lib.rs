@@ -15,6 +15,7 @@ pub mod analysis;
 pub mod engine;
 pub mod error;
 pub mod fabric;
+pub mod guidfile;
 pub mod lft;
 pub mod minhop;
 pub mod testfab;
