@@ -154,7 +154,8 @@ mod tests {
 
     #[test]
     fn parses_hex_decimal_comments_blanks_and_trailing_text() {
-        let text = "# roots\n\n  0x0002c90300000001\n0X00000000000000FF # spine\n42\t spine-3 name\r\n   \n#0x5\n0x7#x\n";
+        let text =
+            "# roots\n\n  0x0002c90300000001\n0X00000000000000FF # spine\n42\t spine-3 name\r\n   \n#0x5\n0x7#x\n";
         assert_eq!(parse_guid_file(text, "roots").unwrap(), vec![0x0002_c903_0000_0001, 0xff, 42, 7]);
         let e = parse_guid_entries(text, "roots").unwrap();
         assert_eq!(e.iter().map(|e| e.line).collect::<Vec<_>>(), vec![3, 4, 5, 8]);

@@ -19,6 +19,7 @@ pub mod guidfile;
 pub mod lft;
 pub mod minhop;
 pub mod testfab;
+pub mod updn;
 
 pub use analysis::{trace, validate, validate_with_loads, Report};
 pub use engine::{route, route_chain, ChainOutcome, EngineKind, EngineOptions};
