@@ -78,8 +78,10 @@
 //! has most at three), also when a few links are missing; the centre of a
 //! mesh or random graph; every switch of a torus, where all are alike (the
 //! order is then a breadth-first search from the lowest GUID, a valid and
-//! classic up*/down* ranking). A connected part always gets at least one
-//! root. OpenSM instead asks for one distance bar above 90% of the CAs and
+//! classic up*/down* ranking). Switches cabled to exactly the same
+//! switches as a root are roots too: a spine with storage hosts of its own
+//! is nearer to them and would otherwise stand alone. A connected part
+//! always gets at least one root. OpenSM instead asks for one distance bar above 90% of the CAs and
 //! none other above 5%, which finds no root on a torus or an irregular
 //! graph (its updn then fails) and, on a two-level tree with more than 20
 //! leaves, also ranks every leaf a root. Switches without end ports count
@@ -154,8 +156,8 @@ pub struct UpDownOrder {
     /// Switch index -> rank (distance from the roots, or for dnup from the
     /// farthest-from-end-ports level).
     rank: Vec<u32>,
-    /// Per position, the end of its part's run.
-    part_end: Vec<u32>,
+    /// Per position, the run of positions its part occupies.
+    part: Vec<(u32, u32)>,
     roots: Vec<SwitchId>,
 }
 
@@ -207,7 +209,7 @@ impl UpDownOrder {
         let mut order = Vec::with_capacity(ns);
         let mut pos = vec![INF; ns];
         let mut rank = vec![INF; ns];
-        let mut part_end = vec![0u32; ns];
+        let mut part = vec![(0u32, 0u32); ns];
         let mut roots = Vec::new();
         let mut queue = Vec::new();
         let mut seen = vec![false; ns];
@@ -265,13 +267,13 @@ impl UpDownOrder {
                 }
             }
             debug_assert_eq!(order.len() - first, members.len());
-            let end = order.len() as u32;
+            let run = (first as u32, order.len() as u32);
             for s in members {
-                part_end[pos[s.index()] as usize] = end;
+                part[pos[s.index()] as usize] = run;
             }
         }
         roots.sort_by_key(|s| f.switch(*s).guid);
-        UpDownOrder { order, pos, rank, part_end, roots }
+        UpDownOrder { order, pos, rank, part, roots }
     }
 }
 
@@ -432,7 +434,22 @@ impl Parts {
             })
             .collect();
         let best = reach.iter().copied().min().unwrap_or(0);
-        members.iter().zip(&reach).filter(|(_, &r)| r == best).map(|(s, _)| *s).collect()
+        // Twins of a root (cabled to exactly the same switches) are roots:
+        // spines stay interchangeable when storage hosts hang off one.
+        let nbr_set = |s: SwitchId| {
+            let mut v: Vec<u32> = f.switch_neighbors(s).iter().map(|e| e.neighbor.0).filter(|&n| n != s.0).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let root_sets: std::collections::HashSet<Vec<u32>> =
+            members.iter().zip(&reach).filter(|(_, &r)| r == best).map(|(s, _)| nbr_set(*s)).collect();
+        members
+            .iter()
+            .zip(&reach)
+            .filter(|(s, &r)| r == best || root_sets.contains(&nbr_set(**s)))
+            .map(|(s, _)| *s)
+            .collect()
     }
 }
 
@@ -852,18 +869,6 @@ fn route_by_order(fabric: &RoutingFabric, order: &UpDownOrder) -> Result<Routes,
     let mut sel = Selector::default();
     let mut chosen = [Cand::default(); 128];
 
-    // Part ranges: parts are contiguous runs of positions.
-    let mut part_lo = vec![0u32; ns];
-    {
-        let mut lo = 0;
-        for p in 0..ns {
-            if p > 0 && order.part_end[p - 1] != order.part_end[p] {
-                lo = p as u32;
-            }
-            part_lo[p] = lo;
-        }
-    }
-
     for d in 0..ns {
         let ds = &dests[dest_base[d] as usize..dest_base[d + 1] as usize];
         if ds.is_empty() {
@@ -875,7 +880,7 @@ fn route_by_order(fabric: &RoutingFabric, order: &UpDownOrder) -> Result<Routes,
             let b = usize::from(dest.base);
             own[b..b + usize::from(dest.count)].fill(dest.out_port);
         }
-        let (lo, hi) = (part_lo[d] as usize, order.part_end[d] as usize);
+        let (lo, hi) = (order.part[d].0 as usize, order.part[d].1 as usize);
         sc.distances(&w, d, lo, hi);
 
         for i in 0..sc.by_len.len() {
@@ -953,4 +958,103 @@ fn route_by_order(fabric: &RoutingFabric, order: &UpDownOrder) -> Result<Routes,
         });
     }
     Ok(routes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{trace, validate};
+    use crate::fabric::{NodeRef, Switch};
+
+    /// Ten switches in a hand-made order where the clean rule matters:
+    /// `m`'s own shortest path goes up (m→u→D, 2 hops) although it has an
+    /// all-down one (m→x1→x2→D, 3 hops); `s`'s only shortest legal path
+    /// enters `m` going down (s→m→x1→x2→D). Entering would force `m` onto
+    /// its longer path, so `s` goes up and around instead.
+    #[test]
+    fn down_hops_only_enter_clean_switches() {
+        let names = ["r", "w", "s", "y1", "y2", "u", "m", "x1", "x2", "D"];
+        let mut b = RoutingFabric::builder();
+        let ids: Vec<SwitchId> = (0..10u16)
+            .map(|i| {
+                b.add_switch(Switch::new(0x100 + u64::from(i), 8, i + 1).with_name(names[usize::from(i)])).unwrap()
+            })
+            .collect();
+        let edges = [
+            ("r", "w"),
+            ("w", "s"),
+            ("r", "y1"),
+            ("y1", "y2"),
+            ("y2", "u"),
+            ("u", "D"),
+            ("u", "m"),
+            ("s", "m"),
+            ("m", "x1"),
+            ("x1", "x2"),
+            ("x2", "D"),
+        ];
+        let mut next_port = [1u8; 10];
+        let at = |n: &str| names.iter().position(|x| *x == n).unwrap();
+        for (x, y) in edges {
+            let (i, j) = (at(x), at(y));
+            b.connect(PortEnd::Switch(ids[i], next_port[i]), PortEnd::Switch(ids[j], next_port[j])).unwrap();
+            next_port[i] += 1;
+            next_port[j] += 1;
+        }
+        let f = b.build().unwrap();
+        // Positions follow `names`; each switch has an earlier neighbour.
+        let o = UpDownOrder {
+            order: ids.clone(),
+            pos: (0..10).collect(),
+            rank: vec![0; 10],
+            part: vec![(0, 10); 10],
+            roots: vec![ids[0]],
+        };
+        let r = route_by_order(&f, &o).unwrap();
+        let rep = validate(&f, &r);
+        assert!(rep.is_clean() && rep.delivered == rep.pairs, "{rep}");
+
+        let d_lid = f.switch(ids[at("D")]).base_lid;
+        let path = |from: &str| -> Vec<&str> {
+            trace(&f, &r, NodeRef::Switch(ids[at(from)]), d_lid).hops.iter().map(|h| names[h.0.index()]).collect()
+        };
+        assert_eq!(path("m"), vec!["m", "u", "D"]);
+        assert_eq!(path("s"), vec!["s", "w", "r", "y1", "y2", "u", "D"]);
+        // Every path to every switch is up*down* in this order.
+        for dst in &ids {
+            let lid = f.switch(*dst).base_lid;
+            for src in &ids {
+                let hops = trace(&f, &r, NodeRef::Switch(*src), lid).hops;
+                let mut down = false;
+                for w in hops.windows(2) {
+                    let up = o.is_up(w[0].0, w[1].0);
+                    assert!(!(down && up), "{} -> {}: down then up", f.switch(*src).name, f.switch(*dst).name);
+                    down |= !up;
+                }
+            }
+        }
+    }
+
+    /// On a three-level fat tree the first leaf below the first core
+    /// bridges the core groups: it comes right after the first group's
+    /// cores and aggregation switches, and the other groups' cores follow
+    /// their first aggregation switch, which is in the bridge's pod.
+    #[test]
+    fn fat_tree_order_bridges_core_groups_through_one_leaf() {
+        let f = crate::testfab::FatTree::full(8, 3).build();
+        let o = UpDownOrder::updn(&f, &EngineOptions::default()).unwrap();
+        let names: Vec<&str> = o.switches().iter().map(|s| f.switch(*s).name.as_str()).collect();
+        assert!(names[0].starts_with("sw-L3"), "{names:?}");
+        let first_leaf = names.iter().position(|n| n.starts_with("sw-L1")).unwrap();
+        // Core group 0 (4 cores) and its 8 aggregation switches come first.
+        assert_eq!(first_leaf, 4 + 8, "{names:?}");
+        // Every other leaf comes after every core and aggregation switch.
+        let last_upper = names.iter().rposition(|n| !n.starts_with("sw-L1")).unwrap();
+        assert_eq!(names[first_leaf + 1..=last_upper].iter().filter(|n| n.starts_with("sw-L1")).count(), 0);
+        for (i, s) in o.switches().iter().enumerate().skip(1) {
+            assert!(f.switch_neighbors(*s).iter().any(|e| o.position(e.neighbor) < i as u32), "{}", names[i]);
+        }
+        assert_eq!(o.roots().len(), 16);
+        assert!(o.roots().iter().all(|s| o.rank(*s) == 0));
+    }
 }

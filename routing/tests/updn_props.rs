@@ -58,6 +58,26 @@ proptest! {
         check(&f, updn(&f, &o), &UpDownOrder::updn(&f, &o).unwrap(), &format!("updn seed {seed} roots {:?}", o.root_guids))?;
     }
 
+    /// In both orders every switch but the first of its part has an earlier
+    /// neighbour (so every switch reaches every other legally), and updn
+    /// roots have rank 0.
+    #[test]
+    fn orders_are_connected((seed, spec) in spec()) {
+        let f = random_connected(seed, spec);
+        for o in [UpDownOrder::updn(&f, &EngineOptions::default()).unwrap(), UpDownOrder::dnup(&f)] {
+            prop_assert_eq!(o.switches().len(), f.num_switches());
+            for (i, s) in o.switches().iter().enumerate() {
+                prop_assert_eq!(o.position(*s), i as u32);
+                if i > 0 {
+                    prop_assert!(f.switch_neighbors(*s).iter().any(|e| o.position(e.neighbor) < i as u32));
+                }
+            }
+            prop_assert!(!o.roots().is_empty());
+        }
+        let o = UpDownOrder::updn(&f, &EngineOptions::default()).unwrap();
+        prop_assert!(o.roots().iter().all(|s| o.rank(*s) == 0));
+    }
+
     /// The tables depend on GUIDs and cabling, not on switch numbering.
     #[test]
     fn updn_is_independent_of_numbering((seed, spec) in spec(), perm in any::<u64>()) {
