@@ -1,6 +1,6 @@
 //! Times updn and dnup (next to MinHop) on fat trees, one core.
 //!
-//!     cargo run --release -p ibsm-routing --example updn_bench -- [--no-validate] [SIZE...]
+//!     cargo run --release -p ibsm-routing --example updn_bench -- [--no-validate] [--only ENGINE] [SIZE...]
 //!
 //! SIZE is one of: 648, 3888, 11664, 45056 (default: 648, 3888, 11664).
 //! Times are CPU time of this thread (Linux /proc/thread-self/schedstat),
@@ -8,7 +8,9 @@
 //! printed beside. "roots ms" is the automatic root detection alone (part
 //! of "route ms"). EFI is the edge forwarding index (most all-to-all paths
 //! on one switch-to-switch link); "longer" counts end-port paths to
-//! base LIDs that are not shortest (validation only).
+//! base LIDs that are not shortest (validation only). `--only updn` runs
+//! one engine, on the generator's numbering only, e.g. to read its peak
+//! memory with `/usr/bin/time -v`.
 
 use std::time::Instant;
 
@@ -38,6 +40,7 @@ type Engine = fn(&RoutingFabric) -> Result<Routes, RoutingError>;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let do_validate = !args.iter().any(|a| a == "--no-validate");
+    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
     let mut wanted: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     if wanted.is_empty() {
         wanted = vec![648, 3888, 11664];
@@ -62,9 +65,14 @@ fn main() {
             continue;
         }
         let f = ft.build();
-        let g = renumbered(&f, 1);
-        for (label, fab) in [(name, &f), ("  renumbered", &g)] {
+        let g = if only.is_none() { renumbered(&f, 1) } else { f.clone() };
+        let fabrics: &[(&str, &RoutingFabric)] =
+            if only.is_none() { &[(name, &f), ("  renumbered", &g)] } else { &[(name, &f)] };
+        for &(label, fab) in fabrics {
             for (ename, engine) in engines {
+                if only.as_deref().is_some_and(|o| o != ename) {
+                    continue;
+                }
                 let roots = if ename == "updn" {
                     let (_, ms, _) = timed(|| detect_roots(fab));
                     format!("{ms:.1}")
