@@ -98,6 +98,13 @@
 //! over the order, O(S·(S + E)) in all; port choice O(L·S·log c) for c
 //! candidate ports. Memory: the tables, O(S + E) scratch and an S·m flow
 //! array as in MinHop, plus an S·64 histogram while finding roots.
+//!
+//! Measured with `cargo run --release -p ibsm-routing --example updn_bench
+//! -- 11664 45056` (CPU time, one core, shared machine): the full 3-level
+//! radix-36 tree (11,664 hosts, 1,620 switches) 0.39 s for updn, 0.36 s for
+//! dnup, 0.33 s for MinHop, all with the ideal edge forwarding index 11,646
+//! and every host path shortest; 45,056 hosts (radix 64, 3,840 switches)
+//! 4.2 s, 5.0 s and 3.2 s.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -277,7 +284,9 @@ impl UpDownOrder {
     }
 }
 
-/// Looks up root GUIDs; anything that is not a switch is an input error.
+/// Looks up root GUIDs; anything that is not a switch is an input error
+/// whose `line` is the 1-based entry in the list (check a root file with
+/// [`crate::guidfile::check_known`] first to get its file lines).
 fn root_switches(f: &RoutingFabric, guids: &[u64]) -> Result<Vec<SwitchId>, RoutingError> {
     if guids.is_empty() {
         return Ok(Vec::new());
