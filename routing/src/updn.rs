@@ -61,7 +61,7 @@
 //! Switches then choose ports farthest first, each among the neighbours one
 //! hop nearer (by `len`) that are reachable legally: up-neighbours, clean
 //! down-neighbours, and only the latter for a LID that arrived by a down hop.
-//! Among those the choice is MinHop's (see [`crate::minhop`]): the port
+//! Among those the choice is MinHop's (see [`mod@crate::minhop`]): the port
 //! carrying the least traffic weight (1 + the number of end ports whose
 //! packets the route carries), ties rotated by (switch + destination)
 //! position; routes to switch LIDs are placed but not charged. With LMC > 0
