@@ -100,12 +100,14 @@ impl Default for EngineOptions {
 }
 
 /// Runs one engine.
-pub fn route(kind: EngineKind, fabric: &RoutingFabric, _options: &EngineOptions) -> Result<Routes, RoutingError> {
+pub fn route(kind: EngineKind, fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, RoutingError> {
     match kind {
         EngineKind::MinHop => crate::minhop::minhop(fabric),
-        EngineKind::Sssp => crate::sssp::sssp(fabric, _options),
-        EngineKind::Dfsssp => crate::sssp::dfsssp(fabric, _options),
-        EngineKind::FTree => crate::ftree::ftree(fabric, _options),
+        EngineKind::Sssp => crate::sssp::sssp(fabric, options),
+        EngineKind::Dfsssp => crate::sssp::dfsssp(fabric, options),
+        EngineKind::FTree => crate::ftree::ftree(fabric, options),
+        EngineKind::UpDn => crate::updn::updn(fabric, options),
+        EngineKind::DnUp => crate::updn::dnup(fabric, options),
         other => Err(RoutingError::NotApplicable { engine: other.name(), reason: "not implemented yet".into() }),
     }
 }

@@ -16,10 +16,12 @@ pub mod engine;
 pub mod error;
 pub mod fabric;
 pub mod ftree;
+pub mod guidfile;
 pub mod lft;
 pub mod minhop;
 pub mod sssp;
 pub mod testfab;
+pub mod updn;
 
 pub use analysis::{trace, validate, validate_with_loads, Report};
 pub use engine::{route, route_chain, ChainOutcome, EngineKind, EngineOptions};
