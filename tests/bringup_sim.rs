@@ -172,3 +172,38 @@ fn lmc_2_gives_aligned_ranges_and_routes_every_lid() {
     let sw = topo.switches().next().unwrap();
     assert_eq!(f.port_info(PortRef { node: sw, port: 0 }).unwrap().lmc, 0);
 }
+
+fn check_with_engines(spec: &str, chain: &[&str]) -> SweepReport {
+    let topo = Topology::from_spec_or_file(spec).unwrap();
+    let fabric = FabricBuilder::new(&topo).seed(7).build_shared().unwrap();
+    let host = topo.hosts().next().unwrap();
+    let dev = SimDevice::attach(&fabric, host, 1).unwrap();
+    let (transport, _unsolicited) = MadTransport::spawn(dev, txn());
+    let config = SmConfig { routing_engine: chain.iter().map(|s| s.to_string()).collect(), ..SmConfig::default() };
+    let mut sm = SubnetManager::new(transport, config, false);
+    let report = runtime().block_on(sm.sweep()).expect("sweep");
+    assert!(report.subnet_up(), "{spec} {chain:?}: {:?} {:?}", report.inactive, report.problems());
+    assert!(report.problems().is_empty(), "{spec} {chain:?}: {:?}", report.problems());
+    assert_fabric_up(&topo, &fabric);
+    report
+}
+
+#[test]
+fn every_engine_brings_up_a_fat_tree() {
+    for engine in ["minhop", "updn", "dnup", "ftree", "sssp", "dfsssp", "nue"] {
+        let report = check_with_engines("fattree3:radix=8,pods=4", &[engine, "minhop"]);
+        if engine == "ftree" {
+            assert!(report.routing_notes.is_empty(), "ftree applies to a fat tree: {:?}", report.routing_notes);
+        }
+    }
+}
+
+#[test]
+fn engines_on_a_torus_with_virtual_lanes() {
+    // ftree refuses a torus and the chain falls back; dfsssp needs VLs, so
+    // the SM programs SL-to-VL tables on every port.
+    let report = check_with_engines("torus2d:4x4,hosts=1", &["ftree", "updn"]);
+    assert!(report.routing_notes.iter().any(|n| n.contains("ftree")), "{:?}", report.routing_notes);
+    let report = check_with_engines("torus2d:4x4,hosts=1", &["dfsssp"]);
+    assert!(report.program.sl2vl_sets > 0, "dfsssp on a torus uses VLs: SL2VL must be programmed");
+}
