@@ -100,9 +100,10 @@ impl Default for EngineOptions {
 }
 
 /// Runs one engine.
-pub fn route(kind: EngineKind, fabric: &RoutingFabric, _options: &EngineOptions) -> Result<Routes, RoutingError> {
+pub fn route(kind: EngineKind, fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, RoutingError> {
     match kind {
         EngineKind::MinHop => crate::minhop::minhop(fabric),
+        EngineKind::Dor => crate::dor::dor(fabric, options),
         other => Err(RoutingError::NotApplicable { engine: other.name(), reason: "not implemented yet".into() }),
     }
 }

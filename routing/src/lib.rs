@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod dor;
 pub mod engine;
 pub mod error;
 pub mod fabric;

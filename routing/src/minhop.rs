@@ -563,7 +563,7 @@ mod tests {
         let _ = lone;
         let f = b.build().unwrap();
         let err = minhop(&f).unwrap_err();
-        let RoutingError::Disconnected { components, unreachable, partial } = &err;
+        let RoutingError::Disconnected { components, unreachable, partial } = &err else { panic!("{err}") };
         assert_eq!(*components, 3);
         assert_eq!(unreachable, &vec![0xb0, 0x202, 0x203, 0x301]);
         assert!(err.to_string().contains("0x0000000000000301"), "{err}");
