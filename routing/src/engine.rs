@@ -104,6 +104,7 @@ pub fn route(kind: EngineKind, fabric: &RoutingFabric, options: &EngineOptions) 
     match kind {
         EngineKind::MinHop => crate::minhop::minhop(fabric),
         EngineKind::Dor => crate::dor::dor(fabric, options),
+        EngineKind::Nue => crate::nue::nue(fabric, options),
         other => Err(RoutingError::NotApplicable { engine: other.name(), reason: "not implemented yet".into() }),
     }
 }

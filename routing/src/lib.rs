@@ -18,6 +18,7 @@ pub mod error;
 pub mod fabric;
 pub mod lft;
 pub mod minhop;
+pub mod nue;
 pub mod testfab;
 
 pub use analysis::{trace, validate, validate_with_loads, Report};
