@@ -156,12 +156,8 @@ impl Simple {
         let mut adj: Vec<Vec<(u32, u32)>> = Vec::with_capacity(nodes.len());
         let mut links = Vec::new();
         for (v, &s) in nodes.iter().enumerate() {
-            let mut ns: Vec<u32> = f
-                .switch_neighbors(s)
-                .iter()
-                .map(|e| local[e.neighbor.index()])
-                .filter(|&n| n != v as u32)
-                .collect();
+            let mut ns: Vec<u32> =
+                f.switch_neighbors(s).iter().map(|e| local[e.neighbor.index()]).filter(|&n| n != v as u32).collect();
             ns.sort_unstable();
             ns.dedup();
             adj.push(ns.into_iter().map(|n| (n, NONE)).collect());
@@ -438,8 +434,7 @@ fn detect(f: &RoutingFabric, g: Simple, local: &[u32]) -> Result<Shape, RoutingE
                     } else {
                         // Complete the square u, w, ?, plus_k(u).
                         let [x, y] = cn[wi * d + k];
-                        let hit =
-                            [x, y].into_iter().find(|&t| t != NONE && t != u as u32 && g.link(t, pu).is_some());
+                        let hit = [x, y].into_iter().find(|&t| t != NONE && t != u as u32 && g.link(t, pu).is_some());
                         hit.ok_or_else(|| bad(w))?
                     }
                 };
@@ -550,7 +545,9 @@ pub(crate) fn disconnected_or_ok(fabric: &RoutingFabric, routes: Routes) -> Resu
         .switch_ids()
         .filter(|s| comps.of_switch[s.index()] != 0)
         .map(|s| fabric.switch(s).guid)
-        .chain(fabric.end_port_ids().filter(|e| comps.of_end_port[e.index()] != 0).map(|e| fabric.end_port(e).port_guid))
+        .chain(
+            fabric.end_port_ids().filter(|e| comps.of_end_port[e.index()] != 0).map(|e| fabric.end_port(e).port_guid),
+        )
         .collect();
     Err(RoutingError::Disconnected { components: comps.count(), unreachable, partial: PartialRoutes(Box::new(routes)) })
 }
@@ -564,7 +561,8 @@ fn route_part(f: &RoutingFabric, shape: &Shape, lfts: &mut [Lft], sl: &mut [Vec<
     }
     // Grid index (mixed radix, dimension 0 fastest) -> local switch.
     let mut at = vec![0u32; n];
-    let grid_index = |c: &[u32]| c.iter().zip(&shape.dims).rev().fold(0usize, |acc, (&x, dim)| acc * dim.size as usize + x as usize);
+    let grid_index =
+        |c: &[u32]| c.iter().zip(&shape.dims).rev().fold(0usize, |acc, (&x, dim)| acc * dim.size as usize + x as usize);
     for i in 0..n {
         at[grid_index(shape.coord(i))] = i as u32;
     }
@@ -682,7 +680,8 @@ fn route_part(f: &RoutingFabric, shape: &Shape, lfts: &mut [Lft], sl: &mut [Vec<
                 }
                 let cands = &ports[slot[s] as usize];
                 let base = f.switch_port_slot(sw, 0);
-                let &p = cands.iter().min_by_key(|&&p| (load[base + usize::from(p)], p)).expect("a neighbour has a cable");
+                let &p =
+                    cands.iter().min_by_key(|&&p| (load[base + usize::from(p)], p)).expect("a neighbour has a cable");
                 if counted {
                     load[base + usize::from(p)] += 1 + flow[s];
                 }

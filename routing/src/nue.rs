@@ -94,6 +94,10 @@ const USED: u8 = 1;
 const WET: u8 = 2;
 const BLOCKED: u8 = 3;
 
+/// Channels one cycle check may visit for a switch-LID route before the
+/// turn is given up on (end-port routes always search to the end).
+const SWITCH_LID_BUDGET: usize = 0;
+
 /// Counters describing one run, for benchmarks and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NueStats {
@@ -101,10 +105,16 @@ pub struct NueStats {
     pub layers: u8,
     /// Destination LIDs routed.
     pub destinations: u64,
-    /// Destinations whose search stranded switches.
+    /// Destinations whose search stranded switches even after backtracking.
     pub impasses: u64,
     /// Switch routes moved onto escape paths, summed over destinations.
     pub escaped_switches: u64,
+    /// Routes to switch LIDs that could not be placed in the dependency
+    /// graph and took a shortest path regardless (not deadlock free).
+    pub unlayered: u64,
+    /// Stranded switches attached by rerouting a neighbour (Nue's local
+    /// backtracking).
+    pub backtracks: u64,
     /// Dependencies found to close a cycle and blocked.
     pub blocked: u64,
     /// Dependencies added against the current topological order (each
@@ -278,10 +288,17 @@ impl Cdg {
     /// marks it). Pearce-Kelly: only channels ordered between `to` and
     /// `from` are searched.
     fn admit(&mut self, net: &Net, from: u32, to: u32, stats: &mut NueStats) -> bool {
+        self.admit_within(net, from, to, usize::MAX, stats) == Some(true)
+    }
+
+    /// [`Cdg::admit`] that gives up (`None`, nothing changed) after
+    /// visiting `budget` channels; `Some(false)` is a proven cycle.
+    fn admit_within(&mut self, net: &Net, from: u32, to: u32, budget: usize, stats: &mut NueStats) -> Option<bool> {
         let (ub, lb) = (self.ord[from as usize], self.ord[to as usize]);
         if ub < lb {
-            return true;
+            return Some(true);
         }
+        let mut visits = 0usize;
         if self.stamp >= u32::MAX - 2 {
             self.mark.fill(0);
             self.stamp = 0;
@@ -295,6 +312,10 @@ impl Cdg {
         self.mark[to as usize] = sf;
         while let Some(u) = self.stack.pop() {
             self.fwd.push(u);
+            visits += 1;
+            if visits > budget {
+                return None;
+            }
             let b = net.ch_head[u as usize] as usize;
             let g = net.deg(b);
             let row = net.dep_base[b] + (net.ch_rev[u as usize] - net.ch_base[b]) as usize * g;
@@ -304,7 +325,7 @@ impl Cdg {
                 }
                 let w = net.ch_base[b] + j as u32;
                 if w == from {
-                    return false;
+                    return Some(false);
                 }
                 if self.ord[w as usize] < ub && self.mark[w as usize] != sf {
                     self.mark[w as usize] = sf;
@@ -318,6 +339,11 @@ impl Cdg {
         self.mark[from as usize] = sb;
         while let Some(u) = self.stack.pop() {
             self.bwd.push(u);
+            visits += 1;
+            if visits > budget {
+                self.stack.clear();
+                return None;
+            }
             let a = net.ch_tail[u as usize] as usize;
             let g = net.deg(a);
             let j = (u - net.ch_base[a]) as usize;
@@ -344,7 +370,7 @@ impl Cdg {
             self.ord[c as usize] = self.pool[i];
         }
         stats.reorders += 1;
-        true
+        Some(true)
     }
 }
 
@@ -360,6 +386,8 @@ struct Escape {
     path_stamp: Vec<u32>,
     path_down: Vec<u32>,
     stamp: u32,
+    /// Switches whose escape paths are reserved (end ports hang off them).
+    reserved: Vec<bool>,
 }
 
 impl Escape {
@@ -427,7 +455,11 @@ impl Escape {
                 parent[v] = net.ch_head[best as usize];
             }
         }
-        Escape { parent, up, depth, path_stamp: vec![0; n], path_down: vec![NONE; n], stamp: 0 }
+        let mut reserved = vec![false; n];
+        for &d in dest_switches {
+            reserved[d as usize] = true;
+        }
+        Escape { parent, up, depth, path_stamp: vec![0; n], path_down: vec![NONE; n], stamp: 0, reserved }
     }
 
     /// Marks the tree path of destination switch `d` for [`Escape::chan`].
@@ -534,6 +566,12 @@ struct Search {
     cand_new: Vec<bool>,
     settled: Vec<bool>,
     in_escape: Vec<bool>,
+    /// Routed outside the dependency graph (see [`complete_unlayered`]).
+    free: Vec<bool>,
+    /// End-port destination: full cycle checks, backtracking, escape paths.
+    /// Switch LIDs bound each cycle check (`SWITCH_LID_BUDGET`), skip
+    /// backtracking, and complete the rest outside the graph.
+    thorough: bool,
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     wet: Vec<usize>,
     /// Switches whose route enters switch v: `kids[kid_start[v]..kid_end[v]]`.
@@ -553,6 +591,8 @@ impl Search {
             cand_new: vec![false; n],
             settled: vec![false; n],
             in_escape: vec![false; n],
+            free: vec![false; n],
+            thorough: true,
             heap: BinaryHeap::new(),
             wet: Vec::new(),
             kid_start: vec![0; n],
@@ -627,6 +667,163 @@ impl Search {
     }
 }
 
+/// Relaxes the switches that can reach settled switch `u` over one cable:
+/// a switch may take the cable into `u` only if the turn onto `u`'s route
+/// is used already or can be added without closing a cycle.
+#[allow(clippy::too_many_arguments)]
+fn relax_from(net: &Net, cdg: &mut Cdg, s: &mut Search, u: usize, d: u32, load: &[u64], w0: u64, stats: &mut NueStats) {
+    let du = s.dist[u];
+    let base = net.ch_base[u] as usize;
+    for k in 0..net.deg(u) {
+        // The channel from neighbour x into u.
+        let c_in = net.ch_rev[base + k];
+        let x = net.ch_tail[c_in as usize] as usize;
+        if s.settled[x] {
+            continue;
+        }
+        let (e, st) = if u as u32 == d {
+            (NO_EDGE, USED)
+        } else {
+            let e = net.dep(c_in, s.chan[u]);
+            (e, cdg.state[e])
+        };
+        let nd = du + w0 + load[c_in as usize];
+        // Equal distance: prefer a turn already in use over a new one.
+        let better = nd < s.dist[x] || (nd == s.dist[x] && st == USED && s.cand_new[x]);
+        if st == BLOCKED || !better {
+            continue;
+        }
+        let added = st == UNUSED;
+        if added {
+            let budget = if s.thorough { usize::MAX } else { SWITCH_LID_BUDGET };
+            match cdg.admit_within(net, c_in, s.chan[u], budget, stats) {
+                Some(true) => {}
+                Some(false) => {
+                    cdg.state[e] = BLOCKED;
+                    stats.blocked += 1;
+                    continue;
+                }
+                None => continue,
+            }
+            cdg.state[e] = WET;
+            s.wet.push(e);
+        }
+        s.release(cdg, x);
+        s.dist[x] = nd;
+        s.chan[x] = c_in;
+        s.cand[x] = e;
+        s.cand_new[x] = added;
+        s.heap.push(Reverse((nd, x as u32)));
+    }
+}
+
+/// Whether the route from `w` to the destination passes `v`.
+fn leads_through(net: &Net, s: &Search, mut w: u32, v: u32, d: u32) -> bool {
+    while w != d {
+        if w == v {
+            return true;
+        }
+        w = net.ch_head[s.chan[w as usize] as usize];
+    }
+    false
+}
+
+/// Nue's local backtracking: for a stranded switch x next to a settled
+/// switch v, look for another route of v (over a cable to a settled switch
+/// w whose route avoids v) such that the turn onto it is admissible for v
+/// itself, for every switch already routed through v, and for x. On success
+/// v changes route, x is attached to v, and `(x, v)` is returned.
+#[allow(clippy::too_many_arguments)]
+fn backtrack(
+    net: &Net,
+    cdg: &mut Cdg,
+    s: &mut Search,
+    nodes: &[u32],
+    d: u32,
+    load: &[u64],
+    w0: u64,
+    stats: &mut NueStats,
+) -> Option<(u32, u32)> {
+    s.build_children(net, nodes);
+    let mut needed: Vec<(u32, u32)> = Vec::new();
+    let mut added: Vec<usize> = Vec::new();
+    for &x in nodes {
+        if s.settled[x as usize] {
+            continue;
+        }
+        for cx in net.out(x as usize) {
+            let v = net.ch_head[cx as usize];
+            if !s.settled[v as usize] || v == d {
+                continue;
+            }
+            for c2 in net.out(v as usize) {
+                let w = net.ch_head[c2 as usize];
+                if c2 == s.chan[v as usize] || w == x || !s.settled[w as usize] || leads_through(net, s, w, v, d) {
+                    continue;
+                }
+                needed.clear();
+                if w != d {
+                    needed.push((c2, s.chan[w as usize]));
+                }
+                needed.push((cx, c2));
+                needed.extend(s.children(v).iter().map(|&z| (s.chan[z as usize], c2)));
+                added.clear();
+                let mut ok = true;
+                for &(a, b) in &needed {
+                    let e = net.dep(a, b);
+                    let st = cdg.state[e];
+                    match st {
+                        USED | WET => {}
+                        UNUSED if cdg.admit(net, a, b, stats) => {
+                            cdg.state[e] = WET;
+                            added.push(e);
+                        }
+                        _ => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
+                if !ok {
+                    // Old turns were still in place during the checks, so a
+                    // failure here proves no cycle among used turns alone:
+                    // nothing is blocked, only the attempt undone.
+                    for &e in &added {
+                        cdg.state[e] = UNUSED;
+                    }
+                    continue;
+                }
+                s.wet.extend_from_slice(&added);
+                let owns = |e: usize| added.contains(&e);
+                s.release(cdg, v as usize);
+                let ev = if w == d { NO_EDGE } else { net.dep(c2, s.chan[w as usize]) };
+                s.chan[v as usize] = c2;
+                s.cand[v as usize] = ev;
+                s.cand_new[v as usize] = ev != NO_EDGE && owns(ev);
+                s.dist[v as usize] = s.dist[w as usize] + w0 + load[c2 as usize];
+                let kids: Vec<u32> = s.children(v).to_vec();
+                for z in kids {
+                    let z = z as usize;
+                    s.release(cdg, z);
+                    let ez = net.dep(s.chan[z], c2);
+                    s.cand[z] = ez;
+                    s.cand_new[z] = owns(ez);
+                }
+                let ex = net.dep(cx, c2);
+                let xi = x as usize;
+                s.chan[xi] = cx;
+                s.cand[xi] = ex;
+                s.cand_new[xi] = owns(ex);
+                s.dist[xi] = s.dist[v as usize] + w0 + load[cx as usize];
+                s.settled[xi] = true;
+                stats.backtracks += 1;
+                return Some((x, v));
+            }
+        }
+    }
+    None
+}
+
 /// Routes one destination LID in the current layer.
 #[allow(clippy::too_many_arguments)]
 fn route_one(
@@ -650,60 +847,41 @@ fn route_one(
         s.cand_new[v] = false;
         s.settled[v] = false;
         s.in_escape[v] = false;
+        s.free[v] = false;
     }
     s.wet.clear();
     s.heap.clear();
+    s.thorough = dest.counted;
     s.dist[d as usize] = 0;
     s.heap.push(Reverse((0, d)));
     let mut reached = 0usize;
-    while let Some(Reverse((du, u))) = s.heap.pop() {
-        let u = u as usize;
-        if s.settled[u] || du != s.dist[u] {
-            continue;
+    loop {
+        while let Some(Reverse((du, u))) = s.heap.pop() {
+            let u = u as usize;
+            if s.settled[u] || du != s.dist[u] {
+                continue;
+            }
+            s.settled[u] = true;
+            reached += 1;
+            relax_from(net, cdg, s, u, d, load, w0, stats);
         }
-        s.settled[u] = true;
+        if reached == nodes.len() || !s.thorough {
+            break;
+        }
+        let Some((x, v)) = backtrack(net, cdg, s, nodes, d, load, w0, stats) else { break };
         reached += 1;
-        let base = net.ch_base[u] as usize;
-        for k in 0..net.deg(u) {
-            // The channel from neighbour x into u.
-            let c_in = net.ch_rev[base + k];
-            let x = net.ch_tail[c_in as usize] as usize;
-            if s.settled[x] {
-                continue;
-            }
-            let nd = du + w0 + load[c_in as usize];
-            let (e, st) = if u as u32 == d {
-                (NO_EDGE, USED)
-            } else {
-                let e = net.dep(c_in, s.chan[u]);
-                (e, cdg.state[e])
-            };
-            // Equal distance: prefer a turn already in use over a new one.
-            let better = nd < s.dist[x] || (nd == s.dist[x] && st == USED && s.cand_new[x]);
-            if st == BLOCKED || !better {
-                continue;
-            }
-            let added = st == UNUSED;
-            if added {
-                if !cdg.admit(net, c_in, s.chan[u], stats) {
-                    cdg.state[e] = BLOCKED;
-                    stats.blocked += 1;
-                    continue;
-                }
-                cdg.state[e] = WET;
-                s.wet.push(e);
-            }
-            s.release(cdg, x);
-            s.dist[x] = nd;
-            s.chan[x] = c_in;
-            s.cand[x] = e;
-            s.cand_new[x] = added;
-            s.heap.push(Reverse((nd, x as u32)));
-        }
+        // Both may now offer turns they could not before.
+        relax_from(net, cdg, s, v as usize, d, load, w0, stats);
+        relax_from(net, cdg, s, x as usize, d, load, w0, stats);
     }
 
     if reached < nodes.len() {
-        escape_stranded(net, cdg, esc, s, nodes, d, stats);
+        stats.impasses += 1;
+        if esc.reserved[d as usize] {
+            escape_stranded(net, cdg, esc, s, nodes, d, stats);
+        } else {
+            complete_unlayered(net, s, nodes, d, stats);
+        }
     }
     for &e in &s.wet {
         if cdg.state[e] == WET {
@@ -713,7 +891,7 @@ fn route_one(
     if cfg!(debug_assertions) {
         for &v in nodes {
             let v = v as usize;
-            if v as u32 != d {
+            if v as u32 != d && !s.free[v] {
                 let h = net.ch_head[s.chan[v] as usize];
                 if h != d {
                     let e = net.dep(s.chan[v], s.chan[h as usize]);
@@ -748,9 +926,17 @@ fn route_one(
     }
 }
 
-/// Moves stranded switches, the switches on their escape paths, and
-/// whatever depends on a route that changed and cannot keep its turn, onto
-/// the escape tree (see the module documentation).
+/// Moves stranded switches onto escape paths (see the module
+/// documentation). A switch x moved onto its escape cable into y keeps y's
+/// route when the turn onto it is admissible ("joining"); otherwise y moves
+/// too. A switch whose route enters a switch that moved re-checks its turn
+/// and moves if it must. Joining can close a forwarding loop (an escape
+/// path running into a route that leads back to it); if the result has one,
+/// joins are undone by moving the joined switches too, down to the plain
+/// closure (every switch on an escape path to the destination on its escape
+/// path), which is loop-free: search routes lead to earlier-settled
+/// switches, escape routes along the tree, and no escape route leads into a
+/// search route.
 fn escape_stranded(
     net: &Net,
     cdg: &mut Cdg,
@@ -760,14 +946,15 @@ fn escape_stranded(
     d: u32,
     stats: &mut NueStats,
 ) {
-    stats.impasses += 1;
     esc.mark_path(net, d);
     // Children of the search routes: who depends on a switch whose route
-    // changes. Stranded switches have no route, so are nobody's child, and
-    // switches moved onto escape paths only enter switches that move too.
+    // changes. Stranded switches have no route, so are nobody's child.
     s.build_children(net, nodes);
     let mut todo: Vec<u32> = nodes.iter().copied().filter(|&v| !s.settled[v as usize]).collect();
     let mut recheck: Vec<u32> = Vec::new();
+    // Moved switches whose escape cable joins a switch that has not moved.
+    let mut joined: Vec<u32> = Vec::new();
+    let mut allow_join = true;
     loop {
         if let Some(x) = todo.pop() {
             let xi = x as usize;
@@ -777,48 +964,173 @@ fn escape_stranded(
             s.in_escape[xi] = true;
             stats.escaped_switches += 1;
             let c = esc.chan(x);
-            let next = net.ch_head[c as usize];
-            let e = if next == d { NO_EDGE } else { net.dep(c, esc.chan(next)) };
-            if s.cand[xi] != e {
-                s.release(cdg, xi);
-            }
+            let y = net.ch_head[c as usize];
             let changed = s.chan[xi] != c;
+            s.release(cdg, xi);
             s.chan[xi] = c;
-            s.cand[xi] = e;
-            s.cand_new[xi] = false;
-            todo.push(next);
+            s.cand[xi] = NO_EDGE;
             if changed {
                 recheck.extend_from_slice(s.children(x));
             }
-            continue;
-        }
-        let Some(z) = recheck.pop() else { break };
-        let zi = z as usize;
-        if s.in_escape[zi] {
-            continue;
-        }
-        // z keeps its cable into x = next(z), whose route changed.
-        let x = net.ch_head[s.chan[zi] as usize];
-        let e = net.dep(s.chan[zi], s.chan[x as usize]);
-        s.release(cdg, zi);
-        let st = cdg.state[e];
-        match st {
-            USED | WET => s.cand[zi] = e,
-            UNUSED if cdg.admit(net, s.chan[zi], s.chan[x as usize], stats) => {
-                cdg.state[e] = WET;
-                s.wet.push(e);
-                s.cand[zi] = e;
-                s.cand_new[zi] = true;
+            if y == d {
+                continue;
             }
-            _ => {
-                if st == UNUSED {
-                    cdg.state[e] = BLOCKED;
-                    stats.blocked += 1;
+            if s.in_escape[y as usize] {
+                s.cand[xi] = net.dep(c, s.chan[y as usize]);
+                continue;
+            }
+            if allow_join && s.chan[y as usize] != NONE {
+                let e = net.dep(c, s.chan[y as usize]);
+                let st = cdg.state[e];
+                let ok = match st {
+                    USED | WET => true,
+                    UNUSED => cdg.admit(net, c, s.chan[y as usize], stats),
+                    _ => false,
+                };
+                if ok {
+                    if st == UNUSED {
+                        cdg.state[e] = WET;
+                        s.wet.push(e);
+                        s.cand_new[xi] = true;
+                    }
+                    s.cand[xi] = e;
+                    joined.push(x);
+                    continue;
                 }
-                todo.push(z);
+            }
+            todo.push(y);
+            continue;
+        }
+        if let Some(z) = recheck.pop() {
+            let zi = z as usize;
+            if s.in_escape[zi] {
+                continue;
+            }
+            // z keeps its cable into x, whose route changed.
+            let x = net.ch_head[s.chan[zi] as usize];
+            let e = net.dep(s.chan[zi], s.chan[x as usize]);
+            s.release(cdg, zi);
+            let st = cdg.state[e];
+            match st {
+                USED | WET => s.cand[zi] = e,
+                UNUSED if cdg.admit(net, s.chan[zi], s.chan[x as usize], stats) => {
+                    cdg.state[e] = WET;
+                    s.wet.push(e);
+                    s.cand[zi] = e;
+                    s.cand_new[zi] = true;
+                }
+                _ => {
+                    if st == UNUSED {
+                        cdg.state[e] = BLOCKED;
+                        stats.blocked += 1;
+                    }
+                    todo.push(z);
+                }
+            }
+            continue;
+        }
+        // Quiet. Joins onto switches that moved later become escape turns.
+        let mut rejoin = false;
+        for &x in &joined {
+            let xi = x as usize;
+            let y = net.ch_head[s.chan[xi] as usize];
+            if s.in_escape[y as usize] && s.cand[xi] != net.dep(s.chan[xi], s.chan[y as usize]) {
+                s.release(cdg, xi);
+                s.cand[xi] = net.dep(s.chan[xi], s.chan[y as usize]);
+            }
+        }
+        if allow_join && has_loop(net, s, nodes, d) {
+            // Undo the joins: the joined switches' successors move too.
+            allow_join = false;
+            for &x in &joined {
+                let y = net.ch_head[s.chan[x as usize] as usize];
+                if !s.in_escape[y as usize] {
+                    todo.push(y);
+                }
+                rejoin = true;
+            }
+        }
+        if !rejoin {
+            break;
+        }
+    }
+    // Joined switches whose successor moved after all rely on escape turns.
+    for &x in &joined {
+        let xi = x as usize;
+        let y = net.ch_head[s.chan[xi] as usize];
+        if y != d && s.in_escape[y as usize] {
+            let e = net.dep(s.chan[xi], s.chan[y as usize]);
+            if s.cand[xi] != e {
+                s.release(cdg, xi);
+                s.cand[xi] = e;
             }
         }
     }
+}
+
+/// Completes the routes to a switch LID whose switch has no reserved
+/// escape path: stranded switches descend breadth-first distances to `d`
+/// (to a switch with a route, or another stranded switch one hop nearer),
+/// so the routes stay loop-free and shortest from there, but their turns
+/// are not in the dependency graph. Routes to end ports never get here.
+fn complete_unlayered(net: &Net, s: &mut Search, nodes: &[u32], d: u32, stats: &mut NueStats) {
+    let n = net.n();
+    let mut dist = vec![NONE; n];
+    let mut queue = vec![d];
+    dist[d as usize] = 0;
+    let mut head = 0;
+    while head < queue.len() {
+        let u = queue[head] as usize;
+        head += 1;
+        for c in net.out(u) {
+            let w = net.ch_head[c as usize] as usize;
+            if dist[w] == NONE {
+                dist[w] = dist[u] + 1;
+                queue.push(w as u32);
+            }
+        }
+    }
+    for &x in nodes {
+        let xi = x as usize;
+        if s.settled[xi] {
+            continue;
+        }
+        let c = net
+            .out(xi)
+            .find(|&c| dist[net.ch_head[c as usize] as usize] + 1 == dist[xi])
+            .expect("a connected part has shortest paths");
+        s.chan[xi] = c;
+        s.cand[xi] = NO_EDGE;
+        s.free[xi] = true;
+        stats.unlayered += 1;
+    }
+}
+
+/// Whether following the routes from some switch of `nodes` never reaches
+/// `d`. O(S) with stamps in `s.flow` (scratch).
+fn has_loop(net: &Net, s: &mut Search, nodes: &[u32], d: u32) -> bool {
+    // 0 = unvisited, 1 = on the current walk, 2 = reaches d.
+    for &v in nodes {
+        s.flow[v as usize] = 0;
+    }
+    s.flow[d as usize] = 2;
+    let mut walk: Vec<u32> = Vec::new();
+    for &v in nodes {
+        let mut x = v;
+        walk.clear();
+        while s.flow[x as usize] == 0 {
+            s.flow[x as usize] = 1;
+            walk.push(x);
+            x = net.ch_head[s.chan[x as usize] as usize];
+        }
+        if s.flow[x as usize] == 1 {
+            return true;
+        }
+        for &w in &walk {
+            s.flow[w as usize] = 2;
+        }
+    }
+    false
 }
 
 /// Routes every LID deadlock-free within `options.max_vls` layers (at most
@@ -846,9 +1158,13 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
     // Destination LIDs grouped by switch, switches breadth-first from the
     // lowest GUID (internal index 0) part by part.
     let mut dests: Vec<Dest> = Vec::new();
+    // Switch LIDs of switches with end ports follow the routes to the first
+    // end-port LID there: (switch LID, that LID, switch).
+    let mut mirrored: Vec<(u16, u16, u32)> = Vec::new();
     for part in &net.parts {
         for &v in part {
             let sw = net.order[v as usize];
+            let first = dests.len();
             for (port, peer) in fabric.switch_ports(sw).iter().enumerate() {
                 if let Some(PortEnd::End(e)) = *peer {
                     for lid in fabric.end_port(e).lids() {
@@ -857,7 +1173,10 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
                 }
             }
             for lid in fabric.switch(sw).lids() {
-                dests.push(Dest { lid: lid as u16, switch: v, out_port: 0, counted: false });
+                match dests.get(first) {
+                    Some(h) => mirrored.push((lid as u16, h.lid, v)),
+                    None => dests.push(Dest { lid: lid as u16, switch: v, out_port: 0, counted: false }),
+                }
             }
         }
     }
@@ -881,7 +1200,8 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
             continue;
         }
         ds.sort_by_key(|x| (!x.counted, x.lid));
-        let mut dest_switches: Vec<u32> = ds.iter().map(|x| x.switch).collect();
+        // Escape paths are reserved for the switches end ports hang off.
+        let mut dest_switches: Vec<u32> = ds.iter().filter(|x| x.counted).map(|x| x.switch).collect();
         dest_switches.sort_unstable();
         dest_switches.dedup();
         let mut esc = Escape::build(&net, &dest_switches, &load);
@@ -890,6 +1210,15 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
             route_one(&net, &mut cdg, &mut esc, &mut search, dst, &mut load, w0, &mut lfts, &mut stats);
             stats.destinations += 1;
         }
+    }
+
+    stats.destinations += mirrored.len() as u64;
+    for &(lid, like, d) in &mirrored {
+        for &v in &net.parts[net.part[d as usize] as usize] {
+            let lft = &mut lfts[net.order[v as usize].index()].ports;
+            lft[usize::from(lid)] = if v == d { 0 } else { lft[usize::from(like)] };
+        }
+        layer_of[usize::from(lid)] = layer_of[usize::from(like)];
     }
 
     let sl = vec![layer_of; fabric.num_switches()];

@@ -137,7 +137,16 @@ fn with_host_lmc(f: &RoutingFabric, lmc: u8) -> RoutingFabric {
         next = base + span;
         base as u16
     };
-    let eps: Vec<_> = f.end_ports().iter().map(|e| { let mut e = e.clone(); e.lmc = lmc; e.base_lid = alloc(lmc); e }).collect();
+    let eps: Vec<_> = f
+        .end_ports()
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e.lmc = lmc;
+            e.base_lid = alloc(lmc);
+            e
+        })
+        .collect();
     for s in f.switches() {
         let mut s = s.clone();
         s.base_lid = alloc(0);

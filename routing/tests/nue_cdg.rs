@@ -1,6 +1,7 @@
 //! A per-layer channel dependency graph check written for the tests, from
 //! the tables and SLs alone (independent of the engines' own bookkeeping):
-//! every switch is a source, every LID a destination; a path's layer is
+//! every switch is a source, every LID a destination (or only end-port
+//! LIDs, [`cyclic_layers_to_end_ports`]); a path's layer is
 //! `routes.sl[source switch][dlid]`; consecutive switch-to-switch hops of a
 //! path make the first channel depend on the second in that layer. Also
 //! included by the dor tests (`#[path]`), so it checks itself here.
@@ -14,14 +15,26 @@ use ibsm_routing::{NodeRef, PortEnd, Routes, RoutingFabric};
 use petgraph::algo::is_cyclic_directed;
 use petgraph::graph::{DiGraph, NodeIndex};
 
+/// One layer's dependency graph over channels (switch index, port).
+type Layer = (DiGraph<(), ()>, HashMap<(u32, u8), NodeIndex>);
+
 /// Per layer (index = SL): whether its dependency graph has a cycle.
 /// Paths that are not delivered are skipped (validate reports those).
 pub fn cyclic_layers(f: &RoutingFabric, r: &Routes) -> Vec<bool> {
-    let mut graphs: Vec<(DiGraph<(), ()>, HashMap<(u32, u8), NodeIndex>)> = Vec::new();
+    cyclic(f, r, true)
+}
+
+/// [`cyclic_layers`] for paths to end-port LIDs only (from every switch).
+pub fn cyclic_layers_to_end_ports(f: &RoutingFabric, r: &Routes) -> Vec<bool> {
+    cyclic(f, r, false)
+}
+
+fn cyclic(f: &RoutingFabric, r: &Routes, switch_lids: bool) -> Vec<bool> {
+    let mut graphs: Vec<Layer> = Vec::new();
     for s in f.switch_ids() {
         for lid in 1..=f.max_lid() {
             let Some(owner) = f.lid_owner(lid) else { continue };
-            if owner == NodeRef::Switch(s) {
+            if owner == NodeRef::Switch(s) || (!switch_lids && matches!(owner, NodeRef::Switch(_))) {
                 continue;
             }
             let t = trace(f, r, NodeRef::Switch(s), lid);
