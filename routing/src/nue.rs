@@ -688,9 +688,11 @@ fn relax_from(net: &Net, cdg: &mut Cdg, s: &mut Search, u: usize, d: u32, load: 
             (e, cdg.state[e])
         };
         let nd = du + w0 + load[c_in as usize];
-        // Equal distance: prefer a turn already in use over a new one.
-        let better = nd < s.dist[x] || (nd == s.dist[x] && st == USED && s.cand_new[x]);
-        if st == BLOCKED || !better {
+        // Ties keep the first route found. (Preferring a turn already in use
+        // at equal distance, to keep the graph sparse, skews the balance:
+        // on a 3-level fat tree with 8 layers it raised the edge forwarding
+        // index from the ideal 3,870 to 6,642.)
+        if st == BLOCKED || nd >= s.dist[x] {
             continue;
         }
         let added = st == UNUSED;
