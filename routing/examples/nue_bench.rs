@@ -2,7 +2,8 @@
 //!
 //!     cargo run --release -p ibsm-routing --example nue_bench -- [--no-validate] [--vls N] [CASE...]
 //!
-//! CASE is one of: ft648, ft3888, ft11664, torus, mesh (default: all). One
+//! CASE is one of: ft648, ft3888, ft11664, torus, mesh (default: all),
+//! or bigtorus (12x12x12, only when named). One
 //! core. Times are CPU time of the benchmark thread (Linux
 //! /proc/thread-self/schedstat), wall time alongside. EFI is the edge
 //! forwarding index (most all-to-all paths between end ports on one
@@ -48,8 +49,11 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let do_validate = !args.iter().any(|a| a == "--no-validate");
     let vls: u8 = args.iter().position(|a| a == "--vls").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(1);
-    let wanted: Vec<&str> =
-        args.iter().map(String::as_str).filter(|a| a.starts_with("ft") || *a == "torus" || *a == "mesh").collect();
+    let wanted: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| a.starts_with("ft") || ["torus", "mesh", "bigtorus"].contains(a))
+        .collect();
     let want = |name: &str| wanted.is_empty() || wanted.contains(&name);
     println!(
         "{:<34} {:>6} {:>5} {:>6} {:>4} {:>10} {:>10} {:>8} {:>8} {:>8} {:>9} {:>9}",
@@ -81,6 +85,11 @@ fn main() {
         let f = grid(&[8, 8, 8], &[true, true, true], 1, 4);
         run_nue("8x8x8 torus, 4 hosts/sw / nue", &f, &opts, do_validate);
         run_dor("8x8x8 torus, 4 hosts/sw / dor", &f, do_validate);
+    }
+    if wanted.contains(&"bigtorus") {
+        let f = grid(&[12, 12, 12], &[true, true, true], 1, 4);
+        run_dor("12x12x12 torus, 4 hosts/sw / dor", &f, do_validate);
+        run_nue("12x12x12 torus, 4 hosts/sw / nue", &f, &opts, do_validate);
     }
     if want("mesh") {
         let f = grid(&[16, 16], &[false, false], 1, 4);

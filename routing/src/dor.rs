@@ -56,7 +56,7 @@
 //! ## Parallel cables
 //! Between two neighbours the route to each LID takes the least loaded of
 //! the parallel cables, a route to an end port charging it one plus the
-//! number of end ports whose traffic it carries (as [`crate::minhop`]).
+//! number of end ports whose traffic it carries (as [`mod@crate::minhop`]).
 //!
 //! ## Cost
 //! With S switches, E links, degree at most 2D for D dimensions: shape

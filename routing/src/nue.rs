@@ -16,24 +16,31 @@
 //! cycle; the used edges of a layer therefore stay acyclic, which is exactly
 //! deadlock freedom (Dally and Seitz) for that VL.
 //!
-//! ## Escape paths
+//! ## Impasses: backtracking, then escape paths
 //! The greedy search can strand switches: every way in would close a cycle.
-//! Nue's remedy, kept here: before a layer is routed, a spanning tree is
-//! rooted at the switch most central to the layer's destinations, and the
-//! dependencies that tree routing to those destinations needs (up-up turns,
-//! up-down turns towards each destination, down-down) are marked used. They
-//! contain no down-to-up turn, so they are acyclic, and they never become
-//! blocked. When a search strands switches, OpenSM's Nue tries a local
-//! backtracking step and otherwise throws the whole search away and routes
-//! the destination along the tree. Here the fallback is partial instead:
-//! the stranded switches, and every switch on their tree paths to the
-//! destination, take their escape routes; a switch whose search route leads
-//! into a switch that changed over re-checks its one dependency and, if
-//! that fails, changes over too. The set only grows, ends in at most S
-//! steps, and at worst is the whole tree, whose dependencies are all marked
-//! used; so every destination is always routed, loop-free (search pointers
-//! lead to earlier-settled switches, escape pointers along the tree), and
-//! every layer stays acyclic.
+//! First, as in OpenSM's Nue, local backtracking: a settled neighbour v of a
+//! stranded switch x may switch to another cable towards a settled switch
+//! (whose route avoids v) if the turns onto that cable are admissible for v,
+//! for every switch already routed through v, and for x; then x joins and
+//! the search goes on.
+//!
+//! Second, escape paths. Before a layer is routed, a spanning tree is rooted
+//! at the switch most central to the layer's destination switches, and the
+//! dependencies that tree routing to those switches needs (up-up turns,
+//! up-down turns towards each destination switch, down-down) are marked
+//! used. They contain no down-to-up turn, so they are acyclic, and they
+//! never become blocked. When backtracking fails, OpenSM's Nue throws the
+//! whole search away and routes the destination along the tree. Here the
+//! fallback is partial: stranded switches take their escape cable; a switch
+//! that takes an escape cable into a switch y keeps going along the tree
+//! unless the turn onto y's current route is admissible (then it joins y's
+//! route); a switch whose route enters a switch that changed re-checks its
+//! one turn and, if that fails, takes its escape cable too. Should joining
+//! close a forwarding loop, the joins are undone by moving the joined
+//! switches' successors onto the tree as well, down to the plain closure
+//! (every switch on a used escape path on its escape cable), which is
+//! loop-free and has all its turns marked used. So every end-port
+//! destination is always routed, and every layer stays acyclic.
 //!
 //! ## Cycle checks
 //! Instead of Nue's coloured acyclic subgraphs plus a depth-first search,
@@ -51,17 +58,33 @@
 //! is the number of (end port, destination LID) routes already on it: a
 //! search prefers fewer hops first and lighter cables among equally short
 //! routes, and leaves the shortest paths only when the dependency graph
-//! forces it. Routes to switch LIDs add no load. Each LID of an LMC range is
-//! routed on its own, after the previous LID's load was added.
+//! forces it. Among equal-cost routes the first found stays (preferring
+//! turns already in use, to keep the graph sparse, skewed the balance on
+//! fat trees). Each LID of an LMC range is routed on its own, after the
+//! previous LID's load was added.
 //!
-//! ## Choices of this implementation
+//! ## Switch LIDs
+//! Deadlock freedom is guaranteed for all traffic to end ports, from every
+//! switch (every switch counts as a source: a route's every turn is in its
+//! layer's graph). Traffic to switch LIDs is management traffic; OpenSM's
+//! Nue leaves it out of the layers by default (`nue_include_switches`), and
+//! reserving escape paths for every switch puts down-up turns into each
+//! layer of a fat tree that cost it its balance (edge forwarding index 460
+//! instead of 124 on the 3-level radix-8 tree). So here:
+//! - a switch with end ports routes its own LIDs exactly like its first
+//!   end-port LID (same in-tree, same layer: no new turn, fully layered);
+//! - a switch without end ports is routed last in its layer by the same
+//!   search, taking only turns already used or agreeing with the layer's
+//!   current topological order (no cycle search, no backtracking); switches
+//!   that stay stranded take a shortest path outside the graph, counted in
+//!   [`NueStats::unlayered`] (0 on tori, meshes and rings with end ports on
+//!   every switch; most core-to-core routes of a fat tree).
+//!
+//! ## Other choices
 //! - Layers: the destination LIDs grouped by switch in breadth-first order
 //!   from the lowest-GUID switch, cut into `k` runs of equal length, so a
 //!   layer's destinations lie close together (Nue uses METIS or round
 //!   robin).
-//! - Every switch counts as a traffic source, and switch LIDs are routed in
-//!   the layers like end ports (OpenSM's `nue_include_switches`): the
-//!   tables are acyclic for all traffic, not only between end ports.
 //! - Switches are numbered by GUID internally, so the routes depend on
 //!   GUIDs and cabling, not on discovery order.
 //!

@@ -152,6 +152,16 @@ fn layers_and_sls() {
 }
 
 #[test]
+fn fabrics_without_switch_links() {
+    let f = testfab::back_to_back();
+    let r = assert_deadlock_free(&f, 1);
+    assert!(r.lfts.is_empty());
+    assert_deadlock_free(&testfab::single_switch(3), 2);
+    let r = ibsm_routing::dor::dor(&testfab::single_switch(3), &vls(1)).unwrap();
+    assert!(validate(&testfab::single_switch(3), &r).is_clean());
+}
+
+#[test]
 fn zero_vls_is_a_typed_error_and_dispatch_works() {
     let f = testfab::ring(4, 1);
     assert_eq!(nue(&f, &vls(0)).unwrap_err(), RoutingError::TooFewVls { engine: "nue", needed: 1, available: 0 });
