@@ -79,6 +79,9 @@ fn main() {
         if want(name) {
             let f = ft.build();
             run_nue(&format!("{label} / nue"), &f, &opts, do_validate);
+            let (res, cpu_ms, _) = timed(|| dor(&f, &EngineOptions::default()));
+            let refusal = res.expect_err("a fat tree is no grid");
+            println!("  dor refuses it in {cpu_ms:.1} ms: {refusal}");
         }
     }
     if want("torus") {
