@@ -108,7 +108,8 @@ pub fn route(kind: EngineKind, fabric: &RoutingFabric, options: &EngineOptions) 
         EngineKind::FTree => crate::ftree::ftree(fabric, options),
         EngineKind::UpDn => crate::updn::updn(fabric, options),
         EngineKind::DnUp => crate::updn::dnup(fabric, options),
-        other => Err(RoutingError::NotApplicable { engine: other.name(), reason: "not implemented yet".into() }),
+        EngineKind::Dor => crate::dor::dor(fabric, options),
+        EngineKind::Nue => crate::nue::nue(fabric, options),
     }
 }
 

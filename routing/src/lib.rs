@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod dor;
 pub mod engine;
 pub mod error;
 pub mod fabric;
@@ -19,6 +20,7 @@ pub mod ftree;
 pub mod guidfile;
 pub mod lft;
 pub mod minhop;
+pub mod nue;
 pub mod sssp;
 pub mod testfab;
 pub mod updn;
