@@ -206,4 +206,10 @@ fn engines_on_a_torus_with_virtual_lanes() {
     assert!(report.routing_notes.iter().any(|n| n.contains("ftree")), "{:?}", report.routing_notes);
     let report = check_with_engines("torus2d:4x4,hosts=1", &["dfsssp"]);
     assert!(report.program.sl2vl_sets > 0, "dfsssp on a torus uses VLs: SL2VL must be programmed");
+    // dor with datelines on a 5x5 torus (rings of 5 need a dateline each).
+    let report = check_with_engines("torus2d:5x5,hosts=1", &["dor"]);
+    assert!(report.routing_notes.is_empty(), "dor applies to a torus: {:?}", report.routing_notes);
+    assert!(report.program.sl2vl_sets > 0);
+    let report = check_with_engines("torus3d:3x3x3,hosts=1", &["nue"]);
+    assert!(report.routing_notes.is_empty(), "{:?}", report.routing_notes);
 }
