@@ -9,28 +9,9 @@
 //! routed renumbered in a random order, as discovery might number it: ftree
 //! must give the same tables (by GUID) either way.
 
-use std::time::Instant;
-
+use ibsm_routing::testfab::timed;
 use ibsm_routing::testfab::{renumbered, FatTree};
 use ibsm_routing::{ftree, minhop, validate, EngineOptions, Routes, RoutingFabric};
-
-fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-/// Runs `f`, returning its result, CPU and wall milliseconds.
-fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
-    let c0 = cpu_ns();
-    let t = Instant::now();
-    let r = f();
-    let wall = t.elapsed().as_secs_f64() * 1e3;
-    let cpu = match (c0, cpu_ns()) {
-        (Some(a), Some(b)) => (b - a) as f64 / 1e6,
-        _ => wall,
-    };
-    (r, cpu, wall)
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -13,29 +13,11 @@
 //! stranded switches after backtracking, "unlayered" switch-LID routes
 //! left outside the dependency graphs.
 
-use std::time::Instant;
-
 use ibsm_routing::dor::dor;
 use ibsm_routing::nue::nue_with_stats;
+use ibsm_routing::testfab::timed;
 use ibsm_routing::testfab::{grid, FatTree};
 use ibsm_routing::{validate, EngineOptions, RoutingFabric};
-
-fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
-    let c0 = cpu_ns();
-    let t = Instant::now();
-    let r = f();
-    let wall = t.elapsed().as_secs_f64() * 1e3;
-    let cpu = match (c0, cpu_ns()) {
-        (Some(a), Some(b)) => (b - a) as f64 / 1e6,
-        _ => wall,
-    };
-    (r, cpu, wall)
-}
 
 /// Peak resident set size of this process so far (VmHWM), in MiB.
 fn peak_rss_mib() -> Option<f64> {

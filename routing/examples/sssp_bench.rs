@@ -18,28 +18,10 @@
 //! so other load on a shared machine does not inflate them; wall time is
 //! printed too.
 
-use std::time::Instant;
-
 use ibsm_routing::sssp::{dfsssp_with, sssp_with, DfssspConfig, PathChoice, SsspConfig};
+use ibsm_routing::testfab::timed;
 use ibsm_routing::testfab::FatTree;
 use ibsm_routing::{validate, EndPort, EngineOptions, PortEnd, RoutingError, RoutingFabric, Switch, SwitchId};
-
-fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
-    let c0 = cpu_ns();
-    let t = Instant::now();
-    let r = f();
-    let wall = t.elapsed().as_secs_f64() * 1e3;
-    let cpu = match (c0, cpu_ns()) {
-        (Some(a), Some(b)) => (b - a) as f64 / 1e6,
-        _ => wall,
-    };
-    (r, cpu, wall)
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

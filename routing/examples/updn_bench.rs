@@ -12,28 +12,10 @@
 //! one engine, on the generator's numbering only, e.g. to read its peak
 //! memory with `/usr/bin/time -v`.
 
-use std::time::Instant;
-
+use ibsm_routing::testfab::timed;
 use ibsm_routing::testfab::{renumbered, FatTree};
 use ibsm_routing::updn::{detect_roots, dnup, updn};
 use ibsm_routing::{minhop, validate, EngineOptions, Routes, RoutingError, RoutingFabric};
-
-fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
-    let c0 = cpu_ns();
-    let t = Instant::now();
-    let r = f();
-    let wall = t.elapsed().as_secs_f64() * 1e3;
-    let cpu = match (c0, cpu_ns()) {
-        (Some(a), Some(b)) => (b - a) as f64 / 1e6,
-        _ => wall,
-    };
-    (r, cpu, wall)
-}
 
 type Engine = fn(&RoutingFabric) -> Result<Routes, RoutingError>;
 

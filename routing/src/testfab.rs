@@ -484,6 +484,26 @@ pub fn renumbered(f: &RoutingFabric, seed: u64) -> RoutingFabric {
     b.build().expect("valid in the original")
 }
 
+/// Nanoseconds this thread has run on a CPU, if the kernel tells us.
+pub fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Runs `f`, returning its result, CPU milliseconds (wall if unavailable)
+/// and wall milliseconds.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
+    let c0 = thread_cpu_ns();
+    let t = std::time::Instant::now();
+    let r = f();
+    let wall = t.elapsed().as_secs_f64() * 1e3;
+    let cpu = match (c0, thread_cpu_ns()) {
+        (Some(a), Some(b)) => (b - a) as f64 / 1e6,
+        _ => wall,
+    };
+    (r, cpu, wall)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

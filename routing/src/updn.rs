@@ -106,12 +106,13 @@
 //! and every host path shortest; 45,056 hosts (radix 64, 3,840 switches)
 //! 4.2 s, 5.0 s and 3.2 s.
 
+use crate::minhop::destinations;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::engine::EngineOptions;
 use crate::error::{PartialRoutes, RoutingError};
-use crate::fabric::{PortEnd, RoutingFabric, SwitchEdge, SwitchId};
+use crate::fabric::{RoutingFabric, SwitchEdge, SwitchId};
 use crate::lft::{Lft, Routes};
 
 const INF: u32 = u32::MAX;
@@ -497,49 +498,6 @@ impl Walk {
     fn neighbors(&self, p: usize) -> &[SwitchEdge] {
         &self.adj[self.adj_base[p] as usize..self.adj_base[p + 1] as usize]
     }
-}
-
-/// A block of LIDs that terminates at one switch (as in MinHop).
-#[derive(Debug, Clone, Copy)]
-struct Dest {
-    base: u16,
-    count: u16,
-    /// The port the LIDs leave the destination switch by (0 = the switch).
-    out_port: u8,
-    /// End-port routes carry traffic weight; switch routes do not.
-    counted: bool,
-    /// Index of the first LID among the destination switch's LIDs.
-    slot: u32,
-}
-
-fn destinations(f: &RoutingFabric, order: &[SwitchId]) -> (Vec<u32>, Vec<Dest>) {
-    let mut base = Vec::with_capacity(order.len() + 1);
-    let mut dests = Vec::new();
-    for &d in order {
-        base.push(dests.len() as u32);
-        let mut slot = 0u32;
-        for (port, peer) in f.switch_ports(d).iter().enumerate() {
-            if let Some(PortEnd::End(e)) = *peer {
-                let ep = f.end_port(e);
-                if ep.base_lid != 0 {
-                    dests.push(Dest {
-                        base: ep.base_lid,
-                        count: 1 << ep.lmc,
-                        out_port: port as u8,
-                        counted: true,
-                        slot,
-                    });
-                    slot += 1 << ep.lmc;
-                }
-            }
-        }
-        let sw = f.switch(d);
-        if sw.base_lid != 0 {
-            dests.push(Dest { base: sw.base_lid, count: 1 << sw.lmc, out_port: 0, counted: false, slot });
-        }
-    }
-    base.push(dests.len() as u32);
-    (base, dests)
 }
 
 /// A next hop one step nearer the destination.
@@ -973,7 +931,7 @@ fn route_by_order(fabric: &RoutingFabric, order: &UpDownOrder) -> Result<Routes,
 mod tests {
     use super::*;
     use crate::analysis::{trace, validate};
-    use crate::fabric::{NodeRef, Switch};
+    use crate::fabric::{NodeRef, PortEnd, Switch};
 
     /// Ten switches in a hand-made order where the clean rule matters:
     /// `m`'s own shortest path goes up (m→u→D, 2 hops) although it has an
