@@ -44,6 +44,12 @@ pub struct RunArgs {
     /// Log as JSON lines.
     #[arg(long)]
     pub log_json: bool,
+    /// Routing engine chain, e.g. `ftree,updn,minhop` (overrides sm.routing_engine).
+    #[arg(long, value_name = "ENGINES", value_delimiter = ',')]
+    pub routing_engine: Vec<String>,
+    /// Address of the Prometheus endpoint, e.g. 127.0.0.1:9464 (overrides metrics.listen).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 impl RunArgs {
@@ -67,6 +73,12 @@ impl RunArgs {
         }
         if let Some(w) = self.window {
             c.transport.window = w;
+        }
+        if !self.routing_engine.is_empty() {
+            c.sm.routing_engine = self.routing_engine.clone();
+        }
+        if let Some(l) = &self.metrics_listen {
+            c.metrics.listen = Some(l.clone());
         }
         if let Some(ca) = &self.port.ca {
             c.port.ca = Some(ca.clone());
@@ -104,7 +116,24 @@ pub async fn run(args: RunArgs) -> ExitCode {
     // A simulated fabric has no state worth keeping across runs unless the
     // operator names a cache directory.
     let persist = port.sim.is_none() || args.cache_dir.is_some();
-    let options = RunOptions { once: args.once, persist_lids: persist, ..RunOptions::default() };
+    let metrics = match config.metrics.listen.as_deref().filter(|l| !l.is_empty() && !args.once) {
+        Some(listen) => match listen.parse::<std::net::SocketAddr>() {
+            Ok(addr) => {
+                let m = crate::metrics::Metrics::new();
+                match crate::metrics::serve(addr, m.clone()).await {
+                    Ok(_) => tracing::info!(%addr, "metrics served"),
+                    Err(e) => tracing::warn!(%addr, error = %e, "metrics endpoint not started"),
+                }
+                Some(m)
+            }
+            Err(e) => {
+                eprintln!("ibsm run: metrics.listen = {listen}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let options = RunOptions { metrics, once: args.once, persist_lids: persist, ..RunOptions::default() };
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };

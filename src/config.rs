@@ -164,6 +164,13 @@ impl Config {
         if self.sm.m_key_protection_level > 3 {
             return bad("sm.m_key_protection_level", self.sm.m_key_protection_level.to_string(), "must be 0-3");
         }
+        if let Some(name) = self.sm.routing_engine.iter().find(|e| e.parse::<ibsm_routing::EngineKind>().is_err()) {
+            return bad(
+                "sm.routing_engine",
+                name.clone(),
+                "unknown engine (minhop, updn, dnup, ftree, sssp, dfsssp, dor, nue)",
+            );
+        }
         if self.transport.window == 0 {
             return bad("transport.window", "0".into(), "must be at least 1");
         }

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod config;
 pub mod lid;
 pub mod mad;
+pub mod metrics;
 pub mod probe;
 pub mod route_cli;
 pub mod service;

@@ -19,6 +19,7 @@ use serde::Serialize;
 use ibsm_routing::analysis::{analyze, AnalysisOptions, AnalysisReport, ShiftOrder};
 use ibsm_routing::dump::{parse_path_sl, write_opensm_dump_with, write_path_sl, LftDump, PATH_SL_HEADER};
 use ibsm_routing::engine::{route_chain, EngineKind, EngineOptions};
+use ibsm_routing::guidfile::{load_guid_file, GuidKind};
 use ibsm_routing::{CdgScope, RoutingError};
 
 use crate::lid::Guid2Lid;
@@ -215,51 +216,17 @@ fn parse_guid(text: &str) -> Option<u64> {
     u64::from_str_radix(h, 16).ok()
 }
 
-/// What a GUID file must name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum GuidRole {
-    /// Switch (node) GUIDs: roots.
-    Switch,
-    /// End-port port GUIDs: compute and I/O nodes.
-    EndPort,
-}
-
-/// Reads a GUID list (one hex GUID per line, `0x` optional, blank lines
-/// and `#` comments ignored) and checks each against the fabric. Errors name
+/// Reads a root/cn/io GUID list (OpenSM's format, see
+/// `ibsm_routing::guidfile`) and checks it against the fabric; errors name
 /// the file, the line and the GUID.
-fn read_guid_file(path: &Path, view: &RouteView, role: GuidRole) -> Result<Vec<u64>, RoutingError> {
+fn read_guid_file(path: &Path, view: &RouteView, kind: GuidKind) -> Result<Vec<u64>, RoutingError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| RoutingError::Input {
         file: file.clone(),
         line: 0,
         problem: e.to_string(),
     })?;
-    let f = &view.fabric;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let t = line.split('#').next().unwrap_or("").trim();
-        if t.is_empty() {
-            continue;
-        }
-        let input = |problem: String| RoutingError::Input { file: file.clone(), line: i + 1, problem };
-        let guid = parse_guid(t).ok_or_else(|| input(format!("`{t}` is not a GUID")))?;
-        let known = match role {
-            GuidRole::Switch => f.switches().iter().any(|s| s.guid == guid),
-            GuidRole::EndPort => f.end_ports().iter().any(|e| e.port_guid == guid),
-        };
-        if !known {
-            let what = match role {
-                GuidRole::Switch => "switch",
-                GuidRole::EndPort => "cabled end port",
-            };
-            return Err(input(format!("GUID {guid:#018x} is no {what} of the topology")));
-        }
-        if out.contains(&guid) {
-            return Err(input(format!("GUID {guid:#018x} is listed twice")));
-        }
-        out.push(guid);
-    }
-    Ok(out)
+    load_guid_file(&text, &file, &view.fabric, kind)
 }
 
 /// A LID plan, its name for the output, and the persisted map (with its
@@ -344,9 +311,9 @@ fn route_text(args: &RouteArgs) -> Result<String, String> {
     }
     let mut options = EngineOptions { max_vls: args.max_vls, ..EngineOptions::default() };
     let files = [
-        (&args.root_guids, GuidRole::Switch),
-        (&args.cn_guids, GuidRole::EndPort),
-        (&args.io_guids, GuidRole::EndPort),
+        (&args.root_guids, GuidKind::Switch),
+        (&args.cn_guids, GuidKind::EndPort),
+        (&args.io_guids, GuidKind::EndPort),
     ];
     for (i, (path, role)) in files.into_iter().enumerate() {
         if let Some(p) = path {

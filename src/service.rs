@@ -22,8 +22,10 @@ use crate::sm::{SubnetManager, SweepReport};
 use crate::transport::{Datagram, Transport};
 
 /// How `run` should behave.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunOptions {
+    /// Where sweep results and MAD counts are published.
+    pub metrics: Option<crate::metrics::Metrics>,
     /// Sweep until the subnet is up (at most `once_attempts` sweeps), then return.
     pub once: bool,
     pub once_attempts: u32,
@@ -33,7 +35,7 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { once: false, once_attempts: 3, persist_lids: true }
+        RunOptions { metrics: None, once: false, once_attempts: 3, persist_lids: true }
     }
 }
 
@@ -89,10 +91,15 @@ async fn sweep_loop<T: Transport>(
     tokio::pin!(shutdown);
     let mut attempts = 0;
     let mut was_up = false;
+    let mut last: Option<SweepReport>;
     loop {
         attempts += 1;
         let report = sm.sweep().await?;
         let up = report.subnet_up();
+        if let Some(m) = &options.metrics {
+            m.heavy_sweep(&report);
+            m.transport(&sm.client().transport().stats());
+        }
         if let Ok(mut info) = shared.sm_info.lock() {
             info.sm_state = SmState::Master;
             info.act_count = info.act_count.wrapping_add(1);
@@ -127,20 +134,43 @@ async fn sweep_loop<T: Transport>(
             }
             continue;
         }
-        let wait = async {
-            if interval.is_zero() {
-                std::future::pending::<()>().await
-            } else {
-                tokio::time::sleep(interval).await
+        last = Some(report);
+        // Between heavy sweeps: light sweeps every interval until one finds
+        // a change, a trap arrives, or the fabric was not fully up.
+        loop {
+            let wait = async {
+                if interval.is_zero() {
+                    std::future::pending::<()>().await
+                } else {
+                    tokio::time::sleep(interval).await
+                }
+            };
+            tokio::select! {
+                _ = &mut shutdown => {
+                    info!("shutting down");
+                    return Ok(last.take().expect("a sweep ran"));
+                }
+                _ = wait => {}
+                _ = shared.sweep_now.notified() => {
+                    info!("heavy sweep requested");
+                    break;
+                }
             }
-        };
-        tokio::select! {
-            _ = &mut shutdown => {
-                info!("shutting down");
-                return Ok(report);
+            if !was_up {
+                break;
             }
-            _ = wait => debug!("periodic sweep"),
-            _ = shared.sweep_now.notified() => info!("sweep requested"),
+            let verdict = sm.light_sweep().await;
+            if let Some(m) = &options.metrics {
+                m.light_sweep();
+                m.transport(&sm.client().transport().stats());
+            }
+            match verdict {
+                Some(why) => {
+                    info!(reason = %why, "heavy sweep");
+                    break;
+                }
+                None => debug!("light sweep: no change"),
+            }
         }
     }
 }

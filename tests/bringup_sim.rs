@@ -142,3 +142,74 @@ fn ibsim_example_nets() {
     }
     assert!(seen >= 4, "expected the ibsim example nets, found {seen}");
 }
+
+#[test]
+fn lmc_2_gives_aligned_ranges_and_routes_every_lid() {
+    let topo = Topology::from_spec_or_file("fattree2:radix=8,leaves=4,spines=2,hosts=4").unwrap();
+    let fabric = FabricBuilder::new(&topo).seed(7).build_shared().unwrap();
+    let host = topo.hosts().next().unwrap();
+    let dev = SimDevice::attach(&fabric, host, 1).unwrap();
+    let (transport, _unsolicited) = MadTransport::spawn(dev, txn());
+    let config = SmConfig { lmc: 2, ..SmConfig::default() };
+    let mut sm = SubnetManager::new(transport, config, false);
+    let report = runtime().block_on(sm.sweep()).expect("sweep");
+    assert!(report.subnet_up(), "{:?}", report.inactive);
+    let f = fabric.lock().unwrap();
+    for h in topo.hosts() {
+        let port = PortRef { node: h, port: 1 };
+        let base = f.lid_of(port).unwrap().0;
+        assert_eq!(f.port_info(port).unwrap().lmc, 2);
+        assert_eq!(base % 4, 0, "LID {base} is not aligned to 2^LMC");
+        for offset in 0..4 {
+            let lid = Lid(base + offset);
+            for sw in topo.switches() {
+                let path = f.trace_lid_route(sw, lid).unwrap_or_else(|e| panic!("LID {lid} from switch: {e}"));
+                assert_eq!(path.last().copied(), Some(port));
+            }
+        }
+    }
+    // Switch port 0 (base, not enhanced) keeps LMC 0.
+    let sw = topo.switches().next().unwrap();
+    assert_eq!(f.port_info(PortRef { node: sw, port: 0 }).unwrap().lmc, 0);
+}
+
+fn check_with_engines(spec: &str, chain: &[&str]) -> SweepReport {
+    let topo = Topology::from_spec_or_file(spec).unwrap();
+    let fabric = FabricBuilder::new(&topo).seed(7).build_shared().unwrap();
+    let host = topo.hosts().next().unwrap();
+    let dev = SimDevice::attach(&fabric, host, 1).unwrap();
+    let (transport, _unsolicited) = MadTransport::spawn(dev, txn());
+    let config = SmConfig { routing_engine: chain.iter().map(|s| s.to_string()).collect(), ..SmConfig::default() };
+    let mut sm = SubnetManager::new(transport, config, false);
+    let report = runtime().block_on(sm.sweep()).expect("sweep");
+    assert!(report.subnet_up(), "{spec} {chain:?}: {:?} {:?}", report.inactive, report.problems());
+    assert!(report.problems().is_empty(), "{spec} {chain:?}: {:?}", report.problems());
+    assert_fabric_up(&topo, &fabric);
+    report
+}
+
+#[test]
+fn every_engine_brings_up_a_fat_tree() {
+    for engine in ["minhop", "updn", "dnup", "ftree", "sssp", "dfsssp", "nue"] {
+        let report = check_with_engines("fattree3:radix=8,pods=4", &[engine, "minhop"]);
+        if engine == "ftree" {
+            assert!(report.routing_notes.is_empty(), "ftree applies to a fat tree: {:?}", report.routing_notes);
+        }
+    }
+}
+
+#[test]
+fn engines_on_a_torus_with_virtual_lanes() {
+    // ftree refuses a torus and the chain falls back; dfsssp needs VLs, so
+    // the SM programs SL-to-VL tables on every port.
+    let report = check_with_engines("torus2d:4x4,hosts=1", &["ftree", "updn"]);
+    assert!(report.routing_notes.iter().any(|n| n.contains("ftree")), "{:?}", report.routing_notes);
+    let report = check_with_engines("torus2d:4x4,hosts=1", &["dfsssp"]);
+    assert!(report.program.sl2vl_sets > 0, "dfsssp on a torus uses VLs: SL2VL must be programmed");
+    // dor with datelines on a 5x5 torus (rings of 5 need a dateline each).
+    let report = check_with_engines("torus2d:5x5,hosts=1", &["dor"]);
+    assert!(report.routing_notes.is_empty(), "dor applies to a torus: {:?}", report.routing_notes);
+    assert!(report.program.sl2vl_sets > 0);
+    let report = check_with_engines("torus3d:3x3x3,hosts=1", &["nue"]);
+    assert!(report.routing_notes.is_empty(), "{:?}", report.routing_notes);
+}

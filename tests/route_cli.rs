@@ -172,19 +172,22 @@ fn a_dump_that_does_not_match_names_the_switch_and_lid() {
 fn guid_files_are_checked_line_by_line() {
     let dir = tempfile::tempdir().unwrap();
     let roots = tmp(&dir, "roots");
-    std::fs::write(&roots, "# spines\n0x0000000000200004\n\n200005\n").unwrap();
+    std::fs::write(&roots, "# spines\n0x0000000000200004\n\n0x200005 spine1\n").unwrap();
     let r = roots.to_str().unwrap();
     ok_json(&["route", "-t", &fixture("ft2-r4.net"), "--root-guids", r, "--json"]);
     std::fs::write(&roots, "0x200004\n0x1234\n").unwrap();
     let err = failure(&["route", "-t", &fixture("ft2-r4.net"), "--root-guids", r]);
-    assert!(err.contains(&format!("{r}:2: GUID 0x0000000000001234 is no switch")), "{err}");
+    assert!(err.contains(&format!("{r}:2: GUID 0x0000000000001234 is not a switch")), "{err}");
     std::fs::write(&roots, "0x200004\nspine1\n").unwrap();
     let err = failure(&["route", "-t", &fixture("ft2-r4.net"), "--root-guids", r]);
     assert!(err.contains(&format!("{r}:2: `spine1` is not a GUID")), "{err}");
+    // Decimal, as OpenSM reads a number without 0x: 2097156 = 0x200004.
+    std::fs::write(&roots, "2097156\n").unwrap();
+    ok_json(&["route", "-t", &fixture("ft2-r4.net"), "--root-guids", r, "--json"]);
     let cns = tmp(&dir, "cns");
     std::fs::write(&cns, "0x0000000000200004\n").unwrap();
     let err = failure(&["route", "-t", &fixture("ft2-r4.net"), "--cn-guids", cns.to_str().unwrap()]);
-    assert!(err.contains(":1: GUID 0x0000000000200004 is no cabled end port"), "{err}");
+    assert!(err.contains(":1: GUID 0x0000000000200004 is a switch, not an end port"), "{err}");
 }
 
 #[test]

@@ -18,28 +18,7 @@
 //! radix-64 tree with 44 of its 64 pods: 45,056 hosts and 3,840 switches,
 //! 48,896 LIDs.
 
-use std::time::Instant;
-
-/// Nanoseconds this thread has run on a CPU, if the kernel tells us.
-fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-/// Runs `f`, returning its result, CPU milliseconds (wall if unavailable)
-/// and wall milliseconds.
-fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
-    let c0 = cpu_ns();
-    let t = Instant::now();
-    let r = f();
-    let wall = t.elapsed().as_secs_f64() * 1e3;
-    let cpu = match (c0, cpu_ns()) {
-        (Some(a), Some(b)) => (b - a) as f64 / 1e6,
-        _ => wall,
-    };
-    (r, cpu, wall)
-}
-
+use ibsm_routing::testfab::timed;
 use ibsm_routing::testfab::{renumbered, FatTree};
 use ibsm_routing::{minhop, validate};
 

@@ -100,10 +100,16 @@ impl Default for EngineOptions {
 }
 
 /// Runs one engine.
-pub fn route(kind: EngineKind, fabric: &RoutingFabric, _options: &EngineOptions) -> Result<Routes, RoutingError> {
+pub fn route(kind: EngineKind, fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, RoutingError> {
     match kind {
         EngineKind::MinHop => crate::minhop::minhop(fabric),
-        other => Err(RoutingError::NotApplicable { engine: other.name(), reason: "not implemented yet".into() }),
+        EngineKind::Sssp => crate::sssp::sssp(fabric, options),
+        EngineKind::Dfsssp => crate::sssp::dfsssp(fabric, options),
+        EngineKind::FTree => crate::ftree::ftree(fabric, options),
+        EngineKind::UpDn => crate::updn::updn(fabric, options),
+        EngineKind::DnUp => crate::updn::dnup(fabric, options),
+        EngineKind::Dor => crate::dor::dor(fabric, options),
+        EngineKind::Nue => crate::nue::nue(fabric, options),
     }
 }
 

@@ -15,13 +15,19 @@
 
 pub mod analysis;
 pub mod cdg;
+pub mod dor;
 pub mod dump;
 pub mod engine;
 pub mod error;
 pub mod fabric;
+pub mod ftree;
+pub mod guidfile;
 pub mod lft;
 pub mod minhop;
+pub mod nue;
+pub mod sssp;
 pub mod testfab;
+pub mod updn;
 
 pub use analysis::{
     analyze, shift_balance, trace, validate, validate_with_loads, AnalysisOptions, AnalysisReport, Report,

@@ -59,22 +59,22 @@ use crate::lft::{Lft, Routes};
 
 /// A block of LIDs that terminates at one switch.
 #[derive(Debug, Clone, Copy)]
-struct Dest {
-    base: u16,
+pub(crate) struct Dest {
+    pub(crate) base: u16,
     /// 2^LMC.
-    count: u16,
+    pub(crate) count: u16,
     /// The port the LIDs leave the destination switch by (0 = the switch).
-    out_port: u8,
+    pub(crate) out_port: u8,
     /// End-port routes count towards port balance; switch routes do not.
-    counted: bool,
+    pub(crate) counted: bool,
     /// Index of the first LID among the destination switch's LIDs.
-    slot: u32,
+    pub(crate) slot: u32,
 }
 
 /// Per destination switch (in `order`), the LID blocks it delivers: end
 /// ports in the order of the switch port they hang off, then the switch's
 /// own LIDs.
-fn destinations(f: &RoutingFabric, order: &[SwitchId]) -> (Vec<u32>, Vec<Dest>) {
+pub(crate) fn destinations(f: &RoutingFabric, order: &[SwitchId]) -> (Vec<u32>, Vec<Dest>) {
     let mut base = Vec::with_capacity(f.num_switches() + 1);
     let mut dests: Vec<Dest> = Vec::new();
     for &d in order {

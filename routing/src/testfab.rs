@@ -287,6 +287,67 @@ pub fn ring(switches: u8, hosts_per_switch: u8) -> RoutingFabric {
     g.finish(None)
 }
 
+/// A mesh, torus or hypercube: one switch per point of a
+/// `sizes[0] × sizes[1] × …` grid, neighbours along each dimension cabled
+/// `parallel` times, the last switch of a dimension cabled back to the first
+/// where `wrap[k]` is set (a torus dimension; with size 2 that adds parallel
+/// cables, with size 1 nothing). Switch ports: dimension 0 plus-direction
+/// cables first, then its minus-direction cables, then dimension 1, …, then
+/// `hosts_per_switch` hosts. Switch `i` sits at coordinates
+/// `(i % sizes[0], i / sizes[0] % sizes[1], …)` and is named `sw-x-y-…`.
+///
+/// # Panics
+/// On an empty `sizes`, a zero size, `wrap` of another length, or more than
+/// 254 ports per switch.
+pub fn grid(sizes: &[u8], wrap: &[bool], parallel: u8, hosts_per_switch: u8) -> RoutingFabric {
+    assert!(!sizes.is_empty() && sizes.iter().all(|&s| s > 0), "grid sizes must be positive");
+    assert_eq!(sizes.len(), wrap.len(), "one wrap flag per dimension");
+    let dims = sizes.len();
+    let ports = 2 * dims * usize::from(parallel) + usize::from(hosts_per_switch);
+    assert!((1..=254).contains(&ports), "ports per switch out of range");
+    let n: usize = sizes.iter().map(|&s| usize::from(s)).product();
+    let coord = |mut i: usize| {
+        let mut c = Vec::with_capacity(dims);
+        for &s in sizes {
+            c.push(i % usize::from(s));
+            i /= usize::from(s);
+        }
+        c
+    };
+    let index = |c: &[usize]| c.iter().zip(sizes).rev().fold(0, |acc, (&x, &s)| acc * usize::from(s) + x);
+    let mut g = Gen::new();
+    let ids: Vec<SwitchId> = (0..n)
+        .map(|i| {
+            let name = coord(i).iter().map(|x| x.to_string()).collect::<Vec<_>>().join("-");
+            g.switch(ports as u8, format!("sw-{name}"))
+        })
+        .collect();
+    let par = usize::from(parallel);
+    for (i, &s) in ids.iter().enumerate() {
+        let c = coord(i);
+        for k in 0..dims {
+            let size = usize::from(sizes[k]);
+            let last = c[k] + 1 == size;
+            if size == 1 || (last && !wrap[k]) {
+                continue;
+            }
+            let mut nc = c.clone();
+            nc[k] = (c[k] + 1) % size;
+            let t = ids[index(&nc)];
+            for j in 0..par {
+                let plus = (2 * k * par + j + 1) as u8;
+                let minus = ((2 * k + 1) * par + j + 1) as u8;
+                g.link(PortEnd::Switch(s, plus), PortEnd::Switch(t, minus));
+            }
+        }
+        for h in 0..hosts_per_switch {
+            let e = g.host(0, format!("h{i}-{h}"));
+            g.link(PortEnd::End(e), PortEnd::Switch(s, (2 * dims * par) as u8 + h + 1));
+        }
+    }
+    g.finish(None)
+}
+
 /// SplitMix64: a tiny seeded generator so the library needs no `rand`.
 #[derive(Debug, Clone)]
 pub struct SplitMix64(pub u64);
@@ -421,6 +482,26 @@ pub fn renumbered(f: &RoutingFabric, seed: u64) -> RoutingFabric {
         b.connect_with(map(l.a), map(l.b), l.rate).expect("valid in the original");
     }
     b.build().expect("valid in the original")
+}
+
+/// Nanoseconds this thread has run on a CPU, if the kernel tells us.
+pub fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Runs `f`, returning its result, CPU milliseconds (wall if unavailable)
+/// and wall milliseconds.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
+    let c0 = thread_cpu_ns();
+    let t = std::time::Instant::now();
+    let r = f();
+    let wall = t.elapsed().as_secs_f64() * 1e3;
+    let cpu = match (c0, thread_cpu_ns()) {
+        (Some(a), Some(b)) => (b - a) as f64 / 1e6,
+        _ => wall,
+    };
+    (r, cpu, wall)
 }
 
 #[cfg(test)]

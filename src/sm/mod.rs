@@ -3,6 +3,7 @@
 
 pub mod discovery;
 pub mod program;
+pub mod qos;
 pub mod routes;
 pub mod subnet;
 
@@ -62,6 +63,11 @@ pub struct SubnetManager<T: Transport> {
     guid2lid_path: Option<PathBuf>,
     lft_cache: LftCache,
     sweeps: u64,
+    /// Switches of the last heavy sweep, for light sweeps: GUID and path.
+    known_switches: Vec<(Guid, crate::mad::DrPath)>,
+    /// The SL of every route when the engine uses VLs (for PathRecords),
+    /// with the sweep node of each source switch index.
+    path_sl: Option<(ibsm_routing::lft::PathSl, Vec<NodeId>)>,
 }
 
 impl<T: Transport> SubnetManager<T> {
@@ -84,11 +90,28 @@ impl<T: Transport> SubnetManager<T> {
                 Err(e) => warn!(error = %e, "guid2lid unreadable; assigning afresh, keeping the LIDs ports hold"),
             }
         }
-        SubnetManager { client, config, guid2lid, guid2lid_path, lft_cache: LftCache::default(), sweeps: 0 }
+        SubnetManager {
+            client,
+            config,
+            guid2lid,
+            guid2lid_path,
+            lft_cache: LftCache::default(),
+            sweeps: 0,
+            known_switches: Vec::new(),
+            path_sl: None,
+        }
     }
 
     pub fn client(&self) -> &SmpClient<T> {
         &self.client
+    }
+
+    /// The SL the routing engine chose from `source_switch` to `dlid`; 0
+    /// for engines that do not use VLs.
+    pub fn path_sl(&self, source_switch: NodeId, dlid: Lid) -> u8 {
+        let Some((sl, switches)) = &self.path_sl else { return 0 };
+        let Some(index) = switches.iter().position(|&n| n == source_switch) else { return 0 };
+        sl.sl(ibsm_routing::SwitchId(index as u32), dlid.0).unwrap_or(0)
     }
 
     /// One heavy sweep: discover, assign LIDs, route, program, activate.
@@ -160,20 +183,34 @@ impl<T: Transport> SubnetManager<T> {
 
         // Routes.
         let view = routes::routing_view(&subnet, &ranges)?;
-        let (lfts, routing_notes) = routes::compute(&view, &self.config.routing_engine)?;
+        let vls = qos::vl_budget(&subnet, &self.config);
+        let computed = routes::compute(&view, &self.config.routing_engine, vls)?;
+        let routing_notes = computed.notes;
         for n in &routing_notes {
             warn!(note = %n, "routing");
         }
+        // Engines that put routes on VLs get SL n on VL n everywhere.
+        let sl2vl = match &computed.path_sl {
+            Some(_) => qos::sl2vl_sets(&subnet, vls, &self.lft_cache.sl2vl),
+            None => Vec::new(),
+        };
+        self.path_sl = computed.path_sl.map(|sl| (sl, view.switch_nodes.clone()));
 
         // Programming.
         let plan = Plan {
             lids: ranges.iter().map(|(&k, r)| (k, (r.base(), r.lmc()))).collect(),
             sm_lid,
             top: lids.max_lid,
-            lfts,
+            lfts: computed.tables,
             client_reregister: first,
+            sl2vl,
         };
         let program = program::program(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
+        self.known_switches = subnet
+            .switches()
+            .filter(|&id| subnet.node(id).quarantined.is_none())
+            .map(|id| (subnet.node(id).guid(), subnet.node(id).path))
+            .collect();
         let inactive = inactive_ports(&subnet);
         let report = SweepReport { subnet, lids, program, inactive, routing_notes, elapsed: started.elapsed() };
         info!(
@@ -185,6 +222,49 @@ impl<T: Transport> SubnetManager<T> {
             "sweep done"
         );
         Ok(report)
+    }
+}
+
+impl<T: Transport> SubnetManager<T> {
+    /// A light sweep (what OpenSM does between heavy ones): SwitchInfo from
+    /// every known switch. Returns why a heavy sweep is needed, or `None`
+    /// when nothing changed: no PortStateChange, every switch still there
+    /// with the same GUID. A fabric without switches is always swept whole
+    /// (it is two ports).
+    pub async fn light_sweep(&self) -> Option<String> {
+        use crate::mad::{AttributeId, SmpAttribute, SwitchInfoRepr};
+        use futures::stream::{FuturesUnordered, StreamExt};
+        if self.sweeps == 0 {
+            return Some("no heavy sweep yet".into());
+        }
+        if self.known_switches.is_empty() {
+            return Some("no switches to watch".into());
+        }
+        let mut queue = self.known_switches.iter();
+        let get = |(guid, path): &(Guid, crate::mad::DrPath)| {
+            let (guid, path) = (*guid, *path);
+            async move { (guid, path, self.client.dr_get(&path, AttributeId::SwitchInfo, 0).await) }
+        };
+        let mut in_flight = FuturesUnordered::new();
+        in_flight.extend(queue.by_ref().take(program::MAX_OUTSTANDING).map(get));
+        let mut reason = None;
+        while let Some((guid, path, result)) = in_flight.next().await {
+            if let Some(next) = queue.next() {
+                in_flight.push(get(next));
+            }
+            if reason.is_some() {
+                continue;
+            }
+            match result.map(|smp| SwitchInfoRepr::parse_data(&smp.data)) {
+                Ok(Ok(si)) if si.port_state_change => {
+                    reason = Some(format!("switch {guid} at {path} reports a port state change"))
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => reason = Some(format!("switch {guid} at {path}: unreadable SwitchInfo: {e}")),
+                Err(e) => reason = Some(format!("switch {guid} at {path} did not answer: {e}")),
+            }
+        }
+        reason
     }
 }
 

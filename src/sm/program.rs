@@ -34,12 +34,17 @@ pub struct Plan {
     pub lfts: HashMap<NodeId, Vec<u8>>,
     /// Set PortInfo.ClientReregister on end ports (first master sweep).
     pub client_reregister: bool,
+    /// SLtoVLMapping Sets, when the engine layers routes onto VLs.
+    pub sl2vl: Vec<super::qos::Sl2VlSet>,
 }
 
-/// What the SM last wrote to each switch's forwarding table, by switch GUID.
+/// What the SM last wrote to each switch's forwarding table, by switch
+/// GUID: one hash per 64-LID block.
 #[derive(Debug, Clone, Default)]
 pub struct LftCache {
-    pub tables: HashMap<Guid, Vec<u8>>,
+    pub tables: HashMap<Guid, Vec<u64>>,
+    /// SLtoVLMapping tables written.
+    pub sl2vl: super::qos::Sl2VlCache,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,6 +56,7 @@ pub struct ProgramReport {
     pub activated: usize,
     pub pkey_reads: usize,
     pub pkey_sets: usize,
+    pub sl2vl_sets: usize,
     pub failures: usize,
 }
 
@@ -60,10 +66,25 @@ pub const MAX_OUTSTANDING: usize = 512;
 
 #[derive(Debug, Clone, Copy)]
 enum Target {
-    Port { node: NodeId, port: u8 },
-    PKeys { node: NodeId, port: u8 },
-    SwitchInfo { node: NodeId },
-    Lft { node: NodeId, block: u32 },
+    Port {
+        node: NodeId,
+        port: u8,
+    },
+    PKeys {
+        node: NodeId,
+        port: u8,
+    },
+    SwitchInfo {
+        node: NodeId,
+    },
+    Lft {
+        node: NodeId,
+        block: u32,
+    },
+    /// Index into `Plan::sl2vl`.
+    Sl2Vl {
+        index: u32,
+    },
 }
 
 struct SetRequest {
@@ -95,62 +116,94 @@ pub async fn program<T: Transport>(
     report.pkey_reads = reads.len();
     let pkey_fixes = read_pkeys(client, subnet, reads, &mut report).await;
 
-    // Pass 1: parameters + ARMED, SwitchInfo, LFTs; all independent.
-    let mut sets = pkey_fixes;
-    for id in subnet.ids().collect::<Vec<_>>() {
-        let node = subnet.node(id);
-        if node.quarantined.is_some() {
-            continue;
-        }
-        if node.is_switch() {
-            sets.extend(switch_info_set(subnet, id, plan, config));
-            sets.extend(lft_sets(subnet, id, plan, cache));
-        }
-        for port in 0..node.ports.len() as u8 {
-            if let Some(req) = port_set(subnet, id, port, plan, config, PortState::Armed) {
-                sets.push(req);
-            }
+    // Pass 1: parameters + ARMED, SwitchInfo, LFTs; all independent. LFT
+    // blocks go out block-major across switches so every switch is busy.
+    let managed: Vec<NodeId> = subnet.ids().filter(|&id| subnet.node(id).quarantined.is_none()).collect();
+    let switches: Vec<NodeId> = managed.iter().copied().filter(|&id| subnet.node(id).is_switch()).collect();
+    let blocks = plan.top.0 as usize / 64 + 1;
+    let mut targets: Vec<Target> = switches.iter().map(|&node| Target::SwitchInfo { node }).collect();
+    for &node in &managed {
+        for port in 0..subnet.node(node).ports.len() as u8 {
+            targets.push(Target::Port { node, port });
         }
     }
-    execute(client, subnet, sets, &mut report, cache, plan).await;
+    let lft_targets = (0..blocks * switches.len())
+        .map(|i| Target::Lft { node: switches[i % switches.len()], block: (i / switches.len()) as u32 });
+    let sl2vl_targets = (0..plan.sl2vl.len() as u32).map(|index| Target::Sl2Vl { index });
+    let first = Work::Prepared(pkey_fixes.into_iter());
+    let rest = targets.into_iter().chain(sl2vl_targets).chain(lft_targets);
+    let ctx = Ctx { plan, config, state: PortState::Armed };
+    execute(client, subnet, first, rest, &ctx, &mut report, cache).await;
 
     // Pass 2: ACTIVE, once every port on both ends of each link is armed.
-    let mut sets = Vec::new();
-    for id in subnet.ids().collect::<Vec<_>>() {
-        if subnet.node(id).quarantined.is_some() {
-            continue;
-        }
-        for port in 1..subnet.node(id).ports.len() as u8 {
-            let armed =
-                subnet.node(id).ports[port as usize].info.as_ref().is_some_and(|i| i.port_state == PortState::Armed);
-            if armed {
-                if let Some(req) = port_set(subnet, id, port, plan, config, PortState::Active) {
-                    sets.push(req);
-                }
-            }
-        }
-    }
-    execute(client, subnet, sets, &mut report, cache, plan).await;
+    let armed: Vec<Target> = managed
+        .iter()
+        .flat_map(|&node| {
+            let n = subnet.node(node);
+            (1..n.ports.len() as u8)
+                .filter(move |&p| n.ports[p as usize].info.as_ref().is_some_and(|i| i.port_state == PortState::Armed))
+                .map(move |port| Target::Port { node, port })
+        })
+        .collect();
+    let ctx = Ctx { plan, config, state: PortState::Active };
+    execute(client, subnet, Work::Prepared(Vec::new().into_iter()), armed.into_iter(), &ctx, &mut report, cache).await;
     report
+}
+
+/// What a pass needs to turn a target into its Set.
+struct Ctx<'a> {
+    plan: &'a Plan,
+    config: &'a SmConfig,
+    /// The logical state ports move to in this pass.
+    state: PortState,
+}
+
+/// Requests built before the pass (P_Key fixes, which needed a read).
+enum Work {
+    Prepared(std::vec::IntoIter<SetRequest>),
+}
+
+/// The Set for `target`, or `None` when the fabric already holds it.
+/// Built only when there is room on the wire, from the subnet as it is then.
+fn make(subnet: &Subnet, target: Target, ctx: &Ctx, cache: &LftCache) -> Option<SetRequest> {
+    match target {
+        Target::Port { node, port } => port_set(subnet, node, port, ctx.plan, ctx.config, ctx.state),
+        Target::SwitchInfo { node } => switch_info_set(subnet, node, ctx.plan, ctx.config),
+        Target::Lft { node, block } => lft_set(subnet, node, block, ctx.plan, cache),
+        Target::Sl2Vl { index } => {
+            let set = ctx.plan.sl2vl.get(index as usize)?;
+            Some(SetRequest {
+                target,
+                path: set.path,
+                attr: AttributeId::SlToVlMappingTable,
+                amod: set.amod,
+                data: set.table.to_data(),
+            })
+        }
+        Target::PKeys { .. } => None,
+    }
 }
 
 async fn execute<T: Transport>(
     client: &SmpClient<T>,
     subnet: &mut Subnet,
-    sets: Vec<SetRequest>,
+    first: Work,
+    mut targets: impl Iterator<Item = Target>,
+    ctx: &Ctx<'_>,
     report: &mut ProgramReport,
     cache: &mut LftCache,
-    plan: &Plan,
 ) {
-    // Requests become futures only as room frees up: a future holds its
-    // SMP, and a big fabric has hundreds of thousands of Sets to send.
-    let mut queue = sets.into_iter();
+    // A future holds its SMP and a big fabric has millions of Sets: they are
+    // built only as room frees up.
+    let Work::Prepared(mut prepared) = first;
     let mut in_flight = FuturesUnordered::new();
-    in_flight.extend(queue.by_ref().take(MAX_OUTSTANDING).map(|r| run(client, r)));
-    while let Some((req, result)) = in_flight.next().await {
-        if let Some(next) = queue.next() {
-            in_flight.push(run(client, next));
+    loop {
+        while in_flight.len() < MAX_OUTSTANDING {
+            let next = prepared.next().or_else(|| targets.by_ref().find_map(|t| make(subnet, t, ctx, cache)));
+            let Some(req) = next else { break };
+            in_flight.push(run(client, req));
         }
+        let Some((req, result)) = in_flight.next().await else { break };
         let data = match result {
             Ok(d) => d,
             Err(e) => {
@@ -159,6 +212,10 @@ async fn execute<T: Transport>(
                     Target::Port { node, port } => (node, format!("Set PortInfo port {port} failed: {e}")),
                     Target::PKeys { node, port } => (node, format!("Set P_KeyTable port {port} failed: {e}")),
                     Target::SwitchInfo { node } => (node, format!("Set SwitchInfo failed: {e}")),
+                    Target::Sl2Vl { index } => {
+                        let set = &ctx.plan.sl2vl[index as usize];
+                        (set.node, format!("Set SLtoVLMappingTable {:#x} failed: {e}", set.amod))
+                    }
                     Target::Lft { node, block } => {
                         // Forget what we believe is there so the next sweep resends it.
                         cache.tables.remove(&subnet.node(node).guid());
@@ -188,28 +245,45 @@ async fn execute<T: Transport>(
                 }
             }
             Target::PKeys { .. } => report.pkey_sets += 1,
+            Target::Sl2Vl { index } => {
+                report.sl2vl_sets += 1;
+                let set = &ctx.plan.sl2vl[index as usize];
+                let vls = set.table.vl.iter().copied().max().unwrap_or(0) + 1;
+                cache.sl2vl.remember(subnet.node(set.node).guid(), set.amod, vls);
+            }
             Target::SwitchInfo { node } => {
                 report.switch_info_sets += 1;
                 if let Ok(si) = SwitchInfoRepr::parse_data(&data) {
                     subnet.node_mut(node).switch_info = Some(si);
                 }
             }
-            Target::Lft { node, .. } => {
+            Target::Lft { node, block } => {
                 report.lft_blocks += 1;
                 let guid = subnet.node(node).guid();
-                if let Some(want) = plan.lfts.get(&node) {
-                    let entry = cache.tables.entry(guid).or_default();
-                    if entry.len() < want.len() {
-                        entry.resize(want.len(), 0xFF);
-                    }
-                    let start = (req.amod as usize) * 64;
-                    let end = (start + 64).min(want.len());
-                    entry[start..end].copy_from_slice(&want[start..end]);
+                let blocks = ctx.plan.top.0 as usize / 64 + 1;
+                let entry = cache.tables.entry(guid).or_default();
+                if entry.len() < blocks {
+                    entry.resize(blocks, UNKNOWN_BLOCK);
                 }
+                entry[block as usize] =
+                    block_hash(&LftBlockRepr::parse_data(&req.data).map(|b| b.ports).unwrap_or([0xFF; 64]));
             }
         }
     }
     debug!(?report, "programming batch done");
+}
+
+/// A block hash no real block has: "we do not know what is there".
+const UNKNOWN_BLOCK: u64 = 0;
+
+/// A 64-bit hash of one LFT block (never `UNKNOWN_BLOCK`). The cache keeps
+/// hashes, not tables: an eighth of the memory, and a collision would take
+/// 2^-64 luck to hide a changed block.
+fn block_hash(ports: &[u8; 64]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ports.hash(&mut h);
+    h.finish().max(1)
 }
 
 fn switch_info_set(subnet: &Subnet, id: NodeId, plan: &Plan, config: &SmConfig) -> Option<SetRequest> {
@@ -232,34 +306,27 @@ fn switch_info_set(subnet: &Subnet, id: NodeId, plan: &Plan, config: &SmConfig) 
     })
 }
 
-fn lft_sets(subnet: &Subnet, id: NodeId, plan: &Plan, cache: &LftCache) -> Vec<SetRequest> {
+fn lft_set(subnet: &Subnet, id: NodeId, block: u32, plan: &Plan, cache: &LftCache) -> Option<SetRequest> {
     let node = subnet.node(id);
-    let Some(want) = plan.lfts.get(&id) else { return Vec::new() };
-    let held = cache.tables.get(&node.guid());
-    let top = plan.top.0 as usize;
-    let blocks = top / 64 + 1;
-    let mut out = Vec::new();
-    for block in 0..blocks {
-        let start = block * 64;
-        let mut ports = [0xFFu8; 64];
-        for (i, slot) in ports.iter_mut().enumerate() {
-            if let Some(&p) = want.get(start + i) {
-                *slot = p;
-            }
+    let want = plan.lfts.get(&id)?;
+    let start = block as usize * 64;
+    let mut ports = [0xFFu8; 64];
+    for (i, slot) in ports.iter_mut().enumerate() {
+        if let Some(&p) = want.get(start + i) {
+            *slot = p;
         }
-        let same = held.is_some_and(|h| (0..64).all(|i| h.get(start + i).copied().unwrap_or(0xFF) == ports[i]));
-        if same {
-            continue;
-        }
-        out.push(SetRequest {
-            target: Target::Lft { node: id, block: block as u32 },
-            path: node.path,
-            attr: AttributeId::LinearForwardingTable,
-            amod: block as u32,
-            data: LftBlockRepr { ports }.to_data(),
-        });
     }
-    out
+    let held = cache.tables.get(&node.guid()).and_then(|h| h.get(block as usize)).copied();
+    if held == Some(block_hash(&ports)) {
+        return None;
+    }
+    Some(SetRequest {
+        target: Target::Lft { node: id, block },
+        path: node.path,
+        attr: AttributeId::LinearForwardingTable,
+        amod: block,
+        data: LftBlockRepr { ports }.to_data(),
+    })
 }
 
 /// The PortInfo Set for one port, or `None` when the port already holds what

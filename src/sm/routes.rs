@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
+use ibsm_routing::engine::{route_chain, EngineKind, EngineOptions};
 use ibsm_routing::fabric::{EndPort, EndPortId, FabricError, PortEnd, RoutingFabric, Switch, SwitchId};
-use ibsm_routing::minhop::minhop;
 
 use super::subnet::{NodeId, Subnet};
 use crate::lid::LidRange;
@@ -14,7 +14,7 @@ use crate::lid::LidRange;
 pub enum RouteError {
     #[error("routing view of the subnet is inconsistent: {0}")]
     Fabric(#[from] FabricError),
-    #[error("unknown routing engine `{0}` (available: minhop)")]
+    #[error("unknown routing engine `{0}` (known: minhop, updn, dnup, ftree, sssp, dfsssp, dor, nue)")]
     UnknownEngine(String),
 }
 
@@ -83,32 +83,51 @@ pub fn routing_view(subnet: &Subnet, lids: &HashMap<(NodeId, u8), LidRange>) -> 
     Ok(RoutingView { fabric: b.build()?, switch_nodes, end_ports })
 }
 
-/// Runs the first engine of `chain` that exists; returns each switch's table
-/// and the problems (e.g. a disconnected part) worth reporting.
 /// Each switch's forwarding table (port per LID), by sweep node ID.
 pub type SwitchTables = HashMap<NodeId, Vec<u8>>;
 
-pub fn compute(view: &RoutingView, chain: &[String]) -> Result<(SwitchTables, Vec<String>), RouteError> {
+/// Runs the engine chain (e.g. `ftree,updn,minhop`): the first engine that
+/// applies routes the fabric. Returns each switch's table and notes worth
+/// reporting (engines passed over, disconnected parts).
+pub fn compute(view: &RoutingView, chain: &[String], max_vls: u8) -> Result<Computed, RouteError> {
+    let kinds = parse_chain(chain)?;
     let mut notes = Vec::new();
-    let engine = chain.first().map(String::as_str).unwrap_or("minhop");
-    let routes = match engine {
-        "minhop" => match minhop(&view.fabric) {
-            Ok(r) => r,
-            Err(e) => {
-                notes.push(e.to_string());
-                match e.partial_routes() {
-                    Some(r) => r.clone(),
-                    None => return Ok((HashMap::new(), notes)),
-                }
+    let options = EngineOptions { max_vls, ..EngineOptions::default() };
+    let routes = match route_chain(&kinds, &view.fabric, &options) {
+        Ok(outcome) => {
+            for (kind, why) in &outcome.skipped {
+                notes.push(format!("{kind} passed over: {why}"));
             }
-        },
-        other => return Err(RouteError::UnknownEngine(other.to_string())),
-    };
-    let mut out = HashMap::new();
-    for (i, &node) in view.switch_nodes.iter().enumerate() {
-        if let Some(lft) = routes.lft(SwitchId(i as u32)) {
-            out.insert(node, lft.ports.clone());
+            outcome.routes
         }
+        Err(e) => {
+            notes.push(e.to_string());
+            match e.partial_routes() {
+                Some(r) => r.clone(),
+                None => return Ok(Computed { tables: HashMap::new(), path_sl: None, notes }),
+            }
+        }
+    };
+    // The engine's tables move into the plan: at 50,000 LIDs and 4,000
+    // switches each copy is 200 MB.
+    let path_sl = routes.sl;
+    let tables = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
+    Ok(Computed { tables, path_sl, notes })
+}
+
+/// What routing produced for the SM.
+pub struct Computed {
+    pub tables: SwitchTables,
+    /// The SL of every (source switch, DLID) route, for engines that layer
+    /// routes onto VLs; indexed like `RoutingView::switch_nodes`.
+    pub path_sl: Option<ibsm_routing::lft::PathSl>,
+    pub notes: Vec<String>,
+}
+
+/// Parses engine names; an empty chain means minhop.
+pub fn parse_chain(chain: &[String]) -> Result<Vec<EngineKind>, RouteError> {
+    if chain.is_empty() {
+        return Ok(vec![EngineKind::MinHop]);
     }
-    Ok((out, notes))
+    chain.iter().map(|name| name.parse::<EngineKind>().map_err(|_| RouteError::UnknownEngine(name.clone()))).collect()
 }

@@ -165,6 +165,9 @@ struct IoLoop<D> {
     /// Replies computed this turn, delivered after the stats are published
     /// so a caller that sees its reply also sees it counted.
     ready: Vec<(Reply, Result<Datagram, TransportError>)>,
+    /// Unsolicited MADs received this turn, handed on after the stats are
+    /// published, like replies.
+    arrived: Vec<Datagram>,
     dirty: bool,
     closing: bool,
 }
@@ -191,6 +194,7 @@ impl<D: MadDevice> IoLoop<D> {
             unsolicited_dropped: 0,
             device_errors: 0,
             ready: Vec::new(),
+            arrived: Vec::new(),
             dirty: false,
             closing: false,
         }
@@ -303,14 +307,7 @@ impl<D: MadDevice> IoLoop<D> {
         let now = self.dev.now();
         match self.core.handle_receive(now, d) {
             Received::Response { token, dgram } => self.finish(token, Ok(dgram)),
-            Received::Unsolicited(d) => match self.unsolicited.try_send(d) {
-                Ok(()) => {}
-                Err(tokio::sync::mpsc::error::TrySendError::Full(d)) => {
-                    self.unsolicited_dropped += 1;
-                    tracing::warn!(mad = %MadSummary::of(&d), "unsolicited channel full, MAD dropped");
-                }
-                Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => self.unsolicited_dropped += 1,
-            },
+            Received::Unsolicited(d) => self.arrived.push(d),
             Received::Stray { tid } => {
                 tracing::debug!(tid = format_args!("{tid:#018x}"), "stray response")
             }
@@ -354,6 +351,20 @@ impl<D: MadDevice> IoLoop<D> {
             };
             *self.shared_stats.lock().unwrap_or_else(|p| p.into_inner()) = snapshot;
             self.dirty = false;
+        }
+        for d in std::mem::take(&mut self.arrived) {
+            match self.unsolicited.try_send(d) {
+                Ok(()) => {}
+                Err(tokio::sync::mpsc::error::TrySendError::Full(d)) => {
+                    self.unsolicited_dropped += 1;
+                    self.dirty = true;
+                    tracing::warn!(mad = %MadSummary::of(&d), "unsolicited channel full, MAD dropped");
+                }
+                Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {
+                    self.unsolicited_dropped += 1;
+                    self.dirty = true;
+                }
+            }
         }
         for (reply, result) in self.ready.drain(..) {
             // The requester may have given up (its future was dropped).

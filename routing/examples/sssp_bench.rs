@@ -1,0 +1,156 @@
+//! Times SSSP and DFSSSP on 3-level radix-36 fat trees (and optionally
+//! more), one core.
+//!
+//!     cargo run --release -p ibsm-routing --example sssp_bench -- [--validate] [--weighted] [ENGINE...] [HOSTS...]
+//!
+//! ENGINE is `sssp` or `dfsssp` (default both); HOSTS picks among 3888
+//! (12 pods) and 11664 (full), default both; `648` adds the 2-level tree,
+//! `45056` a 3-level radix-64 tree of 44 pods (48,896 LIDs);
+//! `torus:AxBxC[:H]` adds a torus with H hosts per switch (default 1).
+//! Peak memory of a single case: run it under `/usr/bin/time -v` with one
+//! engine and one size.
+//!
+//! EFI is the edge forwarding index (most all-to-all end-port paths on one
+//! switch-to-switch link); `paths` says whether validation found every
+//! (source, LID) pair delivered on a shortest path, or how many are longer.
+//!
+//! Times are CPU time of the benchmark thread (/proc/thread-self/schedstat),
+//! so other load on a shared machine does not inflate them; wall time is
+//! printed too.
+
+use ibsm_routing::sssp::{dfsssp_with, sssp_with, DfssspConfig, PathChoice, SsspConfig};
+use ibsm_routing::testfab::timed;
+use ibsm_routing::testfab::FatTree;
+use ibsm_routing::{validate, EndPort, EngineOptions, PortEnd, RoutingError, RoutingFabric, Switch, SwitchId};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let do_validate = args.iter().any(|a| a == "--validate");
+    let paths = if args.iter().any(|a| a == "--weighted") { PathChoice::Weighted } else { PathChoice::Minimal };
+    let mut engines: Vec<&str> = args.iter().map(String::as_str).filter(|a| *a == "sssp" || *a == "dfsssp").collect();
+    if engines.is_empty() {
+        engines = vec!["sssp", "dfsssp"];
+    }
+    let mut sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let tori: Vec<&str> = args.iter().filter_map(|a| a.strip_prefix("torus:")).collect();
+    if sizes.is_empty() && tori.is_empty() {
+        sizes = vec![3888, 11664];
+    }
+    println!(
+        "{:<8} {:<26} {:>7} {:>6} {:>6} {:>10} {:>10} {:>22} {:>8} {:>9}",
+        "engine", "fabric", "hosts", "sw", "LIDs", "route ms", "(wall ms)", "layers", "EFI", "paths"
+    );
+    for t in tori {
+        let mut parts = t.split(':');
+        let dims: Vec<usize> = parts.next().unwrap_or("").split('x').filter_map(|d| d.parse().ok()).collect();
+        let hosts: u8 = parts.next().and_then(|h| h.parse().ok()).unwrap_or(1);
+        let f = torus(&dims, hosts);
+        let name = format!("torus {t}");
+        for &e in &engines {
+            run(e, &name, &f, paths, do_validate);
+        }
+    }
+    for hosts in sizes {
+        let (name, ft) = match hosts {
+            648 => ("2-level radix 36 (full)", FatTree::full(36, 2)),
+            3888 => ("3-level radix 36, 12 pods", FatTree::new(36, 3, 12 * 324)),
+            11664 => ("3-level radix 36 (full)", FatTree::full(36, 3)),
+            45056 => ("3-level radix 64, 44 pods", FatTree::new(64, 3, 44 * 1024)),
+            other => {
+                eprintln!("unknown size {other}");
+                continue;
+            }
+        };
+        let f = ft.build();
+        for &e in &engines {
+            run(e, name, &f, paths, do_validate);
+        }
+    }
+}
+
+fn run(engine: &str, name: &str, f: &RoutingFabric, paths: PathChoice, do_validate: bool) {
+    let opts = EngineOptions { max_vls: 15, ..EngineOptions::default() };
+    let cfg = SsspConfig { paths };
+    let (out, cpu, wall) = timed(|| match engine {
+        "sssp" => Ok((sssp_with(f, &opts, &cfg).expect("connected"), "-".to_string())),
+        _ => match dfsssp_with(f, &opts, &DfssspConfig { sssp: cfg.clone(), balance: true }) {
+            Ok((r, l)) => Ok((r, format!("{} {:?}", l.needed, l.method))),
+            Err(RoutingError::TooFewVls { needed, .. }) => Err(needed),
+            Err(e) => panic!("{e}"),
+        },
+    });
+    let (routes, layers) = match out {
+        Ok(x) => x,
+        Err(needed) => {
+            println!("{engine:<8} {name:<26} needs {needed} VLs ({cpu:.0} ms)");
+            return;
+        }
+    };
+    let (efi, valid) = if do_validate {
+        let rep = validate(f, &routes);
+        let v = match (rep.is_clean() && rep.fully_connected(), rep.all_minimal()) {
+            (true, true) => "minimal".to_string(),
+            (true, false) => format!("+{}", rep.delivered - rep.minimal),
+            (false, _) => "BROKEN".to_string(),
+        };
+        (rep.inter_switch_load.max.to_string(), v)
+    } else {
+        ("-".into(), "-".into())
+    };
+    println!(
+        "{:<8} {:<26} {:>7} {:>6} {:>6} {:>10.0} {:>10.0} {:>22} {:>8} {:>9}",
+        engine,
+        name,
+        f.num_end_ports(),
+        f.num_switches(),
+        f.max_lid(),
+        cpu,
+        wall,
+        layers,
+        efi,
+        valid
+    );
+}
+
+/// A torus (a ring per dimension) with `hosts` hosts per switch; LIDs go
+/// to hosts first.
+fn torus(dims: &[usize], hosts: u8) -> RoutingFabric {
+    let n: usize = dims.iter().product();
+    let nd = dims.len();
+    let mut b = RoutingFabric::builder();
+    let mut lid = 1u16;
+    let mut eps = Vec::new();
+    for s in 0..n {
+        for h in 0..hosts {
+            let node = 0x0010_0000 + ((s as u64) << 8) + u64::from(h) * 2;
+            eps.push(b.add_end_port(EndPort::new(node, node + 1, 1, lid)).unwrap());
+            lid += 1;
+        }
+    }
+    let sws: Vec<SwitchId> = (0..n)
+        .map(|s| {
+            let id = b.add_switch(Switch::new(0x0020_0000 + s as u64, 2 * nd as u8 + hosts, lid)).unwrap();
+            lid += 1;
+            id
+        })
+        .collect();
+    let mut stride = 1;
+    for (i, &k) in dims.iter().enumerate() {
+        for s in 0..n {
+            let c = (s / stride) % k;
+            if k < 2 || (k == 2 && c == 1) {
+                continue;
+            }
+            let t = s - c * stride + ((c + 1) % k) * stride;
+            b.connect(PortEnd::Switch(sws[s], 2 * i as u8 + 1), PortEnd::Switch(sws[t], 2 * i as u8 + 2)).unwrap();
+        }
+        stride *= k;
+    }
+    for s in 0..n {
+        for h in 0..hosts {
+            let e = eps[s * usize::from(hosts) + usize::from(h)];
+            b.connect(PortEnd::End(e), PortEnd::Switch(sws[s], 2 * nd as u8 + 1 + h)).unwrap();
+        }
+    }
+    b.build().unwrap()
+}

@@ -1,0 +1,766 @@
+//! Dimension-order routing (DOR) for meshes, tori and hypercubes.
+//!
+//! Every packet first corrects its coordinate in dimension 0, then in
+//! dimension 1, and so on; on a ring dimension it goes the shorter way round
+//! (the plus direction when both ways are equally long). The paths are
+//! shortest paths.
+//!
+//! ## Finding the coordinates
+//! OpenSM's `dor` takes dimensions from port numbers (lowest port = lowest
+//! dimension), so it depends on cabling conventions. Here the shape comes
+//! from the cabling alone: a mesh or torus is the *Cartesian product* of
+//! paths and cycles, and its links fall into one class per factor by the
+//! square rule (Imrich and Klavžar, "Product Graphs", ch. 23):
+//! - two links that leave a switch towards different neighbours and lie on
+//!   a common chordless 4-cycle (a "square") belong to different factors,
+//!   and the *opposite* links of that square belong to the same factors;
+//! - two links that leave a switch and share no chordless square (they go
+//!   on in a straight line, or form a triangle) belong to the same factor.
+//!
+//! The transitive closure of these relations (a union-find over the links
+//! of the simple switch graph, parallel cables merged) gives the classes. A
+//! class whose links give every switch two neighbours is a ring dimension,
+//! otherwise a line. The origin is the switch with the lowest GUID among
+//! those at the end of every line (a corner of a mesh); its neighbour along
+//! a line is the plus direction, along a ring its lower-GUID neighbour.
+//! Coordinates then spread breadth-first, each switch's plus neighbours
+//! found by completing squares with its predecessor's. Dimensions are
+//! ordered by the lowest port the origin uses for each (as OpenSM numbers
+//! them). Finally the result is *verified*: every switch has distinct
+//! coordinates inside the box, every link joins neighbours in its class's
+//! dimension and the box has exactly that many links. Anything else is
+//! refused with [`RoutingError::NotApplicable`] and the reason.
+//!
+//! A 4-ring is the product of two 2-switch lines (a 4×4 torus is a 4-D
+//! hypercube), so it is found as such: shortest paths stay shortest and need
+//! no dateline. A 3-ring needs none either (every in-ring hop is a whole
+//! path segment).
+//!
+//! ## Deadlock freedom
+//! Paths only turn from a lower to a higher dimension and never reverse, so
+//! a channel dependency cycle must stay inside one ring and run round it in
+//! one direction. On a mesh there are no rings: one VL suffices. On a torus
+//! each ring dimension of 5 or more switches has a *dateline*, the cable
+//! from coordinate size−1 back to 0. A path's SL is the bitmask of the
+//! datelines it crosses (bit i for the i-th such dimension), and SL = VL. On
+//! one VL a ring then carries either only paths that cross its dateline or
+//! only paths that do not: the latter never use the dateline cable, so they
+//! cannot close the ring; the former are at most ⌊n/2⌋ hops long within the
+//! ring and all contain the dateline cable, so no path holds the hop pair
+//! opposite the dateline, and again the ring is not closed. OpenSM's
+//! torus-2QoS gets by with 2 VLs by switching VL at the dateline through
+//! per-port SL2VL tables; with the identity SL-to-VL mapping used here the
+//! VL is fixed per path, so a torus with t dateline dimensions needs 2^t
+//! VLs, and [`RoutingError::TooFewVls`] says so when there are fewer.
+//!
+//! ## Parallel cables
+//! Between two neighbours the route to each LID takes the least loaded of
+//! the parallel cables, a route to an end port charging it one plus the
+//! number of end ports whose traffic it carries (as [`mod@crate::minhop`]).
+//!
+//! ## Cost
+//! With S switches, E links, degree at most 2D for D dimensions: shape
+//! detection O(S·D³) after a degree check that refuses high-radix fabrics
+//! (fat trees) in O(S + E); routing O(S²·D + L·S) for L destination LIDs.
+
+use crate::engine::EngineOptions;
+use crate::error::{PartialRoutes, RoutingError};
+use crate::fabric::{PortEnd, RoutingFabric, SwitchId};
+use crate::lft::{Lft, PathSl, Routes};
+
+const NONE: u32 = u32::MAX;
+const ENGINE: &str = "dor";
+
+/// One dimension of a detected shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dim {
+    /// Switches along the dimension.
+    pub size: u32,
+    /// The last switch is cabled back to the first.
+    pub ring: bool,
+}
+
+impl Dim {
+    /// Whether paths that cross the wrap-around cable need their own VL:
+    /// rings of five or more (a 3-ring has no in-ring dependencies; a 4-ring
+    /// is detected as two lines).
+    pub fn has_dateline(&self) -> bool {
+        self.ring && self.size >= 4
+    }
+}
+
+/// The mesh, torus or hypercube one connected part of a fabric forms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    /// Dimensions in routing order.
+    pub dims: Vec<Dim>,
+    /// The switches of the part.
+    pub switches: Vec<SwitchId>,
+    /// `coords[i * dims.len() + k]` is coordinate `k` of `switches[i]`.
+    pub coords: Vec<u32>,
+}
+
+impl Shape {
+    /// Coordinates of the `i`-th switch of the part.
+    pub fn coord(&self, i: usize) -> &[u32] {
+        let d = self.dims.len();
+        &self.coords[i * d..(i + 1) * d]
+    }
+
+    /// Dimensions whose datelines take an SL bit.
+    pub fn datelines(&self) -> usize {
+        self.dims.iter().filter(|d| d.has_dateline()).count()
+    }
+
+    /// VLs deadlock freedom needs: 2^datelines.
+    pub fn vls_needed(&self) -> u32 {
+        1u32.checked_shl(self.datelines() as u32).unwrap_or(u32::MAX)
+    }
+
+    /// "4x4x4 torus", "2x2x2 mesh", "5x3 mesh/torus" (mixed: `r` marks rings).
+    pub fn describe(&self) -> String {
+        if self.dims.is_empty() {
+            return "single switch".into();
+        }
+        let all_ring = self.dims.iter().all(|d| d.ring);
+        let no_ring = self.dims.iter().all(|d| !d.ring);
+        let sizes: Vec<String> = self
+            .dims
+            .iter()
+            .map(|d| if d.ring && !all_ring { format!("{}r", d.size) } else { d.size.to_string() })
+            .collect();
+        let kind = if all_ring {
+            "torus"
+        } else if no_ring && self.dims.iter().all(|d| d.size == 2) {
+            "hypercube"
+        } else if no_ring {
+            "mesh"
+        } else {
+            "mesh/torus"
+        };
+        format!("{} {kind}", sizes.join("x"))
+    }
+}
+
+/// The simple switch graph of one connected part: local indices, sorted
+/// neighbour lists with link ids.
+struct Simple {
+    nodes: Vec<SwitchId>,
+    /// `adj[v]` = (neighbour, link id), sorted by neighbour.
+    adj: Vec<Vec<(u32, u32)>>,
+    links: Vec<(u32, u32)>,
+}
+
+impl Simple {
+    fn build(f: &RoutingFabric, nodes: Vec<SwitchId>, local: &[u32]) -> Simple {
+        let mut adj: Vec<Vec<(u32, u32)>> = Vec::with_capacity(nodes.len());
+        let mut links = Vec::new();
+        for (v, &s) in nodes.iter().enumerate() {
+            let mut ns: Vec<u32> =
+                f.switch_neighbors(s).iter().map(|e| local[e.neighbor.index()]).filter(|&n| n != v as u32).collect();
+            ns.sort_unstable();
+            ns.dedup();
+            adj.push(ns.into_iter().map(|n| (n, NONE)).collect());
+        }
+        for v in 0..adj.len() {
+            for i in 0..adj[v].len() {
+                let n = adj[v][i].0 as usize;
+                if n > v {
+                    let id = links.len() as u32;
+                    links.push((v as u32, n as u32));
+                    adj[v][i].1 = id;
+                    let j = adj[n].binary_search_by_key(&(v as u32), |x| x.0).expect("symmetric");
+                    adj[n][j].1 = id;
+                }
+            }
+        }
+        Simple { nodes, adj, links }
+    }
+
+    fn link(&self, a: u32, b: u32) -> Option<u32> {
+        let l = &self.adj[a as usize];
+        l.binary_search_by_key(&b, |x| x.0).ok().map(|i| l[i].1)
+    }
+}
+
+struct UnionFind(Vec<u32>);
+
+impl UnionFind {
+    fn find(&mut self, mut x: u32) -> u32 {
+        while self.0[x as usize] != x {
+            let p = self.0[x as usize];
+            self.0[x as usize] = self.0[p as usize];
+            x = p;
+        }
+        x
+    }
+    fn union(&mut self, a: u32, b: u32) {
+        let (a, b) = (self.find(a), self.find(b));
+        if a != b {
+            self.0[a.max(b) as usize] = a.min(b);
+        }
+    }
+}
+
+fn not_applicable(reason: String) -> RoutingError {
+    RoutingError::NotApplicable { engine: ENGINE, reason }
+}
+
+/// Detects the shape of every connected part of the switch graph (parts
+/// without switches are skipped). See the module documentation for the
+/// method; the error names the first part that is no mesh, torus or
+/// hypercube and why.
+pub fn shapes(f: &RoutingFabric) -> Result<Vec<Shape>, RoutingError> {
+    let mut local = vec![NONE; f.num_switches()];
+    let mut out = Vec::new();
+    for root in f.switch_ids() {
+        if local[root.index()] != NONE {
+            continue;
+        }
+        // Breadth-first over switch-to-switch cables.
+        let mut nodes = vec![root];
+        local[root.index()] = 0;
+        let mut head = 0;
+        while head < nodes.len() {
+            let u = nodes[head];
+            head += 1;
+            for e in f.switch_neighbors(u) {
+                if local[e.neighbor.index()] == NONE {
+                    local[e.neighbor.index()] = nodes.len() as u32;
+                    nodes.push(e.neighbor);
+                }
+            }
+        }
+        out.push(detect(f, Simple::build(f, nodes, &local), &local)?);
+    }
+    Ok(out)
+}
+
+fn detect(f: &RoutingFabric, g: Simple, local: &[u32]) -> Result<Shape, RoutingError> {
+    let n = g.nodes.len();
+    let guid = |v: u32| f.switch(g.nodes[v as usize]).guid;
+    if n == 1 {
+        return Ok(Shape { dims: Vec::new(), switches: g.nodes, coords: Vec::new() });
+    }
+    // Every factor has at least two switches, so there are at most log2(n)
+    // of them and a switch has at most two neighbours per factor.
+    let max_dims = (usize::BITS - 1 - n.leading_zeros()) as usize;
+    if let Some(v) = (0..n).find(|&v| g.adj[v].len() > 2 * max_dims) {
+        return Err(not_applicable(format!(
+            "switch {:#018x} has {} switch neighbours; a mesh or torus of {n} switches has at most {}",
+            guid(v as u32),
+            g.adj[v].len(),
+            2 * max_dims
+        )));
+    }
+
+    // Link classes by the square rule.
+    let mut uf = UnionFind((0..g.links.len() as u32).collect());
+    let mut common = Vec::new();
+    for v in 0..n as u32 {
+        let adj = &g.adj[v as usize];
+        for i in 0..adj.len() {
+            for j in i + 1..adj.len() {
+                let ((a, ea), (b, eb)) = (adj[i], adj[j]);
+                if g.link(a, b).is_some() {
+                    uf.union(ea, eb);
+                    continue;
+                }
+                common.clear();
+                let (la, lb) = (&g.adj[a as usize], &g.adj[b as usize]);
+                let (mut x, mut y) = (0, 0);
+                while x < la.len() && y < lb.len() {
+                    match la[x].0.cmp(&lb[y].0) {
+                        std::cmp::Ordering::Less => x += 1,
+                        std::cmp::Ordering::Greater => y += 1,
+                        std::cmp::Ordering::Equal => {
+                            let w = la[x].0;
+                            if w != v && g.link(v, w).is_none() {
+                                common.push((w, la[x].1, lb[y].1));
+                            }
+                            x += 1;
+                            y += 1;
+                        }
+                    }
+                }
+                if common.is_empty() {
+                    uf.union(ea, eb);
+                }
+                for &(_, eaw, ebw) in &common {
+                    uf.union(ea, ebw);
+                    uf.union(eb, eaw);
+                }
+            }
+        }
+    }
+    let mut class_of_root = vec![NONE; g.links.len()];
+    let mut class = vec![0u32; g.links.len()];
+    let mut nclass = 0u32;
+    for l in 0..g.links.len() as u32 {
+        let r = uf.find(l) as usize;
+        if class_of_root[r] == NONE {
+            class_of_root[r] = nclass;
+            nclass += 1;
+        }
+        class[l as usize] = class_of_root[r];
+    }
+    let d = nclass as usize;
+    if d > max_dims {
+        return Err(not_applicable(format!(
+            "the links fall into {d} dimension classes, more than {max_dims} for {n} switches"
+        )));
+    }
+
+    // Per switch and class: neighbours (at most two).
+    let mut cn: Vec<[u32; 2]> = vec![[NONE; 2]; n * d];
+    for v in 0..n {
+        for &(w, l) in &g.adj[v] {
+            let slot = &mut cn[v * d + class[l as usize] as usize];
+            if slot[0] == NONE {
+                slot[0] = w;
+            } else if slot[1] == NONE {
+                slot[1] = w;
+            } else {
+                return Err(not_applicable(format!(
+                    "switch {:#018x} has more than two neighbours along one dimension",
+                    guid(v as u32)
+                )));
+            }
+        }
+    }
+    let deg = |v: usize, k: usize| cn[v * d + k].iter().filter(|&&x| x != NONE).count();
+    if let Some(v) = (0..n).find(|&v| (0..d).any(|k| deg(v, k) == 0)) {
+        return Err(not_applicable(format!(
+            "switch {:#018x} has no neighbour along some dimension; not a product of lines and rings",
+            guid(v as u32)
+        )));
+    }
+    let ring: Vec<bool> = (0..d).map(|k| (0..n).all(|v| deg(v, k) == 2)).collect();
+    let origin = (0..n)
+        .filter(|&v| (0..d).all(|k| ring[k] || deg(v, k) == 1))
+        .min_by_key(|&v| guid(v as u32))
+        .ok_or_else(|| not_applicable("no switch sits at the end of every line dimension (no mesh corner)".into()))?;
+
+    // Plus neighbour of the origin per class, and the class sizes.
+    let mut size = vec![0u32; d];
+    let mut plus0 = vec![NONE; d];
+    for k in 0..d {
+        let [a, b] = cn[origin * d + k];
+        plus0[k] = if b == NONE || guid(a) < guid(b) { a } else { b };
+        let (mut prev, mut cur, mut len) = (origin as u32, plus0[k], 1u32);
+        while cur != NONE && cur != origin as u32 {
+            len += 1;
+            if len as usize > n {
+                return Err(not_applicable("a dimension does not close or end".into()));
+            }
+            let [x, y] = cn[cur as usize * d + k];
+            let next = if x == prev { y } else { x };
+            prev = cur;
+            cur = next;
+        }
+        if ring[k] != (cur == origin as u32) {
+            return Err(not_applicable("a dimension is a ring in one place and a line in another".into()));
+        }
+        size[k] = len;
+    }
+
+    // Dimension order: the lowest origin port leading along each class.
+    let mut first_port = vec![u8::MAX; d];
+    let os = g.nodes[origin];
+    for e in f.switch_neighbors(os) {
+        let w = local[e.neighbor.index()];
+        if let Some(l) = g.link(origin as u32, w) {
+            let k = class[l as usize] as usize;
+            first_port[k] = first_port[k].min(e.port);
+        }
+    }
+    let mut order: Vec<usize> = (0..d).collect();
+    order.sort_by_key(|&k| (first_port[k], k));
+    let mut rank = vec![0usize; d];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k] = r;
+    }
+
+    // Coordinates and plus neighbours (indexed by class), breadth-first.
+    let mut coord = vec![NONE; n * d];
+    let mut plus = vec![NONE; n * d];
+    coord[origin * d..(origin + 1) * d].fill(0);
+    plus[origin * d..(origin + 1) * d].copy_from_slice(&plus0);
+    let mut queue = vec![origin as u32];
+    let mut head = 0;
+    let bad = |v: u32| not_applicable(format!("switch {:#018x} breaks the grid structure", guid(v)));
+    while head < queue.len() {
+        let u = queue[head] as usize;
+        head += 1;
+        for &(w, l) in &g.adj[u] {
+            let j = class[l as usize] as usize;
+            let forward = plus[u * d + j] == w;
+            let mut c: Vec<u32> = coord[u * d..(u + 1) * d].to_vec();
+            c[j] = if forward {
+                (c[j] + 1) % size[j]
+            } else if c[j] == 0 {
+                if !ring[j] {
+                    return Err(bad(w));
+                }
+                size[j] - 1
+            } else {
+                c[j] - 1
+            };
+            let wi = w as usize;
+            if coord[wi * d] != NONE {
+                if coord[wi * d..(wi + 1) * d] != c[..] {
+                    return Err(bad(w));
+                }
+                continue;
+            }
+            coord[wi * d..(wi + 1) * d].copy_from_slice(&c);
+            for k in 0..d {
+                plus[wi * d + k] = if k == j {
+                    if forward {
+                        // Along the same class: the neighbour other than u.
+                        let [x, y] = cn[wi * d + k];
+                        if x == u as u32 {
+                            y
+                        } else {
+                            x
+                        }
+                    } else {
+                        u as u32
+                    }
+                } else {
+                    let pu = plus[u * d + k];
+                    if pu == NONE {
+                        NONE
+                    } else {
+                        // Complete the square u, w, ?, plus_k(u).
+                        let [x, y] = cn[wi * d + k];
+                        let hit = [x, y].into_iter().find(|&t| t != NONE && t != u as u32 && g.link(t, pu).is_some());
+                        hit.ok_or_else(|| bad(w))?
+                    }
+                };
+            }
+            queue.push(w);
+        }
+    }
+
+    // Verification: a bijection onto the box, links exactly the box's.
+    let total: u64 = size.iter().map(|&s| u64::from(s)).product();
+    if total != n as u64 || queue.len() != n {
+        return Err(not_applicable(format!(
+            "{n} switches do not fill a {} box",
+            size.iter().map(|s| s.to_string()).collect::<Vec<_>>().join("x")
+        )));
+    }
+    let mut seen = vec![false; n];
+    for v in 0..n {
+        let mut idx = 0usize;
+        for k in (0..d).rev() {
+            let c = coord[v * d + k];
+            if c >= size[k] {
+                return Err(bad(v as u32));
+            }
+            idx = idx * size[k] as usize + c as usize;
+        }
+        if std::mem::replace(&mut seen[idx], true) {
+            return Err(bad(v as u32));
+        }
+    }
+    for &(a, b) in &g.links {
+        let (a, b) = (a as usize, b as usize);
+        let k = class[g.link(a as u32, b as u32).expect("listed") as usize] as usize;
+        for j in 0..d {
+            let (ca, cb) = (coord[a * d + j], coord[b * d + j]);
+            let ok = if j != k {
+                ca == cb
+            } else {
+                let diff = ca.abs_diff(cb);
+                diff == 1 || (ring[k] && diff == size[k] - 1)
+            };
+            if !ok {
+                return Err(bad(a as u32));
+            }
+        }
+    }
+    let expected: u64 = (0..d)
+        .map(|k| {
+            let per_fiber = if ring[k] { size[k] } else { size[k] - 1 };
+            total / u64::from(size[k]) * u64::from(per_fiber)
+        })
+        .sum();
+    if expected != g.links.len() as u64 {
+        return Err(not_applicable(format!(
+            "{} neighbour pairs are cabled, a full grid of this shape has {expected}",
+            g.links.len()
+        )));
+    }
+
+    let dims = order.iter().map(|&k| Dim { size: size[k], ring: ring[k] }).collect();
+    let mut coords = vec![0u32; n * d];
+    for v in 0..n {
+        for k in 0..d {
+            coords[v * d + rank[k]] = coord[v * d + k];
+        }
+    }
+    Ok(Shape { dims, switches: g.nodes, coords })
+}
+
+/// Routes a mesh, torus or hypercube in dimension order; see the module
+/// documentation. Fills [`Routes::sl`] with the dateline bitmask of every
+/// path (all zero on a mesh).
+///
+/// Errors: [`RoutingError::NotApplicable`] when a part of the switch graph
+/// is no mesh, torus or hypercube; [`RoutingError::TooFewVls`] when the
+/// datelines need more VLs than `options.max_vls`;
+/// [`RoutingError::Disconnected`] with the routes of every part when the
+/// fabric has more than one.
+pub fn dor(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, RoutingError> {
+    let shapes = shapes(fabric)?;
+    let needed = shapes.iter().map(Shape::vls_needed).max().unwrap_or(1);
+    if needed > u32::from(options.max_vls) {
+        return Err(RoutingError::TooFewVls {
+            engine: ENGINE,
+            needed: needed.min(255) as u8,
+            available: options.max_vls,
+        });
+    }
+    let top = fabric.max_lid();
+    let mut lfts: Vec<Lft> = (0..fabric.num_switches()).map(|_| Lft::unrouted(top)).collect();
+    let mut sl = vec![vec![0u8; usize::from(top) + 1]; fabric.num_switches()];
+    let mut load = vec![0u64; fabric.num_switch_port_slots()];
+    for shape in &shapes {
+        route_part(fabric, shape, &mut lfts, &mut sl, &mut load);
+    }
+    let routes = Routes { lfts, sl: Some(PathSl { by_source_switch: sl }) };
+    disconnected_or_ok(fabric, routes)
+}
+
+/// Returns the routes, or [`RoutingError::Disconnected`] carrying them when
+/// the fabric is in several parts.
+pub(crate) fn disconnected_or_ok(fabric: &RoutingFabric, routes: Routes) -> Result<Routes, RoutingError> {
+    let comps = fabric.components();
+    if comps.count() <= 1 {
+        return Ok(routes);
+    }
+    let unreachable = fabric
+        .switch_ids()
+        .filter(|s| comps.of_switch[s.index()] != 0)
+        .map(|s| fabric.switch(s).guid)
+        .chain(
+            fabric.end_port_ids().filter(|e| comps.of_end_port[e.index()] != 0).map(|e| fabric.end_port(e).port_guid),
+        )
+        .collect();
+    Err(RoutingError::Disconnected { components: comps.count(), unreachable, partial: PartialRoutes(Box::new(routes)) })
+}
+
+fn route_part(f: &RoutingFabric, shape: &Shape, lfts: &mut [Lft], sl: &mut [Vec<u8>], load: &mut [u64]) {
+    let n = shape.switches.len();
+    let d = shape.dims.len();
+    let mut local = vec![NONE; f.num_switches()];
+    for (i, s) in shape.switches.iter().enumerate() {
+        local[s.index()] = i as u32;
+    }
+    // Grid index (mixed radix, dimension 0 fastest) -> local switch.
+    let mut at = vec![0u32; n];
+    let grid_index =
+        |c: &[u32]| c.iter().zip(&shape.dims).rev().fold(0usize, |acc, (&x, dim)| acc * dim.size as usize + x as usize);
+    for i in 0..n {
+        at[grid_index(shape.coord(i))] = i as u32;
+    }
+    // Cables from each switch to each neighbour: ports[(i * d + k) * 2 + dir],
+    // dir 0 = plus, 1 = minus.
+    let mut ports: Vec<Vec<u8>> = vec![Vec::new(); n * d * 2];
+    for i in 0..n {
+        let c = shape.coord(i);
+        for e in f.switch_neighbors(shape.switches[i]) {
+            let j = local[e.neighbor.index()] as usize;
+            let cj = shape.coord(j);
+            let Some(k) = (0..d).find(|&k| c[k] != cj[k]) else { continue };
+            let dim = shape.dims[k];
+            let plus = if dim.ring { (c[k] + 1) % dim.size == cj[k] } else { c[k] + 1 == cj[k] };
+            ports[(i * d + k) * 2 + usize::from(!plus)].push(e.port);
+        }
+    }
+    let bit: Vec<u8> = {
+        let mut next = 0u8;
+        shape
+            .dims
+            .iter()
+            .map(|dim| {
+                if dim.has_dateline() {
+                    next += 1;
+                    1 << (next - 1)
+                } else {
+                    0
+                }
+            })
+            .collect()
+    };
+    let hosts: Vec<u64> = shape
+        .switches
+        .iter()
+        .map(|&s| f.switch_ports(s).iter().filter(|p| matches!(p, Some(PortEnd::End(_)))).count() as u64)
+        .collect();
+
+    let mut next = vec![NONE; n];
+    let mut slot = vec![0u32; n];
+    let mut mask = vec![0u8; n];
+    let mut dist = vec![0u32; n];
+    let mut flow = vec![0u64; n];
+    let mut by_dist: Vec<u32> = (0..n as u32).collect();
+    for t in 0..n {
+        let ct = shape.coord(t);
+        for s in 0..n {
+            let cs = shape.coord(s);
+            let mut m = 0u8;
+            let mut hops = 0u32;
+            let mut first = None;
+            for k in 0..d {
+                if cs[k] == ct[k] {
+                    continue;
+                }
+                let dim = shape.dims[k];
+                let (up, steps, wraps) = if dim.ring {
+                    let fwd = (ct[k] + dim.size - cs[k]) % dim.size;
+                    let back = dim.size - fwd;
+                    if fwd <= back {
+                        (true, fwd, ct[k] < cs[k])
+                    } else {
+                        (false, back, ct[k] > cs[k])
+                    }
+                } else {
+                    (ct[k] > cs[k], cs[k].abs_diff(ct[k]), false)
+                };
+                if wraps {
+                    m |= bit[k];
+                }
+                hops += steps;
+                first.get_or_insert((k, up));
+            }
+            mask[s] = m;
+            dist[s] = hops;
+            (next[s], slot[s]) = match first {
+                None => (NONE, 0),
+                Some((k, up)) => {
+                    let mut c = cs.to_vec();
+                    let size = shape.dims[k].size;
+                    c[k] = if up { (c[k] + 1) % size } else { (c[k] + size - 1) % size };
+                    (at[grid_index(&c)], ((s * d + k) * 2 + usize::from(!up)) as u32)
+                }
+            };
+        }
+        // Traffic each switch forwards towards t (end ports only), farthest
+        // first so upstream flows are complete before they are passed on.
+        by_dist.sort_unstable_by_key(|&s| std::cmp::Reverse(dist[s as usize]));
+        flow.iter_mut().zip(&hosts).for_each(|(fl, h)| *fl = *h);
+        for &s in &by_dist {
+            let s = s as usize;
+            if next[s] != NONE {
+                flow[next[s] as usize] += flow[s];
+            }
+        }
+
+        let ts = shape.switches[t];
+        let mut dests: Vec<(u32, u8, bool)> = Vec::new();
+        for (port, peer) in f.switch_ports(ts).iter().enumerate() {
+            if let Some(PortEnd::End(e)) = *peer {
+                for lid in f.end_port(e).lids() {
+                    dests.push((lid, port as u8, true));
+                }
+            }
+        }
+        dests.extend(f.switch(ts).lids().map(|lid| (lid, 0, false)));
+        for (lid, out, counted) in dests {
+            let li = lid as usize;
+            lfts[ts.index()].ports[li] = out;
+            for s in 0..n {
+                let sw = shape.switches[s];
+                sl[sw.index()][li] = mask[s];
+                if next[s] == NONE {
+                    continue;
+                }
+                let cands = &ports[slot[s] as usize];
+                let base = f.switch_port_slot(sw, 0);
+                let &p =
+                    cands.iter().min_by_key(|&&p| (load[base + usize::from(p)], p)).expect("a neighbour has a cable");
+                if counted {
+                    load[base + usize::from(p)] += 1 + flow[s];
+                }
+                lfts[sw.index()].ports[li] = p;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::validate;
+    use crate::testfab;
+
+    fn shape_of(f: &RoutingFabric) -> Shape {
+        let mut v = shapes(f).unwrap();
+        assert_eq!(v.len(), 1);
+        v.pop().unwrap()
+    }
+
+    #[test]
+    fn detects_meshes_tori_and_hypercubes() {
+        let s = shape_of(&testfab::grid(&[4, 3], &[false, false], 1, 1));
+        assert_eq!(s.dims, vec![Dim { size: 4, ring: false }, Dim { size: 3, ring: false }]);
+        assert_eq!(s.describe(), "4x3 mesh");
+        let s = shape_of(&testfab::grid(&[5, 6, 3], &[true, true, true], 1, 0));
+        assert_eq!(s.describe(), "5x6x3 torus");
+        assert_eq!(s.datelines(), 2, "the 3-ring needs no dateline");
+        // A 4x4 torus is the 4-cube.
+        let s = shape_of(&testfab::grid(&[4, 4], &[true, true], 1, 0));
+        assert_eq!(s.describe(), "2x2x2x2 hypercube");
+        assert_eq!(s.vls_needed(), 1);
+        let s = shape_of(&testfab::grid(&[2, 2, 2], &[false; 3], 2, 1));
+        assert_eq!(s.describe(), "2x2x2 hypercube");
+        let s = shape_of(&testfab::grid(&[7, 2], &[true, false], 1, 1));
+        assert_eq!(s.describe(), "7rx2 mesh/torus");
+        assert_eq!(s.vls_needed(), 2);
+    }
+
+    #[test]
+    fn origin_is_a_corner_and_coordinates_follow_the_cabling() {
+        let f = testfab::grid(&[4, 3], &[false, false], 1, 0);
+        let s = shape_of(&f);
+        // Distinct coordinates, neighbours differ by one step in one place.
+        for (i, &a) in s.switches.iter().enumerate() {
+            for e in f.switch_neighbors(a) {
+                let j = s.switches.iter().position(|&x| x == e.neighbor).unwrap();
+                let diff: u32 = s.coord(i).iter().zip(s.coord(j)).map(|(x, y)| x.abs_diff(*y)).sum();
+                assert_eq!(diff, 1);
+            }
+        }
+        let corner = s.switches[(0..s.switches.len()).find(|&i| s.coord(i) == [0, 0]).unwrap()];
+        assert_eq!(f.switch_neighbors(corner).len(), 2);
+    }
+
+    #[test]
+    fn refuses_what_is_no_grid() {
+        let e = shapes(&testfab::FatTree::full(8, 2).build()).unwrap_err();
+        assert!(matches!(e, RoutingError::NotApplicable { engine: "dor", .. }), "{e}");
+        // A grid with one cable missing.
+        let mut b = RoutingFabric::builder();
+        let g = testfab::grid(&[3, 3], &[false, false], 1, 0);
+        for s in g.switches() {
+            b.add_switch(s.clone()).unwrap();
+        }
+        for l in g.links().iter().skip(1) {
+            b.connect(l.a, l.b).unwrap();
+        }
+        let e = shapes(&b.build().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("dor does not apply"), "{e}");
+    }
+
+    #[test]
+    fn mesh_routes_validate_minimal_with_sl_zero() {
+        let f = testfab::grid(&[3, 4], &[false, false], 1, 2);
+        let r = dor(&f, &EngineOptions { max_vls: 1, ..Default::default() }).unwrap();
+        let rep = validate(&f, &r);
+        assert!(rep.is_clean() && rep.all_minimal() && rep.fully_connected(), "{rep}");
+        assert!(r.sl.unwrap().by_source_switch.iter().all(|row| row.iter().all(|&x| x == 0)));
+    }
+}

@@ -1,0 +1,143 @@
+//! Helpers shared by the SSSP/DFSSSP tests: tori, an independent per-SL
+//! channel dependency check (petgraph), table comparison by GUID.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use ibsm_routing::analysis::TraceEnd;
+use ibsm_routing::{trace, validate, EndPort, NodeRef, PortEnd, Routes, RoutingFabric, Switch, SwitchId};
+use petgraph::algo::is_cyclic_directed;
+use petgraph::graphmap::DiGraphMap;
+
+/// A torus (a ring per dimension with `dims[i] >= 3`; a line for 2, a
+/// point for 1) with `hosts` hosts per switch. Port 2i+1 goes to the next
+/// switch along dimension i, port 2i+2 to the previous one; hosts follow.
+/// End ports get LIDs first, then switches.
+pub fn torus(dims: &[usize], hosts: u8) -> RoutingFabric {
+    let n: usize = dims.iter().product();
+    let nd = dims.len();
+    let ports = 2 * nd as u8 + hosts;
+    let mut b = RoutingFabric::builder();
+    let mut lid = 1u16;
+    let mut eps = Vec::new();
+    for s in 0..n {
+        for h in 0..hosts {
+            let node = 0x0010_0000 + ((s as u64) << 8) + u64::from(h) * 2;
+            eps.push(b.add_end_port(EndPort::new(node, node + 1, 1, lid)).unwrap());
+            lid += 1;
+        }
+    }
+    let sws: Vec<SwitchId> = (0..n)
+        .map(|s| {
+            let id = b.add_switch(Switch::new(0x0020_0000 + s as u64, ports, lid).with_name(format!("t{s}"))).unwrap();
+            lid += 1;
+            id
+        })
+        .collect();
+    let coord = |mut s: usize| -> Vec<usize> {
+        dims.iter()
+            .map(|&k| {
+                let c = s % k;
+                s /= k;
+                c
+            })
+            .collect()
+    };
+    let index = |c: &[usize]| -> usize { c.iter().zip(dims).rev().fold(0, |acc, (&x, &k)| acc * k + x) };
+    for s in 0..n {
+        let c = coord(s);
+        for (i, &k) in dims.iter().enumerate() {
+            if k < 2 || (k == 2 && c[i] == 1) {
+                continue;
+            }
+            let mut d = c.clone();
+            d[i] = (c[i] + 1) % k;
+            let t = index(&d);
+            b.connect(PortEnd::Switch(sws[s], 2 * i as u8 + 1), PortEnd::Switch(sws[t], 2 * i as u8 + 2)).unwrap();
+        }
+        for h in 0..hosts {
+            let e = eps[s * usize::from(hosts) + usize::from(h)];
+            b.connect(PortEnd::End(e), PortEnd::Switch(sws[s], 2 * nd as u8 + 1 + h)).unwrap();
+        }
+    }
+    b.build().unwrap()
+}
+
+/// Paths the engine claims deadlock freedom for: from switches with end
+/// ports to every LID, from every switch to end-port LIDs.
+pub fn carries_traffic(f: &RoutingFabric, src: SwitchId, dlid: u16) -> bool {
+    let has_ports = f.switch_ports(src).iter().any(|p| matches!(p, Some(PortEnd::End(_))));
+    has_ports || matches!(f.lid_owner(dlid), Some(NodeRef::End(_)))
+}
+
+/// Builds one channel dependency graph per SL (all paths on SL 0 when
+/// `routes.sl` is None, or when `ignore_sl`) from the tables alone: nodes
+/// are (switch, output port) of switch-to-switch hops, an edge joins
+/// consecutive hops of a path.
+pub fn cdgs(f: &RoutingFabric, routes: &Routes, ignore_sl: bool) -> BTreeMap<u8, DiGraphMap<(u32, u8), ()>> {
+    let mut by_sl: BTreeMap<u8, DiGraphMap<(u32, u8), ()>> = BTreeMap::new();
+    for s in f.switch_ids() {
+        for dlid in 1..=f.max_lid() {
+            if f.lid_owner(dlid).is_none() || !carries_traffic(f, s, dlid) {
+                continue;
+            }
+            let t = trace(f, routes, NodeRef::Switch(s), dlid);
+            if !matches!(t.end, TraceEnd::Delivered(_)) {
+                continue;
+            }
+            let sl = if ignore_sl { 0 } else { routes.sl.as_ref().and_then(|p| p.sl(s, dlid)).unwrap_or(0) };
+            let g = by_sl.entry(sl).or_default();
+            // The last hop leaves the switch fabric (port 0 or an end port).
+            let chans: Vec<(u32, u8)> = t.hops[..t.hops.len() - 1].iter().map(|&(sw, p)| (sw.0, p)).collect();
+            for &c in &chans {
+                g.add_node(c);
+            }
+            for w in chans.windows(2) {
+                g.add_edge(w[0], w[1], ());
+            }
+        }
+    }
+    by_sl
+}
+
+/// The SLs whose dependency graph has a cycle.
+pub fn cyclic_sls(f: &RoutingFabric, routes: &Routes) -> Vec<u8> {
+    cdgs(f, routes, false).into_iter().filter(|(_, g)| is_cyclic_directed(g)).map(|(sl, _)| sl).collect()
+}
+
+/// Whether all paths together (one VL) have a cyclic dependency graph.
+pub fn single_layer_cyclic(f: &RoutingFabric, routes: &Routes) -> bool {
+    cdgs(f, routes, true).values().any(is_cyclic_directed)
+}
+
+/// Every pair delivered, no loops or black holes, all paths shortest.
+pub fn assert_valid_minimal(f: &RoutingFabric, r: &Routes, what: &str) {
+    let rep = validate(f, r);
+    assert!(rep.is_clean(), "{what}: {rep}");
+    assert!(rep.fully_connected(), "{what}: {rep}");
+    assert_eq!(rep.delivered, rep.pairs, "{what}: {rep}");
+    assert!(rep.all_minimal(), "{what}: {rep}");
+    assert_eq!(r.lfts.len(), f.num_switches());
+    for l in &r.lfts {
+        assert_eq!(l.linear_fdb_top().0, f.max_lid());
+    }
+}
+
+/// Every switch's table and SL row keyed by switch GUID, for comparing
+/// routes of the same fabric numbered differently.
+pub fn by_guid(f: &RoutingFabric, r: &Routes) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
+    let mut v: Vec<(u64, Vec<u8>, Vec<u8>)> = f
+        .switch_ids()
+        .map(|s| {
+            let sl = r.sl.as_ref().map(|p| p.by_source_switch[s.index()].clone()).unwrap_or_default();
+            (f.switch(s).guid, r.lfts[s.index()].ports.clone(), sl)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The highest SL any path uses.
+pub fn max_sl(r: &Routes) -> u8 {
+    r.sl.as_ref().map_or(0, |p| p.by_source_switch.iter().flatten().copied().max().unwrap_or(0))
+}

@@ -1,0 +1,179 @@
+//! Prometheus metrics: what the last sweep found, how sweeps go, and the
+//! SMPs sent by attribute and method. Served as text on `metrics.listen`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tracing::{debug, warn};
+
+use crate::sm::SweepReport;
+use crate::transport::TransportStats;
+
+/// Every metric ibsm exports.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Registry,
+    subnet_up: IntGauge,
+    nodes: IntGaugeVec,
+    ports_inactive: IntGauge,
+    max_lid: IntGauge,
+    sweep_problems: IntGauge,
+    sweeps: IntCounterVec,
+    sweep_seconds: Histogram,
+    smps_sent: IntGaugeVec,
+    smp_timeouts: IntGaugeVec,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let registry = Registry::new_custom(Some("ibsm".into()), None).expect("a valid prefix");
+        let subnet_up = IntGauge::new("subnet_up", "1 when every cabled port is ACTIVE after the last sweep").unwrap();
+        let nodes = IntGaugeVec::new(Opts::new("nodes", "Nodes found by the last heavy sweep"), &["kind"]).unwrap();
+        let ports_inactive = IntGauge::new("ports_inactive", "Cabled ports not ACTIVE after the last sweep").unwrap();
+        let max_lid = IntGauge::new("max_lid", "Highest LID assigned (LinearFDBTop)").unwrap();
+        let sweep_problems = IntGauge::new("sweep_problems", "Problems the last heavy sweep reported").unwrap();
+        let sweeps = IntCounterVec::new(Opts::new("sweeps_total", "Sweeps run"), &["kind"]).unwrap();
+        let sweep_seconds = Histogram::with_opts(
+            HistogramOpts::new("heavy_sweep_seconds", "Duration of heavy sweeps")
+                .buckets(vec![0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
+        )
+        .unwrap();
+        let smps_sent = IntGaugeVec::new(
+            Opts::new("mads_sent", "MADs sent (retries included) by class, attribute and method since start"),
+            &["class", "attribute", "method"],
+        )
+        .unwrap();
+        let smp_timeouts = IntGaugeVec::new(
+            Opts::new("mad_timeouts", "MAD attempts that timed out, by attribute"),
+            &["class", "attribute", "method"],
+        )
+        .unwrap();
+        for c in [
+            Box::new(subnet_up.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(nodes.clone()),
+            Box::new(ports_inactive.clone()),
+            Box::new(max_lid.clone()),
+            Box::new(sweep_problems.clone()),
+            Box::new(sweeps.clone()),
+            Box::new(sweep_seconds.clone()),
+            Box::new(smps_sent.clone()),
+            Box::new(smp_timeouts.clone()),
+        ] {
+            registry.register(c).expect("metric names are unique");
+        }
+        Metrics {
+            registry,
+            subnet_up,
+            nodes,
+            ports_inactive,
+            max_lid,
+            sweep_problems,
+            sweeps,
+            sweep_seconds,
+            smps_sent,
+            smp_timeouts,
+        }
+    }
+
+    pub fn heavy_sweep(&self, report: &SweepReport) {
+        self.sweeps.with_label_values(&["heavy"]).inc();
+        self.sweep_seconds.observe(report.elapsed.as_secs_f64());
+        self.subnet_up.set(i64::from(report.subnet_up()));
+        let switches = report.subnet.switches().count() as i64;
+        self.nodes.with_label_values(&["switch"]).set(switches);
+        self.nodes.with_label_values(&["ca"]).set(report.subnet.nodes.len() as i64 - switches);
+        self.ports_inactive.set(report.inactive.len() as i64);
+        self.max_lid.set(i64::from(report.lids.max_lid.0));
+        self.sweep_problems.set(report.problems().len() as i64);
+    }
+
+    pub fn light_sweep(&self) {
+        self.sweeps.with_label_values(&["light"]).inc();
+    }
+
+    pub fn transport(&self, stats: &TransportStats) {
+        for (key, c) in &stats.txn.by_mad {
+            let class = format!("{:?}", key.class());
+            let attr = format!("{:?}", key.attribute());
+            let method = format!("{:?}", key.method());
+            self.smps_sent.with_label_values(&[&class, &attr, &method]).set(c.sent as i64);
+            self.smp_timeouts.with_label_values(&[&class, &attr, &method]).set(c.timeouts as i64);
+        }
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        TextEncoder::new().encode(&self.registry.gather(), &mut buf).expect("text encoding cannot fail");
+        String::from_utf8(buf).expect("the text format is UTF-8")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+/// Serves `GET /metrics` (any path, in fact) on `addr`, a few clients at a
+/// time. Returns once the listener is bound.
+pub async fn serve(addr: SocketAddr, metrics: Metrics) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    let listener = TcpListener::bind(addr).await?;
+    let limit = Arc::new(Semaphore::new(4));
+    Ok(tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, peer)) = listener.accept().await else { continue };
+            let Ok(permit) = limit.clone().try_acquire_owned() else {
+                debug!(%peer, "metrics: too many clients, dropping one");
+                continue;
+            };
+            let metrics = metrics.clone();
+            tokio::spawn(async move {
+                let _permit = permit;
+                let mut req = [0u8; 1024];
+                let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut req)).await;
+                if !matches!(read, Ok(Ok(n)) if n > 0) {
+                    return;
+                }
+                let body = metrics.render();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                if let Err(e) = stream.write_all(head.as_bytes()).await {
+                    warn!(%peer, error = %e, "metrics: write failed");
+                    return;
+                }
+                let _ = stream.write_all(body.as_bytes()).await;
+            });
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn serves_the_text_format() {
+        let m = Metrics::new();
+        m.light_sweep();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        serve(addr, m.clone()).await.unwrap();
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+        assert!(out.contains("ibsm_sweeps_total{kind=\"light\"} 1"), "{out}");
+        assert!(out.contains("ibsm_subnet_up 0"), "{out}");
+    }
+}
