@@ -10,6 +10,7 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub sm: SmConfig,
+    pub qos: QosConfig,
     pub transport: TransportConfig,
     pub port: PortSelection,
     pub metrics: MetricsConfig,
@@ -69,6 +70,73 @@ impl Default for SmConfig {
             cache_dir: PathBuf::from("/var/cache/ibsm"),
             routing_engine: vec!["minhop".to_string()],
         }
+    }
+}
+
+/// Fabric QoS tables, with OpenSM's `qos_*` keys as the model. Off by
+/// default, as in OpenSM. Engines that put routes on VLs program their own
+/// SL-to-VL tables whether or not this is on.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct QosConfig {
+    /// Program VLArbitration tables and VLHighLimit (OpenSM `qos`).
+    pub enabled: bool,
+    /// PortInfo.VLHighLimit (OpenSM `qos_high_limit`).
+    pub high_limit: u8,
+    /// High-priority arbitration table, `VL:weight` pairs (OpenSM `qos_vlarb_high`).
+    pub vlarb_high: String,
+    /// Low-priority arbitration table (OpenSM `qos_vlarb_low`).
+    pub vlarb_low: String,
+    /// SL-to-VL table for engines that do not choose SLs (OpenSM `qos_sl2vl`).
+    pub sl2vl: String,
+}
+
+impl Default for QosConfig {
+    fn default() -> Self {
+        // OpenSM's built-in defaults (osm_base.h).
+        QosConfig {
+            enabled: false,
+            high_limit: 0,
+            vlarb_high: "0:4,1:0,2:0,3:0,4:0,5:0,6:0,7:0,8:0,9:0,10:0,11:0,12:0,13:0,14:0".into(),
+            vlarb_low: "0:0,1:4,2:4,3:4,4:4,5:4,6:4,7:4,8:4,9:4,10:4,11:4,12:4,13:4,14:4".into(),
+            sl2vl: "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7".into(),
+        }
+    }
+}
+
+impl QosConfig {
+    /// `VL:weight` pairs, at most 64; VL 0-14, weight 0-255.
+    pub fn parse_vlarb(text: &str) -> Result<Vec<(u8, u8)>, String> {
+        let mut out = Vec::new();
+        for (i, item) in text.split(',').map(str::trim).filter(|t| !t.is_empty()).enumerate() {
+            let (vl, weight) = item.split_once(':').ok_or_else(|| format!("entry {i} `{item}` is not VL:weight"))?;
+            let vl: u8 = vl
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&v| v <= 14)
+                .ok_or_else(|| format!("entry {i}: VL `{vl}` is not 0-14"))?;
+            let weight: u8 = weight.trim().parse().map_err(|_| format!("entry {i}: weight `{weight}` is not 0-255"))?;
+            out.push((vl, weight));
+        }
+        if out.len() > 64 {
+            return Err(format!("{} entries, at most 64", out.len()));
+        }
+        Ok(out)
+    }
+
+    /// Sixteen VLs, one per SL; each 0-15 (15 drops).
+    pub fn parse_sl2vl(text: &str) -> Result<[u8; 16], String> {
+        let vls: Vec<&str> = text.split(',').map(str::trim).collect();
+        if vls.len() != 16 {
+            return Err(format!("{} entries, need one VL for each of the 16 SLs", vls.len()));
+        }
+        let mut out = [0u8; 16];
+        for (sl, v) in vls.iter().enumerate() {
+            out[sl] =
+                v.parse().ok().filter(|&x: &u8| x <= 15).ok_or_else(|| format!("SL {sl}: `{v}` is not a VL 0-15"))?;
+        }
+        Ok(out)
     }
 }
 
@@ -171,6 +239,30 @@ impl Config {
                 "unknown engine (minhop, updn, dnup, ftree, sssp, dfsssp, dor, nue)",
             );
         }
+        if let Err(why) = QosConfig::parse_vlarb(&self.qos.vlarb_high) {
+            return Err(ConfigError::Invalid {
+                path: path.into(),
+                key: "qos.vlarb_high",
+                value: self.qos.vlarb_high.clone(),
+                why: leak(why),
+            });
+        }
+        if let Err(why) = QosConfig::parse_vlarb(&self.qos.vlarb_low) {
+            return Err(ConfigError::Invalid {
+                path: path.into(),
+                key: "qos.vlarb_low",
+                value: self.qos.vlarb_low.clone(),
+                why: leak(why),
+            });
+        }
+        if let Err(why) = QosConfig::parse_sl2vl(&self.qos.sl2vl) {
+            return Err(ConfigError::Invalid {
+                path: path.into(),
+                key: "qos.sl2vl",
+                value: self.qos.sl2vl.clone(),
+                why: leak(why),
+            });
+        }
         if self.transport.window == 0 {
             return bad("transport.window", "0".into(), "must be at least 1");
         }
@@ -209,6 +301,11 @@ pub fn parse_u64(text: &str) -> Option<u64> {
     }
 }
 
+/// Config errors are built once, at start-up: a leaked message is fine.
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
@@ -225,6 +322,16 @@ mod tests {
         let text = include_str!("../deploy/ibsm.toml");
         let c = Config::parse(text, Path::new("deploy/ibsm.toml")).unwrap();
         assert_eq!(c.sm.sweep_interval_s, 10);
+    }
+
+    #[test]
+    fn qos_lists_are_checked() {
+        assert_eq!(QosConfig::parse_vlarb("0:4, 1:0").unwrap(), vec![(0, 4), (1, 0)]);
+        assert!(QosConfig::parse_vlarb("0:4,15:1").is_err());
+        assert!(QosConfig::parse_sl2vl("0,1").is_err());
+        let err = Config::parse("[qos]\nvlarb_low = \"0:x\"\n", Path::new("q.toml")).unwrap_err();
+        assert!(err.to_string().contains("qos.vlarb_low"), "{err}");
+        assert_eq!(QosConfig::parse_sl2vl(&QosConfig::default().sl2vl).unwrap()[15], 7);
     }
 
     #[test]

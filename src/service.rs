@@ -87,7 +87,7 @@ async fn sweep_loop<T: Transport>(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<SweepReport, RunError> {
     let interval = Duration::from_secs(config.sm.sweep_interval_s);
-    let mut sm = SubnetManager::new(transport, config.sm.clone(), options.persist_lids);
+    let mut sm = SubnetManager::new(transport, config.sm.clone(), options.persist_lids).with_qos(config.qos.clone());
     tokio::pin!(shutdown);
     let mut attempts = 0;
     let mut was_up = false;

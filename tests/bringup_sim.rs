@@ -213,3 +213,26 @@ fn engines_on_a_torus_with_virtual_lanes() {
     let report = check_with_engines("torus3d:3x3x3,hosts=1", &["nue"]);
     assert!(report.routing_notes.is_empty(), "{:?}", report.routing_notes);
 }
+
+#[test]
+fn qos_tables_are_programmed_once() {
+    let topo = Topology::from_spec_or_file("fattree2:radix=8,leaves=4,spines=2,hosts=4").unwrap();
+    let fabric = FabricBuilder::new(&topo).seed(7).build_shared().unwrap();
+    let host = topo.hosts().next().unwrap();
+    let dev = SimDevice::attach(&fabric, host, 1).unwrap();
+    let (transport, _unsolicited) = MadTransport::spawn(dev, txn());
+    let qos = ibsm::config::QosConfig { enabled: true, high_limit: 4, ..Default::default() };
+    let mut sm = SubnetManager::new(transport, SmConfig::default(), false).with_qos(qos);
+    let rt = runtime();
+    let first = rt.block_on(sm.sweep()).expect("sweep");
+    assert!(first.subnet_up(), "{:?}", first.problems());
+    assert!(first.problems().is_empty(), "{:?}", first.problems());
+    assert!(first.program.vlarb_sets > 0 && first.program.sl2vl_sets > 0, "{:?}", first.program);
+    {
+        let f = fabric.lock().unwrap();
+        let pi = f.port_info(PortRef { node: host, port: 1 }).unwrap();
+        assert_eq!(pi.vl_high_limit, 4, "VLHighLimit programmed");
+    }
+    let second = rt.block_on(sm.sweep()).expect("sweep");
+    assert_eq!((second.program.vlarb_sets, second.program.sl2vl_sets), (0, 0), "tables already in place");
+}

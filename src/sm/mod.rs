@@ -68,6 +68,7 @@ pub struct SubnetManager<T: Transport> {
     /// The SL of every route when the engine uses VLs (for PathRecords),
     /// with the sweep node of each source switch index.
     path_sl: Option<(ibsm_routing::lft::PathSl, Vec<NodeId>)>,
+    qos: crate::config::QosConfig,
 }
 
 impl<T: Transport> SubnetManager<T> {
@@ -99,7 +100,14 @@ impl<T: Transport> SubnetManager<T> {
             sweeps: 0,
             known_switches: Vec::new(),
             path_sl: None,
+            qos: crate::config::QosConfig::default(),
         }
+    }
+
+    /// Fabric QoS tables to program (OpenSM's `qos_*`).
+    pub fn with_qos(mut self, qos: crate::config::QosConfig) -> Self {
+        self.qos = qos;
+        self
     }
 
     pub fn client(&self) -> &SmpClient<T> {
@@ -189,11 +197,16 @@ impl<T: Transport> SubnetManager<T> {
         for n in &routing_notes {
             warn!(note = %n, "routing");
         }
-        // Engines that put routes on VLs get SL n on VL n everywhere.
-        let sl2vl = match &computed.path_sl {
-            Some(_) => qos::sl2vl_sets(&subnet, vls, &self.lft_cache.sl2vl),
-            None => Vec::new(),
+        // Engines that put routes on VLs get SL n on VL n everywhere; with
+        // QoS on, the configured SL-to-VL and arbitration tables.
+        let mut qos_sets = match (&computed.path_sl, self.qos.enabled) {
+            (Some(_), _) => qos::sl2vl_sets(&subnet, qos::identity_table(vls), &self.lft_cache.qos),
+            (None, true) => qos::sl2vl_sets(&subnet, qos::configured_sl2vl(&self.qos), &self.lft_cache.qos),
+            (None, false) => Vec::new(),
         };
+        if self.qos.enabled {
+            qos_sets.extend(qos::vlarb_sets(&subnet, &self.qos, &self.lft_cache.qos));
+        }
         self.path_sl = computed.path_sl.map(|sl| (sl, view.switch_nodes.clone()));
 
         // Programming.
@@ -203,7 +216,8 @@ impl<T: Transport> SubnetManager<T> {
             top: lids.max_lid,
             lfts: computed.tables,
             client_reregister: first,
-            sl2vl,
+            qos: qos_sets,
+            vl_high_limit: self.qos.enabled.then_some(self.qos.high_limit),
         };
         let program = program::program(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
         self.known_switches = subnet

@@ -34,8 +34,10 @@ pub struct Plan {
     pub lfts: HashMap<NodeId, Vec<u8>>,
     /// Set PortInfo.ClientReregister on end ports (first master sweep).
     pub client_reregister: bool,
-    /// SLtoVLMapping Sets, when the engine layers routes onto VLs.
-    pub sl2vl: Vec<super::qos::Sl2VlSet>,
+    /// SLtoVLMapping and VLArbitration Sets (engines using VLs, or QoS on).
+    pub qos: Vec<super::qos::QosSet>,
+    /// PortInfo.VLHighLimit for every port, when QoS is on.
+    pub vl_high_limit: Option<u8>,
 }
 
 /// What the SM last wrote to each switch's forwarding table, by switch
@@ -43,8 +45,8 @@ pub struct Plan {
 #[derive(Debug, Clone, Default)]
 pub struct LftCache {
     pub tables: HashMap<Guid, Vec<u64>>,
-    /// SLtoVLMapping tables written.
-    pub sl2vl: super::qos::Sl2VlCache,
+    /// SLtoVLMapping and VLArbitration tables written.
+    pub qos: super::qos::QosCache,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -57,6 +59,7 @@ pub struct ProgramReport {
     pub pkey_reads: usize,
     pub pkey_sets: usize,
     pub sl2vl_sets: usize,
+    pub vlarb_sets: usize,
     pub failures: usize,
 }
 
@@ -81,8 +84,8 @@ enum Target {
         node: NodeId,
         block: u32,
     },
-    /// Index into `Plan::sl2vl`.
-    Sl2Vl {
+    /// Index into `Plan::qos`.
+    Qos {
         index: u32,
     },
 }
@@ -129,7 +132,7 @@ pub async fn program<T: Transport>(
     }
     let lft_targets = (0..blocks * switches.len())
         .map(|i| Target::Lft { node: switches[i % switches.len()], block: (i / switches.len()) as u32 });
-    let sl2vl_targets = (0..plan.sl2vl.len() as u32).map(|index| Target::Sl2Vl { index });
+    let sl2vl_targets = (0..plan.qos.len() as u32).map(|index| Target::Qos { index });
     let first = Work::Prepared(pkey_fixes.into_iter());
     let rest = targets.into_iter().chain(sl2vl_targets).chain(lft_targets);
     let ctx = Ctx { plan, config, state: PortState::Armed };
@@ -170,15 +173,9 @@ fn make(subnet: &Subnet, target: Target, ctx: &Ctx, cache: &LftCache) -> Option<
         Target::Port { node, port } => port_set(subnet, node, port, ctx.plan, ctx.config, ctx.state),
         Target::SwitchInfo { node } => switch_info_set(subnet, node, ctx.plan, ctx.config),
         Target::Lft { node, block } => lft_set(subnet, node, block, ctx.plan, cache),
-        Target::Sl2Vl { index } => {
-            let set = ctx.plan.sl2vl.get(index as usize)?;
-            Some(SetRequest {
-                target,
-                path: set.path,
-                attr: AttributeId::SlToVlMappingTable,
-                amod: set.amod,
-                data: set.table.to_data(),
-            })
+        Target::Qos { index } => {
+            let set = ctx.plan.qos.get(index as usize)?;
+            Some(SetRequest { target, path: set.path, attr: set.attr, amod: set.amod, data: set.data })
         }
         Target::PKeys { .. } => None,
     }
@@ -212,9 +209,9 @@ async fn execute<T: Transport>(
                     Target::Port { node, port } => (node, format!("Set PortInfo port {port} failed: {e}")),
                     Target::PKeys { node, port } => (node, format!("Set P_KeyTable port {port} failed: {e}")),
                     Target::SwitchInfo { node } => (node, format!("Set SwitchInfo failed: {e}")),
-                    Target::Sl2Vl { index } => {
-                        let set = &ctx.plan.sl2vl[index as usize];
-                        (set.node, format!("Set SLtoVLMappingTable {:#x} failed: {e}", set.amod))
+                    Target::Qos { index } => {
+                        let set = &ctx.plan.qos[index as usize];
+                        (set.node, format!("Set {:?} {:#x} failed: {e}", set.attr, set.amod))
                     }
                     Target::Lft { node, block } => {
                         // Forget what we believe is there so the next sweep resends it.
@@ -245,11 +242,13 @@ async fn execute<T: Transport>(
                 }
             }
             Target::PKeys { .. } => report.pkey_sets += 1,
-            Target::Sl2Vl { index } => {
-                report.sl2vl_sets += 1;
-                let set = &ctx.plan.sl2vl[index as usize];
-                let vls = set.table.vl.iter().copied().max().unwrap_or(0) + 1;
-                cache.sl2vl.remember(subnet.node(set.node).guid(), set.amod, vls);
+            Target::Qos { index } => {
+                let set = &ctx.plan.qos[index as usize];
+                match set.attr {
+                    AttributeId::SlToVlMappingTable => report.sl2vl_sets += 1,
+                    _ => report.vlarb_sets += 1,
+                }
+                cache.qos.remember(subnet.node(set.node).guid(), set);
             }
             Target::SwitchInfo { node } => {
                 report.switch_info_sets += 1;
@@ -370,6 +369,9 @@ fn port_set(
         }
         let far = subnet.node(far_node).ports.get(far_port as usize)?.info.as_ref()?;
         want.neighbor_mtu = current.mtu_cap.min(far.mtu_cap).max(1);
+        if let Some(limit) = plan.vl_high_limit {
+            want.vl_high_limit = limit;
+        }
         want.operational_vls = current.vl_cap.min(far.vl_cap).min(config.max_op_vls).max(1);
     }
 
@@ -399,6 +401,7 @@ fn port_set(
     set.m_key_protect_bits = want.m_key_protect_bits;
     set.m_key_lease_period = want.m_key_lease_period;
     set.neighbor_mtu = want.neighbor_mtu;
+    set.vl_high_limit = want.vl_high_limit;
     // 0 means "no change" in the spec, but ibsim stores it literally: say
     // the value every time.
     set.operational_vls = want.operational_vls;

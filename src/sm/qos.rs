@@ -1,6 +1,6 @@
-//! Virtual lanes for engines that layer routes onto VLs (dfsssp, nue, dor
-//! on tori): the VL budget the engine may use, and the SLtoVLMapping tables
-//! that make SL n travel on VL n on every port.
+//! Virtual lanes: the VL budget engines that layer routes onto VLs (dfsssp,
+//! nue, dor on tori) may use, the SLtoVLMapping tables that make SL n travel
+//! on VL n on every port, and the configured QoS tables (OpenSM's `qos_*`).
 //!
 //! Engines return an SL per (source switch, DLID) equal to the route's VL
 //! layer, so the mapping is the identity below the number of data VLs a
@@ -10,9 +10,10 @@
 use std::collections::HashSet;
 
 use super::subnet::{NodeId, Subnet};
-use crate::config::SmConfig;
+use crate::config::{QosConfig, SmConfig};
 use crate::mad::sl_to_vl::{attribute_modifier, ATTR_MOD_ALL_INPUT_PORTS, ATTR_MOD_ALL_OUTPUT_PORTS, SL_COUNT};
-use crate::mad::{DrPath, SlToVlTableRepr};
+use crate::mad::vl_arb::{self, VlArbBlock};
+use crate::mad::{AttributeId, DrPath, SlToVlTableRepr, SmpAttribute, VlArbEntry, VlArbTableRepr};
 use crate::types::Guid;
 
 /// Data VLs a VLCap / OperationalVLs code stands for (IBA 14.2.5.6).
@@ -55,40 +56,48 @@ pub fn identity_table(vls: u8) -> SlToVlTableRepr {
     t
 }
 
-/// One SLtoVLMapping Set to send.
+/// One QoS table Set (SLtoVLMapping or VLArbitration) to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sl2VlSet {
+pub struct QosSet {
     pub node: NodeId,
     pub path: DrPath,
+    pub attr: AttributeId,
     pub amod: u32,
-    pub table: SlToVlTableRepr,
+    pub data: [u8; 64],
 }
 
-/// What the SM already wrote: (node GUID, attribute modifier, VLs).
+/// The QoS tables the SM already wrote: (node GUID, attribute, modifier, contents).
 #[derive(Debug, Clone, Default)]
-pub struct Sl2VlCache {
-    written: HashSet<(Guid, u32, u8)>,
+pub struct QosCache {
+    written: HashSet<(Guid, u16, u32, [u8; 64])>,
 }
 
-impl Sl2VlCache {
-    pub fn remember(&mut self, guid: Guid, amod: u32, vls: u8) {
-        self.written.insert((guid, amod, vls));
+impl QosCache {
+    pub fn remember(&mut self, guid: Guid, set: &QosSet) {
+        self.written.insert((guid, set.attr.into(), set.amod, set.data));
+    }
+    fn holds(&self, guid: Guid, set: &QosSet) -> bool {
+        self.written.contains(&(guid, set.attr.into(), set.amod, set.data))
     }
 }
 
-/// The Sets that put the identity mapping for `vls` VLs on every managed
-/// port not yet holding it. A switch that supports optimized programming
-/// takes one Set for all its port pairs; others take one per (input,
-/// output) pair of cabled ports (port 0 included as an input).
-pub fn sl2vl_sets(subnet: &Subnet, vls: u8, cache: &Sl2VlCache) -> Vec<Sl2VlSet> {
-    let table = identity_table(vls);
-    // The cache records the lanes a table spans, which is `vls` unless
-    // fewer than `vls` SLs exist.
-    let spans = table.vl.iter().copied().max().unwrap_or(0) + 1;
+/// Cabled external ports of a managed node.
+fn cabled(subnet: &Subnet, id: NodeId) -> Vec<u8> {
+    let node = subnet.node(id);
+    node.external_ports().filter(|&p| node.ports[p as usize].remote.is_some()).collect()
+}
+
+/// The Sets that put `table` on every managed port not yet holding it. A
+/// switch that supports optimized programming takes one Set for all its
+/// port pairs; others take one per (input, output) pair of cabled ports
+/// (port 0 included as an input).
+pub fn sl2vl_sets(subnet: &Subnet, table: SlToVlTableRepr, cache: &QosCache) -> Vec<QosSet> {
+    let data = table.to_data();
     let mut out = Vec::new();
     let mut push = |node: NodeId, path: DrPath, amod: u32| {
-        if !cache.written.contains(&(subnet.node(node).guid(), amod, spans)) {
-            out.push(Sl2VlSet { node, path, amod, table });
+        let set = QosSet { node, path, attr: AttributeId::SlToVlMappingTable, amod, data };
+        if !cache.holds(subnet.node(node).guid(), &set) {
+            out.push(set);
         }
     };
     for id in subnet.ids() {
@@ -96,7 +105,7 @@ pub fn sl2vl_sets(subnet: &Subnet, vls: u8, cache: &Sl2VlCache) -> Vec<Sl2VlSet>
         if node.quarantined.is_some() {
             continue;
         }
-        let cabled: Vec<u8> = node.external_ports().filter(|&p| node.ports[p as usize].remote.is_some()).collect();
+        let cabled = cabled(subnet, id);
         if node.is_switch() {
             let optimized = node.switch_info.as_ref().is_some_and(|s| s.optimized_sl_to_vl_mapping_programming != 0);
             if optimized {
@@ -113,6 +122,58 @@ pub fn sl2vl_sets(subnet: &Subnet, vls: u8, cache: &Sl2VlCache) -> Vec<Sl2VlSet>
         } else {
             for &port in &cabled {
                 push(id, node.path_for_port(port), 0);
+            }
+        }
+    }
+    out
+}
+
+/// The configured SL-to-VL table (OpenSM `qos_sl2vl`).
+pub fn configured_sl2vl(qos: &QosConfig) -> SlToVlTableRepr {
+    SlToVlTableRepr { vl: QosConfig::parse_sl2vl(&qos.sl2vl).unwrap_or(identity_table(15).vl) }
+}
+
+/// VLArbitration blocks for every managed cabled port: the low table in
+/// blocks 1-2, the high table in blocks 3-4, each cut to what the port's
+/// PortInfo.VLArbitrationLowCap / HighCap says it holds.
+pub fn vlarb_sets(subnet: &Subnet, qos: &QosConfig, cache: &QosCache) -> Vec<QosSet> {
+    let low = QosConfig::parse_vlarb(&qos.vlarb_low).unwrap_or_default();
+    let high = QosConfig::parse_vlarb(&qos.vlarb_high).unwrap_or_default();
+    let mut out = Vec::new();
+    for id in subnet.ids() {
+        let node = subnet.node(id);
+        if node.quarantined.is_some() {
+            continue;
+        }
+        for port in cabled(subnet, id) {
+            let Some(info) = node.ports[port as usize].info.as_ref() else { continue };
+            let path = node.path_for_port(port);
+            let amod_port = if node.is_switch() { port } else { 0 };
+            for (entries, cap, blocks) in [
+                (&low, info.vl_arbitration_low_cap, [VlArbBlock::LowFirst, VlArbBlock::LowSecond]),
+                (&high, info.vl_arbitration_high_cap, [VlArbBlock::HighFirst, VlArbBlock::HighSecond]),
+            ] {
+                let usable = &entries[..entries.len().min(cap as usize)];
+                for (i, block) in blocks.into_iter().enumerate() {
+                    let chunk: Vec<(u8, u8)> = usable.iter().skip(32 * i).take(32).copied().collect();
+                    if chunk.is_empty() {
+                        continue;
+                    }
+                    let mut table = VlArbTableRepr { entries: [VlArbEntry::default(); 32] };
+                    for (slot, (vl, weight)) in table.entries.iter_mut().zip(chunk) {
+                        *slot = VlArbEntry { vl, weight };
+                    }
+                    let set = QosSet {
+                        node: id,
+                        path,
+                        attr: AttributeId::VlArbitrationTable,
+                        amod: vl_arb::attribute_modifier(block, amod_port),
+                        data: table.to_data(),
+                    };
+                    if !cache.holds(node.guid(), &set) {
+                        out.push(set);
+                    }
+                }
             }
         }
     }
