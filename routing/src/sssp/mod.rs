@@ -25,6 +25,17 @@
 //!   (its hop layers and downhill channels are kept while consecutive
 //!   destinations hang off the same switch) plus, per LID, one pass over the
 //!   downhill channels in BFS order: O(S + E) per LID with no heap.
+//!   "Least loaded" compares, among the minimal paths, first the load of
+//!   the path's most loaded channel, then the load summed over the path:
+//!   the bottleneck is what the maximum routes per link is made of. After
+//!   the first routing of all LIDs, [`REFINE_PASSES`] rip-up-and-reroute
+//!   passes take each end-port LID (LMC 0) off the load and search it again
+//!   against all the others, which the first pass only saw for earlier LIDs
+//!   (skipped when the first routing already meets a lower bound of the
+//!   maximum, as on fat trees).
+//!   On `torus3d:4x4x4,hosts=2` that took the busiest link from 218 routes
+//!   to 136, on the 3-level radix-8 tree with 4 cables cut from 116 to 104
+//!   (OpenSM 3.3.23: 198 and 104); fat trees stay at the ideal.
 //! - [`PathChoice::Weighted`]: the HOTI'09 weights as stated, `1 + load`
 //!   per channel, with a binary-heap Dijkstra per LID (O(E log S)). A loaded
 //!   link soon makes a longer path cheaper, so many paths are not minimal
@@ -61,7 +72,7 @@
 //! ### Cost
 //! S switches, E directed switch-to-switch channels, L destination LIDs:
 //! - minimal: O(S·(S + E)) for the per-switch BFS, O(L·(S + E)) for the
-//!   per-LID passes; weighted: O(L·E·log S);
+//!   per-LID passes (times 1 + [`REFINE_PASSES`]); weighted: O(L·E·log S);
 //! - memory: the tables are computed destination-major (one column of S
 //!   ports per LID, S·L bytes: each LID's pass writes contiguously, whatever
 //!   order LIDs come in) and transposed into per-switch LFTs at the end
@@ -104,6 +115,13 @@ use crate::lft::{Lft, Routes, UNROUTED};
 pub use cdg::{LayerMethod, Layering, MAX_LAYERS};
 
 const NONE: u32 = u32::MAX;
+
+/// Rip-up-and-reroute passes of the minimal variant after the first
+/// routing: each end-port LID (LMC 0) is taken off the load and searched
+/// again against every other route, which the first pass could only see for
+/// the LIDs before it. Two passes measured best on the fabrics of
+/// bench/routing-results.md; a third gained nothing.
+const REFINE_PASSES: u32 = 2;
 
 /// How SSSP weighs a path; see the module documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -465,15 +483,19 @@ impl<'a> Router<'a> {
                 self.key[v as usize] = best;
             } else {
                 // The common case: one number to compare.
-                let mut best = u64::MAX;
+                // Bottleneck first: the most loaded channel on the path,
+                // then the load summed over it.
+                let mut best = (u64::MAX, u64::MAX);
                 for &(u, c) in cands {
-                    let cand = self.key[u as usize].1.saturating_add(self.load[c as usize]);
+                    let k = self.key[u as usize];
+                    let l = self.load[c as usize];
+                    let cand = (k.0.max(l), k.1.saturating_add(l));
                     if cand < best {
                         best = cand;
                         best_c = c;
                     }
                 }
-                self.key[v as usize] = (0, best);
+                self.key[v as usize] = best;
             }
             self.next[v as usize] = best_c;
         }
@@ -556,6 +578,20 @@ impl<'a> Router<'a> {
         self.inflow[d] = 0;
     }
 
+    /// Removes what [`Router::charge`] added for the tree in `next` and
+    /// `settled`.
+    fn uncharge(&mut self, d: usize) {
+        let net = self.net;
+        for &v in self.settled.iter().rev() {
+            let v = v as usize;
+            let fl = net.local[v] + std::mem::take(&mut self.inflow[v]);
+            let c = self.next[v] as usize;
+            self.load[c] -= fl;
+            self.inflow[net.head[c] as usize] += fl;
+        }
+        self.inflow[d] = 0;
+    }
+
     /// Notes the tree's channels as used by the current port's LIDs.
     fn mark_shared(&mut self) {
         for &v in &self.settled {
@@ -584,7 +620,8 @@ fn route_columns(f: &RoutingFabric, net: &Net, options: &EngineOptions, config: 
         return cols;
     }
     let mut r = Router::new(net);
-    for dest in destinations(f, options) {
+    let dests = destinations(f, options);
+    for &dest in &dests {
         let d = dest.switch as usize;
         if config.paths == PathChoice::Minimal && r.hop.dest != dest.switch {
             r.hop.build(net, d);
@@ -611,7 +648,51 @@ fn route_columns(f: &RoutingFabric, net: &Net, options: &EngineOptions, config: 
         }
         r.clear_shared();
     }
+    if config.paths == PathChoice::Minimal && r.load.iter().max().copied().unwrap_or(0) > max_load_bound(net, &dests) {
+        for _ in 0..REFINE_PASSES {
+            for &dest in &dests {
+                if !dest.charged || dest.count != 1 {
+                    continue;
+                }
+                let d = dest.switch as usize;
+                if r.hop.dest != dest.switch {
+                    r.hop.build(net, d);
+                }
+                let lid = usize::from(dest.base);
+                let col = &mut cols[lid * ns..(lid + 1) * ns];
+                r.settled.clear();
+                r.settled.extend_from_slice(&r.hop.order);
+                for &v in &r.hop.order {
+                    r.next[v as usize] = net.chan_of_port(v as usize, col[v as usize]);
+                }
+                r.uncharge(d);
+                r.search_minimal::<false>(d);
+                for &v in &r.settled {
+                    col[v as usize] = net.port[r.next[v as usize] as usize];
+                }
+                r.charge(d);
+            }
+        }
+    }
     cols
+}
+
+/// A lower bound of the most loaded channel: every charged LID not on
+/// switch `s` takes the traffic of `s`'s end ports out by one of its
+/// channels, so some channel of `s` carries at least the average. When the
+/// first routing meets it (fat trees do), refining cannot lower the maximum
+/// and is skipped.
+fn max_load_bound(net: &Net, dests: &[Dest]) -> u64 {
+    let mut lids_at = vec![0u64; net.ns];
+    for d in dests.iter().filter(|d| d.charged) {
+        lids_at[d.switch as usize] += u64::from(d.count);
+    }
+    let total: u64 = lids_at.iter().sum();
+    (0..net.ns)
+        .filter(|&s| net.degree(s) > 0)
+        .map(|s| (net.local[s] * (total - lids_at[s])).div_ceil(net.degree(s) as u64))
+        .max()
+        .unwrap_or(0)
 }
 
 /// Turns destination-major columns into one LFT per switch, in cache-sized
