@@ -64,7 +64,7 @@
 //! (fat trees) in O(S + E); routing O(S²·D + L·S) for L destination LIDs.
 
 use crate::engine::EngineOptions;
-use crate::error::{PartialRoutes, RoutingError};
+use crate::error::RoutingError;
 use crate::fabric::{PortEnd, RoutingFabric, SwitchId};
 use crate::lft::{Lft, PathSl, Routes};
 
@@ -531,25 +531,7 @@ pub fn dor(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, Ro
         route_part(fabric, shape, &mut lfts, &mut sl, &mut load);
     }
     let routes = Routes { lfts, sl: Some(PathSl { by_source_switch: sl }) };
-    disconnected_or_ok(fabric, routes)
-}
-
-/// Returns the routes, or [`RoutingError::Disconnected`] carrying them when
-/// the fabric is in several parts.
-pub(crate) fn disconnected_or_ok(fabric: &RoutingFabric, routes: Routes) -> Result<Routes, RoutingError> {
-    let comps = fabric.components();
-    if comps.count() <= 1 {
-        return Ok(routes);
-    }
-    let unreachable = fabric
-        .switch_ids()
-        .filter(|s| comps.of_switch[s.index()] != 0)
-        .map(|s| fabric.switch(s).guid)
-        .chain(
-            fabric.end_port_ids().filter(|e| comps.of_end_port[e.index()] != 0).map(|e| fabric.end_port(e).port_guid),
-        )
-        .collect();
-    Err(RoutingError::Disconnected { components: comps.count(), unreachable, partial: PartialRoutes(Box::new(routes)) })
+    crate::error::disconnected_or_ok(fabric, routes)
 }
 
 fn route_part(f: &RoutingFabric, shape: &Shape, lfts: &mut [Lft], sl: &mut [Vec<u8>], load: &mut [u64]) {

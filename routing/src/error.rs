@@ -72,3 +72,22 @@ impl fmt::Display for GuidList<'_> {
         Ok(())
     }
 }
+
+/// The routes, or [`RoutingError::Disconnected`] carrying them when the
+/// fabric is in several parts (naming every node outside the largest part).
+/// Every engine ends with this.
+pub fn disconnected_or_ok(fabric: &crate::fabric::RoutingFabric, routes: Routes) -> Result<Routes, RoutingError> {
+    let comps = fabric.components();
+    if comps.count() <= 1 {
+        return Ok(routes);
+    }
+    let unreachable = fabric
+        .switch_ids()
+        .filter(|s| comps.of_switch[s.index()] != 0)
+        .map(|s| fabric.switch(s).guid)
+        .chain(
+            fabric.end_port_ids().filter(|e| comps.of_end_port[e.index()] != 0).map(|e| fabric.end_port(e).port_guid),
+        )
+        .collect();
+    Err(RoutingError::Disconnected { components: comps.count(), unreachable, partial: PartialRoutes(Box::new(routes)) })
+}

@@ -72,7 +72,7 @@
 //! The order of destinations and switches is fixed by the fabric's indices,
 //! so the result is deterministic.
 
-use crate::error::{PartialRoutes, RoutingError};
+use crate::error::RoutingError;
 use crate::fabric::{PortEnd, RoutingFabric, SwitchEdge, SwitchId};
 use crate::lft::{Lft, Routes};
 
@@ -505,27 +505,7 @@ pub fn minhop(fabric: &RoutingFabric) -> Result<Routes, RoutingError> {
             lfts = lfts_e;
         }
     }
-    let routes = Routes { lfts, sl: None };
-    let comps = fabric.components();
-    if comps.count() > 1 {
-        let unreachable = fabric
-            .switch_ids()
-            .filter(|s| comps.of_switch[s.index()] != 0)
-            .map(|s| fabric.switch(s).guid)
-            .chain(
-                fabric
-                    .end_port_ids()
-                    .filter(|e| comps.of_end_port[e.index()] != 0)
-                    .map(|e| fabric.end_port(e).port_guid),
-            )
-            .collect();
-        return Err(RoutingError::Disconnected {
-            components: comps.count(),
-            unreachable,
-            partial: PartialRoutes(Box::new(routes)),
-        });
-    }
-    Ok(routes)
+    crate::error::disconnected_or_ok(fabric, Routes { lfts, sl: None })
 }
 
 #[cfg(test)]

@@ -1260,5 +1260,5 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
 
     let sl = vec![layer_of; fabric.num_switches()];
     let routes = Routes { lfts, sl: Some(PathSl { by_source_switch: sl }) };
-    crate::dor::disconnected_or_ok(fabric, routes).map(|r| (r, stats))
+    crate::error::disconnected_or_ok(fabric, routes).map(|r| (r, stats))
 }

@@ -111,7 +111,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::engine::EngineOptions;
-use crate::error::{PartialRoutes, RoutingError};
+use crate::error::RoutingError;
 use crate::fabric::{RoutingFabric, SwitchEdge, SwitchId};
 use crate::lft::{Lft, Routes};
 
@@ -904,27 +904,7 @@ fn route_by_order(fabric: &RoutingFabric, order: &UpDownOrder) -> Result<Routes,
         entered_down[d * m..(d + 1) * m].fill(false);
     }
 
-    let routes = Routes { lfts, sl: None };
-    let comps = fabric.components();
-    if comps.count() > 1 {
-        let unreachable = fabric
-            .switch_ids()
-            .filter(|s| comps.of_switch[s.index()] != 0)
-            .map(|s| fabric.switch(s).guid)
-            .chain(
-                fabric
-                    .end_port_ids()
-                    .filter(|e| comps.of_end_port[e.index()] != 0)
-                    .map(|e| fabric.end_port(e).port_guid),
-            )
-            .collect();
-        return Err(RoutingError::Disconnected {
-            components: comps.count(),
-            unreachable,
-            partial: PartialRoutes(Box::new(routes)),
-        });
-    }
-    Ok(routes)
+    crate::error::disconnected_or_ok(fabric, Routes { lfts, sl: None })
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::engine::EngineOptions;
-use crate::error::{PartialRoutes, RoutingError};
+use crate::error::RoutingError;
 use crate::fabric::{NodeRef, RoutingFabric};
 use crate::lft::{Lft, Routes, UNROUTED};
 
@@ -170,7 +170,7 @@ pub fn sssp_with(fabric: &RoutingFabric, options: &EngineOptions, config: &SsspC
     let net = Net::new(fabric);
     let cols = route_columns(fabric, &net, options, config);
     let routes = Routes { lfts: transpose_to_lfts(&cols, net.ns, fabric.max_lid()), sl: None };
-    check_connected(fabric, routes)
+    crate::error::disconnected_or_ok(fabric, routes)
 }
 
 /// DFSSSP with the default configuration: minimal SSSP paths, layered for
@@ -204,25 +204,7 @@ pub fn dfsssp_with(
     drop(cols);
     let sl = layering.take_path_sl(net.ns, fabric.max_lid());
     let routes = Routes { lfts, sl: Some(sl) };
-    check_connected(fabric, routes).map(|r| (r, layering))
-}
-
-/// Wraps the routes of a fabric in more than one part as
-/// [`RoutingError::Disconnected`], naming the nodes outside the largest part.
-fn check_connected(fabric: &RoutingFabric, routes: Routes) -> Result<Routes, RoutingError> {
-    let comps = fabric.components();
-    if comps.count() <= 1 {
-        return Ok(routes);
-    }
-    let unreachable = fabric
-        .switch_ids()
-        .filter(|s| comps.of_switch[s.index()] != 0)
-        .map(|s| fabric.switch(s).guid)
-        .chain(
-            fabric.end_port_ids().filter(|e| comps.of_end_port[e.index()] != 0).map(|e| fabric.end_port(e).port_guid),
-        )
-        .collect();
-    Err(RoutingError::Disconnected { components: comps.count(), unreachable, partial: PartialRoutes(Box::new(routes)) })
+    crate::error::disconnected_or_ok(fabric, routes).map(|r| (r, layering))
 }
 
 /// The switch-level graph with numbered channels (directed
