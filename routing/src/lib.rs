@@ -25,6 +25,7 @@ pub mod guidfile;
 pub mod lft;
 pub mod minhop;
 pub mod nue;
+mod select;
 pub mod sssp;
 pub mod testfab;
 pub mod updn;

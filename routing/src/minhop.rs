@@ -75,6 +75,7 @@
 use crate::error::RoutingError;
 use crate::fabric::{PortEnd, RoutingFabric, SwitchEdge, SwitchId};
 use crate::lft::{Lft, Routes};
+use crate::select::{heapify, sift_down, BlockUse, LOAD_SHIFT};
 
 /// A block of LIDs that terminates at one switch.
 #[derive(Debug, Clone, Copy)]
@@ -146,8 +147,6 @@ enum Balance {
 /// 2^16) and the rank byte still fitting a u64 key.
 const ENTRY: u64 = 1 << 40;
 
-const LOAD_SHIFT: u32 = 8;
-
 /// The candidate ports of one switch towards one destination switch, as a
 /// binary min-heap of `load << 8 | rank`: the minimum is the least loaded
 /// port, lowest rank first, exactly the greedy choice.
@@ -155,10 +154,9 @@ struct Selector {
     keys: Vec<u64>,
     /// Next-hop switch per candidate port (index = port), for LMC spreading.
     next: Vec<u32>,
-    /// LMC spreading: how often this destination already used a next switch
-    /// or a port at this switch.
-    used_next: Vec<(u32, u32)>,
-    used_port: Vec<(u8, u32)>,
+    /// LMC spreading: how often this block already used a next switch or a
+    /// port at this switch.
+    used: BlockUse,
     port_of_rank: [u8; 256],
 }
 
@@ -181,26 +179,11 @@ impl Selector {
     }
 
     fn heapify(&mut self) {
-        for i in (0..self.keys.len() / 2).rev() {
-            self.sift_down(i);
-        }
+        heapify(&mut self.keys);
     }
 
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.keys.len();
-        loop {
-            let l = 2 * i + 1;
-            if l >= n {
-                return;
-            }
-            let r = l + 1;
-            let c = if r < n && self.keys[r] < self.keys[l] { r } else { l };
-            if self.keys[c] >= self.keys[i] {
-                return;
-            }
-            self.keys.swap(i, c);
-            i = c;
-        }
+    fn sift_down(&mut self, i: usize) {
+        sift_down(&mut self.keys, i);
     }
 
     /// The least loaded port, charged `weight`.
@@ -221,16 +204,13 @@ impl Selector {
     /// the least loaded port. O(count · c · count) but LMC > 0 is rare and
     /// count ≤ 128.
     fn spread(&mut self, count: u16, weight: impl Fn(u16) -> u64, mut emit: impl FnMut(u16, u8)) {
-        self.used_next.clear();
-        self.used_port.clear();
+        self.used.clear();
         for off in 0..count {
             let mut best = 0;
             let mut best_score = (u32::MAX, u32::MAX, u64::MAX);
             for (i, &k) in self.keys.iter().enumerate() {
                 let port = self.port_of_rank[usize::from(k as u8)];
-                let nb = self.next[usize::from(port)];
-                let un = self.used_next.iter().find(|u| u.0 == nb).map_or(0, |u| u.1);
-                let up = self.used_port.iter().find(|u| u.0 == port).map_or(0, |u| u.1);
+                let (un, up) = self.used.score(self.next[usize::from(port)], port);
                 let score = (un, up, k);
                 if score < best_score {
                     best_score = score;
@@ -238,15 +218,7 @@ impl Selector {
                 }
             }
             let port = self.port_of_rank[usize::from(self.keys[best] as u8)];
-            let nb = self.next[usize::from(port)];
-            match self.used_next.iter_mut().find(|u| u.0 == nb) {
-                Some(u) => u.1 += 1,
-                None => self.used_next.push((nb, 1)),
-            }
-            match self.used_port.iter_mut().find(|u| u.0 == port) {
-                Some(u) => u.1 += 1,
-                None => self.used_port.push((port, 1)),
-            }
+            self.used.record(self.next[usize::from(port)], port);
             let w = weight(off);
             if w > 0 {
                 self.keys[best] += w << LOAD_SHIFT;
@@ -365,13 +337,8 @@ fn route_pass(
     let mut load = vec![0u64; *c.port_base.last().unwrap_or(&0) as usize];
     let mut dist = Vec::new();
     let mut queue = Vec::new();
-    let mut sel = Selector {
-        keys: Vec::new(),
-        next: vec![u32::MAX; 256],
-        used_next: Vec::new(),
-        used_port: Vec::new(),
-        port_of_rank: [0; 256],
-    };
+    let mut sel =
+        Selector { keys: Vec::new(), next: vec![u32::MAX; 256], used: BlockUse::default(), port_of_rank: [0; 256] };
     // inflow[s * m + j]: end ports whose packets to the j-th LID of the
     // current destination switch reach switch s from upstream. All zero
     // between destination switches: a row is cleared once consumed.

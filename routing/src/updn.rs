@@ -107,6 +107,7 @@
 //! 4.2 s, 5.0 s and 3.2 s.
 
 use crate::minhop::destinations;
+use crate::select::{heapify, sift_down, BlockUse, LOAD_SHIFT};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -510,7 +511,6 @@ struct Cand {
     down: bool,
 }
 
-const LOAD_SHIFT: u32 = 8;
 const RANK_MASK: u64 = (1 << LOAD_SHIFT) - 1;
 
 /// The candidate ports of one switch towards one destination switch: a
@@ -524,8 +524,7 @@ struct Selector {
     /// Candidates gathered in port order with their loads, before ranking.
     raw: Vec<(u64, Cand)>,
     all_down: bool,
-    used_next: Vec<(u32, u32)>,
-    used_port: Vec<(u8, u32)>,
+    used: BlockUse,
 }
 
 impl Selector {
@@ -543,26 +542,11 @@ impl Selector {
             self.cands.push(cand);
             self.keys.push(load << LOAD_SHIFT | r as u64);
         }
-        for i in (0..c / 2).rev() {
-            self.sift_down(i);
-        }
+        heapify(&mut self.keys);
     }
 
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.keys.len();
-        loop {
-            let l = 2 * i + 1;
-            if l >= n {
-                return;
-            }
-            let r = l + 1;
-            let c = if r < n && self.keys[r] < self.keys[l] { r } else { l };
-            if self.keys[c] >= self.keys[i] {
-                return;
-            }
-            self.keys.swap(i, c);
-            i = c;
-        }
+    fn sift_down(&mut self, i: usize) {
+        sift_down(&mut self.keys, i);
     }
 
     fn cand_of(&self, key: u64) -> Cand {
@@ -610,8 +594,7 @@ impl Selector {
         weight: impl Fn(u16) -> u64,
         mut emit: impl FnMut(u16, Cand),
     ) {
-        self.used_next.clear();
-        self.used_port.clear();
+        self.used.clear();
         for off in 0..count {
             let only_down = down_only(off) && !self.all_down;
             let mut best = usize::MAX;
@@ -621,8 +604,7 @@ impl Selector {
                 if only_down && !c.down {
                     continue;
                 }
-                let un = self.used_next.iter().find(|u| u.0 == c.next).map_or(0, |u| u.1);
-                let up = self.used_port.iter().find(|u| u.0 == c.port).map_or(0, |u| u.1);
+                let (un, up) = self.used.score(c.next, c.port);
                 let score = (un, up, k);
                 if score < best_score {
                     best_score = score;
@@ -630,14 +612,7 @@ impl Selector {
                 }
             }
             let c = self.cand_of(self.keys[best]);
-            match self.used_next.iter_mut().find(|u| u.0 == c.next) {
-                Some(u) => u.1 += 1,
-                None => self.used_next.push((c.next, 1)),
-            }
-            match self.used_port.iter_mut().find(|u| u.0 == c.port) {
-                Some(u) => u.1 += 1,
-                None => self.used_port.push((c.port, 1)),
-            }
+            self.used.record(c.next, c.port);
             let w = weight(off);
             if w > 0 {
                 self.keys[best] += w << LOAD_SHIFT;
