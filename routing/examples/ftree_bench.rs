@@ -9,20 +9,15 @@
 //! routed renumbered in a random order, as discovery might number it: ftree
 //! must give the same tables (by GUID) either way.
 
-use ibsm_routing::testfab::timed;
-use ibsm_routing::testfab::{renumbered, FatTree};
+use ibsm_routing::testfab::renumbered;
+use ibsm_routing::testfab::{benchmark_fat_trees, timed};
 use ibsm_routing::{ftree, minhop, validate, EngineOptions, Routes, RoutingFabric};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let do_validate = !args.iter().any(|a| a == "--no-validate");
     let wanted: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
-    let cases = [
-        ("2-level radix 36 (full)", FatTree::full(36, 2)),
-        ("3-level radix 36, 12 pods", FatTree::new(36, 3, 12 * 324)),
-        ("3-level radix 36 (full)", FatTree::full(36, 3)),
-        ("3-level radix 64, 44 pods", FatTree::new(64, 3, 44 * 1024)),
-    ];
+    let cases = benchmark_fat_trees();
     println!(
         "{:<27} {:>6} {:>5} {:>8} {:>9} {:>8} {:>10} {:>8} {:>10}",
         "fabric", "hosts", "sw", "engine", "route ms", "(wall)", "validate", "EFI", "same LFTs"

@@ -18,20 +18,15 @@
 //! radix-64 tree with 44 of its 64 pods: 45,056 hosts and 3,840 switches,
 //! 48,896 LIDs.
 
-use ibsm_routing::testfab::timed;
-use ibsm_routing::testfab::{renumbered, FatTree};
+use ibsm_routing::testfab::renumbered;
+use ibsm_routing::testfab::{benchmark_fat_trees, timed};
 use ibsm_routing::{minhop, validate};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let do_validate = !args.iter().any(|a| a == "--no-validate");
     let wanted: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
-    let cases = [
-        ("2-level radix 36 (full)", FatTree::full(36, 2)),
-        ("3-level radix 36, 12 pods", FatTree::new(36, 3, 12 * 324)),
-        ("3-level radix 36 (full)", FatTree::full(36, 3)),
-        ("3-level radix 64, 44 pods", FatTree::new(64, 3, 44 * 1024)),
-    ];
+    let cases = benchmark_fat_trees();
     println!(
         "{:<28} {:>7} {:>6} {:>6} {:>9} {:>9} {:>10} {:>11} {:>8} {:>8}",
         "fabric", "hosts", "sw", "LIDs", "build ms", "route ms", "(wall ms)", "validate ms", "LFT MiB", "EFI"

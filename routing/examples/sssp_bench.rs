@@ -19,9 +19,8 @@
 //! printed too.
 
 use ibsm_routing::sssp::{dfsssp_with, sssp_with, DfssspConfig, PathChoice, SsspConfig};
-use ibsm_routing::testfab::timed;
-use ibsm_routing::testfab::FatTree;
-use ibsm_routing::{validate, EndPort, EngineOptions, PortEnd, RoutingError, RoutingFabric, Switch, SwitchId};
+use ibsm_routing::testfab::{benchmark_fat_trees, grid, timed};
+use ibsm_routing::{validate, EngineOptions, RoutingError, RoutingFabric};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -42,25 +41,21 @@ fn main() {
     );
     for t in tori {
         let mut parts = t.split(':');
-        let dims: Vec<usize> = parts.next().unwrap_or("").split('x').filter_map(|d| d.parse().ok()).collect();
+        let dims: Vec<u8> = parts.next().unwrap_or("").split('x').filter_map(|d| d.parse().ok()).collect();
         let hosts: u8 = parts.next().and_then(|h| h.parse().ok()).unwrap_or(1);
-        let f = torus(&dims, hosts);
+        let f = grid(&dims, &vec![true; dims.len()], 1, hosts);
         let name = format!("torus {t}");
         for &e in &engines {
             run(e, &name, &f, paths, do_validate);
         }
     }
     for hosts in sizes {
-        let (name, ft) = match hosts {
-            648 => ("2-level radix 36 (full)", FatTree::full(36, 2)),
-            3888 => ("3-level radix 36, 12 pods", FatTree::new(36, 3, 12 * 324)),
-            11664 => ("3-level radix 36 (full)", FatTree::full(36, 3)),
-            45056 => ("3-level radix 64, 44 pods", FatTree::new(64, 3, 44 * 1024)),
-            other => {
-                eprintln!("unknown size {other}");
-                continue;
-            }
+        // Sizes name the trees of `benchmark_fat_trees`, in its order.
+        let Some(i) = [648, 3888, 11664, 45056].iter().position(|&h| h == hosts) else {
+            eprintln!("unknown size {hosts}");
+            continue;
         };
+        let Some((name, ft)) = benchmark_fat_trees().into_iter().nth(i) else { continue };
         let f = ft.build();
         for &e in &engines {
             run(e, name, &f, paths, do_validate);
@@ -110,47 +105,4 @@ fn run(engine: &str, name: &str, f: &RoutingFabric, paths: PathChoice, do_valida
         efi,
         valid
     );
-}
-
-/// A torus (a ring per dimension) with `hosts` hosts per switch; LIDs go
-/// to hosts first.
-fn torus(dims: &[usize], hosts: u8) -> RoutingFabric {
-    let n: usize = dims.iter().product();
-    let nd = dims.len();
-    let mut b = RoutingFabric::builder();
-    let mut lid = 1u16;
-    let mut eps = Vec::new();
-    for s in 0..n {
-        for h in 0..hosts {
-            let node = 0x0010_0000 + ((s as u64) << 8) + u64::from(h) * 2;
-            eps.push(b.add_end_port(EndPort::new(node, node + 1, 1, lid)).unwrap());
-            lid += 1;
-        }
-    }
-    let sws: Vec<SwitchId> = (0..n)
-        .map(|s| {
-            let id = b.add_switch(Switch::new(0x0020_0000 + s as u64, 2 * nd as u8 + hosts, lid)).unwrap();
-            lid += 1;
-            id
-        })
-        .collect();
-    let mut stride = 1;
-    for (i, &k) in dims.iter().enumerate() {
-        for s in 0..n {
-            let c = (s / stride) % k;
-            if k < 2 || (k == 2 && c == 1) {
-                continue;
-            }
-            let t = s - c * stride + ((c + 1) % k) * stride;
-            b.connect(PortEnd::Switch(sws[s], 2 * i as u8 + 1), PortEnd::Switch(sws[t], 2 * i as u8 + 2)).unwrap();
-        }
-        stride *= k;
-    }
-    for s in 0..n {
-        for h in 0..hosts {
-            let e = eps[s * usize::from(hosts) + usize::from(h)];
-            b.connect(PortEnd::End(e), PortEnd::Switch(sws[s], 2 * nd as u8 + 1 + h)).unwrap();
-        }
-    }
-    b.build().unwrap()
 }

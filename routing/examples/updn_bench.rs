@@ -12,8 +12,8 @@
 //! one engine, on the generator's numbering only, e.g. to read its peak
 //! memory with `/usr/bin/time -v`.
 
-use ibsm_routing::testfab::timed;
-use ibsm_routing::testfab::{renumbered, FatTree};
+use ibsm_routing::testfab::renumbered;
+use ibsm_routing::testfab::{benchmark_fat_trees, timed};
 use ibsm_routing::updn::{detect_roots, dnup, updn};
 use ibsm_routing::{minhop, validate, EngineOptions, Routes, RoutingError, RoutingFabric};
 
@@ -27,12 +27,7 @@ fn main() {
     if wanted.is_empty() {
         wanted = vec![648, 3888, 11664];
     }
-    let cases = [
-        ("2-level radix 36 (full)", FatTree::full(36, 2)),
-        ("3-level radix 36, 12 pods", FatTree::new(36, 3, 12 * 324)),
-        ("3-level radix 36 (full)", FatTree::full(36, 3)),
-        ("3-level radix 64, 44 pods", FatTree::new(64, 3, 44 * 1024)),
-    ];
+    let cases = benchmark_fat_trees();
     let engines: [(&str, Engine); 3] = [
         ("minhop", |f| minhop(f)),
         ("updn", |f| updn(f, &EngineOptions::default())),

@@ -484,6 +484,18 @@ pub fn renumbered(f: &RoutingFabric, seed: u64) -> RoutingFabric {
     b.build().expect("valid in the original")
 }
 
+/// The fat trees every routing benchmark measures: 648, 3,888, 11,664 and
+/// 45,056 hosts (the last is the largest radix-64 3-level tree whose LIDs
+/// fit the unicast space with LMC 0).
+pub fn benchmark_fat_trees() -> [(&'static str, FatTree); 4] {
+    [
+        ("2-level radix 36 (full)", FatTree::full(36, 2)),
+        ("3-level radix 36, 12 pods", FatTree::new(36, 3, 12 * 324)),
+        ("3-level radix 36 (full)", FatTree::full(36, 3)),
+        ("3-level radix 64, 44 pods", FatTree::new(64, 3, 44 * 1024)),
+    ]
+}
+
 /// Nanoseconds this thread has run on a CPU, if the kernel tells us.
 pub fn thread_cpu_ns() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
