@@ -12,9 +12,15 @@ variants), starts ibsim, and for each engine:
   which brackets the min-hop matrices, the engine and the LFT computation;
   the log also says which engine OpenSM really used (it falls back to
   minhop silently). OpenSM's dfsssp and nue put paths on SLs but write them
-  to no file (only the SA answers them, per source port and destination,
-  one `saquery --src-to-dst` per pair), so their deadlock column reads
-  `? (SLs)`: the tables alone, on one VL, say nothing about them;
+  to no file: only the SA answers them, per source port and destination.
+  For those two OpenSM keeps running until `ibsm sa path` has read the
+  PathRecord of every end-port pair from its SA (many queries in flight),
+  and the SLs go into the deadlock analysis of its tables (`ibsm analyze
+  --path-sl`; ports of one switch with different SLs count as separate
+  paths). OpenSM's dfsssp draws each answer's SL at random among the VLs
+  its layer is spread over (any such draw keeps every VL a subset of one
+  acyclic layer), so its column judges the one sample read. `? (SLs)`
+  remains only where the query failed;
 - runs `ibsm route` on the same net file, on the LIDs of OpenSM's dump
   (`--lids dump=...`), timed in process (wall and thread CPU);
 - analyses both with the same code (`ibsm analyze` for OpenSM's tables;
@@ -160,9 +166,42 @@ def wait_for(path, needle, timeout):
     return False
 
 
+def ca_lids(subnet_lst):
+    """End-port LIDs from OpenSM's opensm-subnet.lst (one link per line)."""
+    lids = set()
+    for m in re.finditer(r"\{ CA\S* [^{}]*\{[^}]*\} LID:([0-9A-Fa-f]+) ", open(subnet_lst).read()):
+        lids.add(int(m.group(1), 16))
+    return sorted(lids)
+
+
+def query_path_sls(ctx, outdir):
+    """Asks the running OpenSM's SA for the PathRecord of every end-port
+    pair (`ibsm sa path`, many queries in flight); returns the path-SL
+    file for `ibsm analyze --path-sl`, or an error string."""
+    lids = ca_lids(os.path.join(outdir, "opensm-subnet.lst"))
+    pairs = os.path.join(outdir, "pairs.txt")
+    with open(pairs, "w") as f:
+        for a in lids:
+            for b in lids:
+                if a != b:
+                    f.write("%d %d\n" % (a, b))
+    out = os.path.join(outdir, "opensm-path-sl.txt")
+    env = sim_env(ctx["sock"], ctx["host"], {"LD_PRELOAD": UMAD2SIM})
+    q = os.path.join(outdir, "sa-query")
+    os.makedirs(q, exist_ok=True)
+    r = subprocess.run([ctx["ibsm"], "sa", "path", "--pairs-file", pairs, "--path-sl-out", out, "--window", "16"],
+                       env=env, cwd=q, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                       timeout=ctx["timeout"])
+    if r.returncode != 0:
+        return None, "sa path: " + (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1][:80]
+    return out, None
+
+
 def run_opensm(ctx, engine, outdir):
-    """One `opensm -o` routing run; returns a dict (dump path, engine
-    used, routing ms, error)."""
+    """One OpenSM routing run; returns a dict (dump path, engine used,
+    routing ms, error, and for the VL engines the path-SL file read from
+    its SA). Engines without VLs run with `-o` (sweep once, exit); the VL
+    engines keep running until their SA has answered every end-port pair."""
     os.makedirs(outdir, exist_ok=True)
     logf = os.path.join(outdir, "opensm.log")
     conf = os.path.join(outdir, "opensm.conf")
@@ -170,17 +209,32 @@ def run_opensm(ctx, engine, outdir):
         # As many VLs as ibsm's engines are given, for Nue and on every port.
         f.write("nue_max_num_vls %d\nmax_op_vls %d\n" % (MAX_VLS, MAX_VLS))
     env = sim_env(ctx["sock"], ctx["host"], {"LD_PRELOAD": UMAD2SIM, "OSM_TMP_DIR": outdir, "OSM_CACHE_DIR": outdir})
-    cmd = ["opensm", "-o", "-F", conf, "-R", engine, "-D", "0x47", "-f", logf, "--dump_files_dir", outdir]
+    cmd = ["opensm", "-F", conf, "-R", engine, "-D", "0x47", "-f", logf, "--dump_files_dir", outdir]
+    res = {"dump": os.path.join(outdir, "opensm-lfts.dump"), "error": None, "sls": None}
     if engine in VL_ENGINES:
-        cmd.append("-Q")
-    res = {"dump": os.path.join(outdir, "opensm-lfts.dump"), "error": None}
-    try:
-        r = subprocess.run(cmd, env=env, cwd=outdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=ctx["timeout"])
-        if r.returncode != 0:
-            res["error"] = "exit %d" % r.returncode
-    except subprocess.TimeoutExpired:
-        res["error"] = "timeout"
+        # -d2 flushes the log at once, so SUBNET UP is seen when it happens.
+        osm = subprocess.Popen(cmd + ["-Q", "-d2"], env=env, cwd=outdir, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        try:
+            if wait_for(logf, "SUBNET UP", ctx["timeout"]):
+                res["sls"], res["sl_error"] = query_path_sls(ctx, outdir)
+            else:
+                res["error"] = "no SUBNET UP" if osm.poll() is None else "exit %d" % osm.returncode
+        finally:
+            osm.terminate()
+            try:
+                osm.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                osm.kill()
+                osm.wait()
+    else:
+        try:
+            r = subprocess.run(cmd + ["-o"], env=env, cwd=outdir, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=ctx["timeout"])
+            if r.returncode != 0:
+                res["error"] = "exit %d" % r.returncode
+        except subprocess.TimeoutExpired:
+            res["error"] = "timeout"
     res["used"], res["ms"] = parse_osm_log(logf) if os.path.exists(logf) else (None, None)
     if not os.path.exists(res["dump"]):
         res["error"] = res["error"] or "no opensm-lfts.dump"
@@ -214,13 +268,14 @@ def bench_fabric(name, spec, cut, args, work):
     try:
         if not wait_for(os.path.join(d, "ibsim.log"), "simulator ready", 600):
             raise SystemExit("%s: ibsim did not start" % name)
-        ctx = {"sock": sock, "host": host, "timeout": args.timeout}
+        ctx = {"sock": sock, "host": host, "timeout": args.timeout, "ibsm": os.path.abspath(args.ibsm)}
         for engine in args.engines:
             log("%s: %s" % (name, engine))
             osm = run_opensm(ctx, engine, os.path.join(d, "opensm-" + engine))
             row = {"engine": engine, "osm": osm, "osm_an": None, "ibsm": None, "ibsm_err": None}
             if not osm["error"]:
-                r = run([args.ibsm, "analyze", "-t", net, "--lfts", osm["dump"], "--json"] + args.analysis_flags)
+                sls = ["--path-sl", osm["sls"]] if osm.get("sls") else []
+                r = run([args.ibsm, "analyze", "-t", net, "--lfts", osm["dump"], "--json"] + sls + args.analysis_flags)
                 if r.returncode == 0:
                     row["osm_an"] = summary_of(json.loads(r.stdout)["analysis"])
                 else:
@@ -263,8 +318,9 @@ def fmt_side(row, side):
         if a is None:
             return None
         # OpenSM's VL engines keep their path SLs for the SA: the dump has
-        # none, so their deadlock analysis is over one VL and not telling.
-        sl_known = row["osm"]["used"] not in VL_ENGINES
+        # none. They are read back from the SA, one PathRecord per end-port
+        # pair; without them the analysis over one VL would not be telling.
+        sl_known = row["osm"]["used"] not in VL_ENGINES or bool(row["osm"].get("sls"))
         ms = row["osm"]["ms"]
     else:
         a = row["ibsm"]

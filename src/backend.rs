@@ -75,6 +75,8 @@ pub struct Opened {
 pub enum Role {
     SubnetManager,
     Tool,
+    /// A tool that queries the SA (QP1).
+    SaClient,
 }
 
 pub fn open(args: &PortArgs, txn: TxnConfig, role: Role) -> Result<Opened, BackendError> {
@@ -121,6 +123,7 @@ fn open_umad(args: &PortArgs, txn: TxnConfig, role: Role) -> Result<Opened, Back
         // Registering the SA class keeps SA queries from reaching a port
         // with no agent for them (libumad2sim crashes the client then).
         sa_server: role == Role::SubnetManager,
+        sa_client: role == Role::SaClient,
         // The kernel must wait at least as long as all our attempts.
         kernel_timeout: txn.timeout.max(Duration::from_millis(100)),
     };

@@ -8,6 +8,7 @@ pub mod mad;
 pub mod metrics;
 pub mod probe;
 pub mod route_cli;
+pub mod sa_cli;
 pub mod service;
 pub mod sim;
 pub mod sm;

@@ -25,6 +25,15 @@ enum Command {
     Route(ibsm::route_cli::RouteArgs),
     /// Analyse forwarding tables (an lfts dump or ibroute output) on a topology.
     Analyze(ibsm::route_cli::AnalyzeArgs),
+    /// Query a running SA (ibsm's or OpenSM's).
+    #[command(subcommand)]
+    Sa(SaCmd),
+}
+
+#[derive(Debug, Subcommand)]
+enum SaCmd {
+    /// PathRecords by SLID and DLID, many at once.
+    Path(ibsm::sa_cli::SaPathArgs),
 }
 
 // One thread runs the SM: its work is waiting on MADs, which the I/O thread moves.
@@ -45,6 +54,7 @@ async fn main() -> ExitCode {
         Command::Topology(cmd) => ibsm::cli::topology(cmd),
         Command::Route(args) => ibsm::route_cli::route(args),
         Command::Analyze(args) => ibsm::route_cli::analyze_cmd(args),
+        Command::Sa(SaCmd::Path(args)) => sa_path(args).await,
         Command::Probe(args) => match ibsm::probe::run(&args).await {
             Ok(text) => {
                 print!("{text}");
@@ -87,4 +97,34 @@ fn init_logging(default_level: &str, file: Option<&std::path::Path>, json: bool)
         }
     }
     Ok(())
+}
+
+async fn sa_path(args: ibsm::sa_cli::SaPathArgs) -> ExitCode {
+    let answers = match ibsm::sa_cli::run_path(&args).await {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ibsm sa path: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    print!("{}", ibsm::sa_cli::render(&answers.records, args.json));
+    if let Some(out) = &args.path_sl_out {
+        if let Err(e) = std::fs::write(out, ibsm::sa_cli::path_sl_text(&answers.records)) {
+            eprintln!("ibsm sa path: {}: {e}", out.display());
+            return ExitCode::from(2);
+        }
+    }
+    for ((s, d), e) in &answers.failures {
+        eprintln!("ibsm sa path: {s}->{d}: {e}");
+    }
+    if answers.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "ibsm sa path: {} of {} paths failed",
+            answers.failures.len(),
+            answers.failures.len() + answers.records.len()
+        );
+        ExitCode::FAILURE
+    }
 }

@@ -45,4 +45,14 @@ pub fn all_attributes(input: &[u8]) {
             n
         );
     }
+    // The SA's PathRecord: every bit pattern is a record, and emitting it
+    // gives back the same bytes except the reserved ones.
+    if let Ok(p) = PathRecordRepr::parse_bytes(input) {
+        let mut out = [0u8; sa::PATH_RECORD_LEN];
+        p.emit(&mut out).expect("64 bytes hold a PathRecord");
+        assert_eq!(PathRecordRepr::parse_bytes(&out).expect("emitted bytes parse"), p);
+    }
+    if let Ok(m) = SaMad::new_checked(input) {
+        let _ = (m.sm_key(), m.component_mask(), m.attribute_offset(), m.data().len());
+    }
 }

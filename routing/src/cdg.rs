@@ -10,7 +10,9 @@
 //! when every VL's graph is acyclic.
 //!
 //! Paths: one per (source switch, destination LID), where the source switch
-//! is where traffic enters the fabric. The VL of a path is its SL from
+//! is where traffic enters the fabric, plus one per further SL some of the
+//! switch's end ports use ([`crate::lft::PathSl::more`], per-port SLs as an
+//! SA answers them). The VL of a path is its SL from
 //! [`Routes::sl`] (SL to VL is the identity here, as the SM programs it on
 //! every port; 0 when the engine sets no SLs). Channels to and from end
 //! ports are left out: an end port only sources or sinks, so no cycle can
@@ -288,6 +290,7 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
     let mut bits: Vec<Option<DepBits>> = (0..=MAX_DATA_VLS).map(|_| None).collect();
     let mut paths = [0u64; MAX_DATA_VLS + 1];
     let mut stamp = 0u32;
+    let mut extra: Vec<(u32, u8)> = Vec::new();
 
     for &dlid in &dlids {
         stamp += 1;
@@ -296,13 +299,24 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
             sls.load(dlid, |s| sl.by_source_switch.get(s).map(Vec::as_slice), 0);
         }
         let owner = f.lid_owner(dlid);
-        for &src in &sources {
+        // Paths from source switches on their SL, then the further SLs some
+        // of their ports use (per-port SLs read from an SA).
+        extra.clear();
+        if let Some(sl) = &routes.sl {
+            extra.extend(
+                sl.more_for(dlid)
+                    .filter(|&(s, _)| (s as usize) < ns && (scope.include_switches || has_end[s as usize])),
+            );
+        }
+        let walks = sources.iter().map(|&s| (s, None)).chain(extra.iter().map(|&(s, v)| (s, Some(v))));
+        for (src, sl_override) in walks {
             if owner == Some(NodeRef::Switch(SwitchId(src))) {
                 continue;
             }
-            let vl = match routes.sl {
-                Some(_) => usize::from(sls.get(src as usize, j)).min(MAX_DATA_VLS),
-                None => 0,
+            let vl = match (sl_override, &routes.sl) {
+                (Some(v), _) => usize::from(v).min(MAX_DATA_VLS),
+                (None, Some(_)) => usize::from(sls.get(src as usize, j)).min(MAX_DATA_VLS),
+                (None, None) => 0,
             };
             paths[vl] += 1;
             while marks.len() <= vl {
@@ -507,10 +521,23 @@ mod tests {
         let mut r = minhop(&f).unwrap();
         let top = usize::from(f.max_lid()) + 1;
         // Every path on SL 3: the same graph, on VL3 instead of VL0.
-        r.sl = Some(PathSl { by_source_switch: vec![vec![3; top]; f.num_switches()] });
+        r.sl = Some(PathSl::per_switch(vec![vec![3; top]; f.num_switches()]));
         let rep = analyze_cdg(&f, &r, CdgScope::default());
         assert_eq!(rep.vls.len(), 1);
         assert_eq!(rep.vls[0].vl, 3);
         assert!(!rep.vls[0].acyclic);
+
+        // A second port of switch 0 sending to the first host's LID on SL 5
+        // (per-port SLs, as an SA answers them): one more path, on VL5, alone
+        // there and so acyclic.
+        let dlid = f.end_port(f.end_port_ids().next().unwrap()).base_lid;
+        let s0 = f.switch_ids().find(|&s| f.lid_owner(dlid).is_some_and(|o| o != NodeRef::Switch(s))).unwrap();
+        let mut sl = r.sl.take().unwrap();
+        sl.more = vec![(dlid, s0.0, 5)];
+        r.sl = Some(sl);
+        let rep = analyze_cdg(&f, &r, CdgScope::default());
+        assert_eq!(rep.vls.iter().map(|v| v.vl).collect::<Vec<_>>(), vec![3, 5]);
+        assert_eq!(rep.vls[1].paths, 1);
+        assert!(rep.vls[1].acyclic && !rep.vls[0].acyclic);
     }
 }

@@ -530,7 +530,7 @@ pub fn dor(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, Ro
     for shape in &shapes {
         route_part(fabric, shape, &mut lfts, &mut sl, &mut load);
     }
-    let routes = Routes { lfts, sl: Some(PathSl { by_source_switch: sl }) };
+    let routes = Routes { lfts, sl: Some(PathSl::per_switch(sl)) };
     crate::error::disconnected_or_ok(fabric, routes)
 }
 

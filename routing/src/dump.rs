@@ -27,7 +27,7 @@
 //! fabric the dump came from before checking the tables against it
 //! ([`LftDump::to_routes`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 
 use thiserror::Error;
@@ -533,13 +533,17 @@ pub fn write_path_sl(fabric: &RoutingFabric, sl: &PathSl) -> String {
 /// switch that owns it or that its end port hangs off (the SA answers per
 /// port; the tables route per source switch). Lines are `<source LID>
 /// <DLID>[-<DLID>] <SL>`; `#` starts a comment. A source LID or DLID the
-/// fabric lacks, an SL above 15, or two SLs for one (switch, DLID) is an
-/// error naming the line.
+/// fabric lacks, an SL above 15, or two SLs for one (source LID, DLID) is
+/// an error naming the line. Two source LIDs of one switch with different
+/// SLs towards a DLID (two ports) are both kept: see [`PathSl::more`].
 pub fn parse_path_sl(text: &str, file: &str, fabric: &RoutingFabric) -> Result<PathSl, DumpError> {
     let top = usize::from(fabric.max_lid());
     let mut rows: Vec<Vec<u8>> = vec![vec![0; top + 1]; fabric.num_switches()];
-    // The line that set each (switch, DLID), to report conflicts.
-    let mut set_by: BTreeMap<(u32, u16), usize> = BTreeMap::new();
+    // The line and SL that set each (source LID, DLID), to report
+    // contradictions; which (switch, DLID) hold an SL in `rows` already.
+    let mut set_by: BTreeMap<(u16, u16), (usize, u8)> = BTreeMap::new();
+    let mut primary: BTreeSet<(u32, u16)> = BTreeSet::new();
+    let mut more: Vec<(u16, u32, u8)> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let syntax = |problem: String| DumpError::Syntax { file: file.to_string(), line: n, problem };
@@ -576,24 +580,30 @@ pub fn parse_path_sl(text: &str, file: &str, fabric: &RoutingFabric) -> Result<P
             return Err(syntax(format!("LID {last:#06x} is past the topology's top LID {top:#06x}")));
         }
         for lid in first..=last {
-            let slot = &mut rows[s.index()][usize::from(lid)];
-            match set_by.get(&(s.0, lid)) {
-                Some(&prev) if *slot != sl => {
+            match set_by.get(&(src, lid)) {
+                Some(&(prev, prev_sl)) if prev_sl != sl => {
                     return Err(syntax(format!(
-                        "switch {:#018x}, LID {lid:#06x}: SL {sl} here, SL {} at line {prev}",
-                        fabric.switch(s).guid,
-                        *slot
+                        "source LID {src:#06x}, LID {lid:#06x}: SL {sl} here, SL {prev_sl} at line {prev}"
                     )))
                 }
-                Some(_) => {}
+                Some(_) => continue,
                 None => {
-                    set_by.insert((s.0, lid), n);
-                    *slot = sl;
+                    set_by.insert((src, lid), (n, sl));
                 }
+            }
+            // Another port of the same switch may use another SL (the SA
+            // answers per port): both paths count.
+            let slot = &mut rows[s.index()][usize::from(lid)];
+            if primary.insert((s.0, lid)) {
+                *slot = sl;
+            } else if *slot != sl {
+                more.push((lid, s.0, sl));
             }
         }
     }
-    Ok(PathSl { by_source_switch: rows })
+    more.sort_unstable();
+    more.dedup();
+    Ok(PathSl { by_source_switch: rows, more })
 }
 
 #[cfg(test)]
@@ -743,7 +753,7 @@ Unicast lids [0x0-0xe] of switch DR path slid 65535; dlid 65535; 0,1,3 guid 0x00
         let mut rows = vec![vec![0u8; top]; f.num_switches()];
         rows[1][3..7].fill(2);
         rows[2][5] = 15;
-        let sl = PathSl { by_source_switch: rows };
+        let sl = PathSl::per_switch(rows);
         let text = write_path_sl(&f, &sl);
         assert!(text.starts_with(PATH_SL_HEADER));
         assert_eq!(text.lines().count(), 3, "{text}");
@@ -763,7 +773,13 @@ Unicast lids [0x0-0xe] of switch DR path slid 65535; dlid 65535; 0,1,3 guid 0x00
         assert!(bad("1 5-3 1\n").contains("ends before"));
         assert!(bad("1 0x9999 1\n").contains("past the topology's top LID"));
         let sw_lid = f.switch(s).base_lid;
-        let e2 = bad(&format!("{host} 3 1\n{sw_lid} 3 2\n"));
-        assert!(e2.starts_with("p:2: switch") && e2.contains("SL 1 at line 1"), "{e2}");
+        let e2 = bad(&format!("{host} 3 1\n{host} 3 2\n"));
+        assert!(e2.starts_with("p:2: source LID") && e2.contains("SL 1 at line 1"), "{e2}");
+        // Two ports of one switch with different SLs: both are kept.
+        let two = parse_path_sl(&format!("{host} 3 1\n{sw_lid} 3 2\n{sw_lid} 4 1\n"), "p", &f).unwrap();
+        assert_eq!(two.sl(s, 3), Some(1));
+        assert_eq!(two.more, vec![(3, s.0, 2)]);
+        assert_eq!(two.more_for(3).collect::<Vec<_>>(), vec![(s.0, 2)]);
+        assert_eq!(two.more_for(4).count(), 0);
     }
 }

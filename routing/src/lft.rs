@@ -124,11 +124,29 @@ pub struct PathSl {
     /// `by_source_switch[s][dlid]` is the SL for traffic entering the fabric
     /// at switch `s` towards `dlid`.
     pub by_source_switch: Vec<Vec<u8>>,
+    /// Further SLs towards a DLID used by some of the end ports on a source
+    /// switch, as (DLID, switch index, SL), sorted: an SA that answers per
+    /// source *port* (OpenSM's dfsssp and nue) may give two ports of one
+    /// switch different SLs. Engines here choose per switch and leave this
+    /// empty; [`crate::dump::parse_path_sl`] fills it.
+    #[serde(default)]
+    pub more: Vec<(u16, u32, u8)>,
 }
 
 impl PathSl {
+    /// One SL per (source switch, DLID).
+    pub fn per_switch(by_source_switch: Vec<Vec<u8>>) -> PathSl {
+        PathSl { by_source_switch, more: Vec::new() }
+    }
+
     pub fn sl(&self, source: SwitchId, dlid: u16) -> Option<u8> {
         self.by_source_switch.get(source.index())?.get(usize::from(dlid)).copied()
+    }
+
+    /// The further SLs of [`PathSl::more`] towards `dlid`, as (switch index, SL).
+    pub fn more_for(&self, dlid: u16) -> impl Iterator<Item = (u32, u8)> + '_ {
+        let start = self.more.partition_point(|m| m.0 < dlid);
+        self.more[start..].iter().take_while(move |m| m.0 == dlid).map(|m| (m.1, m.2))
     }
 }
 
@@ -226,7 +244,7 @@ mod tests {
         let r = Routes { lfts: vec![Lft::unrouted(3)], sl: None };
         assert_eq!(r.port(SwitchId(0), 2), UNROUTED);
         assert_eq!(r.port(SwitchId(7), 2), UNROUTED);
-        let sl = PathSl { by_source_switch: vec![vec![0, 1, 2]] };
+        let sl = PathSl::per_switch(vec![vec![0, 1, 2]]);
         assert_eq!(sl.sl(SwitchId(0), 2), Some(2));
         assert_eq!(sl.sl(SwitchId(0), 3), None);
     }

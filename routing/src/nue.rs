@@ -1259,6 +1259,6 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
     }
 
     let sl = vec![layer_of; fabric.num_switches()];
-    let routes = Routes { lfts, sl: Some(PathSl { by_source_switch: sl }) };
+    let routes = Routes { lfts, sl: Some(PathSl::per_switch(sl)) };
     crate::error::disconnected_or_ok(fabric, routes).map(|r| (r, stats))
 }

@@ -143,7 +143,7 @@ fn paths_across_a_dateline_on_their_own_vl_break_the_cycle() {
             on_vl1 += 1;
         }
     }
-    let r = Routes { lfts: r0.lfts.clone(), sl: Some(PathSl { by_source_switch }) };
+    let r = Routes { lfts: r0.lfts.clone(), sl: Some(PathSl::per_switch(by_source_switch)) };
     let rep = analyze_cdg(&f, &r, CdgScope::default());
     assert!(rep.deadlock_free(), "{rep}");
     assert_eq!(rep.vls.iter().map(|v| v.vl).collect::<Vec<_>>(), vec![0, 1]);

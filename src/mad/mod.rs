@@ -18,6 +18,7 @@ pub mod node_info;
 pub mod notice;
 pub mod pkey_table;
 pub mod port_info;
+pub mod sa;
 pub mod sl_to_vl;
 pub mod sm_info;
 pub mod switch_info;
@@ -35,6 +36,7 @@ pub use pkey_table::{PKeyTableBlock, PKeyTableBlockRepr};
 pub use port_info::{
     CapabilityMask, CapabilityMask2, LinkDownDefaultState, PhysState, PortInfo, PortInfoRepr, PortState,
 };
+pub use sa::{PathRecord, PathRecordRepr, SaAttributeId, SaMad};
 pub use sl_to_vl::{SlToVlTable, SlToVlTableRepr};
 pub use sm_info::{SmControl, SmInfo, SmInfoRepr, SmState};
 pub use smp::{DrPath, Smp, SmpRepr};

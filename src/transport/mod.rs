@@ -19,6 +19,7 @@ use crate::mad::{AttributeId, DrPath, MadHeader, Method, MgmtClass, SmpRepr, Wir
 use crate::types::{Guid, Lid};
 
 pub mod io_thread;
+pub mod sa_client;
 pub mod smp_client;
 pub mod txn;
 pub mod umad;

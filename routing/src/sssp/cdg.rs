@@ -183,7 +183,7 @@ impl Layering {
             }
         }
         self.sl = Vec::new();
-        PathSl { by_source_switch: rows }
+        PathSl::per_switch(rows)
     }
 }
 

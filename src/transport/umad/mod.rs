@@ -63,6 +63,9 @@ pub struct UmadConfig {
     pub sm_agent: bool,
     /// Register the SA class (0x03 version 2) as a server, with kernel RMPP.
     pub sa_server: bool,
+    /// Register the SA class as a client (responses to our own SA
+    /// queries only); ignored when `sa_server` is set, which receives those too.
+    pub sa_client: bool,
     /// The kernel's per-send response timeout; keep it at least as long as
     /// the transaction layer's, or late responses are dropped in the kernel.
     pub kernel_timeout: Duration,
@@ -74,6 +77,7 @@ impl Default for UmadConfig {
             port: PortSelector::First,
             sm_agent: false,
             sa_server: false,
+            sa_client: false,
             kernel_timeout: Duration::from_millis(1000),
         }
     }
@@ -345,6 +349,8 @@ impl UmadDevice {
         if cfg.sa_server {
             let sa_methods = [Method::Get, Method::Set, Method::GetTable, Method::Delete];
             dev.agents.sa = Some(dev.register(MgmtClass::SubnAdm, 2, 1, &sa_methods)?);
+        } else if cfg.sa_client {
+            dev.agents.sa = Some(dev.register(MgmtClass::SubnAdm, 2, 1, &[])?);
         }
         tracing::info!(
             ca = %dev.info.ca_name, port = pn, guid = %dev.info.port_guid, umad_size = hdr_len,
