@@ -54,14 +54,56 @@
 //! switch's tentative route) keeps the order valid.
 //!
 //! ## Balance and path length
-//! Every channel has weight `L² + load` for L destination LIDs, where load
-//! is the number of (end port, destination LID) routes already on it: a
-//! search prefers fewer hops first and lighter cables among equally short
-//! routes, and leaves the shortest paths only when the dependency graph
-//! forces it. Among equal-cost routes the first found stays (preferring
-//! turns already in use, to keep the graph sparse, skewed the balance on
-//! fat trees). Each LID of an LMC range is routed on its own, after the
-//! previous LID's load was added.
+//! A channel's load is the number of (end port, destination LID) routes
+//! already on it. Search keys are hops first (2^48 per hop, more than any
+//! sum of loads), then the load summed over the route: a search prefers
+//! fewer hops and lighter cables among equally short routes, and leaves
+//! the shortest paths only when the dependency graph forces it. Among equal
+//! keys the first route found stays (preferring turns already in use, to
+//! keep the graph sparse, skewed the balance on fat trees). Each LID of an
+//! LMC range is routed on its own, after the previous LID's load was added.
+//!
+//! That load is earlier destinations' only, and the routes to one LID all
+//! meet at its switch: a search blind to its own traffic sends it all the
+//! same way. On the bench's cut 2-level radix-8 tree every leaf reached a
+//! LID of leaf7 over the same spine, 52 routes on the busiest cable where
+//! OpenSM's Nue has 48. So the search counts, per channel, the end ports of
+//! the current destination's settled switches routed over it (*pending*
+//! traffic), and just before a switch settles it re-picks its route among
+//! the settled neighbours as few hops away with an admissible turn
+//! (`rechoose`): least loaded busiest channel (pending traffic and the
+//! switch's own end ports counted), then least summed load, then the route
+//! it had. It does so only when its route's busiest channel would exceed
+//! the *load floor*, a lower bound of the final maximum (a switch's end
+//! ports send to every LID elsewhere, and receive from every end port
+//! elsewhere for each of their own LIDs, over that switch's cables): below
+//! it spreading buys nothing, and on full fat trees the first-found routes
+//! tile the cables exactly (the busiest at the floor) where spread ones miss
+//! by a bundle (648 instead of 630 on the 2-level radix-36 tree).
+//!
+//! Greedy routing amplifies every choice: the turns a route adds decide
+//! which ones later destinations may take. On several tori and meshes with
+//! few layers the re-picking routing came out worse than the plain one
+//! (8x8x8 torus with 1 VL: 130,492 routes on the busiest cable instead of
+//! 116,612; 5x5x5 mesh with 8: 1,206 instead of 860). So when it leaves the
+//! busiest channel above the floor the plain routing (no re-picking) is
+//! computed as well, and the one with the lighter busiest channel (then
+//! fewer channels at that load) is kept: never worse than the plain one,
+//! at up to twice the time. Fabrics that reach the floor (full fat trees)
+//! are routed once.
+//!
+//! All-to-all routes on the busiest switch-to-switch cable, plain -> kept,
+//! on the fabrics of bench/routing.py with OpenSM's LIDs and 8 VLs (OpenSM
+//! 3.3.23's Nue in brackets): `fattree2:radix=8` 28 -> 28 (40), with 3
+//! cables cut 52 -> 40 (48; 40 is optimal for destination routing, see
+//! tests/nue_balance.rs), `fattree2:radix=16` 120 -> 120 (176),
+//! `fattree3:radix=8,pods=4` 60 -> 60 (88), with 4 cables cut 100 -> 84
+//! (96; floor 80), `torus3d:4x4x4,hosts=2` 182 -> 142 (184), `mesh2d:6x6`
+//! 68 -> 59 (74), `dragonfly:routers=4,hosts=2` 74 -> 66 (74), the random
+//! 24-switch fabric 145 -> 145 (160), the 32-switch one 348 -> 348 (348).
+//! `nue_bench`: 8x8x8 torus with 8 VLs 37,612 -> 34,812 (0.57 -> 1.2 s),
+//! 16x16 mesh 26,968 -> 24,372 (8 VLs), 23,860 -> 18,540 (1 VL); the
+//! 11,664-host fat tree stays at the ideal 11,646 in 3.4 s, as before.
 //!
 //! ## Switch LIDs
 //! Deadlock freedom is guaranteed for all traffic to end ports, from every
@@ -98,7 +140,9 @@
 //! switch-to-switch degree squared (the complete dependency graph): memory
 //! O(D + C) per layer, reused, plus the tables; time O(L·(C + S log S)) for
 //! the searches, plus the cycle checks, which are O(1) for most edges and
-//! bounded by the affected part of the order otherwise.
+//! bounded by the affected part of the order otherwise. Re-picking walks
+//! the candidate routes: O(S·Δ·H) per LID for degree Δ and H hops, paid only
+//! where routes exceed the load floor; and some fabrics are routed twice.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -292,6 +336,7 @@ impl Net {
         self.ch_base[v]..self.ch_base[v + 1]
     }
     /// The dependency "`c_in` then `c_out`" (head of `c_in` = tail of `c_out`).
+    #[inline(always)]
     fn dep(&self, c_in: u32, c_out: u32) -> usize {
         let v = self.ch_head[c_in as usize] as usize;
         debug_assert_eq!(self.ch_tail[c_out as usize] as usize, v);
@@ -824,30 +869,36 @@ fn relax_from(net: &Net, cdg: &mut Cdg, s: &mut Search, u: usize, d: u32, load: 
 /// current route.
 fn rechoose(net: &Net, cdg: &mut Cdg, s: &mut Search, x: usize, d: u32, load: &[u64], stats: &mut NueStats) {
     let f = net.hosts[x];
-    if s.route_load(net, x as u32, d, load).0 + f <= s.floor {
+    let (top, sum) = s.route_load(net, x as u32, d, load);
+    if top + f <= s.floor {
         return;
     }
     let h = hops(s.dist[x]);
     let cur = s.chan[x];
+    let mine = ((top + f).max(s.floor), sum, false, cur);
     loop {
-        let mut best = (u64::MAX, u64::MAX, true, NONE);
+        let mut best = mine;
         for c in net.out(x) {
             let u = net.ch_head[c as usize];
-            if !s.settled[u as usize] || hops(s.dist[u as usize]) + 1 != h {
+            if c == cur || !s.settled[u as usize] || hops(s.dist[u as usize]) + 1 != h {
+                continue;
+            }
+            let l = load[c as usize] + s.pending[c as usize];
+            // The route's busiest channel is at least this one.
+            if (l + f).max(s.floor) > best.0 {
                 continue;
             }
             if u != d && cdg.state[net.dep(c, s.chan[u as usize])] == BLOCKED {
                 continue;
             }
             let (top, sum) = s.route_load(net, u, d, load);
-            let l = load[c as usize] + s.pending[c as usize];
-            let k = ((top.max(l) + f).max(s.floor), sum + l, c != cur, c);
+            let k = ((top.max(l) + f).max(s.floor), sum + l, true, c);
             if k < best {
                 best = k;
             }
         }
         let (_, sum, _, c) = best;
-        if c == NONE || c == cur {
+        if c == cur {
             return;
         }
         let u = net.ch_head[c as usize];
