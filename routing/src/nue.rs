@@ -54,14 +54,56 @@
 //! switch's tentative route) keeps the order valid.
 //!
 //! ## Balance and path length
-//! Every channel has weight `L² + load` for L destination LIDs, where load
-//! is the number of (end port, destination LID) routes already on it: a
-//! search prefers fewer hops first and lighter cables among equally short
-//! routes, and leaves the shortest paths only when the dependency graph
-//! forces it. Among equal-cost routes the first found stays (preferring
-//! turns already in use, to keep the graph sparse, skewed the balance on
-//! fat trees). Each LID of an LMC range is routed on its own, after the
-//! previous LID's load was added.
+//! A channel's load is the number of (end port, destination LID) routes
+//! already on it. Search keys are hops first (2^48 per hop, more than any
+//! sum of loads), then the load summed over the route: a search prefers
+//! fewer hops and lighter cables among equally short routes, and leaves
+//! the shortest paths only when the dependency graph forces it. Among equal
+//! keys the first route found stays (preferring turns already in use, to
+//! keep the graph sparse, skewed the balance on fat trees). Each LID of an
+//! LMC range is routed on its own, after the previous LID's load was added.
+//!
+//! That load is earlier destinations' only, and the routes to one LID all
+//! meet at its switch: a search blind to its own traffic sends it all the
+//! same way. On the bench's cut 2-level radix-8 tree every leaf reached a
+//! LID of leaf7 over the same spine, 52 routes on the busiest cable where
+//! OpenSM's Nue has 48. So the search counts, per channel, the end ports of
+//! the current destination's settled switches routed over it (*pending*
+//! traffic), and just before a switch settles it re-picks its route among
+//! the settled neighbours as few hops away with an admissible turn
+//! (`rechoose`): least loaded busiest channel (pending traffic and the
+//! switch's own end ports counted), then least summed load, then the route
+//! it had. It does so only when its route's busiest channel would exceed
+//! the *load floor*, a lower bound of the final maximum (a switch's end
+//! ports send to every LID elsewhere, and receive from every end port
+//! elsewhere for each of their own LIDs, over that switch's cables): below
+//! it spreading buys nothing, and on full fat trees the first-found routes
+//! tile the cables exactly (the busiest at the floor) where spread ones miss
+//! by a bundle (648 instead of 630 on the 2-level radix-36 tree).
+//!
+//! Greedy routing amplifies every choice: the turns a route adds decide
+//! which ones later destinations may take. On several tori and meshes with
+//! few layers the re-picking routing came out worse than the plain one
+//! (8x8x8 torus with 1 VL: 130,492 routes on the busiest cable instead of
+//! 116,612; 5x5x5 mesh with 8: 1,206 instead of 860). So when it leaves the
+//! busiest channel above the floor the plain routing (no re-picking) is
+//! computed as well, and the one with the lighter busiest channel (then
+//! fewer channels at that load) is kept: never worse than the plain one,
+//! at up to twice the time. Fabrics that reach the floor (full fat trees)
+//! are routed once.
+//!
+//! All-to-all routes on the busiest switch-to-switch cable, plain -> kept,
+//! on the fabrics of bench/routing.py with OpenSM's LIDs and 8 VLs (OpenSM
+//! 3.3.23's Nue in brackets): `fattree2:radix=8` 28 -> 28 (40), with 3
+//! cables cut 52 -> 40 (48; 40 is optimal for destination routing, see
+//! tests/nue_balance.rs), `fattree2:radix=16` 120 -> 120 (176),
+//! `fattree3:radix=8,pods=4` 60 -> 60 (88), with 4 cables cut 100 -> 84
+//! (96; floor 80), `torus3d:4x4x4,hosts=2` 182 -> 142 (184), `mesh2d:6x6`
+//! 68 -> 59 (74), `dragonfly:routers=4,hosts=2` 74 -> 66 (74), the random
+//! 24-switch fabric 145 -> 145 (160), the 32-switch one 348 -> 348 (348).
+//! `nue_bench`: 8x8x8 torus with 8 VLs 37,612 -> 34,812 (0.57 -> 1.2 s),
+//! 16x16 mesh 26,968 -> 24,372 (8 VLs), 23,860 -> 18,540 (1 VL); the
+//! 11,664-host fat tree stays at the ideal 11,646 in 3.4 s, as before.
 //!
 //! ## Switch LIDs
 //! Deadlock freedom is guaranteed for all traffic to end ports, from every
@@ -98,7 +140,9 @@
 //! switch-to-switch degree squared (the complete dependency graph): memory
 //! O(D + C) per layer, reused, plus the tables; time O(L·(C + S log S)) for
 //! the searches, plus the cycle checks, which are O(1) for most edges and
-//! bounded by the affected part of the order otherwise.
+//! bounded by the affected part of the order otherwise. Re-picking walks
+//! the candidate routes: O(S·Δ·H) per LID for degree Δ and H hops, paid only
+//! where routes exceed the load floor; and some fabrics are routed twice.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -126,6 +170,18 @@ const BLOCKED: u8 = 3;
 /// turn is given up on (end-port routes always search to the end).
 const SWITCH_LID_BUDGET: usize = 64;
 
+/// A search key: hops in the top 16 bits, the load summed over the route
+/// below, so fewer hops always win and load breaks ties. Loads stay below
+/// 2^32 ((end port, LID) pairs) and routes below 2^16 hops, so the sum
+/// never reaches the hop bits.
+type Key = u64;
+const HOP: Key = 1 << 48;
+const FAR: Key = u64::MAX;
+
+fn hops(k: Key) -> u64 {
+    k >> 48
+}
+
 /// Counters describing one run, for benchmarks and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NueStats {
@@ -148,6 +204,16 @@ pub struct NueStats {
     /// Dependencies added against the current topological order (each
     /// needed a search and a local reorder).
     pub reorders: u64,
+    /// Switch routes re-picked before settling because the destination's
+    /// own traffic had loaded the first choice ([`NueStats::pending_aware`]
+    /// routing only).
+    pub rechosen: u64,
+    /// Routings computed (1, or 2 when the pending-aware one left the
+    /// busiest channel above the load floor and the plain one was tried).
+    pub routings: u8,
+    /// Whether the tables are the pending-aware routing's (else the plain
+    /// one did better).
+    pub pending_aware: bool,
 }
 
 /// The switch graph with directed channels and the complete dependency
@@ -270,6 +336,7 @@ impl Net {
         self.ch_base[v]..self.ch_base[v + 1]
     }
     /// The dependency "`c_in` then `c_out`" (head of `c_in` = tail of `c_out`).
+    #[inline(always)]
     fn dep(&self, c_in: u32, c_out: u32) -> usize {
         let v = self.ch_head[c_in as usize] as usize;
         debug_assert_eq!(self.ch_tail[c_out as usize] as usize, v);
@@ -586,7 +653,7 @@ struct Dest {
 
 /// Per-destination search state, reused.
 struct Search {
-    dist: Vec<u64>,
+    dist: Vec<Key>,
     chan: Vec<u32>,
     /// The dependency the switch's current route relies on, and whether the
     /// search added it (so must remove it when the route changes).
@@ -600,7 +667,7 @@ struct Search {
     /// Switch LIDs bound each cycle check (`SWITCH_LID_BUDGET`), skip
     /// backtracking, and complete the rest outside the graph.
     thorough: bool,
-    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    heap: BinaryHeap<Reverse<(Key, u32)>>,
     wet: Vec<usize>,
     /// Switches whose route enters switch v: `kids[kid_start[v]..kid_end[v]]`.
     kid_start: Vec<u32>,
@@ -608,12 +675,22 @@ struct Search {
     kids: Vec<u32>,
     bfs: Vec<u32>,
     flow: Vec<u64>,
+    /// Per channel: end ports of the current destination's settled
+    /// switches routed over it so far (their own traffic, not yet in
+    /// `load`), and the channels that have some.
+    pending: Vec<u64>,
+    touched: Vec<u32>,
+    /// A lower bound of the busiest channel's final load: routes below it
+    /// are not worth moving.
+    floor: u64,
+    /// Whether [`rechoose`] runs.
+    aware: bool,
 }
 
 impl Search {
-    fn new(n: usize) -> Search {
+    fn new(n: usize, channels: usize) -> Search {
         Search {
-            dist: vec![u64::MAX; n],
+            dist: vec![FAR; n],
             chan: vec![NONE; n],
             cand: vec![NO_EDGE; n],
             cand_new: vec![false; n],
@@ -628,6 +705,10 @@ impl Search {
             kids: Vec::with_capacity(n),
             bfs: Vec::with_capacity(n),
             flow: vec![0; n],
+            pending: vec![0; channels],
+            touched: Vec::new(),
+            floor: 0,
+            aware: true,
         }
     }
 
@@ -673,6 +754,31 @@ impl Search {
         }
     }
 
+    /// Adds `f` to the pending load of every channel on `x`'s route.
+    fn add_pending(&mut self, net: &Net, mut x: u32, d: u32, f: u64) {
+        while x != d {
+            let c = self.chan[x as usize];
+            if self.pending[c as usize] == 0 {
+                self.touched.push(c);
+            }
+            self.pending[c as usize] += f;
+            x = net.ch_head[c as usize];
+        }
+    }
+
+    /// (most loaded channel, load summed) of `u`'s route, pending included.
+    fn route_load(&self, net: &Net, mut u: u32, d: u32, load: &[u64]) -> (u64, u64) {
+        let (mut top, mut sum) = (0u64, 0u64);
+        while u != d {
+            let c = self.chan[u as usize] as usize;
+            let l = load[c] + self.pending[c];
+            top = top.max(l);
+            sum += l;
+            u = net.ch_head[c];
+        }
+        (top, sum)
+    }
+
     fn children(&self, v: u32) -> &[u32] {
         &self.kids[self.kid_start[v as usize] as usize..self.kid_end[v as usize] as usize]
     }
@@ -699,7 +805,7 @@ impl Search {
 /// a switch may take the cable into `u` only if the turn onto `u`'s route
 /// is used already or can be added without closing a cycle.
 #[allow(clippy::too_many_arguments)]
-fn relax_from(net: &Net, cdg: &mut Cdg, s: &mut Search, u: usize, d: u32, load: &[u64], w0: u64, stats: &mut NueStats) {
+fn relax_from(net: &Net, cdg: &mut Cdg, s: &mut Search, u: usize, d: u32, load: &[u64], stats: &mut NueStats) {
     let du = s.dist[u];
     let base = net.ch_base[u] as usize;
     for k in 0..net.deg(u) {
@@ -715,7 +821,7 @@ fn relax_from(net: &Net, cdg: &mut Cdg, s: &mut Search, u: usize, d: u32, load: 
             let e = net.dep(c_in, s.chan[u]);
             (e, cdg.state[e])
         };
-        let nd = du + w0 + load[c_in as usize];
+        let nd = du + HOP + load[c_in as usize];
         // Ties keep the first route found. (Preferring a turn already in use
         // at equal distance, to keep the graph sparse, skews the balance:
         // on a 3-level fat tree with 8 layers it raised the edge forwarding
@@ -754,6 +860,76 @@ fn relax_from(net: &Net, cdg: &mut Cdg, s: &mut Search, u: usize, d: u32, load: 
     }
 }
 
+/// Before switch `x` settles: its tentative route was the best when found,
+/// against the load of earlier destinations, but switches settled since
+/// may have sent this destination's own traffic over the same channels.
+/// If the route's busiest channel, that traffic and `x`'s own included,
+/// would exceed the load floor, re-picks among the settled neighbours as
+/// few hops away: least busiest channel, then least load summed, then the
+/// current route.
+fn rechoose(net: &Net, cdg: &mut Cdg, s: &mut Search, x: usize, d: u32, load: &[u64], stats: &mut NueStats) {
+    let f = net.hosts[x];
+    let (top, sum) = s.route_load(net, x as u32, d, load);
+    if top + f <= s.floor {
+        return;
+    }
+    let h = hops(s.dist[x]);
+    let cur = s.chan[x];
+    let mine = ((top + f).max(s.floor), sum, false, cur);
+    loop {
+        let mut best = mine;
+        for c in net.out(x) {
+            let u = net.ch_head[c as usize];
+            if c == cur || !s.settled[u as usize] || hops(s.dist[u as usize]) + 1 != h {
+                continue;
+            }
+            let l = load[c as usize] + s.pending[c as usize];
+            // The route's busiest channel is at least this one.
+            if (l + f).max(s.floor) > best.0 {
+                continue;
+            }
+            if u != d && cdg.state[net.dep(c, s.chan[u as usize])] == BLOCKED {
+                continue;
+            }
+            let (top, sum) = s.route_load(net, u, d, load);
+            let k = ((top.max(l) + f).max(s.floor), sum + l, true, c);
+            if k < best {
+                best = k;
+            }
+        }
+        let (_, sum, _, c) = best;
+        if c == cur {
+            return;
+        }
+        let u = net.ch_head[c as usize];
+        let (e, added) = if u == d {
+            (NO_EDGE, false)
+        } else {
+            let e = net.dep(c, s.chan[u as usize]);
+            match cdg.state[e] {
+                UNUSED => {
+                    if !cdg.admit(net, c, s.chan[u as usize], stats) {
+                        cdg.state[e] = BLOCKED;
+                        stats.blocked += 1;
+                        continue;
+                    }
+                    cdg.state[e] = WET;
+                    s.wet.push(e);
+                    (e, true)
+                }
+                _ => (e, false),
+            }
+        };
+        s.release(cdg, x);
+        s.chan[x] = c;
+        s.cand[x] = e;
+        s.cand_new[x] = added;
+        s.dist[x] = h * HOP + sum;
+        stats.rechosen += 1;
+        return;
+    }
+}
+
 /// Whether the route from `w` to the destination passes `v`.
 fn leads_through(net: &Net, s: &Search, mut w: u32, v: u32, d: u32) -> bool {
     while w != d {
@@ -778,7 +954,6 @@ fn backtrack(
     nodes: &[u32],
     d: u32,
     load: &[u64],
-    w0: u64,
     stats: &mut NueStats,
 ) -> Option<(u32, u32)> {
     s.build_children(net, nodes);
@@ -837,7 +1012,7 @@ fn backtrack(
                 s.chan[v as usize] = c2;
                 s.cand[v as usize] = ev;
                 s.cand_new[v as usize] = ev != NO_EDGE && owns(ev);
-                s.dist[v as usize] = s.dist[w as usize] + w0 + load[c2 as usize];
+                s.dist[v as usize] = s.dist[w as usize] + HOP + load[c2 as usize];
                 let kids: Vec<u32> = s.children(v).to_vec();
                 for z in kids {
                     let z = z as usize;
@@ -851,7 +1026,7 @@ fn backtrack(
                 s.chan[xi] = cx;
                 s.cand[xi] = ex;
                 s.cand_new[xi] = owns(ex);
-                s.dist[xi] = s.dist[v as usize] + w0 + load[cx as usize];
+                s.dist[xi] = s.dist[v as usize] + HOP + load[cx as usize];
                 s.settled[xi] = true;
                 stats.backtracks += 1;
                 return Some((x, v));
@@ -870,7 +1045,6 @@ fn route_one(
     s: &mut Search,
     dest: Dest,
     load: &mut [u64],
-    w0: u64,
     lfts: &mut [Lft],
     stats: &mut NueStats,
 ) {
@@ -878,7 +1052,7 @@ fn route_one(
     let nodes = &net.parts[net.part[d as usize] as usize];
     for &v in nodes {
         let v = v as usize;
-        s.dist[v] = u64::MAX;
+        s.dist[v] = FAR;
         s.chan[v] = NONE;
         s.cand[v] = NO_EDGE;
         s.cand_new[v] = false;
@@ -898,20 +1072,29 @@ fn route_one(
             if s.settled[u] || du != s.dist[u] {
                 continue;
             }
+            if s.aware && dest.counted && u as u32 != d {
+                rechoose(net, cdg, s, u, d, load, stats);
+            }
             s.settled[u] = true;
             reached += 1;
-            relax_from(net, cdg, s, u, d, load, w0, stats);
+            if dest.counted && net.hosts[u] > 0 {
+                s.add_pending(net, u as u32, d, net.hosts[u]);
+            }
+            relax_from(net, cdg, s, u, d, load, stats);
         }
         if reached == nodes.len() || !s.thorough {
             break;
         }
-        let Some((x, v)) = backtrack(net, cdg, s, nodes, d, load, w0, stats) else { break };
+        let Some((x, v)) = backtrack(net, cdg, s, nodes, d, load, stats) else { break };
         reached += 1;
         // Both may now offer turns they could not before.
-        relax_from(net, cdg, s, v as usize, d, load, w0, stats);
-        relax_from(net, cdg, s, x as usize, d, load, w0, stats);
+        relax_from(net, cdg, s, v as usize, d, load, stats);
+        relax_from(net, cdg, s, x as usize, d, load, stats);
     }
 
+    for c in s.touched.drain(..) {
+        s.pending[c as usize] = 0;
+    }
     if reached < nodes.len() {
         stats.impasses += 1;
         if esc.reserved[d as usize] {
@@ -1170,6 +1353,74 @@ fn has_loop(net: &Net, s: &mut Search, nodes: &[u32], d: u32) -> bool {
     false
 }
 
+/// A lower bound of the busiest channel's load in any routing: the end
+/// ports of a switch send to every counted LID elsewhere in their part,
+/// and receive from every end port elsewhere for each LID of theirs, over
+/// the switch's channels.
+fn load_floor(net: &Net, by_layer: &[Vec<Dest>]) -> u64 {
+    let n = net.n();
+    let mut lids_at = vec![0u64; n];
+    for d in by_layer.iter().flatten().filter(|d| d.counted) {
+        lids_at[d.switch as usize] += 1;
+    }
+    let (mut part_lids, mut part_hosts) = (vec![0u64; net.parts.len()], vec![0u64; net.parts.len()]);
+    for v in 0..n {
+        part_lids[net.part[v] as usize] += lids_at[v];
+        part_hosts[net.part[v] as usize] += net.hosts[v];
+    }
+    (0..n)
+        .filter(|&v| net.deg(v) > 0)
+        .map(|v| {
+            let p = net.part[v] as usize;
+            let out = net.hosts[v] * (part_lids[p] - lids_at[v]);
+            let inn = lids_at[v] * (part_hosts[p] - net.hosts[v]);
+            out.max(inn).div_ceil(net.deg(v) as u64)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// One routing of every end-port and switch LID (the mirrored switch LIDs
+/// aside).
+struct Routing {
+    lfts: Vec<Lft>,
+    stats: NueStats,
+    /// The busiest channel's load and how many channels carry it.
+    busiest: (u64, usize),
+}
+
+/// Routes the layers' destinations in order, with or without
+/// [`rechoose`].
+fn route_all(net: &Net, by_layer: &[Vec<Dest>], fabric: &RoutingFabric, floor: u64, aware: bool) -> Routing {
+    let top = fabric.max_lid();
+    let mut lfts: Vec<Lft> = (0..fabric.num_switches()).map(|_| Lft::unrouted(top)).collect();
+    let mut stats = NueStats::default();
+    let mut load = vec![0u64; net.channels()];
+    let mut cdg = Cdg::new(net);
+    let mut search = Search::new(net.n(), net.channels());
+    search.floor = floor;
+    search.aware = aware;
+    for ds in by_layer {
+        if ds.is_empty() {
+            continue;
+        }
+        // Escape paths are reserved for the switches end ports hang off.
+        let mut dest_switches: Vec<u32> = ds.iter().filter(|x| x.counted).map(|x| x.switch).collect();
+        dest_switches.sort_unstable();
+        dest_switches.dedup();
+        let mut esc = Escape::build(net, &dest_switches, &load);
+        init_layer(net, &mut cdg, &esc, &dest_switches);
+        for &dst in ds.iter() {
+            route_one(net, &mut cdg, &mut esc, &mut search, dst, &mut load, &mut lfts, &mut stats);
+            stats.destinations += 1;
+        }
+    }
+    let max = load.iter().copied().max().unwrap_or(0);
+    let at_max = load.iter().filter(|&&l| l == max).count();
+    stats.pending_aware = aware;
+    Routing { lfts, stats, busiest: (max, at_max) }
+}
+
 /// Routes every LID deadlock-free within `options.max_vls` layers (at most
 /// 15); see the module documentation. Fills [`Routes::sl`] with each
 /// destination's layer.
@@ -1187,11 +1438,7 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
         return Err(RoutingError::TooFewVls { engine: ENGINE, needed: 1, available: 0 });
     }
     let net = Net::new(fabric);
-    let n = net.n();
     let top = fabric.max_lid();
-    let mut lfts: Vec<Lft> = (0..fabric.num_switches()).map(|_| Lft::unrouted(top)).collect();
-    let mut stats = NueStats::default();
-
     // Destination LIDs grouped by switch, switches breadth-first from the
     // lowest GUID (internal index 0) part by part.
     let mut dests: Vec<Dest> = Vec::new();
@@ -1218,7 +1465,6 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
         }
     }
     let layers = usize::from(options.max_vls.min(MAX_LAYERS)).min(dests.len()).max(1);
-    stats.layers = layers as u8;
     let mut layer_of = vec![0u8; usize::from(top) + 1];
     let mut by_layer: Vec<Vec<Dest>> = vec![Vec::new(); layers];
     let total = dests.len();
@@ -1228,27 +1474,23 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
         by_layer[l].push(dst);
     }
 
-    let w0 = (total as u64).saturating_mul(total as u64).max(1);
-    let mut load = vec![0u64; net.channels()];
-    let mut cdg = Cdg::new(&net);
-    let mut search = Search::new(n);
     for ds in &mut by_layer {
-        if ds.is_empty() {
-            continue;
-        }
         ds.sort_by_key(|x| (!x.counted, x.lid));
-        // Escape paths are reserved for the switches end ports hang off.
-        let mut dest_switches: Vec<u32> = ds.iter().filter(|x| x.counted).map(|x| x.switch).collect();
-        dest_switches.sort_unstable();
-        dest_switches.dedup();
-        let mut esc = Escape::build(&net, &dest_switches, &load);
-        init_layer(&net, &mut cdg, &esc, &dest_switches);
-        for &dst in ds.iter() {
-            route_one(&net, &mut cdg, &mut esc, &mut search, dst, &mut load, w0, &mut lfts, &mut stats);
-            stats.destinations += 1;
+    }
+    let floor = load_floor(&net, &by_layer);
+    // Pending-aware first; the plain routing only if that leaves the
+    // busiest channel above the floor, and kept only if it does better.
+    let mut best = route_all(&net, &by_layer, fabric, floor, true);
+    let mut routings = 1;
+    if best.busiest.0 > floor {
+        let plain = route_all(&net, &by_layer, fabric, floor, false);
+        routings = 2;
+        if plain.busiest < best.busiest {
+            best = plain;
         }
     }
-
+    let Routing { mut lfts, stats: run, .. } = best;
+    let mut stats = NueStats { layers: layers as u8, routings, ..run };
     stats.destinations += mirrored.len() as u64;
     for &(lid, like, d) in &mirrored {
         for &v in &net.parts[net.part[d as usize] as usize] {
