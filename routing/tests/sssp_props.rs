@@ -2,7 +2,7 @@
 //! cables looping a switch to itself, LMC up to 2), SSSP gives valid
 //! shortest-path tables, and DFSSSP either gives valid tables whose every
 //! SL has an acyclic channel dependency graph, or says how many VLs it
-//! would need. Never a panic.
+//! would need (and routes when given that many). Never a panic.
 
 mod sssp_common;
 
@@ -81,13 +81,16 @@ proptest! {
     #[test]
     fn weighted_variant_is_valid_and_layered((seed, spec) in spec()) {
         let f = random_connected(seed, spec);
-        let cfg = SsspConfig { paths: PathChoice::Weighted };
+        let cfg = SsspConfig { paths: PathChoice::Weighted, ..SsspConfig::default() };
         let r = sssp_with(&f, &EngineOptions::default(), &cfg).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let rep = validate(&f, &r);
         prop_assert!(rep.is_clean() && rep.fully_connected(), "seed {}: {}", seed, rep);
         prop_assert_eq!(rep.delivered, rep.pairs);
         let options = EngineOptions { max_vls: 15, ..EngineOptions::default() };
-        match dfsssp_with(&f, &options, &DfssspConfig { sssp: cfg, balance: false }) {
+        // Those paths only: the fallback would replace them where it fits
+        // with less load.
+        let config = DfssspConfig { sssp: cfg, balance: false, fallback: None };
+        match dfsssp_with(&f, &options, &config) {
             Ok((d, _)) => {
                 prop_assert_eq!(&d.lfts, &r.lfts);
                 prop_assert!(cyclic_sls(&f, &d).is_empty());
