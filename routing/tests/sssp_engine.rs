@@ -433,3 +433,61 @@ fn torus_balance_beats_opensm() {
     assert!(drep.inter_switch_load.max < rep.inter_switch_load.max);
     assert_eq!(cyclic_sls(&f, &dfsssp(&f, &opts(8)).unwrap()), Vec::<u8>::new());
 }
+
+/// The fallback paths (summed load, one tree per destination switch) keep
+/// every LID of a switch on one tree, stay minimal, and do not depend on
+/// how many hosts each switch has when all have the same: loads scale,
+/// comparisons do not change.
+#[test]
+fn layerable_paths_are_one_tree_per_switch() {
+    let layerable = DfssspConfig::LAYERABLE;
+    for f in [
+        testfab::grid(&[4, 4, 4], &[true; 3], 1, 3),
+        testfab::random_connected(5, RandomSpec { switches: 30, extra_links: 30, max_hosts_per_switch: 3, max_lmc: 1 }),
+    ] {
+        let r = sssp_with(&f, &opts(8), &layerable).unwrap();
+        assert_valid_minimal(&f, &r, "layerable");
+        assert_eq!(one_tree_per_switch(&f, &r), Ok(()));
+        // The default paths do differ per LID there.
+        assert!(one_tree_per_switch(&f, &sssp(&f, &opts(8)).unwrap()).is_err());
+    }
+    let one = testfab::grid(&[6, 6], &[true; 2], 1, 1);
+    let three = testfab::grid(&[6, 6], &[true; 2], 1, 3);
+    let (r1, r3) = (sssp_with(&one, &opts(8), &layerable).unwrap(), sssp_with(&three, &opts(8), &layerable).unwrap());
+    for s in one.switch_ids() {
+        for t in one.switch_ids().filter(|&t| t != s) {
+            let (l1, l3) = (one.switch(t).base_lid, three.switch(t).base_lid);
+            assert_eq!(r1.lfts[s.index()].ports[usize::from(l1)], r3.lfts[s.index()].ports[usize::from(l3)]);
+        }
+    }
+}
+
+/// Tori larger than 4 per ring: SSSP's balanced paths need more than 8
+/// layers there, so DFSSSP layers the fallback paths, within 8 VLs, every
+/// VL acyclic (checked independently), all paths minimal, and the busiest
+/// link no more than 10 % above SSSP's.
+#[test]
+fn tori_fit_eight_vls() {
+    let mut cases: Vec<(&[u8], u8)> = vec![(&[6, 6, 6], 2), (&[16, 16], 2)];
+    // About 2 s in release builds, much longer in debug ones.
+    if !cfg!(debug_assertions) {
+        cases.push((&[8, 8, 8], 1));
+    }
+    for (dims, hosts) in cases {
+        let f = testfab::grid(dims, &vec![true; dims.len()], 1, hosts);
+        let (r, layering) = dfsssp_with(&f, &opts(8), &unbalanced()).unwrap();
+        println!("torus {dims:?} x{hosts}: {layering:?}");
+        assert!(layering.needed <= 8, "torus {dims:?}: {layering:?}");
+        assert_eq!(layering.sssp, DfssspConfig::LAYERABLE, "torus {dims:?}");
+        assert_eq!(max_sl(&r) + 1, layering.needed);
+        assert_valid_minimal(&f, &r, &format!("torus {dims:?}"));
+        assert_eq!(cyclic_sls(&f, &r), Vec::<u8>::new(), "torus {dims:?}");
+        let balanced = dfsssp(&f, &opts(8)).unwrap();
+        assert_eq!(balanced.lfts, r.lfts);
+        assert_eq!(max_sl(&balanced), 7, "balancing spreads over all VLs");
+        assert_eq!(cyclic_sls(&f, &balanced), Vec::<u8>::new(), "torus {dims:?} balanced");
+        let ours = validate(&f, &r).inter_switch_load.max;
+        let sssp_max = validate(&f, &sssp(&f, &opts(8)).unwrap()).inter_switch_load.max;
+        assert!(ours * 10 <= sssp_max * 11, "torus {dims:?}: max load {ours}, SSSP's {sssp_max}");
+    }
+}

@@ -38,6 +38,20 @@ proptest! {
         }
     }
 
+    /// DFSSSP's fallback paths: valid, shortest, one tree per destination
+    /// switch and LID offset.
+    #[test]
+    fn layerable_tables_are_valid_minimal_and_one_tree_per_switch((seed, spec) in spec()) {
+        let f = random_connected(seed, spec);
+        let r = sssp_with(&f, &EngineOptions::default(), &DfssspConfig::LAYERABLE)
+            .map_err(|e: RoutingError| TestCaseError::fail(format!("seed {seed}: {e}")))?;
+        let rep = validate(&f, &r);
+        prop_assert!(rep.is_clean() && rep.fully_connected(), "seed {}: {}", seed, rep);
+        prop_assert_eq!(rep.delivered, rep.pairs, "seed {}: {}", seed, rep);
+        prop_assert!(rep.all_minimal(), "seed {}: {}", seed, rep);
+        prop_assert_eq!(one_tree_per_switch(&f, &r), Ok(()), "seed {}", seed);
+    }
+
     #[test]
     fn dfsssp_is_layered_acyclic_or_says_how_many_vls((seed, spec) in spec(), max_vls in 1u8..=8, balance: bool) {
         let f = random_connected(seed, spec);
