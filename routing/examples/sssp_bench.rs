@@ -1,9 +1,11 @@
 //! Times SSSP and DFSSSP on 3-level radix-36 fat trees (and optionally
 //! more), one core.
 //!
-//!     cargo run --release -p ibsm-routing --example sssp_bench -- [--validate] [--weighted] [ENGINE...] [HOSTS...]
+//!     cargo run --release -p ibsm-routing --example sssp_bench -- [--validate] [--weighted|--sum] [--per-switch] [--vls=N] [ENGINE...] [HOSTS...]
 //!
-//! ENGINE is `sssp` or `dfsssp` (default both); HOSTS picks among 3888
+//! ENGINE is `sssp` or `dfsssp` (default both); `--vls` the VLs DFSSSP may
+//! use (default 8; `layers` shows the layers needed and the paths layered,
+//! the fallback's when the configured ones need more than N); HOSTS picks among 3888
 //! (12 pods) and 11664 (full), default both; `648` adds the 2-level tree,
 //! `45056` a 3-level radix-64 tree of 44 pods (48,896 LIDs);
 //! `torus:AxBxC[:H]` adds a torus with H hosts per switch (default 1).
@@ -25,7 +27,15 @@ use ibsm_routing::{validate, EngineOptions, RoutingError, RoutingFabric};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let do_validate = args.iter().any(|a| a == "--validate");
-    let paths = if args.iter().any(|a| a == "--weighted") { PathChoice::Weighted } else { PathChoice::Minimal };
+    let vls: u8 = args.iter().find_map(|a| a.strip_prefix("--vls=")).and_then(|v| v.parse().ok()).unwrap_or(8);
+    let paths = if args.iter().any(|a| a == "--weighted") {
+        PathChoice::Weighted
+    } else if args.iter().any(|a| a == "--sum") {
+        PathChoice::MinimalSum
+    } else {
+        PathChoice::Minimal
+    };
+    let paths = (paths, args.iter().any(|a| a == "--per-switch"));
     let mut engines: Vec<&str> = args.iter().map(String::as_str).filter(|a| *a == "sssp" || *a == "dfsssp").collect();
     if engines.is_empty() {
         engines = vec!["sssp", "dfsssp"];
@@ -36,7 +46,7 @@ fn main() {
         sizes = vec![3888, 11664];
     }
     println!(
-        "{:<8} {:<26} {:>7} {:>6} {:>6} {:>10} {:>10} {:>22} {:>8} {:>9}",
+        "{:<8} {:<26} {:>7} {:>6} {:>6} {:>10} {:>10} {:>30} {:>8} {:>9}",
         "engine", "fabric", "hosts", "sw", "LIDs", "route ms", "(wall ms)", "layers", "EFI", "paths"
     );
     for t in tori {
@@ -46,7 +56,7 @@ fn main() {
         let f = grid(&dims, &vec![true; dims.len()], 1, hosts);
         let name = format!("torus {t}");
         for &e in &engines {
-            run(e, &name, &f, paths, do_validate);
+            run(e, &name, &f, paths, vls, do_validate);
         }
     }
     for hosts in sizes {
@@ -58,18 +68,34 @@ fn main() {
         let Some((name, ft)) = benchmark_fat_trees().into_iter().nth(i) else { continue };
         let f = ft.build();
         for &e in &engines {
-            run(e, name, &f, paths, do_validate);
+            run(e, name, &f, paths, vls, do_validate);
         }
     }
 }
 
-fn run(engine: &str, name: &str, f: &RoutingFabric, paths: PathChoice, do_validate: bool) {
-    let opts = EngineOptions { max_vls: 15, ..EngineOptions::default() };
-    let cfg = SsspConfig { paths };
+fn run(
+    engine: &str,
+    name: &str,
+    f: &RoutingFabric,
+    (paths, tree_per_switch): (PathChoice, bool),
+    vls: u8,
+    do_validate: bool,
+) {
+    let opts = EngineOptions { max_vls: vls, ..EngineOptions::default() };
+    let cfg = SsspConfig { paths, tree_per_switch };
     let (out, cpu, wall) = timed(|| match engine {
         "sssp" => Ok((sssp_with(f, &opts, &cfg).expect("connected"), "-".to_string())),
-        _ => match dfsssp_with(f, &opts, &DfssspConfig { sssp: cfg.clone(), balance: true }) {
-            Ok((r, l)) => Ok((r, format!("{} {:?}", l.needed, l.method))),
+        _ => match dfsssp_with(f, &opts, &DfssspConfig { sssp: cfg.clone(), ..DfssspConfig::default() }) {
+            Ok((r, l)) => Ok((
+                r,
+                format!(
+                    "{} {:?} {:?}{}",
+                    l.needed,
+                    l.method,
+                    l.sssp.paths,
+                    if l.sssp.tree_per_switch { "/switch" } else { "" }
+                ),
+            )),
             Err(RoutingError::TooFewVls { needed, .. }) => Err(needed),
             Err(e) => panic!("{e}"),
         },
@@ -93,7 +119,7 @@ fn run(engine: &str, name: &str, f: &RoutingFabric, paths: PathChoice, do_valida
         ("-".into(), "-".into())
     };
     println!(
-        "{:<8} {:<26} {:>7} {:>6} {:>6} {:>10.0} {:>10.0} {:>22} {:>8} {:>9}",
+        "{:<8} {:<26} {:>7} {:>6} {:>6} {:>10.0} {:>10.0} {:>30} {:>8} {:>9}",
         engine,
         name,
         f.num_end_ports(),

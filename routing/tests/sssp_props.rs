@@ -2,7 +2,7 @@
 //! cables looping a switch to itself, LMC up to 2), SSSP gives valid
 //! shortest-path tables, and DFSSSP either gives valid tables whose every
 //! SL has an acyclic channel dependency graph, or says how many VLs it
-//! would need. Never a panic.
+//! would need (and routes when given that many). Never a panic.
 
 mod sssp_common;
 
@@ -36,6 +36,20 @@ proptest! {
         for l in &r.lfts {
             prop_assert_eq!(l.linear_fdb_top().0, f.max_lid());
         }
+    }
+
+    /// DFSSSP's fallback paths: valid, shortest, one tree per destination
+    /// switch and LID offset.
+    #[test]
+    fn layerable_tables_are_valid_minimal_and_one_tree_per_switch((seed, spec) in spec()) {
+        let f = random_connected(seed, spec);
+        let r = sssp_with(&f, &EngineOptions::default(), &DfssspConfig::LAYERABLE)
+            .map_err(|e: RoutingError| TestCaseError::fail(format!("seed {seed}: {e}")))?;
+        let rep = validate(&f, &r);
+        prop_assert!(rep.is_clean() && rep.fully_connected(), "seed {}: {}", seed, rep);
+        prop_assert_eq!(rep.delivered, rep.pairs, "seed {}: {}", seed, rep);
+        prop_assert!(rep.all_minimal(), "seed {}: {}", seed, rep);
+        prop_assert_eq!(one_tree_per_switch(&f, &r), Ok(()), "seed {}", seed);
     }
 
     #[test]
@@ -81,13 +95,16 @@ proptest! {
     #[test]
     fn weighted_variant_is_valid_and_layered((seed, spec) in spec()) {
         let f = random_connected(seed, spec);
-        let cfg = SsspConfig { paths: PathChoice::Weighted };
+        let cfg = SsspConfig { paths: PathChoice::Weighted, ..SsspConfig::default() };
         let r = sssp_with(&f, &EngineOptions::default(), &cfg).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let rep = validate(&f, &r);
         prop_assert!(rep.is_clean() && rep.fully_connected(), "seed {}: {}", seed, rep);
         prop_assert_eq!(rep.delivered, rep.pairs);
         let options = EngineOptions { max_vls: 15, ..EngineOptions::default() };
-        match dfsssp_with(&f, &options, &DfssspConfig { sssp: cfg, balance: false }) {
+        // Those paths only: the fallback would replace them where it fits
+        // with less load.
+        let config = DfssspConfig { sssp: cfg, balance: false, fallback: None };
+        match dfsssp_with(&f, &options, &config) {
             Ok((d, _)) => {
                 prop_assert_eq!(&d.lfts, &r.lfts);
                 prop_assert!(cyclic_sls(&f, &d).is_empty());

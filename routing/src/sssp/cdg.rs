@@ -45,18 +45,35 @@
 //!    bins: paths by decreasing hop count (long paths constrain most), each
 //!    to the lowest layer it closes no cycle in.
 //!
+//! Both get a limit, the VLs available: method (1) never searches a layer
+//! at the limit (the paths moved off the last allowed layer go there, and
+//! must all fit below when draining), method (2) places no path at or
+//! above it. Either fails ([`Layering::needed`] is then the limit + 1) as
+//! soon as it knows, so a fabric that does not fit costs no more than one
+//! that does.
+//!
 //! Measured on the tori of `tests/sssp_engine.rs` (one host per switch, SSSP
 //! paths): 4×4 needs 3 layers by (1) and 2 by (2); 5×5 3 and 3; 4×4×4 4 and
 //! 3; 3×4×5 with two hosts per switch 6 and 5 (OpenSM's method alone, 8).
-//! The layers follow from SSSP's paths, which turn freely between
-//! dimensions; dimension-order routing needs fewer on tori.
+//!
+//! The paths matter more than the heuristic. SSSP's default paths (least
+//! loaded bottleneck, one tree per LID) turn between dimensions wherever
+//! the load says, and on larger tori their dependencies close cycles
+//! everywhere: with either method, 13 layers on a 6×6×6 torus, more than 15
+//! on 8×8×8. The same tori routed with summed load and one tree per
+//! destination switch ([`DfssspConfig::LAYERABLE`](super::DfssspConfig::LAYERABLE),
+//! DFSSSP's fallback) need 4 layers (module documentation of
+//! [`super`] for the figures).
 //!
 //! "Closes no cycle" is checked incrementally on a bitset of the finished
 //! layer's dependencies: a path's new dependency `a -> b` closes a cycle iff
-//! `b` already reaches `a` (depth-first search). The searches share a budget
-//! of channel visits ([`FIT_BUDGET`]); when it runs out, method (1) stops
-//! fitting (paths go up a layer, as in OpenSM) and method (2) gives up, so
-//! a huge cyclic fabric costs time linear in the budget, not quadratic.
+//! `b` already reaches `a` (depth-first search). A dependency that closes a
+//! cycle before the path added anything is remembered per layer: finished
+//! layers only gain dependencies, so later paths using it are turned away
+//! without a search. The searches share a budget of channel visits
+//! ([`FIT_BUDGET`]); when it runs out, method (1) stops fitting (paths go
+//! up a layer, as in OpenSM) and method (2) gives up, so a huge cyclic
+//! fabric costs time linear in the budget, not quadratic.
 //!
 //! ## Representation and cost
 //! The paths to one LID form an in-tree (each switch has one next hop), so
@@ -70,7 +87,9 @@
 //! moves: removing paths only removes dependencies, and a black channel
 //! reaches no cycle, so each search resumes where the last one stopped;
 //! a layer costs O(Σ deg² + cycles · cycle length) in searches plus, per
-//! cycle broken, a scan of the LIDs whose trees use the dependency.
+//! cycle broken, a scan of two switches' table rows (switch-major, so
+//! contiguous) for the LIDs whose trees use the dependency, and the work of
+//! those trees' subtrees.
 //! Memory: the layer of every (source switch, LID) pair, S·L bytes,
 //! destination-major, and the CDG counts.
 //!
@@ -84,9 +103,9 @@
 //! query; here the choice is fixed, so every query for a path gets the same
 //! SL.
 
-use crate::lft::{PathSl, UNROUTED};
+use crate::lft::{Lft, PathSl, UNROUTED};
 
-use super::{Net, NONE};
+use super::{Net, SsspConfig, NONE};
 
 /// Layers DFSSSP may use: the data VLs IBA allows (VL0-VL14).
 pub const MAX_LAYERS: u8 = 15;
@@ -107,10 +126,15 @@ pub enum LayerMethod {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layering {
     /// Layers (VLs) deadlock freedom needs: 1 when all paths together have
-    /// an acyclic CDG. `MAX_LAYERS + 1` means more than [`MAX_LAYERS`].
+    /// an acyclic CDG. One more than the limit the layering was given means
+    /// more than that limit.
     pub needed: u8,
     /// Which heuristic gave the layers.
     pub method: LayerMethod,
+    /// How the layered paths were routed: as configured, or as the
+    /// fallback when those paths did not fit
+    /// ([`DfssspConfig::fallback`](super::DfssspConfig::fallback)).
+    pub sssp: SsspConfig,
     /// Paths (source switch, routed DLID) per layer, before balancing.
     pub paths_per_layer: Vec<u64>,
     /// Cycles the weakest-dependency method broke, each by moving the
@@ -414,9 +438,19 @@ impl CycleSearch {
     }
 }
 
-/// Puts every path on a layer; see the module documentation.
-/// `to_end_port[lid]` tells whether an end port owns `lid`.
-pub(crate) fn assign_layers(net: &Net, cols: &[u8], max_lid: u16, to_end_port: &[bool]) -> Layering {
+/// Puts every path on one of at most `limit` (1..=[`MAX_LAYERS`]) layers;
+/// see the module documentation. `cols` and `lfts` are the same tables,
+/// destination-major and per switch. `to_end_port[lid]` tells whether an
+/// end port owns `lid`. When the paths need more, `needed` is `limit + 1`.
+pub(crate) fn assign_layers(
+    net: &Net,
+    cols: &[u8],
+    lfts: &[Lft],
+    max_lid: u16,
+    to_end_port: &[bool],
+    limit: u8,
+) -> Layering {
+    let limit = limit.clamp(1, MAX_LAYERS);
     let ns = net.ns;
     let nl = usize::from(max_lid) + 1;
     let lids: Vec<usize> = if ns == 0 {
@@ -430,7 +464,9 @@ pub(crate) fn assign_layers(net: &Net, cols: &[u8], max_lid: u16, to_end_port: &
     let new_layerer = |lids: Vec<usize>| Layerer {
         net,
         cols,
+        lfts,
         to_end_port,
+        limit,
         lids,
         by_rank: by_rank.clone(),
         cdg: Cdg::new(net),
@@ -445,6 +481,7 @@ pub(crate) fn assign_layers(net: &Net, cols: &[u8], max_lid: u16, to_end_port: &
     if out.needed > 1 {
         let mut f = new_layerer(lids);
         if let Some(top) = f.longest_first() {
+            // Also when the first method failed: `needed` is then limit + 1.
             if top + 1 < out.needed {
                 out.needed = top + 1;
                 out.method = LayerMethod::LongestFirst;
@@ -467,12 +504,17 @@ struct Finished {
     bits: Vec<u64>,
     /// Position of each channel in the topological order.
     ord: Vec<u32>,
+    /// Dependencies found to close a cycle on their own. A finished layer
+    /// only gains dependencies, so they stay refused: a path using one is
+    /// turned away without a search.
+    refused: Vec<u64>,
 }
 
 impl Finished {
     /// An empty layer (any order is topological).
     fn empty(cdg: &Cdg, channels: usize) -> Finished {
-        Finished { bits: vec![0u64; cdg.len().div_ceil(64)], ord: (0..channels as u32).collect() }
+        let words = cdg.len().div_ceil(64);
+        Finished { bits: vec![0u64; words], ord: (0..channels as u32).collect(), refused: vec![0u64; words] }
     }
 
     /// The dependencies with paths in `cnt` (acyclic), ordered by a
@@ -528,6 +570,15 @@ impl Finished {
     #[inline]
     fn get(&self, e: usize) -> bool {
         self.bits[e / 64] >> (e % 64) & 1 != 0
+    }
+
+    #[inline]
+    fn is_refused(&self, e: usize) -> bool {
+        self.refused[e / 64] >> (e % 64) & 1 != 0
+    }
+
+    fn refuse(&mut self, e: usize) {
+        self.refused[e / 64] |= 1 << (e % 64);
     }
 
     fn set(&mut self, e: usize, on: bool) {
@@ -656,7 +707,10 @@ impl Fit {
 struct Layerer<'a> {
     net: &'a Net,
     cols: &'a [u8],
+    lfts: &'a [Lft],
     to_end_port: &'a [bool],
+    /// Layers the paths may use.
+    limit: u8,
     lids: Vec<usize>,
     /// Switches in GUID order: sources are visited in it, so that results
     /// do not depend on the fabric's numbering.
@@ -679,6 +733,7 @@ impl Layerer<'_> {
         let mut out = Layering {
             needed: 1,
             method: LayerMethod::SingleLayer,
+            sssp: SsspConfig::default(),
             paths_per_layer: Vec::new(),
             cycles_broken: 0,
             paths_moved: 0,
@@ -692,24 +747,30 @@ impl Layerer<'_> {
         self.cnt = vec![0u32; self.cdg.len()];
         let mut search = CycleSearch::new(self.net);
         let mut top = 0u8;
-        for layer in 0..MAX_LAYERS {
+        for layer in 0..self.limit {
             if !self.count_layer(layer) && layer > 0 {
                 break;
             }
             top = layer;
             search.reset();
+            // Paths moved off the last allowed layer land on layer `limit`,
+            // which is never searched: it must drain below entirely, which
+            // takes fitting searches, so an empty budget means failure.
             while let Some((c1, c2)) = search.next_cycle(self.net, &self.cdg, &self.cnt) {
-                if layer + 1 == MAX_LAYERS {
-                    out.needed = MAX_LAYERS + 1;
-                    out.method = LayerMethod::WeakestDependency;
-                    return out;
-                }
                 let moved = self.move_paths(layer, c1, c2);
                 debug_assert!(moved > 0, "a dependency with paths has paths to move");
                 out.cycles_broken += 1;
                 out.paths_moved += moved;
+                if layer + 1 == self.limit && self.fit.budget == 0 {
+                    out.needed = self.limit + 1;
+                    out.method = LayerMethod::WeakestDependency;
+                    return out;
+                }
             }
             self.done_layers.push(Finished::from_counts(self.net, &self.cdg, &self.cnt));
+        }
+        if top + 1 == self.limit && self.count_layer(self.limit) {
+            top = self.limit;
         }
         if top > 0 {
             out.method = LayerMethod::WeakestDependency;
@@ -720,6 +781,10 @@ impl Layerer<'_> {
             top -= 1;
         }
         self.cnt = Vec::new();
+        if top == self.limit {
+            out.needed = self.limit + 1;
+            return out;
+        }
         out.needed = top + 1;
         out.paths_per_layer = self.paths_per_layer(top);
         out.sl_ranges = (0..=top).map(|l| (l, 1)).collect();
@@ -733,7 +798,7 @@ impl Layerer<'_> {
     fn longest_first(&mut self) -> Option<u8> {
         let net = self.net;
         let ns = net.ns;
-        self.done_layers = (0..MAX_LAYERS).map(|_| Finished::empty(&self.cdg, self.net.num_channels())).collect();
+        self.done_layers = (0..self.limit).map(|_| Finished::empty(&self.cdg, self.net.num_channels())).collect();
         // Dependencies per path = hops - 1; paths with none stay on layer 0.
         let mut len = vec![0u8; self.sl.len()];
         let mut longest = 0u8;
@@ -763,7 +828,7 @@ impl Layerer<'_> {
                     if len[lid * ns + s] != h {
                         continue;
                     }
-                    let k = self.fit_below(lid, s, MAX_LAYERS)?;
+                    let k = self.fit_below(lid, s, self.limit)?;
                     self.sl[lid * ns + s] = k;
                     top = top.max(k);
                 }
@@ -827,12 +892,14 @@ impl Layerer<'_> {
         let (p, q) = (net.port[c1], net.port[c2]);
         let mut moved = 0u64;
         let mut movers = Vec::new();
+        // The switch-major tables: two contiguous rows to scan.
+        let (row_u, row_v) = (&self.lfts[u].ports, &self.lfts[v].ports);
         for i in 0..self.lids.len() {
             let lid = self.lids[i];
-            let col = &self.cols[lid * ns..(lid + 1) * ns];
-            if col[u] != p || col[v] != q {
+            if row_u[lid] != p || row_v[lid] != q {
                 continue;
             }
+            let col = &self.cols[lid * ns..(lid + 1) * ns];
             // The sources whose path reaches u: u's subtree, found backwards
             // from u (each switch after its next hop), so the work is the
             // subtree's, not the fabric's.
@@ -926,6 +993,9 @@ impl Layerer<'_> {
         }
         'layers: for k in 0..usize::from(limit).min(self.done_layers.len()) {
             let layer = &mut self.done_layers[k];
+            if self.fit.deps.iter().any(|&(e, _, _)| layer.is_refused(e)) {
+                continue;
+            }
             self.fit.added.clear();
             for i in 0..self.fit.deps.len() {
                 let (e, a, b) = self.fit.deps[i];
@@ -937,6 +1007,11 @@ impl Layerer<'_> {
                         }
                     }
                     verdict => {
+                        // Before this path added anything, the cycle is
+                        // the layer's own.
+                        if verdict == Some(false) && self.fit.added.is_empty() {
+                            layer.refuse(e);
+                        }
                         // Undo this path's additions: the order stays
                         // topological for the smaller graph.
                         for &e in &self.fit.added {
@@ -980,7 +1055,8 @@ impl Layerer<'_> {
                     *x = 0;
                 }
             }
-            self.done_layers.pop();
+            // Layer `limit` never had a finished copy.
+            self.done_layers.truncate(usize::from(top));
         }
         all
     }
@@ -1005,7 +1081,8 @@ mod tests {
             cols[ns + s] = 1;
         }
         let to_end = vec![true; nl];
-        let l = assign_layers(&net, &cols, f.max_lid(), &to_end);
+        let lfts = crate::sssp::transpose_to_lfts(&cols, ns, f.max_lid());
+        let l = assign_layers(&net, &cols, &lfts, f.max_lid(), &to_end, MAX_LAYERS);
         // The loop is cut where the walk closes it, so what remains is a
         // chain: no cycle, one layer.
         assert_eq!(l.needed, 1, "{l:?}");
@@ -1030,10 +1107,17 @@ mod tests {
         }
         // Count these switch-to-switch paths as traffic.
         let to_end = vec![true; nl];
-        let l = assign_layers(&net, &cols, f.max_lid(), &to_end);
+        let lfts = crate::sssp::transpose_to_lfts(&cols, ns, f.max_lid());
+        let l = assign_layers(&net, &cols, &lfts, f.max_lid(), &to_end, MAX_LAYERS);
         assert_eq!(l.needed, 2, "{l:?}");
         // Per LID: two hops, one hop, and the owner to itself.
         assert_eq!(l.paths_per_layer.iter().sum::<u64>(), 12);
         assert!(l.cycles_broken >= 1 || l.method == LayerMethod::LongestFirst);
+
+        // Limited to what they need, both methods still find it; limited
+        // to one layer, they report more than one.
+        assert_eq!(assign_layers(&net, &cols, &lfts, f.max_lid(), &to_end, 2).needed, 2);
+        let one = assign_layers(&net, &cols, &lfts, f.max_lid(), &to_end, 1);
+        assert_eq!(one.needed, 2, "{one:?}");
     }
 }

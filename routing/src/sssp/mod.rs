@@ -13,7 +13,7 @@
 //! balancing: unlike MinHop, which balances each switch's ports locally,
 //! SSSP sees the load a choice causes further down the path.
 //!
-//! Two path choices ([`PathChoice`]):
+//! Three path choices ([`PathChoice`]):
 //! - [`PathChoice::Minimal`] (the default): the search key is (hops, load)
 //!   lexicographically, i.e. Dijkstra with channel weight `M + load` for an
 //!   `M` larger than any load sum. Paths are always shortest in hops and,
@@ -36,6 +36,16 @@
 //!   On `torus3d:4x4x4,hosts=2` that took the busiest link from 218 routes
 //!   to 136, on the 3-level radix-8 tree with 4 cables cut from 116 to 104
 //!   (OpenSM 3.3.23: 198 and 104); fat trees stay at the ideal.
+//! - [`PathChoice::MinimalSum`]: shortest in hops, then the least load
+//!   summed over the path, ties to the lowest port: OpenSM's metric, made
+//!   exact. Its trees are shortest-path trees under one additive weight
+//!   that changes slowly from LID to LID, and on tori they turn between
+//!   dimensions far more regularly than bottleneck-first ones, so DFSSSP
+//!   needs far fewer layers for them (see DFSSSP below); the price is a
+//!   higher maximum on some fabrics (in bench/routing-results.md's set
+//!   ft2-r8-cut 48 instead of 44, ft3-r8-cut 112 instead of 104, random-24
+//!   157 instead of 135, torus3d-4 140 instead of 136; the same on the
+//!   others).
 //! - [`PathChoice::Weighted`]: the HOTI'09 weights as stated, `1 + load`
 //!   per channel, with a binary-heap Dijkstra per LID (O(E log S)). A loaded
 //!   link soon makes a longer path cheaper, so many paths are not minimal
@@ -69,6 +79,19 @@
 //! minimal variant is the BFS (the hop layers and candidate channels), which
 //! does not depend on weights.
 //!
+//! The option is there all the same, [`SsspConfig::tree_per_switch`]: all
+//! the LIDs that end at one switch (its end ports' and its own, per LID
+//! offset) follow one tree, searched once and charged once per end port.
+//! Fewer distinct paths close fewer channel dependency cycles, which is
+//! what DFSSSP's fallback wants (below), at the price the previous
+//! paragraph names where hosts share leaves (with
+//! [`PathChoice::MinimalSum`] on bench/routing-results.md's set: 960
+//! instead of 120 on ft2-r16, 210 instead of 135 on random-24; the same or
+//! better on mesh, dragonfly and tori); with the same number of hosts on
+//! every switch the trees do not depend on that number (all loads scale
+//! alike), so a torus with two hosts per switch needs the layers of the
+//! same torus with one.
+//!
 //! ### Cost
 //! S switches, E directed switch-to-switch channels, L destination LIDs:
 //! - minimal: O(S·(S + E)) for the per-switch BFS, O(L·(S + E)) for the
@@ -101,6 +124,52 @@
 //! its layer's VLs), and SL == VL: the SM programs SL2VL as the identity on
 //! every port, so a packet stays on its layer's VL from source to
 //! destination, and the CDG of each VL is that of its SL.
+//!
+//! ### Paths that fit the VLs
+//! How many layers a fabric needs depends on the paths more than on the
+//! layering heuristic. SSSP's default paths are the best balanced and on
+//! fat trees need one layer, but on tori they turn between dimensions
+//! wherever the load says and close dependency cycles everywhere: 13
+//! layers on a 6×6×6 torus, more than 15 on 8×8×8. So DFSSSP has a second
+//! path set, [`DfssspConfig::fallback`] (default
+//! [`DfssspConfig::LAYERABLE`]: [`PathChoice::MinimalSum`], one tree per
+//! destination switch). When the default paths need more than one layer,
+//! the fallback is routed and layered too, and of the two that fit within
+//! the VLs, the one whose busiest link carries less is kept (ties: the
+//! default). Layering stops at the VLs available, so a path set that does
+//! not fit costs about what one that fits does.
+//!
+//! Measured with 8 VLs (`cargo run --release -p ibsm-routing --example
+//! sssp_bench -- --validate dfsssp torus:4x4x4:1 ...`, testfab::grid tori;
+//! time: CPU time of the whole call; max: the most all-to-all end-port
+//! routes on one link, SSSP's in parentheses). "Before" is this engine
+//! without the fallback: the layers SSSP's paths need (up to 15 VLs) and
+//! its time; with 8 VLs it refused all but the 4×4×4 tori.
+//!
+//! | torus, hosts/switch | before        | layers, paths kept | max (SSSP)    | time   |
+//! |---------------------|---------------|--------------------|---------------|--------|
+//! | 4×4×4, 1            | 3             | 3, default         | 32 (32)       | 1 ms   |
+//! | 4×4×4, 2            | 6, 14 ms      | 1, fallback        | 128 (136)     | 12 ms  |
+//! | 6×6×6, 1            | 13, 0.69 s    | 4, fallback        | 180 (178)     | 0.19 s |
+//! | 6×6×6, 2            | 14, 1.1 s     | 4, fallback        | 720 (684)     | 0.24 s |
+//! | 8×8×8, 1            | > 15, 2.6 s   | 4, fallback        | 576 (573)     | 1.1 s  |
+//! | 8×8×8, 2            | > 15, 3.1 s   | 4, fallback        | 2,304 (2,196) | 1.5 s  |
+//! | 10×10×10, 1         | > 15, 6.4 s   | 7, fallback        | 1,400 (1,355) | 4.9 s  |
+//! | 12×12×12, 1         | > 15, 16 s    | 7, fallback        | 2,880 (2,830) | 12 s   |
+//! | 16×16, 2            | 13, 0.65 s    | 4, fallback        | 2,176 (2,132) | 0.18 s |
+//! | 32×32, 1            | > 15, 3.9 s   | 5, fallback        | 4,288 (4,260) | 3.2 s  |
+//!
+//! Most of the time on the larger tori is the attempt with the default
+//! paths (the fallback alone: 0.07 s on 8×8×8, 1.3 s on 12×12×12);
+//! [`DfssspConfig::sssp`] = [`DfssspConfig::LAYERABLE`] skips it. OpenSM
+//! 3.3.23's dfsssp on tori of the same shapes (`ibsm topology write
+//! torus3d:8x8x8`, one host per switch, on ibsim, `opensm -o -R dfsssp -Q`
+//! with 8 VLs) needs 8 VLs on 4×4×4 and more than 8 on 6×6×6 and 8×8×8 (a
+//! cycle is left on its VL 7), so it falls back to minhop there. On
+//! bench/routing-results.md's fabrics the fallback is kept only on the
+//! 4×4×4 torus (max 136 → 128, shift worst 8 → 4); on the others the
+//! default paths stay (fat trees need one layer; mesh, dragonfly and
+//! random fabrics balance as well or better on them).
 
 pub mod cdg;
 
@@ -126,9 +195,15 @@ const REFINE_PASSES: u32 = 2;
 /// How SSSP weighs a path; see the module documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PathChoice {
-    /// Shortest in hops first, then least loaded.
+    /// Shortest in hops first, then least loaded: the path's most loaded
+    /// channel, then its summed load.
     #[default]
     Minimal,
+    /// Shortest in hops first, then the least load summed over the path
+    /// (OpenSM's metric, made exact); ties to the lowest port. Balances a
+    /// little worse than [`PathChoice::Minimal`] on some fabrics, but its
+    /// paths need far fewer DFSSSP layers on tori (module documentation).
+    MinimalSum,
     /// The HOTI'09 weights as stated: 1 + load per channel; detours around
     /// load.
     Weighted,
@@ -138,6 +213,11 @@ pub enum PathChoice {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SsspConfig {
     pub paths: PathChoice,
+    /// One tree per destination switch (per LID offset): every LID that
+    /// ends at a switch is routed along the same paths, charged once per
+    /// end port. Fewer distinct paths, so fewer DFSSSP layers, at some
+    /// cost in balance (module documentation). Default: one tree per LID.
+    pub tree_per_switch: bool,
 }
 
 /// Tuning of [`dfsssp_with`].
@@ -148,11 +228,22 @@ pub struct DfssspConfig {
     /// VL the fabric offers (OpenSM does): each layer is split into
     /// sub-layers, which stay acyclic as subsets of an acyclic layer.
     pub balance: bool,
+    /// Paths to try when those of `sssp` need more than one layer: kept
+    /// if they fit in the VLs and load the busiest link less, or if those
+    /// of `sssp` do not fit (None: only `sssp`). Default
+    /// [`DfssspConfig::LAYERABLE`].
+    pub fallback: Option<SsspConfig>,
+}
+
+impl DfssspConfig {
+    /// Paths that need few layers: summed load, one tree per destination
+    /// switch (module documentation).
+    pub const LAYERABLE: SsspConfig = SsspConfig { paths: PathChoice::MinimalSum, tree_per_switch: true };
 }
 
 impl Default for DfssspConfig {
     fn default() -> Self {
-        DfssspConfig { sssp: SsspConfig::default(), balance: true }
+        DfssspConfig { sssp: SsspConfig::default(), balance: true, fallback: Some(DfssspConfig::LAYERABLE) }
     }
 }
 
@@ -168,7 +259,7 @@ pub fn sssp(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, R
 /// SSSP with an explicit configuration.
 pub fn sssp_with(fabric: &RoutingFabric, options: &EngineOptions, config: &SsspConfig) -> Result<Routes, RoutingError> {
     let net = Net::new(fabric);
-    let cols = route_columns(fabric, &net, options, config);
+    let (cols, _) = route_columns(fabric, &net, options, config);
     let routes = Routes { lfts: transpose_to_lfts(&cols, net.ns, fabric.max_lid()), sl: None };
     crate::error::disconnected_or_ok(fabric, routes)
 }
@@ -182,27 +273,66 @@ pub fn dfsssp(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes,
 }
 
 /// DFSSSP with an explicit configuration; also returns what the layering
-/// found (layers needed, paths per layer, cycles broken).
+/// found (layers needed, paths per layer, cycles broken, which paths).
+///
+/// The paths of `config.sssp` are layered within `options.max_vls`. If
+/// they need more than one layer, those of `config.fallback` are routed
+/// and layered too, and the paths that fit with the lower maximum load
+/// are kept (ties: `config.sssp`'s). If neither fits,
+/// [`RoutingError::TooFewVls`] names the fewest VLs with which one does
+/// (found by layering again without the limit, then checked).
 pub fn dfsssp_with(
     fabric: &RoutingFabric,
     options: &EngineOptions,
     config: &DfssspConfig,
 ) -> Result<(Routes, Layering), RoutingError> {
     let net = Net::new(fabric);
-    let cols = route_columns(fabric, &net, options, &config.sssp);
     let max_vls = options.max_vls.clamp(1, cdg::MAX_LAYERS);
+    let max_lid = fabric.max_lid();
     let to_end_port: Vec<bool> =
-        (0..=fabric.max_lid()).map(|lid| matches!(fabric.lid_owner(lid), Some(NodeRef::End(_)))).collect();
-    let mut layering = cdg::assign_layers(&net, &cols, fabric.max_lid(), &to_end_port);
-    if layering.needed > max_vls {
-        return Err(RoutingError::TooFewVls { engine: "dfsssp", needed: layering.needed, available: max_vls });
+        (0..=max_lid).map(|lid| matches!(fabric.lid_owner(lid), Some(NodeRef::End(_)))).collect();
+    let mut choices = vec![&config.sssp];
+    choices.extend(config.fallback.as_ref().filter(|&c| *c != config.sssp));
+    let mut tried = Vec::new();
+    let mut found: Option<(Vec<Lft>, Layering, u64)> = None;
+    for sssp in choices {
+        if found.as_ref().is_some_and(|(_, l, _)| l.needed == 1) {
+            // Acyclic on one layer: nothing to gain.
+            break;
+        }
+        let (cols, max_load) = route_columns(fabric, &net, options, sssp);
+        let lfts = transpose_to_lfts(&cols, net.ns, max_lid);
+        // Layering stops at `max_vls`: a fabric that does not fit costs
+        // about what one that fits does.
+        let mut layering = cdg::assign_layers(&net, &cols, &lfts, max_lid, &to_end_port, max_vls);
+        layering.sssp = sssp.clone();
+        if layering.needed > max_vls {
+            tried.push((cols, lfts));
+        } else if found.as_ref().is_none_or(|&(_, _, best)| max_load < best) {
+            found = Some((lfts, layering, max_load));
+        }
     }
+    let Some((lfts, mut layering, _)) = found else {
+        let layers = |(cols, lfts): &(Vec<u8>, Vec<Lft>), limit| {
+            cdg::assign_layers(&net, cols, lfts, max_lid, &to_end_port, limit).needed
+        };
+        // The fewest layers either path set needs without the limit; the
+        // layering with that limit agrees in practice, but as it stops at
+        // the limit it may not, so the count is checked to route.
+        let mut needed = match max_vls {
+            cdg::MAX_LAYERS => max_vls + 1,
+            _ => tried.iter().map(|t| layers(t, cdg::MAX_LAYERS)).min().unwrap_or(cdg::MAX_LAYERS + 1),
+        };
+        while needed <= cdg::MAX_LAYERS && !tried.iter().any(|t| layers(t, needed) <= needed) {
+            needed += 1;
+        }
+        return Err(RoutingError::TooFewVls { engine: "dfsssp", needed, available: max_vls });
+    };
+    drop(tried);
     if config.balance {
-        layering.balance(&net, fabric.max_lid(), max_vls);
+        layering.balance(&net, max_lid, max_vls);
     }
-    let lfts = transpose_to_lfts(&cols, net.ns, fabric.max_lid());
-    drop(cols);
-    let sl = layering.take_path_sl(net.ns, fabric.max_lid());
+    let sl = layering.take_path_sl(net.ns, max_lid);
     let routes = Routes { lfts, sl: Some(sl) };
     crate::error::disconnected_or_ok(fabric, routes).map(|r| (r, layering))
 }
@@ -444,7 +574,7 @@ impl<'a> Router<'a> {
 
     /// Minimal variant: fills `next` and `settled` for destination switch
     /// `d` (whose hop tree is built).
-    fn search_minimal<const SHARED: bool>(&mut self, d: usize) {
+    fn search_minimal<const SHARED: bool, const BOTTLENECK: bool>(&mut self, d: usize) {
         let h = &self.hop;
         debug_assert_eq!(h.dest as usize, d);
         self.key[d] = (0, 0);
@@ -464,14 +594,14 @@ impl<'a> Router<'a> {
                 }
                 self.key[v as usize] = best;
             } else {
-                // The common case: one number to compare.
-                // Bottleneck first: the most loaded channel on the path,
-                // then the load summed over it.
+                // The common case. Bottleneck first (the most loaded
+                // channel on the path, then the load summed over it;
+                // PathChoice::Minimal), or the sum alone (MinimalSum).
                 let mut best = (u64::MAX, u64::MAX);
                 for &(u, c) in cands {
                     let k = self.key[u as usize];
                     let l = self.load[c as usize];
-                    let cand = (k.0.max(l), k.1.saturating_add(l));
+                    let cand = (if BOTTLENECK { k.0.max(l) } else { 0 }, k.1.saturating_add(l));
                     if cand < best {
                         best = cand;
                         best_c = c;
@@ -547,14 +677,18 @@ impl<'a> Router<'a> {
 
     /// Charges the new tree: each channel carries the end ports of every
     /// switch upstream of it (farthest switches first). What arrives at the
-    /// destination switch `d` is delivered, not forwarded.
-    fn charge(&mut self, d: usize) {
+    /// destination switch `d` is delivered, not forwarded. `times`: the
+    /// LIDs sharing the tree.
+    fn charge(&mut self, d: usize, times: u64) {
+        if times == 0 {
+            return;
+        }
         let net = self.net;
         for &v in self.settled.iter().rev() {
             let v = v as usize;
             let fl = net.local[v] + std::mem::take(&mut self.inflow[v]);
             let c = self.next[v] as usize;
-            self.load[c] += fl;
+            self.load[c] += fl * times;
             self.inflow[net.head[c] as usize] += fl;
         }
         self.inflow[d] = 0;
@@ -562,13 +696,13 @@ impl<'a> Router<'a> {
 
     /// Removes what [`Router::charge`] added for the tree in `next` and
     /// `settled`.
-    fn uncharge(&mut self, d: usize) {
+    fn uncharge(&mut self, d: usize, times: u64) {
         let net = self.net;
         for &v in self.settled.iter().rev() {
             let v = v as usize;
             let fl = net.local[v] + std::mem::take(&mut self.inflow[v]);
             let c = self.next[v] as usize;
-            self.load[c] -= fl;
+            self.load[c] -= fl * times;
             self.inflow[net.head[c] as usize] += fl;
         }
         self.inflow[d] = 0;
@@ -592,71 +726,151 @@ impl<'a> Router<'a> {
     }
 }
 
-/// Routes every destination; returns the tables destination-major:
-/// `cols[lid * ns + s]` is the port switch `s` forwards `lid` to.
-fn route_columns(f: &RoutingFabric, net: &Net, options: &EngineOptions, config: &SsspConfig) -> Vec<u8> {
+/// LIDs routed along one tree: a single LID, or with
+/// [`SsspConfig::tree_per_switch`] every LID with one offset that ends at
+/// one switch. Its members are `members[first..first + len]`.
+struct Group {
+    switch: u32,
+    first: u32,
+    len: u32,
+    /// End-port LIDs among the members: the tree is charged this often.
+    charge: u64,
+    /// Searched with the shared-channel key (LID offset > 0).
+    shared: bool,
+    /// Notes its channels for the later offsets of its LID block.
+    mark: bool,
+    /// The last of its LID block: the marks are cleared after it.
+    clear_after: bool,
+    /// Rip-up-and-reroute applies: end-port LIDs, LMC 0 only.
+    refine: bool,
+}
+
+/// The trees to route, in destination order, and their (LID, port out of
+/// the destination switch) members.
+fn groups(dests: &[Dest], per_switch: bool) -> (Vec<Group>, Vec<(u16, u8)>) {
+    let mut groups: Vec<Group> = Vec::new();
+    // Group of each (LID, port), in destination order.
+    let mut member_of: Vec<(u32, u16, u8)> = Vec::new();
+    let mut by_key: std::collections::HashMap<(u32, u16), u32> = std::collections::HashMap::new();
+    for dest in dests {
+        for off in 0..dest.count {
+            let mut open = || {
+                let fresh = Group {
+                    switch: dest.switch,
+                    first: 0,
+                    len: 0,
+                    charge: 0,
+                    shared: off > 0,
+                    mark: false,
+                    clear_after: false,
+                    refine: true,
+                };
+                groups.push(fresh);
+                groups.len() as u32 - 1
+            };
+            let gi = match per_switch {
+                true => *by_key.entry((dest.switch, off)).or_insert_with(open),
+                false => open(),
+            };
+            let g = &mut groups[gi as usize];
+            g.len += 1;
+            g.charge += u64::from(dest.charged);
+            g.mark |= dest.count > 1;
+            g.refine &= dest.count == 1;
+            member_of.push((gi, dest.base + off, dest.out_port));
+        }
+    }
+    let mut next = 0u32;
+    for g in groups.iter_mut() {
+        g.first = next;
+        next += g.len;
+        g.refine &= g.charge > 0;
+    }
+    for i in 0..groups.len() {
+        groups[i].clear_after = match groups.get(i + 1) {
+            Some(n) => !n.shared || n.switch != groups[i].switch,
+            None => true,
+        };
+    }
+    let mut fill: Vec<u32> = groups.iter().map(|g| g.first).collect();
+    let mut members = vec![(0u16, 0u8); member_of.len()];
+    for (gi, lid, port) in member_of {
+        members[fill[gi as usize] as usize] = (lid, port);
+        fill[gi as usize] += 1;
+    }
+    (groups, members)
+}
+
+/// Routes every destination; returns the tables destination-major
+/// (`cols[lid * ns + s]` is the port switch `s` forwards `lid` to) and the
+/// most end-port routes on one channel.
+fn route_columns(f: &RoutingFabric, net: &Net, options: &EngineOptions, config: &SsspConfig) -> (Vec<u8>, u64) {
     let ns = net.ns;
     let nl = usize::from(f.max_lid()) + 1;
     let mut cols = vec![UNROUTED; ns * nl];
     if ns == 0 {
-        return cols;
+        return (cols, 0);
     }
     let mut r = Router::new(net);
+    let bottleneck = config.paths == PathChoice::Minimal;
+    let minimal = config.paths != PathChoice::Weighted;
     let dests = destinations(f, options);
-    for &dest in &dests {
-        let d = dest.switch as usize;
-        if config.paths == PathChoice::Minimal && r.hop.dest != dest.switch {
-            r.hop.build(net, d);
-        }
-        for off in 0..dest.count {
-            let use_shared = off > 0;
-            match (config.paths, use_shared) {
-                (PathChoice::Minimal, false) => r.search_minimal::<false>(d),
-                (PathChoice::Minimal, true) => r.search_minimal::<true>(d),
-                (PathChoice::Weighted, s) => r.search_weighted(d, s),
-            }
-            let lid = usize::from(dest.base) + usize::from(off);
-            let col = &mut cols[lid * ns..(lid + 1) * ns];
-            col[d] = dest.out_port;
+    let (groups, members) = groups(&dests, config.tree_per_switch);
+    let write = |cols: &mut [u8], r: &Router, g: &Group| {
+        for &(lid, out_port) in &members[g.first as usize..(g.first + g.len) as usize] {
+            let col = &mut cols[usize::from(lid) * ns..(usize::from(lid) + 1) * ns];
+            col[g.switch as usize] = out_port;
             for &v in &r.settled {
                 col[v as usize] = net.port[r.next[v as usize] as usize];
             }
-            if dest.charged {
-                r.charge(d);
-            }
-            if dest.count > 1 {
-                r.mark_shared();
-            }
         }
-        r.clear_shared();
+    };
+    for g in &groups {
+        let d = g.switch as usize;
+        if minimal && r.hop.dest != g.switch {
+            r.hop.build(net, d);
+        }
+        match (minimal, g.shared, bottleneck) {
+            (true, false, true) => r.search_minimal::<false, true>(d),
+            (true, false, false) => r.search_minimal::<false, false>(d),
+            (true, true, _) => r.search_minimal::<true, false>(d),
+            (false, s, _) => r.search_weighted(d, s),
+        }
+        write(&mut cols, &r, g);
+        r.charge(d, g.charge);
+        if g.mark {
+            r.mark_shared();
+        }
+        if g.clear_after {
+            r.clear_shared();
+        }
     }
-    if config.paths == PathChoice::Minimal && r.load.iter().max().copied().unwrap_or(0) > max_load_bound(net, &dests) {
+    if minimal && r.load.iter().max().copied().unwrap_or(0) > max_load_bound(net, &dests) {
         for _ in 0..REFINE_PASSES {
-            for &dest in &dests {
-                if !dest.charged || dest.count != 1 {
-                    continue;
-                }
-                let d = dest.switch as usize;
-                if r.hop.dest != dest.switch {
+            for g in groups.iter().filter(|g| g.refine) {
+                let d = g.switch as usize;
+                if r.hop.dest != g.switch {
                     r.hop.build(net, d);
                 }
-                let lid = usize::from(dest.base);
-                let col = &mut cols[lid * ns..(lid + 1) * ns];
+                let lid = usize::from(members[g.first as usize].0);
+                let col = &cols[lid * ns..(lid + 1) * ns];
                 r.settled.clear();
                 r.settled.extend_from_slice(&r.hop.order);
                 for &v in &r.hop.order {
                     r.next[v as usize] = net.chan_of_port(v as usize, col[v as usize]);
                 }
-                r.uncharge(d);
-                r.search_minimal::<false>(d);
-                for &v in &r.settled {
-                    col[v as usize] = net.port[r.next[v as usize] as usize];
+                r.uncharge(d, g.charge);
+                match bottleneck {
+                    true => r.search_minimal::<false, true>(d),
+                    false => r.search_minimal::<false, false>(d),
                 }
-                r.charge(d);
+                write(&mut cols, &r, g);
+                r.charge(d, g.charge);
             }
         }
     }
-    cols
+    let max_load = r.load.iter().max().copied().unwrap_or(0);
+    (cols, max_load)
 }
 
 /// A lower bound of the most loaded channel: every charged LID not on

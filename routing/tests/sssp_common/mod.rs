@@ -141,3 +141,37 @@ pub fn by_guid(f: &RoutingFabric, r: &Routes) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
 pub fn max_sl(r: &Routes) -> u8 {
     r.sl.as_ref().map_or(0, |p| p.by_source_switch.iter().flatten().copied().max().unwrap_or(0))
 }
+
+/// LIDs by the switch they end at and their LID offset: end ports' LIDs
+/// at the switch they hang off, switch LIDs at the switch itself.
+pub fn lids_by_destination_switch(f: &RoutingFabric) -> BTreeMap<(u32, u16), Vec<u16>> {
+    let mut m: BTreeMap<(u32, u16), Vec<u16>> = BTreeMap::new();
+    for lid in 1..=f.max_lid() {
+        let (sw, base) = match f.lid_owner(lid) {
+            Some(NodeRef::End(e)) => match f.attached_switch(e) {
+                Some((s, _)) => (s, f.end_port(e).base_lid),
+                None => continue,
+            },
+            Some(NodeRef::Switch(s)) => (s, f.switch(s).base_lid),
+            None => continue,
+        };
+        m.entry((sw.0, lid - base)).or_default().push(lid);
+    }
+    m
+}
+
+/// Whether every switch forwards all the LIDs that end at one switch with
+/// one offset alike (outside that switch): one tree per destination
+/// switch. Names the first exception.
+pub fn one_tree_per_switch(f: &RoutingFabric, r: &Routes) -> Result<(), String> {
+    for ((dest, off), lids) in lids_by_destination_switch(f) {
+        for s in f.switch_ids().filter(|s| s.0 != dest) {
+            let ports = &r.lfts[s.index()].ports;
+            let first = ports[usize::from(lids[0])];
+            if let Some(&lid) = lids[1..].iter().find(|&&lid| ports[usize::from(lid)] != first) {
+                return Err(format!("switch {s:?}: LID {lid} and LID {} (offset {off}) differ", lids[0]));
+            }
+        }
+    }
+    Ok(())
+}
