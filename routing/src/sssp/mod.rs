@@ -28,7 +28,7 @@
 //!   "Least loaded" compares, among the minimal paths, first the load of
 //!   the path's most loaded channel, then the load summed over the path:
 //!   the bottleneck is what the maximum routes per link is made of. After
-//!   the first routing of all LIDs, [`REFINE_PASSES`] rip-up-and-reroute
+//!   the first routing of all LIDs, `REFINE_PASSES` rip-up-and-reroute
 //!   passes take each end-port LID (LMC 0) off the load and search it again
 //!   against all the others, which the first pass only saw for earlier LIDs
 //!   (skipped when the first routing already meets a lower bound of the
@@ -95,7 +95,7 @@
 //! ### Cost
 //! S switches, E directed switch-to-switch channels, L destination LIDs:
 //! - minimal: O(S·(S + E)) for the per-switch BFS, O(L·(S + E)) for the
-//!   per-LID passes (times 1 + [`REFINE_PASSES`]); weighted: O(L·E·log S);
+//!   per-LID passes (times 1 + `REFINE_PASSES`); weighted: O(L·E·log S);
 //! - memory: the tables are computed destination-major (one column of S
 //!   ports per LID, S·L bytes: each LID's pass writes contiguously, whatever
 //!   order LIDs come in) and transposed into per-switch LFTs at the end
