@@ -46,8 +46,14 @@ pub(super) struct Outcome {
 ///    that are ancestors of `z` (parallel cables, several paths) by the
 ///    index digit of the level below; other switches forward up through
 ///    their up cable at position `digit mod count` in the canonical order
-///    when it is eligible, otherwise through the eligible one that carries
-///    the fewest routes so far.
+///    when it is eligible, otherwise through the eligible parent that the
+///    fewest switches already send this LID to (then the cable that carries
+///    the fewest routes). Counting per parent matters in degraded trees:
+///    every leaf whose digit points at a parent that lost its cable to `z`
+///    remaps the LID, and choosing by their own cables' use alone (alike on
+///    every leaf) sent them all to one other parent, whose cable down
+///    towards `z` then carried all of them (bench ft2-r8-cut: 64 routes on
+///    the busiest link instead of 48; ft3-r8-cut 124 instead of 100).
 ///
 /// With index `i = leaf position × slots + place`, the digit of level h is
 /// `i / W_h` with `W_0 = 1`, `W_{h+1} = W_h × up ports at level h`, which is
@@ -99,6 +105,7 @@ pub(super) fn route(f: &RoutingFabric, t: &Tree) -> Result<Outcome, RoutingError
     let mut elig = vec![0u16; ns];
     let mut repair = vec![0u8; ns];
     let mut routes_on = vec![0u32; t.up.len()];
+    let mut into: Vec<u32> = Vec::new();
     let mut stack: Vec<u32> = Vec::new();
     let mut dests: Vec<Dest> = Vec::new();
     let mut cands: Vec<u8> = Vec::new();
@@ -164,6 +171,10 @@ pub(super) fn route(f: &RoutingFabric, t: &Tree) -> Result<Outcome, RoutingError
         }
 
         distances(t, z, stamp, &mut anc, &mut ud, &mut elig, &mut stack, &mut unrouted);
+        // into[s * m + j]: switches that send the j-th LID of z up to s.
+        let m = dests.len();
+        into.clear();
+        into.resize(ns * m, 0);
         if !unrouted.is_empty() {
             // The turn leaf serves only if it reaches z itself.
             let via_turn = turn.filter(|&(tl, _)| anc[tl as usize] == stamp || ud[tl as usize] != NO_PATH);
@@ -201,30 +212,39 @@ pub(super) fn route(f: &RoutingFabric, t: &Tree) -> Result<Outcome, RoutingError
                 let k = ups.len() as u32;
                 if u32::from(elig[xu]) == k {
                     let usual = k == k_max[hx];
-                    for d in &dests {
+                    for (j, d) in dests.iter().enumerate() {
                         let i = if usual { usize::from(d.dm[hx]) } else { (d.dig[hx] % k) as usize };
                         ports[usize::from(d.lid)] = ups[i].port;
                         routes_on[base + i] += u32::from(d.counted);
+                        into[ups[i].peer as usize * m + j] += u32::from(d.counted);
                     }
                 } else {
                     let want = ud[xu] - 1;
-                    for d in &dests {
+                    for (j, d) in dests.iter().enumerate() {
                         let i0 = (d.dig[hx] % k) as usize;
                         let i = if ud[ups[i0].peer as usize] == want {
                             i0
                         } else {
-                            // The least used eligible cable, scanning from i0.
-                            let mut best = (u32::MAX, i0);
-                            for j in 0..ups.len() {
-                                let i = (i0 + j) % ups.len();
-                                if ud[ups[i].peer as usize] == want && routes_on[base + i] < best.0 {
-                                    best = (routes_on[base + i], i);
+                            // The eligible parent the fewest switches already
+                            // send this LID to (their routes meet on the
+                            // parent's cable down towards z), then the least
+                            // used cable, scanning from i0.
+                            let mut best = (u32::MAX, u32::MAX, i0);
+                            for step in 0..ups.len() {
+                                let i = (i0 + step) % ups.len();
+                                let parent = ups[i].peer as usize;
+                                if ud[parent] == want {
+                                    let score = (into[parent * m + j], routes_on[base + i], i);
+                                    if (score.0, score.1) < (best.0, best.1) {
+                                        best = score;
+                                    }
                                 }
                             }
-                            best.1
+                            best.2
                         };
                         ports[usize::from(d.lid)] = ups[i].port;
                         routes_on[base + i] += u32::from(d.counted);
+                        into[ups[i].peer as usize * m + j] += u32::from(d.counted);
                     }
                 }
             } else {
