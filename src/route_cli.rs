@@ -128,7 +128,8 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "FILE")]
     pub lfts: PathBuf,
     /// Path SLs for the deadlock analysis (`route --path-sl-out`, or the
-    /// SLs an SA gave); without it every path is on SL 0.
+    /// SLs an SA gave: `ibsm sa path --pairs-file F --path-sl-out SL`, one
+    /// line per source port and DLID); without it every path is on SL 0.
     #[arg(long, value_name = "FILE")]
     pub path_sl: Option<PathBuf>,
     /// Print JSON instead of text.
