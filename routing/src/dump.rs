@@ -603,7 +603,7 @@ pub fn parse_path_sl(text: &str, file: &str, fabric: &RoutingFabric) -> Result<P
     }
     more.sort_unstable();
     more.dedup();
-    Ok(PathSl { by_source_switch: rows, more })
+    Ok(PathSl { by_source_switch: rows, more, hop_vls: None })
 }
 
 #[cfg(test)]

@@ -131,12 +131,27 @@ pub struct PathSl {
     /// empty; [`crate::dump::parse_path_sl`] fills it.
     #[serde(default)]
     pub more: Vec<(u16, u32, u8)>,
+    /// SL-to-VL tables per (switch, input port, output port) when the
+    /// engine changes a path's VL inside the fabric; `None`: SL n rides
+    /// VL n on every hop.
+    #[serde(default)]
+    pub hop_vls: Option<HopVls>,
 }
 
 impl PathSl {
     /// One SL per (source switch, DLID).
     pub fn per_switch(by_source_switch: Vec<Vec<u8>>) -> PathSl {
-        PathSl { by_source_switch, more: Vec::new() }
+        PathSl { by_source_switch, more: Vec::new(), hop_vls: None }
+    }
+
+    /// The VL a packet on `sl` takes leaving switch `s` by `out_port`,
+    /// having entered by `in_port` (0: the switch itself, or an end port's
+    /// first hop, for which engines must not vary the table).
+    pub fn hop_vl(&self, s: SwitchId, in_port: u8, out_port: u8, sl: u8) -> u8 {
+        match &self.hop_vls {
+            Some(h) => h.vl(s, in_port, out_port, sl),
+            None => sl,
+        }
     }
 
     pub fn sl(&self, source: SwitchId, dlid: u16) -> Option<u8> {
@@ -147,6 +162,66 @@ impl PathSl {
     pub fn more_for(&self, dlid: u16) -> impl Iterator<Item = (u32, u8)> + '_ {
         let start = self.more.partition_point(|m| m.0 < dlid);
         self.more[start..].iter().take_while(move |m| m.0 == dlid).map(|m| (m.1, m.2))
+    }
+}
+
+/// Number of SLs (IBA 7.6.5): an SL-to-VL table has one VL per SL.
+pub const SL_COUNT: usize = 16;
+
+/// SL-to-VL tables a switch needs per (input port, output port) when paths
+/// change VL inside the fabric (dimension-order routing on tori moves to
+/// VL 1 at the dateline, as OpenSM's torus-2QoS does, instead of fixing the
+/// VL per path). The SM programs them as SLtoVLMappingTable Sets with the
+/// (input, output) attribute modifier (IBA 14.2.5.8); end ports map every
+/// SL to VL 0.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct HopVls {
+    /// Per switch index: ports + 1 (the row width of its tables).
+    width: Vec<u16>,
+    /// Per switch index: `[in_port * width + out_port]` = VL per SL.
+    tables: Vec<Vec<[u8; SL_COUNT]>>,
+}
+
+impl HopVls {
+    /// All-zero tables (every SL on VL 0) for every switch of `fabric`.
+    pub fn new(fabric: &crate::fabric::RoutingFabric) -> HopVls {
+        let width: Vec<u16> = fabric.switches().iter().map(|s| u16::from(s.num_ports) + 1).collect();
+        let tables = width.iter().map(|&w| vec![[0u8; SL_COUNT]; usize::from(w) * usize::from(w)]).collect();
+        HopVls { width, tables }
+    }
+
+    fn slot(&self, s: SwitchId, in_port: u8, out_port: u8) -> Option<usize> {
+        let w = usize::from(*self.width.get(s.index())?);
+        let (i, o) = (usize::from(in_port), usize::from(out_port));
+        (i < w && o < w).then_some(i * w + o)
+    }
+
+    /// Sets the table for (`s`, `in_port`, `out_port`); ports past the
+    /// switch's are ignored.
+    pub fn set(&mut self, s: SwitchId, in_port: u8, out_port: u8, table: [u8; SL_COUNT]) {
+        if let Some(k) = self.slot(s, in_port, out_port) {
+            self.tables[s.index()][k] = table;
+        }
+    }
+
+    /// The table for (`s`, `in_port`, `out_port`); all zero for ports the
+    /// switch does not have.
+    pub fn table(&self, s: SwitchId, in_port: u8, out_port: u8) -> [u8; SL_COUNT] {
+        self.slot(s, in_port, out_port).map_or([0; SL_COUNT], |k| self.tables[s.index()][k])
+    }
+
+    pub fn vl(&self, s: SwitchId, in_port: u8, out_port: u8, sl: u8) -> u8 {
+        self.table(s, in_port, out_port)[usize::from(sl) % SL_COUNT]
+    }
+
+    /// Switches the tables cover (the fabric's switch count).
+    pub fn num_switches(&self) -> usize {
+        self.width.len()
+    }
+
+    /// The highest VL any table uses, plus one.
+    pub fn vls_used(&self) -> u8 {
+        self.tables.iter().flatten().flat_map(|t| t.iter()).copied().max().map_or(1, |v| v + 1)
     }
 }
 
