@@ -504,6 +504,22 @@ impl Fabric {
         let t = self.lft(switch)?;
         t.get(lid.0 as usize).copied().filter(|&p| p != 0xff)
     }
+    /// A switch's SL-to-VL table for (input port, output port), as its SMA
+    /// would report it (None when not a switch or a port is out of range).
+    pub fn switch_sl2vl(&self, switch: NodeIdx, in_port: u8, out_port: u8) -> Option<crate::mad::SlToVlTableRepr> {
+        use crate::mad::SmpAttribute as _;
+        let node = self.nodes.get(switch.0)?;
+        let n = usize::from(node.num_ports) + 1;
+        let (i, o) = (usize::from(in_port), usize::from(out_port));
+        if i >= n || o >= n {
+            return None;
+        }
+        let sw = self.switch_of(switch.0 as u32)?;
+        let packed = sw.sl2vl.get(i * n + o).copied().unwrap_or(profile::DEFAULT_SL2VL);
+        let mut data = [0u8; 64];
+        data[..8].copy_from_slice(&packed);
+        crate::mad::SlToVlTableRepr::parse_data(&data).ok()
+    }
     /// A switch's SwitchInfo as its SMA would report it.
     pub fn switch_info(&self, switch: NodeIdx) -> Option<SwitchInfoRepr> {
         self.nodes.get(switch.0)?;

@@ -68,6 +68,8 @@ pub struct SubnetManager<T: Transport> {
     /// The SL of every route when the engine uses VLs (for PathRecords),
     /// with the sweep node of each source switch index.
     path_sl: Option<(ibsm_routing::lft::PathSl, Vec<NodeId>)>,
+    /// Node GUIDs of the routing view's switches, by index.
+    routed_switch_guids: Vec<Guid>,
     qos: crate::config::QosConfig,
 }
 
@@ -100,6 +102,7 @@ impl<T: Transport> SubnetManager<T> {
             sweeps: 0,
             known_switches: Vec::new(),
             path_sl: None,
+            routed_switch_guids: Vec::new(),
             qos: crate::config::QosConfig::default(),
         }
     }
@@ -120,6 +123,15 @@ impl<T: Transport> SubnetManager<T> {
         let Some((sl, switches)) = &self.path_sl else { return 0 };
         let Some(index) = switches.iter().position(|&n| n == source_switch) else { return 0 };
         sl.sl(ibsm_routing::SwitchId(index as u32), dlid.0).unwrap_or(0)
+    }
+
+    /// The SL-to-VL table the routing engine asked for on the switch with
+    /// node GUID `switch` between two of its ports, when it switches VL
+    /// along paths (dor on tori).
+    pub fn hop_vl_table(&self, switch: Guid, in_port: u8, out_port: u8) -> Option<[u8; 16]> {
+        let (sl, _) = self.path_sl.as_ref()?;
+        let index = self.routed_switch_guids.iter().position(|&g| g == switch)?;
+        Some(sl.hop_vls.as_ref()?.table(ibsm_routing::SwitchId(index as u32), in_port, out_port))
     }
 
     /// One heavy sweep: discover, assign LIDs, route, program, activate.
@@ -197,10 +209,15 @@ impl<T: Transport> SubnetManager<T> {
         for n in &routing_notes {
             warn!(note = %n, "routing");
         }
-        // Engines that put routes on VLs get SL n on VL n everywhere; with
-        // QoS on, the configured SL-to-VL and arbitration tables.
+        // Engines that put routes on VLs get SL n on VL n everywhere (or
+        // their own table per port pair when they switch VL along paths);
+        // with QoS on, the configured SL-to-VL and arbitration tables.
         let mut qos_sets = match (&computed.path_sl, self.qos.enabled) {
-            (Some(_), _) => qos::sl2vl_sets(&subnet, qos::identity_table(vls), &self.lft_cache.qos),
+            (Some(sl), _) => match &sl.hop_vls {
+                // The engine switches VL along paths (dor on tori).
+                Some(h) => qos::hop_vl_sets(&subnet, h, &view.switch_nodes, &self.lft_cache.qos),
+                None => qos::sl2vl_sets(&subnet, qos::identity_table(vls), &self.lft_cache.qos),
+            },
             (None, true) => qos::sl2vl_sets(&subnet, qos::configured_sl2vl(&self.qos), &self.lft_cache.qos),
             (None, false) => Vec::new(),
         };
@@ -208,6 +225,7 @@ impl<T: Transport> SubnetManager<T> {
             qos_sets.extend(qos::vlarb_sets(&subnet, &self.qos, &self.lft_cache.qos));
         }
         self.path_sl = computed.path_sl.map(|sl| (sl, view.switch_nodes.clone()));
+        self.routed_switch_guids = view.switch_nodes.iter().map(|&n| subnet.node(n).guid()).collect();
 
         // Programming.
         let plan = Plan {

@@ -15,6 +15,7 @@ use crate::mad::sl_to_vl::{attribute_modifier, ATTR_MOD_ALL_INPUT_PORTS, ATTR_MO
 use crate::mad::vl_arb::{self, VlArbBlock};
 use crate::mad::{AttributeId, DrPath, SlToVlTableRepr, SmpAttribute, VlArbEntry, VlArbTableRepr};
 use crate::types::Guid;
+use ibsm_routing::lft::HopVls;
 
 /// Data VLs a VLCap / OperationalVLs code stands for (IBA 14.2.5.6).
 pub fn data_vls(code: u8) -> u8 {
@@ -123,6 +124,50 @@ pub fn sl2vl_sets(subnet: &Subnet, table: SlToVlTableRepr, cache: &QosCache) -> 
             for &port in &cabled {
                 push(id, node.path_for_port(port), 0);
             }
+        }
+    }
+    out
+}
+
+/// The Sets for an engine that switches VL inside the fabric (dor on tori,
+/// [`HopVls`]): every switch gets the engine's table for each (input,
+/// output) pair of its cabled ports (port 0 included as an input), even
+/// where it supports optimized programming, since the tables differ per
+/// pair; end ports map every SL to VL 0. `switch_nodes[i]` is the subnet
+/// node of the routing view's switch `i`.
+pub fn hop_vl_sets(subnet: &Subnet, hop_vls: &HopVls, switch_nodes: &[NodeId], cache: &QosCache) -> Vec<QosSet> {
+    let mut out = Vec::new();
+    let mut push = |node: NodeId, path: DrPath, amod: u32, table: [u8; SL_COUNT]| {
+        let data = SlToVlTableRepr { vl: table }.to_data();
+        let set = QosSet { node, path, attr: AttributeId::SlToVlMappingTable, amod, data };
+        if !cache.holds(subnet.node(node).guid(), &set) {
+            out.push(set);
+        }
+    };
+    let mut routed = HashSet::new();
+    for (i, &id) in switch_nodes.iter().enumerate().take(hop_vls.num_switches()) {
+        let node = subnet.node(id);
+        if node.quarantined.is_some() {
+            continue;
+        }
+        routed.insert(id);
+        let s = ibsm_routing::SwitchId(i as u32);
+        let cabled = cabled(subnet, id);
+        for &input in std::iter::once(&0).chain(cabled.iter()) {
+            for &output in &cabled {
+                if input != output {
+                    push(id, node.path, attribute_modifier(input, output), hop_vls.table(s, input, output));
+                }
+            }
+        }
+    }
+    for id in subnet.ids() {
+        let node = subnet.node(id);
+        if node.quarantined.is_some() || node.is_switch() {
+            continue;
+        }
+        for &port in &cabled(subnet, id) {
+            push(id, node.path_for_port(port), 0, [0; SL_COUNT]);
         }
     }
     out
