@@ -541,7 +541,8 @@ pub fn write_path_sl(fabric: &RoutingFabric, sl: &PathSl) -> String {
                 for out_port in 0..=ports {
                     let t = h.table(s, in_port, out_port);
                     if t != [0; SL_COUNT] {
-                        let hex: String = t.iter().map(|&v| char::from_digit(u32::from(v), 16).unwrap_or('?')).collect();
+                        let hex: String =
+                            t.iter().map(|&v| char::from_digit(u32::from(v), 16).unwrap_or('?')).collect();
                         let _ = writeln!(out, "vl 0x{lid:04x} {in_port} {out_port} {hex}");
                     }
                 }
@@ -660,9 +661,10 @@ fn parse_vl_line(
     };
     let ports = fabric.switch(s).num_ports;
     let port = |w: &str| -> Result<u8, String> {
-        w.parse::<u8>().ok().filter(|&p| p <= ports).ok_or_else(|| {
-            format!("`{w}` is not a port of switch {:#018x} (0-{ports})", fabric.switch(s).guid)
-        })
+        w.parse::<u8>()
+            .ok()
+            .filter(|&p| p <= ports)
+            .ok_or_else(|| format!("`{w}` is not a port of switch {:#018x} (0-{ports})", fabric.switch(s).guid))
     };
     let (i, o) = (port(in_port)?, port(out_port)?);
     let digits: Vec<u32> = vls.chars().filter_map(|c| c.to_digit(16)).collect();

@@ -66,7 +66,8 @@ fn torus_without_its_sls_has_a_credit_loop() {
 
 #[test]
 fn too_few_vls_on_a_torus_names_the_shortfall() {
-    for f in [grid(&[5, 5, 5], &[true, true, true], 1, 1), grid(&[8, 8], &[true, true], 1, 1), grid(&[9], &[true], 1, 1)]
+    for f in
+        [grid(&[5, 5, 5], &[true, true, true], 1, 1), grid(&[8, 8], &[true, true], 1, 1), grid(&[9], &[true], 1, 1)]
     {
         let e = dor(&f, &vls(1)).unwrap_err();
         assert_eq!(e, RoutingError::TooFewVls { engine: "dor", needed: 2, available: 1 });
