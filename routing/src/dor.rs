@@ -840,4 +840,49 @@ mod tests {
         assert!(rep.is_clean() && rep.all_minimal() && rep.fully_connected(), "{rep}");
         assert!(r.sl.unwrap().by_source_switch.iter().all(|row| row.iter().all(|&x| x == 0)));
     }
+
+    /// The coordinate rule against every path of rings of 5 to 40: a hop of
+    /// a crossing path is "past" exactly from its dateline hop on, and VL 1
+    /// never holds the cable leaving k-2 plus-wards (1 minus-wards), so it
+    /// cannot close the ring; VL 0 never holds the dateline cable.
+    #[test]
+    fn past_dateline_matches_every_shortest_ring_path() {
+        for k in 5u32..=40 {
+            let mut vl1 = [vec![false; k as usize], vec![false; k as usize]];
+            let mut vl0_dateline = false;
+            for s in 0..k {
+                for t in 0..k {
+                    let fwd = (t + k - s) % k;
+                    let plus = fwd <= k - fwd;
+                    let crosses = if plus { t < s } else { t > s };
+                    let (mut x, mut past) = (s, false);
+                    while x != t {
+                        let dateline = if plus { x == k - 1 } else { x == 0 };
+                        past |= dateline;
+                        let vl = crosses && past_dateline(x, k, plus);
+                        assert_eq!(crosses && past, vl, "k {k}: {s} -> {t} leaving {x}");
+                        if vl {
+                            vl1[usize::from(!plus)][x as usize] = true;
+                        } else {
+                            vl0_dateline |= dateline;
+                        }
+                        x = if plus { (x + 1) % k } else { (x + k - 1) % k };
+                    }
+                }
+            }
+            assert!(!vl0_dateline, "k {k}");
+            assert!(!vl1[0][(k - 2) as usize] && !vl1[1][1], "k {k}");
+            assert!(vl1[0][(k - 1) as usize] && vl1[1][0], "k {k}: the dateline hops ride VL 1");
+        }
+    }
+
+    #[test]
+    fn too_many_datelines_for_16_sls_are_refused() {
+        let f = testfab::grid(&[5, 5, 5, 5, 5], &[true; 5], 1, 0);
+        let e = dor(&f, &EngineOptions { max_vls: 8, ..Default::default() }).unwrap_err();
+        assert!(
+            matches!(&e, RoutingError::NotApplicable { reason, .. } if reason.contains("5 ring dimensions")),
+            "{e}"
+        );
+    }
 }
