@@ -256,3 +256,49 @@ fn path_sls_feed_the_deadlock_analysis() {
     let err = failure(&["analyze", "-t", "torus2d:5x3", "--lfts", d, "--path-sl", p]);
     assert!(err.contains(&format!("{p}:2: `x` is not an SL")), "{err}");
 }
+
+#[test]
+fn dor_hop_vls_travel_in_the_path_sl_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = tmp(&dir, "t.dump");
+    let sls = tmp(&dir, "t.sl");
+    let (d, p) = (dump.to_str().unwrap(), sls.to_str().unwrap());
+    let v = ok_json(&[
+        "route",
+        "-t",
+        "torus3d:5x5x5",
+        "-e",
+        "dor",
+        "--max-vls",
+        "2",
+        "--lfts-out",
+        d,
+        "--path-sl-out",
+        p,
+        "--json",
+    ]);
+    let s = &v["analysis"]["summary"];
+    assert_eq!((s["deadlock_free"].as_bool(), s["vls"].as_u64()), (Some(true), Some(2)));
+    assert_eq!(v["analysis"]["deadlock"]["hop_vls"], true);
+    let text = std::fs::read_to_string(&sls).unwrap();
+    assert!(text.lines().any(|l| l.starts_with("vl ")), "per-hop tables written");
+    // Read back: the same verdict; without the file every path is on VL 0
+    // and the rings close.
+    let back = ok_json(&["analyze", "-t", "torus3d:5x5x5", "--lfts", d, "--path-sl", p, "--json"]);
+    assert_eq!(back["analysis"]["summary"], v["analysis"]["summary"]);
+    let bare = ok_json(&["analyze", "-t", "torus3d:5x5x5", "--lfts", d, "--json"]);
+    assert_eq!(bare["analysis"]["summary"]["deadlock_free"], false);
+    // One VL is not enough.
+    let err = failure(&["route", "-t", "torus3d:5x5x5", "-e", "dor", "--max-vls", "1"]);
+    assert!(err.contains("dor needs 2 virtual lanes"), "{err}");
+    // A table cut short: the error names the file and line.
+    let first = text.lines().position(|l| l.starts_with("vl ")).unwrap();
+    let cut: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| if i == first { format!("{}\n", &l[..l.len() - 2]) } else { format!("{l}\n") })
+        .collect();
+    std::fs::write(&sls, cut).unwrap();
+    let err = failure(&["analyze", "-t", "torus3d:5x5x5", "--lfts", d, "--path-sl", p]);
+    assert!(err.contains(&format!("{p}:{}: ", first + 1)) && err.contains("not 16 hex digits"), "{err}");
+}

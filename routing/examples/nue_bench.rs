@@ -131,6 +131,11 @@ fn run_nue(name: &str, f: &RoutingFabric, opts: &EngineOptions, do_validate: boo
 fn run_dor(name: &str, f: &RoutingFabric, do_validate: bool) {
     let (res, cpu_ms, wall_ms) = timed(|| dor(f, &EngineOptions::default()));
     let r = res.expect("dor routes a grid");
-    let vls = r.sl.as_ref().map_or(0, |p| p.by_source_switch.iter().flatten().copied().max().unwrap_or(0) + 1);
+    // VLs, not SLs: on a torus the SL is a dateline mask and the per-hop
+    // tables fold it onto VLs 0 and 1.
+    let vls = r.sl.as_ref().map_or(0, |p| match &p.hop_vls {
+        Some(h) => h.vls_used(),
+        None => p.by_source_switch.iter().flatten().copied().max().unwrap_or(0) + 1,
+    });
     report(name, f, &r, Run { vls, cpu_ms, wall_ms, nue: None }, do_validate);
 }

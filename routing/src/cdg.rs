@@ -18,6 +18,22 @@
 //! ports are left out: an end port only sources or sinks, so no cycle can
 //! pass through one.
 //!
+//! ## VLs that change per hop
+//! When [`crate::lft::PathSl::hop_vls`] is set (dor on a torus), each hop's
+//! VL comes from the SL-to-VL table of (switch, input port, output port),
+//! so a path may change VL inside the fabric. The graph's nodes are then
+//! (channel, VL) pairs, and a packet holding channel `a` on VL `x` that
+//! needs channel `b` on VL `y` makes (a, x) depend on (b, y). Each VL's own
+//! subgraph is checked as above; when all are acyclic, the whole graph,
+//! cross-VL dependencies included, is checked too (a cycle can run through
+//! several VLs), and such a cycle is reported on the lowest VL it uses with
+//! the VL of each of its channels ([`VlCdg::cycle_vls`]). A path counts on
+//! every VL one of its hops uses (so the per-VL path counts add up to more
+//! than the paths); a VL's channels and dependencies are those leaving its
+//! (channel, VL) nodes. Walks stop at an (input port, SL) state already
+//! walked for the LID, since what follows depends only on that: O(L·P·V)
+//! for P switch ports in use.
+//!
 //! ## Method and cost
 //! For a fixed destination LID the tables give each switch one next hop, so
 //! the paths of all sources on one VL form a forest: the dependencies are
@@ -40,7 +56,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::fabric::{NodeRef, PortEnd, RoutingFabric, SwitchId};
-use crate::lft::{Routes, UNROUTED};
+use crate::lft::{PathSl, Routes, UNROUTED};
 
 /// The highest VL a path can use (VL15 is management only; IBA 7.6.2).
 pub const MAX_DATA_VLS: usize = 15;
@@ -87,6 +103,10 @@ pub struct VlCdg {
     /// When not acyclic: one cycle, each channel followed by the one it
     /// depends on, the last depending on the first.
     pub cycle: Option<Vec<Channel>>,
+    /// With per-hop VLs, a cycle through several VLs: the VL of each
+    /// channel of [`VlCdg::cycle`]. `None`: the whole cycle is on `vl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle_vls: Option<Vec<u8>>,
 }
 
 /// Per-VL dependency graphs of a set of tables.
@@ -97,6 +117,10 @@ pub struct CdgReport {
     pub fabric_channels: usize,
     /// Only the VLs some path uses, in VL order.
     pub vls: Vec<VlCdg>,
+    /// Paths change VL per hop ([`crate::lft::PathSl::hop_vls`]); the
+    /// graph's nodes are (channel, VL).
+    #[serde(default)]
+    pub hop_vls: bool,
 }
 
 impl CdgReport {
@@ -116,9 +140,10 @@ impl fmt::Display for CdgReport {
         let who = if self.scope.include_switches { "all sources and LIDs" } else { "end-port traffic" };
         writeln!(
             f,
-            "deadlock ({who}): {} on {} VL(s), {} switch-to-switch channels",
+            "deadlock ({who}): {} on {} VL(s){}, {} switch-to-switch channels",
             if self.deadlock_free() { "acyclic" } else { "CYCLIC" },
             self.vls.len(),
+            if self.hop_vls { " switched per hop" } else { "" },
             self.fabric_channels
         )?;
         for v in &self.vls {
@@ -134,8 +159,11 @@ impl fmt::Display for CdgReport {
             match &v.cycle {
                 Some(c) => {
                     writeln!(f, " of {} channels:", c.len())?;
-                    for ch in c {
-                        writeln!(f, "    {ch}")?;
+                    for (i, ch) in c.iter().enumerate() {
+                        match v.cycle_vls.as_ref().and_then(|x| x.get(i)) {
+                            Some(vl) => writeln!(f, "    VL{vl} {ch}")?,
+                            None => writeln!(f, "    {ch}")?,
+                        }
                     }
                 }
                 None => writeln!(f)?,
@@ -281,6 +309,11 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
         (n != NONE).then(|| (n as usize, slot_in[slot]))
     };
 
+    if let Some(sl) = routes.sl.as_ref().filter(|sl| sl.hop_vls.is_some()) {
+        let walk = Walk { f, routes, sl, sources: &sources, dlids: &dlids, has_end: &has_end, scope, next: &next };
+        return walk.analyze();
+    }
+
     // Tables are read one 64-LID block at a time for all switches, so the
     // walks below hit a block of S x 64 bytes instead of S tables spread
     // over memory.
@@ -352,9 +385,181 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
             dependencies: g.targets.len(),
             acyclic: cycle.is_none(),
             cycle: cycle.map(|c| c.into_iter().map(|slot| g.channel(f, slot)).collect()),
+            cycle_vls: None,
         });
     }
-    CdgReport { scope, fabric_channels, vls }
+    CdgReport { scope, fabric_channels, vls, hop_vls: false }
+}
+
+/// Appends the dependencies of `b` as (channel, channel) node pairs, the
+/// first channel in layer `from_base`, the second in layer `to_base` (node =
+/// base + slot).
+fn push_edges(f: &RoutingFabric, b: &DepBits, from_base: u32, to_base: u32, edges: &mut Vec<(u32, u32)>) {
+    for t in f.switch_ids() {
+        for (in_port, out) in b.pairs(t.index()) {
+            // The channel into t's in_port is the one leaving its peer.
+            let Some(PortEnd::Switch(u, up)) = f.switch_peer(t, in_port) else { continue };
+            edges.push((from_base + f.switch_port_slot(u, up) as u32, to_base + f.switch_port_slot(t, out) as u32));
+        }
+    }
+}
+
+/// The inputs of [`analyze_cdg`] when paths change VL per hop.
+struct Walk<'a, N: Fn(usize, u8) -> Option<(usize, u8)>> {
+    f: &'a RoutingFabric,
+    routes: &'a Routes,
+    sl: &'a PathSl,
+    sources: &'a [u32],
+    dlids: &'a [u16],
+    has_end: &'a [bool],
+    scope: CdgScope,
+    next: &'a N,
+}
+
+impl<N: Fn(usize, u8) -> Option<(usize, u8)>> Walk<'_, N> {
+    /// The (channel, VL) dependency graph; see the module documentation.
+    fn analyze(&self) -> CdgReport {
+        const VLS: usize = MAX_DATA_VLS + 1;
+        let f = self.f;
+        let hop = self.sl.hop_vls.as_ref().expect("only called with hop VLs");
+        let ns = f.num_switches();
+        let nslots = f.num_switch_port_slots();
+        let slot_base: Vec<usize> = f.switch_ids().map(|s| f.switch_port_slot(s, 0)).collect();
+        let num_ports: Vec<u8> = f.switches().iter().map(|s| s.num_ports).collect();
+        let vl_of = |s: usize, in_port: u8, out: u8, sl: u8| {
+            usize::from(hop.vl(SwitchId(s as u32), in_port, out, sl)).min(MAX_DATA_VLS)
+        };
+
+        let mut ports = ChunkRows::new(ns);
+        let mut sls = ChunkRows::new(ns);
+        // Dependencies from VL x to VL y: deps[x * VLS + y].
+        let mut deps: Vec<Option<DepBits>> = (0..VLS * VLS).map(|_| None).collect();
+        let mut paths = [0u64; VLS];
+        // Per SL: the LID (stamp) each (switch, input port) state was last
+        // walked for, and the VLs the rest of the path from it uses.
+        let mut mark: Vec<Vec<u32>> = (0..VLS).map(|_| Vec::new()).collect();
+        let mut rest: Vec<Vec<u16>> = (0..VLS).map(|_| Vec::new()).collect();
+        let mut stamp = 0u32;
+        let mut extra: Vec<(u32, u8)> = Vec::new();
+        let mut trail: Vec<(usize, u16)> = Vec::new();
+
+        for &dlid in self.dlids {
+            stamp += 1;
+            let j = ports.load(dlid, |s| self.routes.lfts.get(s).map(|l| l.ports.as_slice()), UNROUTED);
+            sls.load(dlid, |s| self.sl.by_source_switch.get(s).map(Vec::as_slice), 0);
+            let owner = f.lid_owner(dlid);
+            extra.clear();
+            extra.extend(
+                self.sl
+                    .more_for(dlid)
+                    .filter(|&(s, _)| (s as usize) < ns && (self.scope.include_switches || self.has_end[s as usize])),
+            );
+            let walks = self.sources.iter().map(|&s| (s, None)).chain(extra.iter().map(|&(s, v)| (s, Some(v))));
+            for (src, sl_override) in walks {
+                if owner == Some(NodeRef::Switch(SwitchId(src))) {
+                    continue;
+                }
+                let sl = sl_override.unwrap_or_else(|| sls.get(src as usize, j)) % VLS as u8;
+                let (mark, rest) = (&mut mark[usize::from(sl)], &mut rest[usize::from(sl)]);
+                if mark.is_empty() {
+                    *mark = vec![0; nslots];
+                    *rest = vec![0; nslots];
+                }
+                trail.clear();
+                let mut tail = 0u16;
+                let (mut cur, mut in_port) = (src as usize, 0u8);
+                loop {
+                    let state = slot_base[cur] + usize::from(in_port);
+                    if mark[state] == stamp {
+                        tail = rest[state];
+                        break;
+                    }
+                    mark[state] = stamp;
+                    rest[state] = 0;
+                    let out = ports.get(cur, j);
+                    if out == 0 || out > num_ports[cur] {
+                        break;
+                    }
+                    let vl = vl_of(cur, in_port, out, sl);
+                    trail.push((state, 1 << vl));
+                    let Some((n, n_in)) = (self.next)(cur, out) else { break };
+                    let n_out = ports.get(n, j);
+                    if (self.next)(n, n_out).is_some() {
+                        let vl2 = vl_of(n, n_in, n_out, sl);
+                        deps[vl * VLS + vl2].get_or_insert_with(|| DepBits::new(f)).set(n, n_in, n_out);
+                    }
+                    (cur, in_port) = (n, n_in);
+                }
+                for &(state, bit) in trail.iter().rev() {
+                    tail |= bit;
+                    rest[state] = tail;
+                }
+                // A path with no hop at all (black-holed at its source)
+                // counts on VL 0.
+                let used = if tail == 0 { 1 } else { tail };
+                for (vl, p) in paths.iter_mut().enumerate() {
+                    *p += u64::from(used >> vl & 1);
+                }
+            }
+        }
+
+        // VLs in use, each a layer of `nslots` nodes in the whole graph.
+        let used: Vec<usize> = (0..VLS)
+            .filter(|&v| paths[v] > 0 || (0..VLS).any(|w| deps[v * VLS + w].is_some() || deps[w * VLS + v].is_some()))
+            .collect();
+        let mut layer = [u32::MAX; VLS];
+        for (i, &v) in used.iter().enumerate() {
+            layer[v] = (i * nslots) as u32;
+        }
+        let mut all_edges: Vec<(u32, u32)> = Vec::new();
+        let mut vls = Vec::new();
+        for &v in &used {
+            let mut own = Vec::new();
+            if let Some(b) = &deps[v * VLS + v] {
+                push_edges(f, b, 0, 0, &mut own);
+            }
+            let g = ChannelGraph::from_edges(f, nslots, own);
+            let cycle = g.find_cycle().map(|c| g.shortest_cycle_through(c[0]).unwrap_or(c));
+            // Channels and dependencies leaving this VL, cross-VL ones too.
+            let mut out_edges = Vec::new();
+            for &w in &used {
+                if let Some(b) = &deps[v * VLS + w] {
+                    push_edges(f, b, 0, layer[w], &mut out_edges);
+                }
+            }
+            out_edges.sort_unstable();
+            out_edges.dedup();
+            let mut channels: Vec<u32> = out_edges.iter().map(|e| e.0).collect();
+            channels.dedup();
+            vls.push(VlCdg {
+                vl: v as u8,
+                paths: paths[v],
+                channels: channels.len(),
+                dependencies: out_edges.len(),
+                acyclic: cycle.is_none(),
+                cycle: cycle.map(|c| c.into_iter().map(|slot| g.channel(f, slot)).collect()),
+                cycle_vls: None,
+            });
+            all_edges.extend(out_edges.into_iter().map(|(a, b)| (a + layer[v], b)));
+        }
+        // Every VL acyclic alone: a cycle may still run through several.
+        if vls.iter().all(|v| v.acyclic) {
+            let g = ChannelGraph::from_edges(f, used.len() * nslots, all_edges);
+            if let Some(c) = g.find_cycle().map(|c| g.shortest_cycle_through(c[0]).unwrap_or(c)) {
+                let vl_at = |node: u32| used[node as usize / nslots] as u8;
+                let on: Vec<u8> = c.iter().map(|&x| vl_at(x)).collect();
+                for v in vls.iter_mut().filter(|v| on.contains(&v.vl)) {
+                    v.acyclic = false;
+                }
+                let lowest = *on.iter().min().expect("a cycle has channels");
+                let entry = vls.iter_mut().find(|v| v.vl == lowest).expect("a used VL");
+                entry.cycle = Some(c.iter().map(|&x| g.channel(f, x)).collect());
+                entry.cycle_vls = Some(on);
+            }
+        }
+        let fabric_channels = f.switch_ids().map(|s| f.switch_neighbors(s).len()).sum();
+        CdgReport { scope: self.scope, fabric_channels, vls, hop_vls: true }
+    }
 }
 
 /// A channel graph in CSR form; nodes are switch-port slots
@@ -369,21 +574,22 @@ struct ChannelGraph {
 impl ChannelGraph {
     fn from_bits(f: &RoutingFabric, b: &DepBits) -> ChannelGraph {
         let n = f.num_switch_port_slots();
-        let mut owner = vec![(0u32, 0u8); n];
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        push_edges(f, b, 0, 0, &mut edges);
+        ChannelGraph::from_edges(f, n, edges)
+    }
+
+    /// A graph over `n` nodes, node `v` standing for slot
+    /// `v % num_switch_port_slots` (several VL layers side by side).
+    fn from_edges(f: &RoutingFabric, n: usize, mut edges: Vec<(u32, u32)>) -> ChannelGraph {
+        let mut owner = vec![(0u32, 0u8); f.num_switch_port_slots()];
         for s in f.switch_ids() {
             for p in 0..=f.switch(s).num_ports {
                 owner[f.switch_port_slot(s, p)] = (s.0, p);
             }
         }
-        let mut edges: Vec<(u32, u32)> = Vec::new();
-        for t in f.switch_ids() {
-            for (in_port, out) in b.pairs(t.index()) {
-                // The channel into t's in_port is the one leaving its peer.
-                let Some(PortEnd::Switch(u, up)) = f.switch_peer(t, in_port) else { continue };
-                edges.push((f.switch_port_slot(u, up) as u32, f.switch_port_slot(t, out) as u32));
-            }
-        }
         edges.sort_unstable();
+        edges.dedup();
         let mut start = vec![0u32; n + 1];
         for &(a, _) in &edges {
             start[a as usize + 1] += 1;
@@ -402,8 +608,8 @@ impl ChannelGraph {
         self.start.windows(2).filter(|w| w[1] > w[0]).count()
     }
 
-    fn channel(&self, f: &RoutingFabric, slot: u32) -> Channel {
-        let (s, p) = self.owner[slot as usize];
+    fn channel(&self, f: &RoutingFabric, node: u32) -> Channel {
+        let (s, p) = self.owner[node as usize % self.owner.len()];
         let s = SwitchId(s);
         let (to, to_port) = match f.switch_peer(s, p) {
             Some(PortEnd::Switch(n, rp)) => (f.switch(n).guid, rp),
@@ -481,7 +687,7 @@ impl ChannelGraph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lft::PathSl;
+    use crate::lft::HopVls;
     use crate::minhop::minhop;
     use crate::testfab;
 
@@ -539,5 +745,70 @@ mod tests {
         assert_eq!(rep.vls.iter().map(|v| v.vl).collect::<Vec<_>>(), vec![3, 5]);
         assert_eq!(rep.vls[1].paths, 1);
         assert!(rep.vls[1].acyclic && !rep.vls[0].acyclic);
+    }
+
+    /// Minhop on a 5-ring with one host per switch: every path is on SL 0.
+    fn ring5() -> (RoutingFabric, Routes) {
+        let f = testfab::ring(5, 1);
+        let mut r = minhop(&f).unwrap();
+        let top = usize::from(f.max_lid()) + 1;
+        r.sl = Some(PathSl::per_switch(vec![vec![0; top]; f.num_switches()]));
+        (f, r)
+    }
+
+    #[test]
+    fn hop_vls_break_the_ring_cycle_one_vl_has() {
+        let (f, mut r) = ring5();
+        let single = analyze_cdg(&f, &r, CdgScope::default());
+        assert!(!single.deadlock_free() && !single.hop_vls);
+
+        // A dateline at switch 0: a packet that arrived over a cable from
+        // switch 0 goes on on VL 1, in both directions. What enters at a
+        // host or the switch itself stays on VL 0.
+        let s0 = SwitchId(0);
+        let mut h = HopVls::new(&f);
+        for e in f.switch_neighbors(s0) {
+            for out in [1u8, 2] {
+                h.set(e.neighbor, e.remote_port, out, [1; 16]);
+            }
+        }
+        r.sl.as_mut().unwrap().hop_vls = Some(h);
+        let rep = analyze_cdg(&f, &r, CdgScope::default());
+        assert!(rep.deadlock_free() && rep.hop_vls, "{rep}");
+        assert_eq!(rep.vls.iter().map(|v| v.vl).collect::<Vec<_>>(), vec![0, 1]);
+        // 5 x 5 paths (the local ones too) all start on VL 0; the two-hop
+        // ones through a neighbour of switch 0 that came from it (0->1->2
+        // and 0->4->3) also use VL 1.
+        assert_eq!(rep.vls[0].paths, 25);
+        assert_eq!(rep.vls[1].paths, 2);
+        // Their dependencies: from VL 0 (the cable out of switch 0) to VL 1.
+        assert_eq!(rep.vls[0].dependencies, single.vls[0].dependencies);
+        assert_eq!(rep.vls[1].dependencies, 0);
+    }
+
+    #[test]
+    fn a_cycle_through_two_vls_is_found() {
+        // Everything switch 2 sends on goes on VL 1: VL 0 alone and VL 1
+        // alone are acyclic, but (c1, VL0) -> (c2, VL1) -> (c3, VL0) -> ...
+        // still closes the ring.
+        let (f, mut r) = ring5();
+        let mut h = HopVls::new(&f);
+        for i in 0..=f.switch(SwitchId(2)).num_ports {
+            for out in [1u8, 2] {
+                h.set(SwitchId(2), i, out, [1; 16]);
+            }
+        }
+        r.sl.as_mut().unwrap().hop_vls = Some(h);
+        let rep = analyze_cdg(&f, &r, CdgScope::default());
+        assert!(!rep.deadlock_free(), "{rep}");
+        let v0 = &rep.vls[0];
+        let (cycle, vls) = (v0.cycle.as_ref().unwrap(), v0.cycle_vls.as_ref().unwrap());
+        assert_eq!(cycle.len(), 5);
+        assert_eq!(vls.iter().filter(|&&v| v == 1).count(), 1, "{vls:?}");
+        let g2 = f.switch(SwitchId(2)).guid;
+        let at = vls.iter().position(|&v| v == 1).unwrap();
+        assert_eq!(cycle[at].from, g2);
+        assert!(rep.to_string().contains("VL1 (0x"), "{rep}");
+        assert!(!rep.vls[1].acyclic && rep.vls[1].cycle.is_none());
     }
 }

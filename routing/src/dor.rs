@@ -38,20 +38,49 @@
 //!
 //! ## Deadlock freedom
 //! Paths only turn from a lower to a higher dimension and never reverse, so
-//! a channel dependency cycle must stay inside one ring and run round it in
-//! one direction. On a mesh there are no rings: one VL suffices. On a torus
-//! each ring dimension of 5 or more switches has a *dateline*, the cable
-//! from coordinate size−1 back to 0. A path's SL is the bitmask of the
-//! datelines it crosses (bit i for the i-th such dimension), and SL = VL. On
-//! one VL a ring then carries either only paths that cross its dateline or
-//! only paths that do not: the latter never use the dateline cable, so they
-//! cannot close the ring; the former are at most ⌊n/2⌋ hops long within the
-//! ring and all contain the dateline cable, so no path holds the hop pair
-//! opposite the dateline, and again the ring is not closed. OpenSM's
-//! torus-2QoS gets by with 2 VLs by switching VL at the dateline through
-//! per-port SL2VL tables; with the identity SL-to-VL mapping used here the
-//! VL is fixed per path, so a torus with t dateline dimensions needs 2^t
-//! VLs, and [`RoutingError::TooFewVls`] says so when there are fewer.
+//! a channel dependency cycle on one VL must stay inside one ring and run
+//! round it in one direction. On a mesh there are no rings: one VL
+//! suffices. On a torus each ring dimension of 5 or more switches has a
+//! *dateline*, the cable between coordinates k−1 and 0 (k the ring size).
+//! Two VLs suffice, as in OpenSM's torus-2QoS: the VL changes inside the
+//! fabric through per-(input port, output port) SL-to-VL tables
+//! ([`HopVls`]).
+//!
+//! - A path's SL is the bitmask of the datelines it crosses (bit i for the
+//!   i-th dimension with a dateline), so at most 4 such dimensions fit the
+//!   16 SLs; more is refused with [`RoutingError::NotApplicable`].
+//! - A hop leaving switch c (coordinate x in ring dimension d) by a
+//!   ring-d cable rides VL 1 when the SL has d's bit and the hop is the
+//!   dateline hop or comes after it; otherwise VL 0. Mesh dimensions, hops
+//!   to end ports and every CA use VL 0.
+//! - Paths go the shorter way (ties: plus), so a crossing path has length
+//!   ℓ ≤ ⌊k/2⌋ in the ring. Plus-wards from s to t (t < s): the pre-dateline
+//!   hops leave x ∈ [s, k−2] with s = t + k − ℓ ≥ ⌈k/2⌉, the dateline hop
+//!   leaves k−1, the post-dateline ones leave x ∈ [0, t−1] with t ≤ ℓ−1, so
+//!   x ≤ ⌊k/2⌋−2. Hence "after the dateline" is *x = k−1 or 2x < k*, known
+//!   from the coordinate alone. Minus-wards (a crossing path is strictly
+//!   shorter than k/2, ties go plus): pre-dateline hops leave x ∈ [1, s]
+//!   with 2x < k, the dateline hop leaves 0, post-dateline ones leave
+//!   x ≥ t+1 > k/2: *x = 0 or 2x ≥ k*. So the table of (switch, out port)
+//!   depends on the switch's coordinate, the port's dimension and direction
+//!   and the SL, never on the input port.
+//! - Acyclic: within one ring and direction, VL 0 never holds the dateline
+//!   cable (crossing paths are on VL 0 only before it, the others never
+//!   take it), so its dependencies follow the line 0 → 1 → … → k−1 and
+//!   cannot close. VL 1 holds the dateline cable and post-dateline hops,
+//!   which leave x ≤ ⌊k/2⌋−2 < k−2 plus-wards (x ≥ ⌊k/2⌋+1 > 1
+//!   minus-wards), so the cable leaving k−2 (minus-wards: 1) is never on
+//!   VL 1 and the ring is not closed either. Along a path the pair
+//!   (dimension, VL) never decreases: VL goes 0 → 1 at most once per
+//!   dimension and dimensions only grow. Ordering channels by (dimension,
+//!   VL) and then along each ring's open line orders every dependency, so
+//!   the whole (channel, VL) dependency graph is acyclic.
+//! - 3-rings need no dateline (every in-ring path segment is one hop) and
+//!   4-rings are detected as two 2-switch lines, so a torus whose rings are
+//!   all 3 or 4 long, like a mesh, uses one VL and no tables.
+//!
+//! [`RoutingError::TooFewVls`] (needed 2) refuses a torus with datelines
+//! when only one VL is available.
 //!
 //! ## Parallel cables
 //! Between two neighbours the route to each LID takes the least loaded of
@@ -66,7 +95,7 @@
 use crate::engine::EngineOptions;
 use crate::error::RoutingError;
 use crate::fabric::{PortEnd, RoutingFabric, SwitchId};
-use crate::lft::{Lft, PathSl, Routes};
+use crate::lft::{HopVls, Lft, PathSl, Routes, SL_COUNT};
 
 const NONE: u32 = u32::MAX;
 const ENGINE: &str = "dor";
@@ -112,9 +141,14 @@ impl Shape {
         self.dims.iter().filter(|d| d.has_dateline()).count()
     }
 
-    /// VLs deadlock freedom needs: 2^datelines.
+    /// VLs deadlock freedom needs: 2 with datelines (switched per hop),
+    /// else 1.
     pub fn vls_needed(&self) -> u32 {
-        1u32.checked_shl(self.datelines() as u32).unwrap_or(u32::MAX)
+        if self.datelines() == 0 {
+            1
+        } else {
+            2
+        }
     }
 
     /// "4x4x4 torus", "2x2x2 mesh", "5x3 mesh/torus" (mixed: `r` marks rings).
@@ -506,15 +540,25 @@ fn detect(f: &RoutingFabric, g: Simple, local: &[u32]) -> Result<Shape, RoutingE
 
 /// Routes a mesh, torus or hypercube in dimension order; see the module
 /// documentation. Fills [`Routes::sl`] with the dateline bitmask of every
-/// path (all zero on a mesh).
+/// path (all zero on a mesh) and, on a torus with datelines, the per-hop
+/// SL-to-VL tables ([`PathSl::hop_vls`]) that move a path to VL 1 at its
+/// datelines.
 ///
 /// Errors: [`RoutingError::NotApplicable`] when a part of the switch graph
-/// is no mesh, torus or hypercube; [`RoutingError::TooFewVls`] when the
-/// datelines need more VLs than `options.max_vls`;
-/// [`RoutingError::Disconnected`] with the routes of every part when the
-/// fabric has more than one.
+/// is no mesh, torus or hypercube, or has more dateline dimensions than SL
+/// bits; [`RoutingError::TooFewVls`] (needed 2) on a torus with datelines
+/// when `options.max_vls` is 1; [`RoutingError::Disconnected`] with the
+/// routes of every part when the fabric has more than one.
 pub fn dor(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, RoutingError> {
     let shapes = shapes(fabric)?;
+    if let Some(s) = shapes.iter().find(|s| s.datelines() > MAX_DATELINES) {
+        return Err(not_applicable(format!(
+            "the {} has {} ring dimensions of 5 or more switches; a path's SL holds one dateline bit per such \
+             dimension and 16 SLs hold {MAX_DATELINES}",
+            s.describe(),
+            s.datelines()
+        )));
+    }
     let needed = shapes.iter().map(Shape::vls_needed).max().unwrap_or(1);
     if needed > u32::from(options.max_vls) {
         return Err(RoutingError::TooFewVls {
@@ -527,14 +571,39 @@ pub fn dor(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, Ro
     let mut lfts: Vec<Lft> = (0..fabric.num_switches()).map(|_| Lft::unrouted(top)).collect();
     let mut sl = vec![vec![0u8; usize::from(top) + 1]; fabric.num_switches()];
     let mut load = vec![0u64; fabric.num_switch_port_slots()];
+    let mut hop_vls = (needed > 1).then(|| HopVls::new(fabric));
     for shape in &shapes {
-        route_part(fabric, shape, &mut lfts, &mut sl, &mut load);
+        route_part(fabric, shape, &mut lfts, &mut sl, &mut load, hop_vls.as_mut());
     }
-    let routes = Routes { lfts, sl: Some(PathSl::per_switch(sl)) };
+    let mut path_sl = PathSl::per_switch(sl);
+    path_sl.hop_vls = hop_vls;
+    let routes = Routes { lfts, sl: Some(path_sl) };
     crate::error::disconnected_or_ok(fabric, routes)
 }
 
-fn route_part(f: &RoutingFabric, shape: &Shape, lfts: &mut [Lft], sl: &mut [Vec<u8>], load: &mut [u64]) {
+/// Dateline dimensions whose bits fit an SL (16 SLs: 4 bits).
+pub const MAX_DATELINES: usize = SL_COUNT.trailing_zeros() as usize;
+
+/// Whether a hop leaving coordinate `x` of a ring of `k` switches in the
+/// plus (`plus`) or minus direction, on a path that crosses the ring's
+/// dateline, is the dateline hop or comes after it. See the module
+/// documentation for why the coordinate alone decides.
+pub fn past_dateline(x: u32, k: u32, plus: bool) -> bool {
+    if plus {
+        x == k - 1 || 2 * x < k
+    } else {
+        x == 0 || 2 * x >= k
+    }
+}
+
+fn route_part(
+    f: &RoutingFabric,
+    shape: &Shape,
+    lfts: &mut [Lft],
+    sl: &mut [Vec<u8>],
+    load: &mut [u64],
+    hop_vls: Option<&mut HopVls>,
+) {
     let n = shape.switches.len();
     let d = shape.dims.len();
     let mut local = vec![NONE; f.num_switches()];
@@ -577,6 +646,32 @@ fn route_part(f: &RoutingFabric, shape: &Shape, lfts: &mut [Lft], sl: &mut [Vec<
             })
             .collect()
     };
+    // Per-hop VLs: a ring-k cable carries a path on VL 1 once it is at or
+    // past k's dateline; the table is the same whatever the input port.
+    if let Some(h) = hop_vls {
+        for i in 0..n {
+            let sw = shape.switches[i];
+            let num_ports = f.switch(sw).num_ports;
+            for k in 0..d {
+                if bit[k] == 0 {
+                    continue;
+                }
+                let x = shape.coord(i)[k];
+                for (dir, plus) in [(0usize, true), (1, false)] {
+                    let past = past_dateline(x, shape.dims[k].size, plus);
+                    let mut table = [0u8; SL_COUNT];
+                    for (v, t) in table.iter_mut().enumerate() {
+                        *t = u8::from(past && v as u8 & bit[k] != 0);
+                    }
+                    for &out in &ports[(i * d + k) * 2 + dir] {
+                        for in_port in 0..=num_ports {
+                            h.set(sw, in_port, out, table);
+                        }
+                    }
+                }
+            }
+        }
+    }
     let hosts: Vec<u64> = shape
         .switches
         .iter()
@@ -744,5 +839,50 @@ mod tests {
         let rep = validate(&f, &r);
         assert!(rep.is_clean() && rep.all_minimal() && rep.fully_connected(), "{rep}");
         assert!(r.sl.unwrap().by_source_switch.iter().all(|row| row.iter().all(|&x| x == 0)));
+    }
+
+    /// The coordinate rule against every path of rings of 5 to 40: a hop of
+    /// a crossing path is "past" exactly from its dateline hop on, and VL 1
+    /// never holds the cable leaving k-2 plus-wards (1 minus-wards), so it
+    /// cannot close the ring; VL 0 never holds the dateline cable.
+    #[test]
+    fn past_dateline_matches_every_shortest_ring_path() {
+        for k in 5u32..=40 {
+            let mut vl1 = [vec![false; k as usize], vec![false; k as usize]];
+            let mut vl0_dateline = false;
+            for s in 0..k {
+                for t in 0..k {
+                    let fwd = (t + k - s) % k;
+                    let plus = fwd <= k - fwd;
+                    let crosses = if plus { t < s } else { t > s };
+                    let (mut x, mut past) = (s, false);
+                    while x != t {
+                        let dateline = if plus { x == k - 1 } else { x == 0 };
+                        past |= dateline;
+                        let vl = crosses && past_dateline(x, k, plus);
+                        assert_eq!(crosses && past, vl, "k {k}: {s} -> {t} leaving {x}");
+                        if vl {
+                            vl1[usize::from(!plus)][x as usize] = true;
+                        } else {
+                            vl0_dateline |= dateline;
+                        }
+                        x = if plus { (x + 1) % k } else { (x + k - 1) % k };
+                    }
+                }
+            }
+            assert!(!vl0_dateline, "k {k}");
+            assert!(!vl1[0][(k - 2) as usize] && !vl1[1][1], "k {k}");
+            assert!(vl1[0][(k - 1) as usize] && vl1[1][0], "k {k}: the dateline hops ride VL 1");
+        }
+    }
+
+    #[test]
+    fn too_many_datelines_for_16_sls_are_refused() {
+        let f = testfab::grid(&[5, 5, 5, 5, 5], &[true; 5], 1, 0);
+        let e = dor(&f, &EngineOptions { max_vls: 8, ..Default::default() }).unwrap_err();
+        assert!(
+            matches!(&e, RoutingError::NotApplicable { reason, .. } if reason.contains("5 ring dimensions")),
+            "{e}"
+        );
     }
 }

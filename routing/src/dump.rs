@@ -33,7 +33,7 @@ use std::fmt::{self, Write as _};
 use thiserror::Error;
 
 use crate::fabric::{EndPortId, NodeRef, RoutingFabric, SwitchId};
-use crate::lft::{Lft, PathSl, Routes, UNROUTED};
+use crate::lft::{HopVls, Lft, PathSl, Routes, SL_COUNT, UNROUTED};
 
 /// Which tool wrote a dump.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -498,15 +498,21 @@ impl fmt::Display for DumpFormat {
 pub const PATH_SL_HEADER: &str =
     "# ibsm path SLs: <source LID> <first DLID>[-<last DLID>] <SL>; unlisted pairs use SL 0";
 
+/// The comment line before per-hop SL-to-VL tables in a path-SL file.
+pub const PATH_SL_VL_HEADER: &str = "# vl <switch LID> <in port> <out port> <VL of SL 0..15 as 16 hex digits>; \
+     unlisted tables map every SL to VL 0";
+
 /// Writes the non-zero SLs of `sl` as runs of destination LIDs per source
 /// switch (named by its LID), switches in ascending GUID order. Dumps carry
-/// no SLs, so engines that use VLs need this next to their tables.
+/// no SLs, so engines that use VLs need this next to their tables. Per-hop
+/// SL-to-VL tables ([`PathSl::hop_vls`]) follow as `vl` lines, one per
+/// (switch, input port, output port) whose table is not all zero.
 pub fn write_path_sl(fabric: &RoutingFabric, sl: &PathSl) -> String {
     let mut order: Vec<SwitchId> = fabric.switch_ids().collect();
     order.sort_by_key(|&s| fabric.switch(s).guid);
     let mut out = String::new();
     let _ = writeln!(out, "{PATH_SL_HEADER}");
-    for s in order {
+    for &s in &order {
         let src = fabric.switch(s).base_lid;
         let Some(row) = sl.by_source_switch.get(s.index()) else { continue };
         let mut lid = 0usize;
@@ -526,13 +532,34 @@ pub fn write_path_sl(fabric: &RoutingFabric, sl: &PathSl) -> String {
             };
         }
     }
+    if let Some(h) = &sl.hop_vls {
+        let _ = writeln!(out, "{PATH_SL_VL_HEADER}");
+        for s in order {
+            let lid = fabric.switch(s).base_lid;
+            let ports = fabric.switch(s).num_ports;
+            for in_port in 0..=ports {
+                for out_port in 0..=ports {
+                    let t = h.table(s, in_port, out_port);
+                    if t != [0; SL_COUNT] {
+                        let hex: String =
+                            t.iter().map(|&v| char::from_digit(u32::from(v), 16).unwrap_or('?')).collect();
+                        let _ = writeln!(out, "vl 0x{lid:04x} {in_port} {out_port} {hex}");
+                    }
+                }
+            }
+        }
+    }
     out
 }
 
 /// Reads a path-SL file against `fabric`. A source LID stands for the
 /// switch that owns it or that its end port hangs off (the SA answers per
 /// port; the tables route per source switch). Lines are `<source LID>
-/// <DLID>[-<DLID>] <SL>`; `#` starts a comment. A source LID or DLID the
+/// <DLID>[-<DLID>] <SL>`, or `vl <switch LID> <in port> <out port> <16 hex
+/// VLs>` for a per-hop SL-to-VL table (any such line makes
+/// [`PathSl::hop_vls`] `Some`; a switch LID that is no switch's, a port
+/// the switch lacks, a VL above 14 or a table given twice differently is
+/// an error naming the line); `#` starts a comment. A source LID or DLID the
 /// fabric lacks, an SL above 15, or two SLs for one (source LID, DLID) is
 /// an error naming the line. Two source LIDs of one switch with different
 /// SLs towards a DLID (two ports) are both kept: see [`PathSl::more`].
@@ -544,6 +571,8 @@ pub fn parse_path_sl(text: &str, file: &str, fabric: &RoutingFabric) -> Result<P
     let mut set_by: BTreeMap<(u16, u16), (usize, u8)> = BTreeMap::new();
     let mut primary: BTreeSet<(u32, u16)> = BTreeSet::new();
     let mut more: Vec<(u16, u32, u8)> = Vec::new();
+    let mut hop_vls: Option<HopVls> = None;
+    let mut vl_set_by: BTreeMap<(u32, u8, u8), usize> = BTreeMap::new();
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let syntax = |problem: String| DumpError::Syntax { file: file.to_string(), line: n, problem };
@@ -552,6 +581,11 @@ pub fn parse_path_sl(text: &str, file: &str, fabric: &RoutingFabric) -> Result<P
             continue;
         }
         let words: Vec<&str> = line.split_whitespace().collect();
+        if words.first() == Some(&"vl") {
+            let h = hop_vls.get_or_insert_with(|| HopVls::new(fabric));
+            parse_vl_line(&words, fabric, h, &mut vl_set_by, n).map_err(syntax)?;
+            continue;
+        }
         let [src, dlids, sl] = words[..] else {
             return Err(syntax(format!("expected `<source LID> <DLID>[-<DLID>] <SL>`, found `{}`", clip(line))));
         };
@@ -603,7 +637,51 @@ pub fn parse_path_sl(text: &str, file: &str, fabric: &RoutingFabric) -> Result<P
     }
     more.sort_unstable();
     more.dedup();
-    Ok(PathSl { by_source_switch: rows, more, hop_vls: None })
+    Ok(PathSl { by_source_switch: rows, more, hop_vls })
+}
+
+/// One `vl <switch LID> <in port> <out port> <16 hex VLs>` line into `h`;
+/// `set_by` holds the line that set each (switch, in, out) so far.
+fn parse_vl_line(
+    words: &[&str],
+    fabric: &RoutingFabric,
+    h: &mut HopVls,
+    set_by: &mut BTreeMap<(u32, u8, u8), usize>,
+    line: usize,
+) -> Result<(), String> {
+    let [_, lid, in_port, out_port, vls] = words[..] else {
+        return Err(format!(
+            "expected `vl <switch LID> <in port> <out port> <16 hex VLs>`, found `{}`",
+            clip(&words.join(" "))
+        ));
+    };
+    let lid_num = parse_lid(lid).ok_or_else(|| format!("`{lid}` is not a LID"))?;
+    let Some(NodeRef::Switch(s)) = fabric.lid_owner(lid_num) else {
+        return Err(format!("LID {lid_num:#06x} is no switch's LID in the topology"));
+    };
+    let ports = fabric.switch(s).num_ports;
+    let port = |w: &str| -> Result<u8, String> {
+        w.parse::<u8>()
+            .ok()
+            .filter(|&p| p <= ports)
+            .ok_or_else(|| format!("`{w}` is not a port of switch {:#018x} (0-{ports})", fabric.switch(s).guid))
+    };
+    let (i, o) = (port(in_port)?, port(out_port)?);
+    let digits: Vec<u32> = vls.chars().filter_map(|c| c.to_digit(16)).collect();
+    if vls.chars().count() != SL_COUNT || digits.len() != SL_COUNT || digits.iter().any(|&v| v > 14) {
+        return Err(format!("`{}` is not 16 hex digits, one data VL (0-e) per SL", clip(vls)));
+    }
+    let mut table = [0u8; SL_COUNT];
+    for (t, &v) in table.iter_mut().zip(&digits) {
+        *t = v as u8;
+    }
+    if let Some(prev) = set_by.insert((s.0, i, o), line) {
+        if h.table(s, i, o) != table {
+            return Err(format!("switch LID {lid_num:#06x} ports {i} -> {o}: another table at line {prev}"));
+        }
+    }
+    h.set(s, i, o, table);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -781,5 +859,47 @@ Unicast lids [0x0-0xe] of switch DR path slid 65535; dlid 65535; 0,1,3 guid 0x00
         assert_eq!(two.more, vec![(3, s.0, 2)]);
         assert_eq!(two.more_for(3).collect::<Vec<_>>(), vec![(s.0, 2)]);
         assert_eq!(two.more_for(4).count(), 0);
+    }
+
+    #[test]
+    fn hop_vls_round_trip_as_vl_lines() {
+        let f = testfab::grid(&[5, 3], &[true, false], 1, 1);
+        let sl = crate::dor::dor(&f, &crate::EngineOptions { max_vls: 2, ..Default::default() }).unwrap().sl.unwrap();
+        let h = sl.hop_vls.as_ref().expect("a 5-ring has a dateline");
+        let text = write_path_sl(&f, &sl);
+        let vl_lines: Vec<&str> = text.lines().filter(|l| l.starts_with("vl ")).collect();
+        assert!(text.contains(PATH_SL_VL_HEADER));
+        // Only tables that are not all zero: every table is the same for
+        // every input port, so count per (switch, ring port) x inputs.
+        let nonzero: usize = f
+            .switch_ids()
+            .map(|s| {
+                let p = f.switch(s).num_ports;
+                (0..=p).flat_map(|i| (0..=p).map(move |o| (i, o))).filter(|&(i, o)| h.table(s, i, o) != [0; 16]).count()
+            })
+            .sum();
+        assert!(nonzero > 0);
+        assert_eq!(vl_lines.len(), nonzero);
+        assert!(vl_lines.iter().all(|l| l.rsplit(' ').next().unwrap().chars().all(|c| c == '0' || c == '1')));
+        let back = parse_path_sl(&text, "p", &f).unwrap();
+        assert_eq!(back, sl);
+
+        // Old files (no vl lines) still parse, without tables.
+        let old: String = text.lines().filter(|l| !l.starts_with("vl ")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(parse_path_sl(&old, "p", &f).unwrap().hop_vls, None);
+
+        let s0 = f.switch_ids().next().unwrap();
+        let lid = f.switch(s0).base_lid;
+        let host = f.end_port(f.end_port_ids().next().unwrap()).base_lid;
+        let bad = |t: &str| parse_path_sl(t, "q", &f).unwrap_err().to_string();
+        let ones = "0101010101010101";
+        assert!(parse_path_sl(&format!("vl {lid} 0 1 {ones}\n"), "q", &f).unwrap().hop_vl(s0, 0, 1, 1) == 1);
+        assert!(bad(&format!("1 1 1\nvl {lid} 0 1\n")).starts_with("q:2: expected `vl"));
+        assert!(bad(&format!("vl {host} 0 1 {ones}\n")).contains("no switch's LID"));
+        assert!(bad(&format!("vl {lid} 0 99 {ones}\n")).contains("`99` is not a port"));
+        assert!(bad(&format!("vl {lid} 0 1 010101010101010\n")).contains("not 16 hex digits"));
+        assert!(bad(&format!("vl {lid} 0 1 f101010101010101\n")).contains("not 16 hex digits"));
+        let twice = bad(&format!("vl {lid} 0 1 {ones}\n# x\nvl {lid} 0 1 1{}\n", &ones[1..]));
+        assert!(twice.starts_with("q:3: switch LID") && twice.contains("line 1"), "{twice}");
     }
 }

@@ -5,6 +5,7 @@
 mod cdg;
 
 use ibsm_routing::analysis::trace;
+use ibsm_routing::cdg::{analyze_cdg, CdgScope};
 use ibsm_routing::dor::{dor, shapes};
 use ibsm_routing::testfab::{self, grid, FatTree, RandomSpec};
 use ibsm_routing::{route, EngineKind, EngineOptions, NodeRef, PortEnd, RoutingError, RoutingFabric, SwitchId};
@@ -22,7 +23,7 @@ fn assert_good(f: &RoutingFabric, max_vls: u8) -> ibsm_routing::Routes {
     assert!(rep.all_minimal(), "{rep}");
     let cyc = cdg::cyclic_layers(f, &r);
     assert!(cyc.iter().all(|c| !c), "cyclic layers: {cyc:?}");
-    assert!(cdg::max_sl(&r).unwrap() < max_vls);
+    assert!(cdg::max_vl(&r).unwrap() < max_vls);
     r
 }
 
@@ -65,13 +66,111 @@ fn torus_without_its_sls_has_a_credit_loop() {
 
 #[test]
 fn too_few_vls_on_a_torus_names_the_shortfall() {
-    let f = grid(&[5, 5, 5], &[true, true, true], 1, 1);
-    let e = dor(&f, &vls(4)).unwrap_err();
-    assert_eq!(e, RoutingError::TooFewVls { engine: "dor", needed: 8, available: 4 });
-    assert!(e.to_string().contains("needs 8 virtual lanes"), "{e}");
-    let f = grid(&[9], &[true], 1, 1);
-    assert_eq!(dor(&f, &vls(1)).unwrap_err(), RoutingError::TooFewVls { engine: "dor", needed: 2, available: 1 });
-    assert_good(&f, 2);
+    for f in
+        [grid(&[5, 5, 5], &[true, true, true], 1, 1), grid(&[8, 8], &[true, true], 1, 1), grid(&[9], &[true], 1, 1)]
+    {
+        let e = dor(&f, &vls(1)).unwrap_err();
+        assert_eq!(e, RoutingError::TooFewVls { engine: "dor", needed: 2, available: 1 });
+        assert!(e.to_string().contains("needs 2 virtual lanes"), "{e}");
+        assert_good(&f, 2);
+    }
+}
+
+/// 3D tori with rings of 5 and 6 on two VLs: the per-hop tables use both,
+/// the (channel, VL) graph is acyclic, while the same paths with every hop
+/// on one VL have a credit loop (so the tables are what makes them safe)
+/// and the old scheme, VL = SL = dateline mask, still holds on 8 VLs.
+#[test]
+fn tori_3d_need_only_two_vls() {
+    for n in [5u8, 6] {
+        let f = grid(&[n, n, n], &[true, true, true], 1, 1);
+        let r = assert_good(&f, 2);
+        let sl = r.sl.as_ref().unwrap();
+        assert_eq!(sl.hop_vls.as_ref().unwrap().vls_used(), 2);
+        assert_eq!(cdg::max_sl(&r), Some(7), "paths crossing all three datelines exist");
+        let rep = analyze_cdg(&f, &r, CdgScope::default());
+        assert!(rep.deadlock_free() && rep.hop_vls, "{rep}");
+        assert_eq!(rep.vls.iter().map(|v| v.vl).collect::<Vec<_>>(), vec![0, 1]);
+        let all = analyze_cdg(&f, &r, CdgScope { include_switches: true });
+        assert!(all.deadlock_free(), "{all}");
+
+        // VL = SL: the bitmask scheme on 8 VLs.
+        let mut fixed = r.clone();
+        fixed.sl.as_mut().unwrap().hop_vls = None;
+        let rep = analyze_cdg(&f, &fixed, CdgScope::default());
+        assert!(rep.deadlock_free() && !rep.hop_vls && rep.vls.len() == 8, "{rep}");
+        // Every hop on VL 0: cyclic, in both checkers.
+        let mut zero = r.clone();
+        zero.sl = None;
+        assert!(!analyze_cdg(&f, &zero, CdgScope::default()).deadlock_free());
+        assert_eq!(cdg::cyclic_layers(&f, &zero), vec![true]);
+    }
+}
+
+/// The tables follow the scheme of the module docs, checked hop by hop on
+/// traced paths: a hop rides VL 1 exactly when its path crosses the ring's
+/// dateline at that hop or has crossed it earlier in that dimension; the
+/// table does not depend on the input port; hops to end ports use VL 0.
+#[test]
+fn hop_vls_switch_at_the_dateline() {
+    let f = grid(&[6, 5, 3], &[true, true, true], 1, 1);
+    let r = assert_good(&f, 2);
+    let sl = r.sl.as_ref().unwrap();
+    let h = sl.hop_vls.as_ref().unwrap();
+    let shape = &shapes(&f).unwrap()[0];
+    let pos = |s: SwitchId| shape.switches.iter().position(|&x| x == s).unwrap();
+    let mut switched = 0;
+    for s in f.switch_ids() {
+        let p = f.switch(s).num_ports;
+        for out in 0..=p {
+            let t0 = h.table(s, 0, out);
+            for i in 0..=p {
+                assert_eq!(h.table(s, i, out), t0, "switch {s:?} in {i} out {out}");
+            }
+            if !matches!(f.switch_peer(s, out), Some(PortEnd::Switch(..))) {
+                assert_eq!(t0, [0; 16], "hops to end ports use VL 0");
+            }
+        }
+        for d in f.end_port_ids() {
+            let lid = f.end_port(d).base_lid;
+            let t = trace(&f, &r, NodeRef::Switch(s), lid);
+            let path_sl = sl.sl(s, lid).unwrap();
+            let mut crossed = [false; 3];
+            let mut in_port = 0;
+            for &(sw, port) in &t.hops {
+                let vl = sl.hop_vl(sw, in_port, port, path_sl);
+                let Some(PortEnd::Switch(n, rp)) = f.switch_peer(sw, port) else {
+                    assert_eq!(vl, 0);
+                    continue;
+                };
+                let (a, b) = (shape.coord(pos(sw)), shape.coord(pos(n)));
+                let k = (0..3).find(|&k| a[k] != b[k]).unwrap();
+                if a[k].abs_diff(b[k]) > 1 {
+                    crossed[k] = true;
+                }
+                let want = u8::from(crossed[k] && shape.dims[k].has_dateline());
+                assert_eq!(vl, want, "{s:?} -> {lid}: hop {sw:?}:{port} dim {k}");
+                switched += usize::from(vl == 1);
+                in_port = rp;
+            }
+        }
+    }
+    assert!(switched > 0);
+}
+
+#[test]
+fn meshes_and_dateline_free_tori_keep_one_vl_and_no_tables() {
+    for f in [
+        grid(&[5, 4], &[false, false], 1, 1),
+        grid(&[3, 3, 3], &[true, true, true], 1, 1),
+        grid(&[4, 4], &[true, true], 1, 1),
+        grid(&[3, 4], &[true, false], 1, 1),
+    ] {
+        let r = assert_good(&f, 1);
+        assert_eq!(r.sl.as_ref().unwrap().hop_vls, None);
+        let rep = analyze_cdg(&f, &r, CdgScope::default());
+        assert!(rep.deadlock_free() && !rep.hop_vls && rep.vls.len() == 1, "{rep}");
+    }
 }
 
 #[test]

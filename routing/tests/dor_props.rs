@@ -42,7 +42,7 @@ proptest! {
                 let rep = validate(&f, &r);
                 prop_assert!(rep.is_clean() && rep.fully_connected() && rep.all_minimal(), "{}", rep);
                 prop_assert_eq!(rep.delivered, rep.pairs);
-                prop_assert!(cdg::max_sl(&r).unwrap() < max_vls);
+                prop_assert!(cdg::max_vl(&r).unwrap() < max_vls);
                 let cyc = cdg::cyclic_layers(&f, &r);
                 prop_assert!(cyc.iter().all(|c| !c), "{:?} {:?}: cyclic {:?}", sizes, wrap, cyc);
             }
