@@ -215,6 +215,54 @@ fn engines_on_a_torus_with_virtual_lanes() {
 }
 
 #[test]
+fn dor_switches_vl_at_the_datelines_with_two_vls() {
+    // Every ring of a 5x5x5 torus has a dateline: with the VL fixed per
+    // path dor would need 8 VLs; moving to VL 1 at the dateline through
+    // per-port SL-to-VL tables needs 2, the budget given here.
+    let spec = "torus3d:5x5x5,hosts=1";
+    let topo = Topology::from_spec_or_file(spec).unwrap();
+    let fabric = FabricBuilder::new(&topo).seed(7).build_shared().unwrap();
+    let host = topo.hosts().next().unwrap();
+    let dev = SimDevice::attach(&fabric, host, 1).unwrap();
+    let (transport, _unsolicited) = MadTransport::spawn(dev, txn());
+    // max_op_vls is a VLCap code: 2 = VL0-VL1.
+    let config = SmConfig { routing_engine: vec!["dor".into()], max_op_vls: 2, ..SmConfig::default() };
+    let mut sm = SubnetManager::new(transport, config, false);
+    let report = runtime().block_on(sm.sweep()).expect("sweep");
+    assert!(report.subnet_up(), "{:?} {:?}", report.inactive, report.problems());
+    assert!(report.problems().is_empty(), "{:?}", report.problems());
+    assert!(report.routing_notes.is_empty(), "dor applies with 2 VLs: {:?}", report.routing_notes);
+    assert_fabric_up(&topo, &fabric);
+
+    // Every cabled (input, output) pair of every switch holds the table the
+    // engine asked for, and the tables do use VL 1, and nothing above it.
+    let f = fabric.lock().unwrap();
+    let mut on_vl1 = 0;
+    for (i, node) in topo.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Switch) {
+        let idx = ibsm::topology::NodeIdx(i);
+        let cabled: Vec<u8> =
+            (1..=node.num_ports).filter(|&p| topo.neighbor(PortRef { node: idx, port: p }).is_some()).collect();
+        for &input in std::iter::once(&0).chain(&cabled) {
+            for &output in &cabled {
+                if input == output {
+                    continue;
+                }
+                let want = sm.hop_vl_table(node.node_guid, input, output).expect("dor's per-port tables");
+                let got = f.switch_sl2vl(idx, input, output).unwrap().vl;
+                assert_eq!(got, want, "{} {input}->{output}", node.name);
+                assert!(want.iter().all(|&v| v <= 1), "{} {input}->{output}: {want:?}", node.name);
+                on_vl1 += want.iter().filter(|&&v| v == 1).count();
+            }
+        }
+    }
+    assert!(on_vl1 > 0, "some hops must move to VL 1 at a dateline");
+    drop(f);
+    // A second sweep finds every table in place.
+    let again = runtime().block_on(sm.sweep()).expect("sweep");
+    assert_eq!(again.program.sl2vl_sets, 0, "{:?}", again.program);
+}
+
+#[test]
 fn qos_tables_are_programmed_once() {
     let topo = Topology::from_spec_or_file("fattree2:radix=8,leaves=4,spines=2,hosts=4").unwrap();
     let fabric = FabricBuilder::new(&topo).seed(7).build_shared().unwrap();
