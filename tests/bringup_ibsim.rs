@@ -345,3 +345,51 @@ fn no_hardware_points_at_sim() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--sim"), "the error should point at --sim: {err}");
 }
+
+/// The SL-to-VL rows `smpquery sl2vl` prints: ((in, out), VL per SL).
+fn sl2vl_rows(text: &str) -> Vec<((u8, u8), Vec<u8>)> {
+    let mut rows = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with("ports: in")) {
+        let (head, table) = line.split_once(':').and_then(|(_, rest)| rest.split_once(':')).map_or(("", ""), |x| x);
+        let nums: Vec<u8> = head.split(|c: char| !c.is_ascii_digit()).filter_map(|t| t.parse().ok()).collect();
+        let vls: Vec<u8> = table.split('|').filter_map(|t| t.trim().parse().ok()).collect();
+        if let (&[input, output], 16) = (&nums[..], vls.len()) {
+            rows.push(((input, output), vls));
+        }
+    }
+    rows
+}
+
+#[test]
+fn dor_with_two_vls_on_an_ibsim_torus() {
+    // Every ring of a 5x5 torus has a dateline: dor moves packets to VL 1
+    // there through per-port SL-to-VL tables, within a 2-VL budget.
+    let dir = workdir();
+    let (net, flags, host) = generated("torus2d:5x5,hosts=1", dir.path());
+    let sim = Ibsim::start_with(&net, &flags);
+    let conf = dir.path().join("ibsm.toml");
+    std::fs::write(&conf, "[sm]\nmax_op_vls = 2\nrouting_engine = [\"dor\"]\n").unwrap();
+    let cache = workdir();
+    let o = sim.ibsm(
+        Some(&host),
+        &["run", "--once", "--config", conf.to_str().unwrap(), "--cache-dir", cache.path().to_str().unwrap()],
+    );
+    assert!(o.status.success(), "ibsm run --once with dor: {}\n{}", stdout(&o), ibsim::stderr(&o));
+    let fabric = Fabric { sim: &sim, host: host.clone() };
+    fabric.judge("dor on 2 VLs");
+
+    // The host's switch (DR path 0,1): every table between two different
+    // ports uses VL 0 or 1 only, and some SL rides VL 1 (a dateline hop).
+    let mut rows = Vec::new();
+    for out in 1..=5u8 {
+        rows.extend(sl2vl_rows(&fabric.tool("smpquery", &["-D", "sl2vl", "0,1", &out.to_string()])));
+    }
+    let between: Vec<&Vec<u8>> = rows.iter().filter(|((i, o), _)| i != o).map(|(_, v)| v).collect();
+    assert!(between.len() >= 20, "{rows:?}");
+    assert!(between.iter().all(|v| v.iter().all(|&vl| vl <= 1)), "{rows:?}");
+    assert!(between.iter().any(|v| v.contains(&1)), "no SL moves to VL 1: {rows:?}");
+    // The host's own port sends every SL on VL 0.
+    let ca = sl2vl_rows(&fabric.tool("smpquery", &["-D", "sl2vl", "0"]));
+    assert_eq!(ca.len(), 1, "{ca:?}");
+    assert!(ca[0].1.iter().all(|&vl| vl == 0), "{ca:?}");
+}
