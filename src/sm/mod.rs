@@ -213,12 +213,17 @@ impl<T: Transport> SubnetManager<T> {
         // their own table per port pair when they switch VL along paths);
         // with QoS on, the configured SL-to-VL and arbitration tables.
         let mut qos_sets = match (&computed.path_sl, self.qos.enabled) {
-            (Some(sl), _) => match &sl.hop_vls {
-                // The engine switches VL along paths (dor on tori).
-                Some(h) => qos::hop_vl_sets(&subnet, h, &view.switch_nodes, &self.lft_cache.qos),
-                None => qos::sl2vl_sets(&subnet, qos::identity_table(vls), &self.lft_cache.qos),
-            },
-            (None, true) => qos::sl2vl_sets(&subnet, qos::configured_sl2vl(&self.qos), &self.lft_cache.qos),
+            (Some(sl), _) => {
+                let plan = match &sl.hop_vls {
+                    // The engine switches VL along paths (dor on tori).
+                    Some(hop_vls) => qos::Sl2VlPlan::PerHop { hop_vls, switch_nodes: &view.switch_nodes },
+                    None => qos::Sl2VlPlan::Uniform(qos::identity_table(vls)),
+                };
+                qos::sl2vl_sets(&subnet, plan, &self.lft_cache.qos)
+            }
+            (None, true) => {
+                qos::sl2vl_sets(&subnet, qos::Sl2VlPlan::Uniform(qos::configured_sl2vl(&self.qos)), &self.lft_cache.qos)
+            }
             (None, false) => Vec::new(),
         };
         if self.qos.enabled {

@@ -7,7 +7,7 @@
 //! port runs; SLs above it fold onto the lanes that exist (no route uses
 //! them, but a host that asks for one should not have its packets dropped).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::subnet::{NodeId, Subnet};
 use crate::config::{QosConfig, SmConfig};
@@ -88,54 +88,40 @@ fn cabled(subnet: &Subnet, id: NodeId) -> Vec<u8> {
     node.external_ports().filter(|&p| node.ports[p as usize].remote.is_some()).collect()
 }
 
-/// The Sets that put `table` on every managed port not yet holding it. A
-/// switch that supports optimized programming takes one Set for all its
-/// port pairs; others take one per (input, output) pair of cabled ports
-/// (port 0 included as an input).
-pub fn sl2vl_sets(subnet: &Subnet, table: SlToVlTableRepr, cache: &QosCache) -> Vec<QosSet> {
-    let data = table.to_data();
-    let mut out = Vec::new();
-    let mut push = |node: NodeId, path: DrPath, amod: u32| {
-        let set = QosSet { node, path, attr: AttributeId::SlToVlMappingTable, amod, data };
-        if !cache.holds(subnet.node(node).guid(), &set) {
-            out.push(set);
-        }
-    };
-    for id in subnet.ids() {
-        let node = subnet.node(id);
-        if node.quarantined.is_some() {
-            continue;
-        }
-        let cabled = cabled(subnet, id);
-        if node.is_switch() {
-            let optimized = node.switch_info.as_ref().is_some_and(|s| s.optimized_sl_to_vl_mapping_programming != 0);
-            if optimized {
-                push(id, node.path, ATTR_MOD_ALL_INPUT_PORTS | ATTR_MOD_ALL_OUTPUT_PORTS);
-            } else {
-                for &input in std::iter::once(&0).chain(cabled.iter()) {
-                    for &output in &cabled {
-                        if input != output {
-                            push(id, node.path, attribute_modifier(input, output));
-                        }
-                    }
-                }
-            }
-        } else {
-            for &port in &cabled {
-                push(id, node.path_for_port(port), 0);
-            }
-        }
-    }
-    out
+/// Which SL-to-VL tables the ports get.
+#[derive(Debug, Clone, Copy)]
+pub enum Sl2VlPlan<'a> {
+    /// One table on every port.
+    Uniform(SlToVlTableRepr),
+    /// An engine that switches VL inside the fabric (dor on tori): its
+    /// table per (switch, input port, output port), every SL on VL 0 at
+    /// end ports. `switch_nodes[i]` is the subnet node of the routing
+    /// view's switch `i`.
+    PerHop { hop_vls: &'a HopVls, switch_nodes: &'a [NodeId] },
 }
 
-/// The Sets for an engine that switches VL inside the fabric (dor on tori,
-/// [`HopVls`]): every switch gets the engine's table for each (input,
-/// output) pair of its cabled ports (port 0 included as an input), even
-/// where it supports optimized programming, since the tables differ per
-/// pair; end ports map every SL to VL 0. `switch_nodes[i]` is the subnet
-/// node of the routing view's switch `i`.
-pub fn hop_vl_sets(subnet: &Subnet, hop_vls: &HopVls, switch_nodes: &[NodeId], cache: &QosCache) -> Vec<QosSet> {
+impl Sl2VlPlan<'_> {
+    /// The table of the routing view's switch `index` for (input, output).
+    fn switch_table(&self, index: u32, input: u8, output: u8) -> [u8; SL_COUNT] {
+        match self {
+            Sl2VlPlan::Uniform(t) => t.vl,
+            Sl2VlPlan::PerHop { hop_vls, .. } => hop_vls.table(ibsm_routing::SwitchId(index), input, output),
+        }
+    }
+}
+
+/// The Sets that put `plan`'s tables on every managed port not yet holding
+/// them. A switch that supports optimized programming takes one Set for
+/// all its port pairs when the table is uniform; otherwise (and with
+/// per-hop tables, which differ per pair) one per (input, output) pair of
+/// cabled ports, port 0 included as an input.
+pub fn sl2vl_sets(subnet: &Subnet, plan: Sl2VlPlan<'_>, cache: &QosCache) -> Vec<QosSet> {
+    let routing_index: HashMap<NodeId, u32> = match plan {
+        Sl2VlPlan::PerHop { hop_vls, switch_nodes } => {
+            switch_nodes.iter().take(hop_vls.num_switches()).enumerate().map(|(i, &id)| (id, i as u32)).collect()
+        }
+        Sl2VlPlan::Uniform(_) => HashMap::new(),
+    };
     let mut out = Vec::new();
     let mut push = |node: NodeId, path: DrPath, amod: u32, table: [u8; SL_COUNT]| {
         let data = SlToVlTableRepr { vl: table }.to_data();
@@ -144,30 +130,44 @@ pub fn hop_vl_sets(subnet: &Subnet, hop_vls: &HopVls, switch_nodes: &[NodeId], c
             out.push(set);
         }
     };
-    let mut routed = HashSet::new();
-    for (i, &id) in switch_nodes.iter().enumerate().take(hop_vls.num_switches()) {
+    for id in subnet.ids() {
         let node = subnet.node(id);
         if node.quarantined.is_some() {
             continue;
         }
-        routed.insert(id);
-        let s = ibsm_routing::SwitchId(i as u32);
         let cabled = cabled(subnet, id);
+        if !node.is_switch() {
+            let table = match plan {
+                Sl2VlPlan::Uniform(t) => t.vl,
+                Sl2VlPlan::PerHop { .. } => [0; SL_COUNT],
+            };
+            for &port in &cabled {
+                push(id, node.path_for_port(port), 0, table);
+            }
+            continue;
+        }
+        // The routing view's index of this switch (per-hop tables only).
+        let index = match plan {
+            Sl2VlPlan::Uniform(t) => {
+                let optimized =
+                    node.switch_info.as_ref().is_some_and(|s| s.optimized_sl_to_vl_mapping_programming != 0);
+                if optimized {
+                    push(id, node.path, ATTR_MOD_ALL_INPUT_PORTS | ATTR_MOD_ALL_OUTPUT_PORTS, t.vl);
+                    continue;
+                }
+                0
+            }
+            Sl2VlPlan::PerHop { .. } => match routing_index.get(&id) {
+                Some(&i) => i,
+                None => continue,
+            },
+        };
         for &input in std::iter::once(&0).chain(cabled.iter()) {
             for &output in &cabled {
                 if input != output {
-                    push(id, node.path, attribute_modifier(input, output), hop_vls.table(s, input, output));
+                    push(id, node.path, attribute_modifier(input, output), plan.switch_table(index, input, output));
                 }
             }
-        }
-    }
-    for id in subnet.ids() {
-        let node = subnet.node(id);
-        if node.quarantined.is_some() || node.is_switch() {
-            continue;
-        }
-        for &port in &cabled(subnet, id) {
-            push(id, node.path_for_port(port), 0, [0; SL_COUNT]);
         }
     }
     out
