@@ -522,6 +522,10 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
             continue;
         }
         f.switch_distances(d, &mut dist, &mut queue);
+        // Switches and end ports that reach d by cable, the same for all of
+        // d's LIDs.
+        let reaching_ends: u64 = queue.iter().map(|&s| attached[s as usize]).sum();
+        let reaching_nodes = queue.len() as u64 + reaching_ends;
         for &(dlid, owner) in &by_switch[d.index()] {
             w.begin();
             let to_end = matches!(owner, NodeRef::End(_));
@@ -538,10 +542,10 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
             }
             // Sources: every switch but the owner, every end port but the owner.
             rep.pairs += (ns + ne) as u64 - 1;
-            let reachable_sources: u64 = queue.iter().map(|&s| 1 + attached[s as usize]).sum::<u64>() - 1;
+            let reachable_sources = reaching_nodes - 1;
             rep.no_path += (ns + ne) as u64 - 1 - reachable_sources;
             if to_end {
-                let reachable_ends: u64 = queue.iter().map(|&s| attached[s as usize]).sum::<u64>() - 1;
+                let reachable_ends = reaching_ends - 1;
                 rep.end_pairs += ne as u64 - 1;
                 rep.end_no_path += ne as u64 - 1 - reachable_ends;
             }

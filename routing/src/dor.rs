@@ -684,6 +684,9 @@ fn route_part(
     let mut dist = vec![0u32; n];
     let mut flow = vec![0u64; n];
     let mut by_dist: Vec<u32> = (0..n as u32).collect();
+    // Scratch: the coordinates of a next switch, and a destination's LIDs.
+    let mut neighbour: Vec<u32> = Vec::with_capacity(d);
+    let mut dests: Vec<(u32, u8, bool)> = Vec::new();
     for t in 0..n {
         let ct = shape.coord(t);
         for s in 0..n {
@@ -718,10 +721,12 @@ fn route_part(
             (next[s], slot[s]) = match first {
                 None => (NONE, 0),
                 Some((k, up)) => {
-                    let mut c = cs.to_vec();
+                    neighbour.clear();
+                    neighbour.extend_from_slice(cs);
                     let size = shape.dims[k].size;
-                    c[k] = if up { (c[k] + 1) % size } else { (c[k] + size - 1) % size };
-                    (at[grid_index(&c)], ((s * d + k) * 2 + usize::from(!up)) as u32)
+                    let c = &mut neighbour[k];
+                    *c = if up { (*c + 1) % size } else { (*c + size - 1) % size };
+                    (at[grid_index(&neighbour)], ((s * d + k) * 2 + usize::from(!up)) as u32)
                 }
             };
         }
@@ -737,7 +742,7 @@ fn route_part(
         }
 
         let ts = shape.switches[t];
-        let mut dests: Vec<(u32, u8, bool)> = Vec::new();
+        dests.clear();
         for (port, peer) in f.switch_ports(ts).iter().enumerate() {
             if let Some(PortEnd::End(e)) = *peer {
                 for lid in f.end_port(e).lids() {
@@ -746,7 +751,7 @@ fn route_part(
             }
         }
         dests.extend(f.switch(ts).lids().map(|lid| (lid, 0, false)));
-        for (lid, out, counted) in dests {
+        for &(lid, out, counted) in &dests {
             let li = lid as usize;
             lfts[ts.index()].ports[li] = out;
             for s in 0..n {

@@ -75,7 +75,7 @@
 use crate::error::RoutingError;
 use crate::fabric::{PortEnd, RoutingFabric, SwitchEdge, SwitchId};
 use crate::lft::{Lft, Routes};
-use crate::select::{heapify, sift_down, BlockUse, LOAD_SHIFT};
+use crate::select::{egress_bound, heapify, sift_down, BlockUse, LOAD_SHIFT};
 
 /// A block of LIDs that terminates at one switch.
 #[derive(Debug, Clone, Copy)]
@@ -432,20 +432,18 @@ fn route_pass(
     (lfts, paths.into_iter().max().unwrap_or(0))
 }
 
-/// A lower bound on the all-to-all paths (to base LIDs) some
-/// switch-to-switch port must carry under any routing: every end port sends
-/// one path to each end port on another switch, and those paths leave its
-/// switch by one of the switch's cables to other switches.
+/// [`egress_bound`] over end-port destinations (base LIDs, as the
+/// analysis counts them).
 fn load_bound(c: &Canon, dest_base: &[u32], dests: &[Dest], local: &[u64]) -> u64 {
-    let ends = |s: usize| -> u64 {
-        dests[dest_base[s] as usize..dest_base[s + 1] as usize].iter().filter(|x| x.counted).count() as u64
-    };
-    let total: u64 = (0..c.order.len()).map(ends).sum();
-    (0..c.order.len())
-        .filter(|&s| !c.neighbors(s).is_empty())
-        .map(|s| (local[s] * (total - ends(s))).div_ceil(c.neighbors(s).len() as u64))
-        .max()
-        .unwrap_or(0)
+    egress_bound(local, &counted_per_switch(dest_base, dests), |s| c.neighbors(s).len())
+}
+
+/// End-port destinations (LMC blocks) per destination switch position.
+pub(crate) fn counted_per_switch(dest_base: &[u32], dests: &[Dest]) -> Vec<u64> {
+    dest_base
+        .windows(2)
+        .map(|w| dests[w[0] as usize..w[1] as usize].iter().filter(|x| x.counted).count() as u64)
+        .collect()
 }
 
 /// Routes every LID of `fabric` along minimum-hop paths, balancing the

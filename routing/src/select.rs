@@ -32,6 +32,20 @@ pub(crate) fn heapify(keys: &mut [u64]) {
     }
 }
 
+/// A lower bound on the most all-to-all paths one switch-to-switch port
+/// must carry under any routing: the `local[s]` end ports of switch `s`
+/// send a path to each of the LIDs elsewhere (`lids_at[s]` of them are on
+/// `s` itself), and those paths leave `s` by one of its `degree(s)` cables
+/// to other switches, so one of them carries at least the average.
+pub(crate) fn egress_bound(local: &[u64], lids_at: &[u64], degree: impl Fn(usize) -> usize) -> u64 {
+    let total: u64 = lids_at.iter().sum();
+    (0..lids_at.len())
+        .filter(|&s| degree(s) > 0)
+        .map(|s| (local[s] * (total - lids_at[s])).div_ceil(degree(s) as u64))
+        .max()
+        .unwrap_or(0)
+}
+
 /// How often the LIDs of one LMC block already left by each next switch
 /// and each port.
 #[derive(Debug, Default)]

@@ -141,8 +141,8 @@
 //! and every host path shortest; 45,056 hosts (radix 64, 3,840 switches)
 //! 4.2 s, 5.0 s and 3.2 s.
 
-use crate::minhop::destinations;
-use crate::select::{heapify, sift_down, BlockUse, LOAD_SHIFT};
+use crate::minhop::{counted_per_switch, destinations};
+use crate::select::{egress_bound, heapify, sift_down, BlockUse, LOAD_SHIFT};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -507,6 +507,9 @@ struct Walk {
     /// `neighbor` holds a position.
     adj: Vec<SwitchEdge>,
     port_base: Vec<u32>,
+    /// Per port slot: the position of the switch the cable leads to
+    /// (`INF`: none, or an end port).
+    slot_next: Vec<u32>,
 }
 
 impl Walk {
@@ -528,7 +531,13 @@ impl Walk {
         }
         adj_base.push(adj.len() as u32);
         port_base.push(slots);
-        Walk { order: o.order.clone(), adj_base, adj, port_base }
+        let mut slot_next = vec![INF; slots as usize];
+        for p in 0..n {
+            for e in &adj[adj_base[p] as usize..adj_base[p + 1] as usize] {
+                slot_next[port_base[p] as usize + usize::from(e.port)] = e.neighbor.0;
+            }
+        }
+        Walk { order: o.order.clone(), adj_base, adj, port_base, slot_next }
     }
 
     fn neighbors(&self, p: usize) -> &[SwitchEdge] {
@@ -914,21 +923,9 @@ impl<'f> Router<'f> {
         }
     }
 
-    /// A lower bound on the busiest switch-to-switch port under any
-    /// routing (as MinHop's): a switch's end ports send a path to every end
-    /// port elsewhere, out of its cables to other switches.
+    /// [`egress_bound`] over end-port destinations, as MinHop's.
     fn load_bound(&self) -> u64 {
-        let ns = self.w.order.len();
-        let ends = |s: usize| -> u64 {
-            self.dests[self.dest_base[s] as usize..self.dest_base[s + 1] as usize].iter().filter(|x| x.counted).count()
-                as u64
-        };
-        let total: u64 = (0..ns).map(ends).sum();
-        (0..ns)
-            .filter(|&s| !self.w.neighbors(s).is_empty())
-            .map(|s| (self.local[s] * (total - ends(s))).div_ceil(self.w.neighbors(s).len() as u64))
-            .max()
-            .unwrap_or(0)
+        egress_bound(&self.local, &counted_per_switch(&self.dest_base, &self.dests), |s| self.w.neighbors(s).len())
     }
 
     /// Routes every LID of destination position `d` (see the module
@@ -1036,8 +1033,9 @@ impl<'f> Router<'f> {
                     if off == 0 {
                         self.paths[pb + usize::from(port)] -= fl;
                     }
-                    if let Some(e) = w.neighbors(s).iter().find(|e| e.port == port) {
-                        self.inflow[e.neighbor.index() * m + j] += fl;
+                    let next = w.slot_next[pb + usize::from(port)];
+                    if next != INF {
+                        self.inflow[next as usize * m + j] += fl;
                     }
                 }
             }

@@ -883,12 +883,7 @@ fn max_load_bound(net: &Net, dests: &[Dest]) -> u64 {
     for d in dests.iter().filter(|d| d.charged) {
         lids_at[d.switch as usize] += u64::from(d.count);
     }
-    let total: u64 = lids_at.iter().sum();
-    (0..net.ns)
-        .filter(|&s| net.degree(s) > 0)
-        .map(|s| (net.local[s] * (total - lids_at[s])).div_ceil(net.degree(s) as u64))
-        .max()
-        .unwrap_or(0)
+    crate::select::egress_bound(&net.local, &lids_at, |s| net.degree(s))
 }
 
 /// Turns destination-major columns into one LFT per switch, in cache-sized
