@@ -235,20 +235,28 @@ fn read_guid_file(path: &Path, view: &RouteView, kind: GuidKind) -> Result<Vec<u
 type PlanChoice = (LidPlan, String, Option<(Guid2Lid, String)>);
 
 /// The LID plan the arguments ask for; `dump_default` is the analysed dump
-/// (for `analyze`), used when `--lids` is not given.
-fn lid_plan(topo: &Topology, a: &LidArgs, dump_default: Option<&Path>) -> Result<PlanChoice, String> {
+/// and its parsed form (for `analyze`), used when `--lids` is not given or
+/// names the same file.
+fn lid_plan(topo: &Topology, a: &LidArgs, dump_default: Option<(&Path, &LftDump)>) -> Result<PlanChoice, String> {
     let sm_port = match &a.sm_port {
         Some(g) => Some(Guid(parse_guid(g).ok_or_else(|| format!("--sm-port: `{g}` is not a GUID"))?)),
         None => None,
     };
     let spec = match (&a.lids, dump_default) {
         (Some(s), _) => s.clone(),
-        (None, Some(p)) => format!("dump={}", p.display()),
+        (None, Some((p, _))) => format!("dump={}", p.display()),
         (None, None) => "node-order".into(),
     };
     let from_dump = |path: &str| -> Result<(Guid2Lid, u8), String> {
-        let text = read(Path::new(path))?;
-        let dump = LftDump::parse(&text, path).map_err(|e| e.to_string())?;
+        // The analysed dump is parsed already; another one is read here.
+        let parsed;
+        let dump = match dump_default {
+            Some((p, d)) if p == Path::new(path) => d,
+            _ => {
+                parsed = LftDump::parse(&read(Path::new(path))?, path).map_err(|e| e.to_string())?;
+                &parsed
+            }
+        };
         let claims = dump.lid_claims(path).map_err(|e| e.to_string())?;
         claims_to_guid2lid(topo, &claims, path).map_err(|e| e.to_string())
     };
@@ -272,7 +280,11 @@ fn lid_plan(topo: &Topology, a: &LidArgs, dump_default: Option<&Path>) -> Result
     }
 }
 
-fn build_view(topo: &Topology, a: &LidArgs, dump_default: Option<&Path>) -> Result<(RouteView, String), String> {
+fn build_view(
+    topo: &Topology,
+    a: &LidArgs,
+    dump_default: Option<(&Path, &LftDump)>,
+) -> Result<(RouteView, String), String> {
     let (plan, name, planned) = lid_plan(topo, a, dump_default)?;
     let view = route_view(topo, &plan).map_err(|e| e.to_string())?;
     if let Some((map, origin)) = planned {
@@ -401,7 +413,7 @@ fn analyze_text(args: &AnalyzeArgs) -> Result<String, String> {
     let file = args.lfts.display().to_string();
     let text = read(&args.lfts)?;
     let dump = LftDump::parse(&text, &file).map_err(|e| e.to_string())?;
-    let (view, lids) = build_view(&topo, &args.lid, Some(&args.lfts))?;
+    let (view, lids) = build_view(&topo, &args.lid, Some((args.lfts.as_path(), &dump)))?;
     let mut routes = dump.to_routes(&view.fabric, &file).map_err(|e| e.to_string())?;
     if let Some(p) = &args.path_sl {
         let name = p.display().to_string();

@@ -182,6 +182,24 @@ pub mod status {
     pub fn code(status: u16) -> u16 {
         (status >> 2) & 0x7
     }
+
+    /// A human reading of the common bits of a status word (any class).
+    pub fn describe(s: u16) -> &'static str {
+        if s & BUSY != 0 {
+            return "busy";
+        }
+        if s & REDIRECT != 0 {
+            return "redirect required";
+        }
+        match code(s) {
+            0 => "ok",
+            1 => "bad version",
+            2 => "method not supported",
+            3 => "method/attribute combination not supported",
+            7 => "invalid attribute or modifier",
+            _ => "reserved status code",
+        }
+    }
 }
 
 #[cfg(test)]

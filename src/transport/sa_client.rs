@@ -5,6 +5,7 @@
 //! needs to read the SL, MTU and rate of one path.
 
 use super::{Datagram, MadAddress, Transport, TransportError};
+use crate::mad::header::status;
 use crate::mad::sa::{path_mask, sa_status, SaMad, PATH_RECORD_LEN};
 use crate::mad::{
     AttributeId, MadHeader, MadHeaderRepr, Method, MgmtClass, PathRecordRepr, SaAttributeId, WireError, MAD_SIZE,
@@ -31,9 +32,9 @@ fn describe(status: u16) -> String {
     let sa = sa_status::code(status);
     let common = status & 0x00FF;
     match (sa, common) {
-        (0, _) => crate::transport::smp_client::describe_status(common).to_string(),
+        (0, _) => status::describe(common).to_string(),
         (_, 0) => sa_status::describe(sa).to_string(),
-        _ => format!("{}; {}", sa_status::describe(sa), crate::transport::smp_client::describe_status(common)),
+        _ => format!("{}; {}", sa_status::describe(sa), status::describe(common)),
     }
 }
 

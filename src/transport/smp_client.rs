@@ -4,7 +4,6 @@
 use std::fmt;
 
 use super::{Datagram, MadAddress, Transport, TransportError};
-use crate::mad::header::status;
 use crate::mad::{AttributeId, DrPath, Method, SmpRepr, WireError, SMP_DATA_LEN};
 use crate::types::Lid;
 
@@ -40,23 +39,8 @@ pub enum SmpError {
     Wire { path: SmpTarget, attr: AttributeId, error: WireError },
 }
 
-/// A human reading of an SMP status word.
-pub fn describe_status(s: u16) -> &'static str {
-    if s & status::BUSY != 0 {
-        return "busy";
-    }
-    if s & status::REDIRECT != 0 {
-        return "redirect required";
-    }
-    match status::code(s) {
-        0 => "ok",
-        1 => "bad version",
-        2 => "method not supported",
-        3 => "method/attribute combination not supported",
-        7 => "invalid attribute or modifier",
-        _ => "reserved status code",
-    }
-}
+/// A human reading of an SMP status word (kept under its old name).
+pub use crate::mad::header::status::describe as describe_status;
 
 /// SMP requests with one M_Key in every SMP.
 #[derive(Clone)]
@@ -240,7 +224,7 @@ mod tests {
     fn status_is_an_error_naming_the_attribute_and_path() {
         let (c, _) = client(|r| {
             let mut r = respond(r);
-            r.header.status = status::INVALID_FIELD;
+            r.header.status = crate::mad::header::status::INVALID_FIELD;
             r
         });
         let path = DrPath::from_ports(&[4]).unwrap();
