@@ -12,10 +12,10 @@ mod ibsim;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ibsim::{run_with_timeout, stdout, tool, Ibsim};
-use ibsm::topology::{writer, NodeKind, Topology};
+use ibsim::{generated, run_with_timeout, stdout, tool, Ibsim};
+use ibsm::topology::{NodeKind, Topology};
 
 /// One port line of `ibnetdiscover -p`.
 #[derive(Debug, Clone)]
@@ -174,16 +174,6 @@ fn workdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-/// Writes a generated topology as an ibsim net; returns its path, the
-/// flags ibsim needs and the SM host.
-fn generated(spec: &str, dir: &Path) -> (PathBuf, Vec<String>, String) {
-    let topo = Topology::from_spec_or_file(spec).unwrap();
-    let net = dir.join("fabric.net");
-    writer::write_net_file(&topo, &net).unwrap();
-    let host = topo.node(topo.hosts().next().unwrap()).name.clone();
-    (net, writer::ibsim_args(&topo), host)
-}
-
 fn first_host(net: &Path) -> String {
     let topo = Topology::from_spec_or_file(net.to_str().unwrap()).unwrap();
     let h = topo.nodes.iter().find(|n| n.kind != NodeKind::Switch).expect("a host");
@@ -205,12 +195,8 @@ fn ibsm_service(sim: &Ibsim, host: &str, cache: &Path) -> (Child, PathBuf) {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let mut child = c.spawn().unwrap();
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(30) {
-        if std::fs::read_to_string(&log).unwrap_or_default().contains("SUBNET UP") {
-            return (child, log);
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if ibsim::wait_for_log(&log, "SUBNET UP", Duration::from_secs(30)) {
+        return (child, log);
     }
     let _ = child.kill();
     let _ = child.wait();

@@ -6,23 +6,10 @@
 mod ibsim;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
-use ibsim::{run_with_timeout, stdout, tool, Ibsim};
-use ibsm::topology::{writer, Topology};
-
-/// OpenSM running on the fabric; killed on drop.
-struct OpenSm {
-    child: Child,
-}
-
-impl Drop for OpenSm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use ibsim::{generated, run_with_timeout, stdout, tool, wait_for_log, Ibsim, KillOnDrop};
 
 /// End-port LIDs from opensm-subnet.lst (`{ CA... {desc} LID:xxxx PN:nn }`).
 fn ca_lids(subnet_lst: &str) -> Vec<u16> {
@@ -48,11 +35,8 @@ fn saquery_sl(text: &str) -> u8 {
 #[test]
 fn path_records_match_saquery_on_opensm_nue() {
     let dir = tempfile::tempdir().unwrap();
-    let topo = Topology::from_spec_or_file("torus2d:4x4").unwrap();
-    let net = dir.path().join("fabric.net");
-    writer::write_net_file(&topo, &net).unwrap();
-    let host = topo.node(topo.hosts().next().unwrap()).name.clone();
-    let sim = Ibsim::start_with(&net, &writer::ibsim_args(&topo));
+    let (net, flags, host) = generated("torus2d:4x4", dir.path());
+    let sim = Ibsim::start_with(&net, &flags);
 
     let osm_dir = tempfile::tempdir().unwrap();
     let log = osm_dir.path().join("opensm.log");
@@ -69,12 +53,8 @@ fn path_records_match_saquery_on_opensm_nue() {
         .env("OSM_CACHE_DIR", osm_dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let _osm = OpenSm { child: c.spawn().expect("starting opensm") };
-    let t0 = Instant::now();
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains("SUBNET UP") {
-        assert!(t0.elapsed() < Duration::from_secs(60), "OpenSM did not reach SUBNET UP");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let _osm = KillOnDrop(c.spawn().expect("starting opensm"));
+    assert!(wait_for_log(&log, "SUBNET UP", Duration::from_secs(60)), "OpenSM did not reach SUBNET UP");
     let lids = ca_lids(&std::fs::read_to_string(osm_dir.path().join("opensm-subnet.lst")).unwrap());
     assert_eq!(lids.len(), 16, "{lids:?}");
 

@@ -190,3 +190,37 @@ pub fn fields(text: &str) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// Writes a generated topology (or a topology file) as an ibsim net in
+/// `dir`; returns its path, the flags ibsim needs for it and the name of
+/// the first host (where an SM sits).
+pub fn generated(spec: &str, dir: &Path) -> (PathBuf, Vec<String>, String) {
+    use ibsm::topology::{writer, Topology};
+    let topo = Topology::from_spec_or_file(spec).unwrap();
+    let net = dir.join("fabric.net");
+    writer::write_net_file(&topo, &net).unwrap();
+    let host = topo.node(topo.hosts().next().unwrap()).name.clone();
+    (net, writer::ibsim_args(&topo), host)
+}
+
+/// Waits up to `limit` for `needle` in the file at `path` (a log).
+pub fn wait_for_log(path: &Path, needle: &str, limit: Duration) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if std::fs::read_to_string(path).unwrap_or_default().contains(needle) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A child process (a daemon: OpenSM, `ibsm run`) killed on drop.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
