@@ -69,7 +69,20 @@ impl<T: Transport> SmpClient<T> {
 
     /// SubnGet(attr, amod) along a directed route.
     pub async fn dr_get(&self, path: &DrPath, attr: AttributeId, amod: u32) -> Result<SmpRepr, SmpError> {
-        let smp = SmpRepr::directed_request(Method::Get, attr, amod, *path, self.m_key, [0; SMP_DATA_LEN]);
+        self.dr_get_with_data(path, attr, amod, [0; SMP_DATA_LEN]).await
+    }
+
+    /// SubnGet(attr, amod) along a directed route with a payload in the
+    /// request: a Get(SMInfo) carries the requester's SM_Key, which the
+    /// answering SM checks before it shows its own (IBA 14.4.1.1).
+    pub async fn dr_get_with_data(
+        &self,
+        path: &DrPath,
+        attr: AttributeId,
+        amod: u32,
+        data: [u8; SMP_DATA_LEN],
+    ) -> Result<SmpRepr, SmpError> {
+        let smp = SmpRepr::directed_request(Method::Get, attr, amod, *path, self.m_key, data);
         self.exchange(SmpTarget::Directed(*path), MadAddress::smi_permissive(), smp).await
     }
 
@@ -205,6 +218,19 @@ mod tests {
         assert_eq!(sent.m_key, 0xfeed, "the client's M_Key is in every SMP");
         assert_eq!(sent.path(), Some(path));
         assert_eq!(asked.lock().unwrap()[0].addr, MadAddress::smi_permissive());
+    }
+
+    #[test]
+    fn dr_get_with_data_sends_the_payload_as_a_get() {
+        let (c, asked) = client(respond);
+        let path = DrPath::from_ports(&[2]).unwrap();
+        let mut data = [0u8; 64];
+        data[8..16].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
+        block(c.dr_get_with_data(&path, AttributeId::SmInfo, 0, data)).unwrap();
+        let sent = SmpRepr::parse_bytes(&asked.lock().unwrap()[0].mad).unwrap();
+        assert_eq!((sent.header.method, sent.header.attribute_id), (Method::Get, AttributeId::SmInfo));
+        assert_eq!(&sent.data[8..16], &data[8..16], "the SM_Key rides in the Get");
+        assert_eq!(sent.path(), Some(path));
     }
 
     #[test]
