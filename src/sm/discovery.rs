@@ -6,20 +6,23 @@
 //! when layer L starts, every link toward layers < L is already known, so a
 //! NodeInfo probe is sent only through ports whose far end is still unknown.
 //! Inside a layer every SMP is in flight at once, up to the transport window.
+//!
+//! Last, one SMInfo Get to every port whose CapabilityMask has IsSM (other
+//! than the SM's own), for the election (IBA 14.4.1): one SMP per SM port.
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::{debug, warn};
 
 use super::program::MAX_OUTSTANDING;
-use super::subnet::{NodeId, Subnet, SweepProblem};
+use super::subnet::{NodeId, RemoteSm, Subnet, SweepProblem};
 use crate::mad::SmpAttribute;
 use crate::mad::{
-    AttributeId, DrPath, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState, PortInfoRepr, PortState,
-    SwitchInfoRepr,
+    AttributeId, CapabilityMask, DrPath, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState, PortInfoRepr,
+    PortState, SmInfoRepr, SmState, SwitchInfoRepr,
 };
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::Transport;
-use crate::types::MAX_PORTS;
+use crate::types::{Guid, Lid, MAX_PORTS};
 
 #[derive(Debug, Clone, Copy)]
 enum Job {
@@ -46,8 +49,15 @@ struct Request {
     amod: u32,
 }
 
-/// Sweeps the fabric reachable from the SM's port.
-pub async fn discover<T: Transport>(client: &SmpClient<T>) -> Subnet {
+/// Sweeps the fabric reachable from the SM's port, then reads the SMInfo of
+/// every other SM port it found, presenting `sm_key`.
+pub async fn discover<T: Transport>(client: &SmpClient<T>, sm_key: u64) -> Subnet {
+    let mut subnet = discover_nodes(client).await;
+    subnet.remote_sms = find_sms(client, &subnet, sm_key).await;
+    subnet
+}
+
+async fn discover_nodes<T: Transport>(client: &SmpClient<T>) -> Subnet {
     let mut sweep = Sweep { subnet: Subnet::default(), layer_nodes: Vec::new() };
     let mut batch =
         vec![Request { job: Job::Probe { from: None }, path: DrPath::local(), attr: AttributeId::NodeInfo, amod: 0 }];
@@ -77,6 +87,92 @@ pub async fn discover<T: Transport>(client: &SmpClient<T>) -> Subnet {
         // nonsense is left alone), so they form their own round.
     }
     sweep.subnet
+}
+
+/// A port that says it runs an SM (IsSM), not the SM's own.
+struct SmPort {
+    port_guid: Guid,
+    node: NodeId,
+    port: u8,
+    path: DrPath,
+    lid: Lid,
+}
+
+/// Every IsSM port but our own: a CA's ports each over their own path, a
+/// switch's port 0 over the switch's.
+fn sm_ports(subnet: &Subnet) -> Vec<SmPort> {
+    let mut out = Vec::new();
+    for id in subnet.ids() {
+        let node = subnet.node(id);
+        let ports: Vec<u8> = if node.is_switch() { vec![0] } else { node.external_ports().collect() };
+        for port in ports {
+            if subnet.sm_port == Some((id, port)) {
+                continue;
+            }
+            let Some(info) = node.ports.get(port as usize).and_then(|p| p.info.as_ref()) else { continue };
+            if info.capability_mask & CapabilityMask::IS_SM == 0 {
+                continue;
+            }
+            let path = node.path_for_port(port);
+            out.push(SmPort { port_guid: node.port_guid(port), node: id, port, path, lid: info.lid });
+        }
+    }
+    out
+}
+
+/// Reads SMInfo from every other SM port. The request's SMInfo carries our
+/// GUID and SM_Key: an SM shows its SM_Key only to a requester presenting
+/// the same one (IBA 14.4.1.1). Failures are the answer's business, not the
+/// sweep's: they land in `RemoteSm::info`.
+async fn find_sms<T: Transport>(client: &SmpClient<T>, subnet: &Subnet, sm_key: u64) -> Vec<RemoteSm> {
+    let ports = sm_ports(subnet);
+    if ports.is_empty() {
+        return Vec::new();
+    }
+    let ours = subnet.sm_port.map(|(id, port)| subnet.node(id).port_guid(port)).unwrap_or(Guid(0));
+    let ask = SmInfoRepr { guid: ours, sm_key, act_count: 0, priority: 0, sm_state: SmState::NotActive }.to_data();
+    let mut queue = ports.into_iter().enumerate();
+    let get = |(i, p): (usize, SmPort)| async move {
+        let r = client.dr_get_with_data(&p.path, AttributeId::SmInfo, 0, ask).await;
+        (i, p, r)
+    };
+    let mut in_flight = FuturesUnordered::new();
+    in_flight.extend(queue.by_ref().take(MAX_OUTSTANDING).map(get));
+    let mut found = Vec::new();
+    while let Some((i, p, result)) = in_flight.next().await {
+        if let Some(next) = queue.next() {
+            in_flight.push(get(next));
+        }
+        let info = check_sm_info(&p, result.map(|smp| smp.data));
+        match &info {
+            Ok(si) => debug!(guid = %p.port_guid, path = %p.path, lid = %p.lid, state = ?si.sm_state,
+                priority = si.priority, "found an SM"),
+            Err(e) => {
+                warn!(guid = %p.port_guid, path = %p.path, lid = %p.lid, error = %e, "IsSM port without a usable SMInfo")
+            }
+        }
+        found
+            .push((i, RemoteSm { port_guid: p.port_guid, node: p.node, port: p.port, path: p.path, lid: p.lid, info }));
+    }
+    found.sort_by_key(|(i, _)| *i);
+    found.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The SMInfo an SM port answered, or what is wrong with it.
+fn check_sm_info(p: &SmPort, answer: Result<[u8; 64], SmpError>) -> Result<SmInfoRepr, String> {
+    let at = format!("SM port {} at {}", p.port_guid, p.path);
+    let data = answer.map_err(|e| format!("{at}: SMInfo read failed: {e}"))?;
+    let si = SmInfoRepr::parse_data(&data).map_err(|e| format!("{at}: unreadable SMInfo: {e}"))?;
+    if si.guid == Guid(0) {
+        return Err(format!("{at}: SMInfo.GUID is 0"));
+    }
+    if si.guid != p.port_guid {
+        return Err(format!("{at}: SMInfo.GUID is {}, not the port's GUID", si.guid));
+    }
+    if let SmState::Unknown(code) = si.sm_state {
+        return Err(format!("{at}: SMInfo.SMState {code} is not a state (0-3)"));
+    }
+    Ok(si)
 }
 
 async fn run<T: Transport>(client: &SmpClient<T>, req: Request) -> (Request, Result<[u8; 64], SmpError>) {

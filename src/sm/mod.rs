@@ -36,6 +36,7 @@ pub enum SweepError {
 /// What one sweep found and did.
 #[derive(Debug)]
 pub struct SweepReport {
+    pub mode: MasterMode,
     pub subnet: Subnet,
     pub lids: LidAssignment,
     pub program: ProgramReport,
@@ -55,6 +56,41 @@ impl SweepReport {
     }
 }
 
+/// What discovery found, waiting for the election to decide whether this SM
+/// takes charge of it ([`SubnetManager::take_charge`]) or stays standby.
+#[derive(Debug)]
+pub struct Discovered {
+    pub subnet: Subnet,
+    /// When discovery started: a sweep's time runs from there.
+    started: Instant,
+}
+
+impl Discovered {
+    /// How long ago discovery started.
+    pub fn age(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
+
+/// How this SM comes to program the fabric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MasterMode {
+    /// The first master sweep on a fabric nobody programmed: end ports get
+    /// ClientReregister, and `reassign_lids` applies.
+    Fresh,
+    /// This SM becomes master of a fabric another master programmed
+    /// (failover or handover). Nothing already right is rewritten: LIDs
+    /// ports hold are kept, no ClientReregister, LFT blocks and QoS tables
+    /// are read before any is written (what this SM remembers writing is
+    /// forgotten: another master may have written since), and only those
+    /// that differ are sent. The one change every end port gets is
+    /// PortInfo.MasterSMLID, counted in `ProgramReport::sm_lid_only_sets`.
+    Takeover,
+    /// A later sweep as master: Sets only where the fabric differs from what
+    /// this SM wrote.
+    Continuing,
+}
+
 /// The SM's state that outlives a sweep.
 pub struct SubnetManager<T: Transport> {
     client: SmpClient<T>,
@@ -71,6 +107,8 @@ pub struct SubnetManager<T: Transport> {
     /// Node GUIDs of the routing view's switches, by index.
     routed_switch_guids: Vec<Guid>,
     qos: crate::config::QosConfig,
+    /// Presented in SMInfo Gets to other SMs (IBA 14.4.1.1).
+    sm_key: u64,
 }
 
 impl<T: Transport> SubnetManager<T> {
@@ -104,7 +142,14 @@ impl<T: Transport> SubnetManager<T> {
             path_sl: None,
             routed_switch_guids: Vec::new(),
             qos: crate::config::QosConfig::default(),
+            sm_key: 0,
         }
+    }
+
+    /// The SM_Key discovery presents when it reads other SMs' SMInfo; an SM
+    /// shows its own SM_Key only to a requester with the same one.
+    pub fn set_sm_key(&mut self, sm_key: u64) {
+        self.sm_key = sm_key;
     }
 
     /// Fabric QoS tables to program (OpenSM's `qos_*`).
@@ -134,23 +179,47 @@ impl<T: Transport> SubnetManager<T> {
         Some(sl.hop_vls.as_ref()?.table(ibsm_routing::SwitchId(index as u32), in_port, out_port))
     }
 
-    /// One heavy sweep: discover, assign LIDs, route, program, activate.
+    /// One heavy sweep: discover, assign LIDs, route, program, activate, as
+    /// the master: [`MasterMode::Fresh`] the first time this SM takes
+    /// charge, [`MasterMode::Continuing`] afterwards.
     pub async fn sweep(&mut self) -> Result<SweepReport, SweepError> {
+        let found = self.discover().await?;
+        let mode = if self.sweeps == 0 { MasterMode::Fresh } else { MasterMode::Continuing };
+        self.take_charge(found, mode).await
+    }
+
+    /// Discovery only: nodes, ports, links, and the SMInfo of every other SM
+    /// port (`Subnet::remote_sms`). Sends Gets only; changes nothing.
+    pub async fn discover(&mut self) -> Result<Discovered, SweepError> {
         let started = Instant::now();
-        let first = self.sweeps == 0;
-        self.sweeps += 1;
-        let mut subnet = discovery::discover(&self.client).await;
-        let Some((sm_node, sm_port)) = subnet.sm_port else {
+        let subnet = discovery::discover(&self.client, self.sm_key).await;
+        if subnet.sm_port.is_none() {
             let why = subnet.problems.first().map(|p| p.to_string()).unwrap_or_else(|| "no answer".into());
             return Err(SweepError::OwnNodeUnreadable(why));
-        };
+        }
         info!(
             nodes = subnet.nodes.len(),
             switches = subnet.switches().count(),
             problems = subnet.problems.len(),
+            other_sms = subnet.remote_sms.len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
             "discovery done"
         );
+        Ok(Discovered { subnet, started })
+    }
+
+    /// The rest of a heavy sweep on what `discover` found: LIDs, routes,
+    /// programming and activation, as `mode` says.
+    pub async fn take_charge(&mut self, found: Discovered, mode: MasterMode) -> Result<SweepReport, SweepError> {
+        let Discovered { mut subnet, started } = found;
+        let Some((sm_node, sm_port)) = subnet.sm_port else {
+            return Err(SweepError::OwnNodeUnreadable("the discovered subnet lacks the SM's own port".into()));
+        };
+        self.sweeps += 1;
+        if mode == MasterMode::Takeover {
+            // Another master may have written anything since this SM last did.
+            self.lft_cache = LftCache::default();
+        }
 
         // LIDs.
         let mut port_of_guid: HashMap<Guid, (NodeId, u8)> = HashMap::new();
@@ -173,7 +242,7 @@ impl<T: Transport> SubnetManager<T> {
         let policy = LidPolicy::new(self.config.lmc)
             .map_err(|e| SweepError::Lid(e.to_string()))?
             .with_lmc_esp0(self.config.lmc_esp0)
-            .with_reassign_all(first && self.config.reassign_lids);
+            .with_reassign_all(mode == MasterMode::Fresh && self.config.reassign_lids);
         let sm_guid = subnet.node(sm_node).port_guid(sm_port);
         let lids = assign_lids(&swept, &self.guid2lid, sm_guid, &policy);
         for d in &lids.decisions {
@@ -238,7 +307,8 @@ impl<T: Transport> SubnetManager<T> {
             sm_lid,
             top: lids.max_lid,
             lfts: computed.tables,
-            client_reregister: first,
+            client_reregister: mode == MasterMode::Fresh,
+            read_before_write: mode == MasterMode::Takeover,
             qos: qos_sets,
             vl_high_limit: self.qos.enabled.then_some(self.qos.high_limit),
         };
@@ -248,13 +318,22 @@ impl<T: Transport> SubnetManager<T> {
             .filter(|&id| subnet.node(id).quarantined.is_none())
             .map(|id| (subnet.node(id).guid(), subnet.node(id).path))
             .collect();
+        // Other SMs' ports may have just got their LIDs.
+        let lids_now: Vec<Option<Lid>> = subnet.remote_sms.iter().map(|r| subnet.current_lid(r.node, r.port)).collect();
+        for (remote, lid) in subnet.remote_sms.iter_mut().zip(lids_now) {
+            remote.lid = lid.unwrap_or(remote.lid);
+        }
         let inactive = inactive_ports(&subnet);
-        let report = SweepReport { subnet, lids, program, inactive, routing_notes, elapsed: started.elapsed() };
+        let report = SweepReport { mode, subnet, lids, program, inactive, routing_notes, elapsed: started.elapsed() };
         info!(
             up = report.subnet_up(),
             inactive = report.inactive.len(),
+            ?mode,
+            sets = report.program.sets(),
+            changing_sets = report.program.changing_sets(),
             port_sets = report.program.port_sets,
             lft_blocks = report.program.lft_blocks,
+            lft_reads = report.program.lft_reads,
             elapsed_ms = report.elapsed.as_millis() as u64,
             "sweep done"
         );

@@ -5,6 +5,15 @@
 //! cold port costs two Sets (ARMED with everything, then ACTIVE). A Set is
 //! sent only when the port holds something other than what the SM wants, and
 //! LFT blocks only when they differ from what the SM last wrote there.
+//!
+//! Taking over a fabric another master programmed, the SM does not know
+//! what the switches hold, so it reads first (`Plan::read_before_write`):
+//! every LFT block and QoS table it would write is fetched, and only the
+//! ones that differ are sent. PortInfo and SwitchInfo need no extra read:
+//! discovery read them, and a Set is built only where they differ. What
+//! does change on every end port is PortInfo.MasterSMLID, the new master's
+//! LID; Sets that change only that are counted apart
+//! (`ProgramReport::sm_lid_only_sets`).
 
 use std::collections::HashMap;
 
@@ -34,6 +43,9 @@ pub struct Plan {
     pub lfts: HashMap<NodeId, Vec<u8>>,
     /// Set PortInfo.ClientReregister on end ports (first master sweep).
     pub client_reregister: bool,
+    /// Read LFT blocks of switches the cache knows nothing of, and every QoS
+    /// table in `qos`, before writing; write only what differs (takeover).
+    pub read_before_write: bool,
     /// SLtoVLMapping and VLArbitration Sets (engines using VLs, or QoS on).
     pub qos: Vec<super::qos::QosSet>,
     /// PortInfo.VLHighLimit for every port, when QoS is on.
@@ -49,9 +61,15 @@ pub struct LftCache {
     pub qos: super::qos::QosCache,
 }
 
+/// What programming sent, by kind; every count but `failures`, `*_reads`
+/// and `armed`/`activated` is a Set the fabric answered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProgramReport {
+    /// PortInfo Sets, `sm_lid_only_sets` included.
     pub port_sets: usize,
+    /// PortInfo Sets whose only change is MasterSMLID (a new master's
+    /// LID): the one change a takeover cannot avoid.
+    pub sm_lid_only_sets: usize,
     pub switch_info_sets: usize,
     pub lft_blocks: usize,
     pub armed: usize,
@@ -60,7 +78,24 @@ pub struct ProgramReport {
     pub pkey_sets: usize,
     pub sl2vl_sets: usize,
     pub vlarb_sets: usize,
+    /// LFT blocks read before writing (takeover).
+    pub lft_reads: usize,
+    /// SLtoVLMapping and VLArbitration tables read before writing (takeover).
+    pub qos_reads: usize,
+    /// SMPs (Gets or Sets) that got no usable answer.
     pub failures: usize,
+}
+
+impl ProgramReport {
+    /// Every Set the fabric answered.
+    pub fn sets(&self) -> usize {
+        self.port_sets + self.switch_info_sets + self.lft_blocks + self.pkey_sets + self.sl2vl_sets + self.vlarb_sets
+    }
+    /// Sets that changed something besides PortInfo.MasterSMLID: zero for a
+    /// takeover of a fabric that needed nothing else.
+    pub fn changing_sets(&self) -> usize {
+        self.sets() - self.sm_lid_only_sets
+    }
 }
 
 /// SMP futures alive at once; the transport's window bounds the wire, this
@@ -96,6 +131,8 @@ struct SetRequest {
     attr: AttributeId,
     amod: u32,
     data: [u8; 64],
+    /// A PortInfo Set whose only change is MasterSMLID.
+    sm_lid_only: bool,
 }
 
 async fn run<T: Transport>(client: &SmpClient<T>, req: SetRequest) -> (SetRequest, Result<[u8; 64], SmpError>) {
@@ -119,11 +156,19 @@ pub async fn program<T: Transport>(
     report.pkey_reads = reads.len();
     let pkey_fixes = read_pkeys(client, subnet, reads, &mut report).await;
 
-    // Pass 1: parameters + ARMED, SwitchInfo, LFTs; all independent. LFT
-    // blocks go out block-major across switches so every switch is busy.
     let managed: Vec<NodeId> = subnet.ids().filter(|&id| subnet.node(id).quarantined.is_none()).collect();
     let switches: Vec<NodeId> = managed.iter().copied().filter(|&id| subnet.node(id).is_switch()).collect();
     let blocks = plan.top.0 as usize / 64 + 1;
+
+    // Takeover: learn what the switches hold before writing over it.
+    let mut qos_held = vec![false; plan.qos.len()];
+    if plan.read_before_write {
+        read_lfts(client, subnet, plan, &switches, blocks, &mut report, cache).await;
+        read_qos(client, subnet, plan, &mut qos_held, &mut report, cache).await;
+    }
+
+    // Pass 1: parameters + ARMED, SwitchInfo, LFTs; all independent. LFT
+    // blocks go out block-major across switches so every switch is busy.
     let mut targets: Vec<Target> = switches.iter().map(|&node| Target::SwitchInfo { node }).collect();
     for &node in &managed {
         for port in 0..subnet.node(node).ports.len() as u8 {
@@ -132,7 +177,8 @@ pub async fn program<T: Transport>(
     }
     let lft_targets = (0..blocks * switches.len())
         .map(|i| Target::Lft { node: switches[i % switches.len()], block: (i / switches.len()) as u32 });
-    let sl2vl_targets = (0..plan.qos.len() as u32).map(|index| Target::Qos { index });
+    let sl2vl_targets =
+        (0..plan.qos.len() as u32).filter(|&i| !qos_held[i as usize]).map(|index| Target::Qos { index });
     let first = Work::Prepared(pkey_fixes.into_iter());
     let rest = targets.into_iter().chain(sl2vl_targets).chain(lft_targets);
     let ctx = Ctx { plan, config, state: PortState::Armed };
@@ -151,6 +197,121 @@ pub async fn program<T: Transport>(
     let ctx = Ctx { plan, config, state: PortState::Active };
     execute(client, subnet, Work::Prepared(Vec::new().into_iter()), armed.into_iter(), &ctx, &mut report, cache).await;
     report
+}
+
+/// Gets, up to `MAX_OUTSTANDING` futures at once; `answer` sees each result
+/// with the key it was asked under.
+async fn read_all<T: Transport, K>(
+    client: &SmpClient<T>,
+    reads: impl Iterator<Item = (K, DrPath, AttributeId, u32)>,
+    mut answer: impl FnMut(K, DrPath, Result<[u8; 64], SmpError>),
+) {
+    let mut queue = reads;
+    let get = |(key, path, attr, amod): (K, DrPath, AttributeId, u32)| async move {
+        (key, path, client.dr_get(&path, attr, amod).await.map(|smp| smp.data))
+    };
+    let mut in_flight = FuturesUnordered::new();
+    in_flight.extend(queue.by_ref().take(MAX_OUTSTANDING).map(get));
+    while let Some((key, path, result)) = in_flight.next().await {
+        if let Some(next) = queue.next() {
+            in_flight.push(get(next));
+        }
+        answer(key, path, result);
+    }
+}
+
+/// Reads every block `plan` would write to switches the cache holds nothing
+/// for, and records what they hold, so `lft_set` sends only blocks that
+/// differ. A block that could not be read stays unknown and is written.
+async fn read_lfts<T: Transport>(
+    client: &SmpClient<T>,
+    subnet: &mut Subnet,
+    plan: &Plan,
+    switches: &[NodeId],
+    blocks: usize,
+    report: &mut ProgramReport,
+    cache: &mut LftCache,
+) {
+    let unknown: Vec<(NodeId, Guid, DrPath)> = switches
+        .iter()
+        .map(|&id| (id, subnet.node(id).guid(), subnet.node(id).path))
+        .filter(|(id, guid, _)| plan.lfts.contains_key(id) && !cache.tables.contains_key(guid))
+        .collect();
+    for (_, guid, _) in &unknown {
+        cache.tables.insert(*guid, vec![UNKNOWN_BLOCK; blocks]);
+    }
+    let reads = (0..blocks * unknown.len()).map(|i| {
+        let (id, guid, path) = unknown[i % unknown.len()];
+        let block = (i / unknown.len()) as u32;
+        ((id, guid, block), path, AttributeId::LinearForwardingTable, block)
+    });
+    read_all(client, reads, |(id, guid, block), path, result| {
+        match result.map_err(|e| e.to_string()).and_then(|d| LftBlockRepr::parse_data(&d).map_err(|e| e.to_string())) {
+            Ok(b) => {
+                report.lft_reads += 1;
+                if let Some(slot) = cache.tables.get_mut(&guid).and_then(|t| t.get_mut(block as usize)) {
+                    *slot = block_hash(&b.ports);
+                }
+            }
+            Err(e) => {
+                report.failures += 1;
+                let what = format!("Get LinearForwardingTable block {block} failed (the block is written): {e}");
+                let p = SweepProblem { path, guid: Some(subnet.node(id).guid()), what };
+                warn!(%p, "LFT read failed");
+                subnet.problems.push(p);
+            }
+        }
+    })
+    .await;
+}
+
+/// Reads the table each QoS Set in `plan` would write; marks in `held` the
+/// ones the port already holds (and remembers them as written). An
+/// optimized all-ports SL-to-VL Set cannot be read back as one table: the
+/// table from port 0 to the first cabled port stands for the switch.
+async fn read_qos<T: Transport>(
+    client: &SmpClient<T>,
+    subnet: &Subnet,
+    plan: &Plan,
+    held: &mut [bool],
+    report: &mut ProgramReport,
+    cache: &mut LftCache,
+) {
+    use crate::mad::sl_to_vl::{attribute_modifier, ATTR_MOD_ALL_INPUT_PORTS, ATTR_MOD_ALL_OUTPUT_PORTS};
+    use crate::mad::{SlToVlTableRepr, VlArbTableRepr};
+    let all = ATTR_MOD_ALL_INPUT_PORTS | ATTR_MOD_ALL_OUTPUT_PORTS;
+    let reads = plan.qos.iter().enumerate().filter_map(|(i, set)| {
+        let amod = if set.attr == AttributeId::SlToVlMappingTable && set.amod & all != 0 {
+            let node = subnet.node(set.node);
+            let first = node.external_ports().find(|&p| node.ports[p as usize].remote.is_some())?;
+            attribute_modifier(0, first)
+        } else {
+            set.amod
+        };
+        Some((i, set.path, set.attr, amod))
+    });
+    read_all(client, reads, |i, _, result| {
+        let Ok(have) = result else {
+            report.failures += 1;
+            return;
+        };
+        report.qos_reads += 1;
+        let set = &plan.qos[i];
+        let same = match set.attr {
+            AttributeId::SlToVlMappingTable => {
+                SlToVlTableRepr::parse_data(&have).ok() == SlToVlTableRepr::parse_data(&set.data).ok()
+            }
+            AttributeId::VlArbitrationTable => {
+                VlArbTableRepr::parse_data(&have).ok() == VlArbTableRepr::parse_data(&set.data).ok()
+            }
+            _ => have == set.data,
+        };
+        if same {
+            held[i] = true;
+            cache.qos.remember(subnet.node(set.node).guid(), set);
+        }
+    })
+    .await;
 }
 
 /// What a pass needs to turn a target into its Set.
@@ -175,7 +336,14 @@ fn make(subnet: &Subnet, target: Target, ctx: &Ctx, cache: &LftCache) -> Option<
         Target::Lft { node, block } => lft_set(subnet, node, block, ctx.plan, cache),
         Target::Qos { index } => {
             let set = ctx.plan.qos.get(index as usize)?;
-            Some(SetRequest { target, path: set.path, attr: set.attr, amod: set.amod, data: set.data })
+            Some(SetRequest {
+                target,
+                path: set.path,
+                attr: set.attr,
+                amod: set.amod,
+                data: set.data,
+                sm_lid_only: false,
+            })
         }
         Target::PKeys { .. } => None,
     }
@@ -228,6 +396,7 @@ async fn execute<T: Transport>(
         match req.target {
             Target::Port { node, port } => {
                 report.port_sets += 1;
+                report.sm_lid_only_sets += req.sm_lid_only as usize;
                 let requested = PortInfoRepr::parse_data(&req.data).map(|p| p.port_state).ok();
                 if let Ok(now) = PortInfoRepr::parse_data(&data) {
                     match (requested, now.port_state) {
@@ -302,6 +471,7 @@ fn switch_info_set(subnet: &Subnet, id: NodeId, plan: &Plan, config: &SmConfig) 
         attr: AttributeId::SwitchInfo,
         amod: 0,
         data: want.to_data(),
+        sm_lid_only: false,
     })
 }
 
@@ -325,6 +495,7 @@ fn lft_set(subnet: &Subnet, id: NodeId, block: u32, plan: &Plan, cache: &LftCach
         attr: AttributeId::LinearForwardingTable,
         amod: block,
         data: LftBlockRepr { ports }.to_data(),
+        sm_lid_only: false,
     })
 }
 
@@ -388,6 +559,10 @@ fn port_set(
     if !changed && step.is_none() && !reregister {
         return None;
     }
+    let sm_lid_only = step.is_none()
+        && !reregister
+        && want.master_sm_lid != current.master_sm_lid
+        && PortInfoRepr { master_sm_lid: current.master_sm_lid, ..want } == *current;
     // A Set writes every field: start from the no-change codes so only what
     // the SM manages takes effect (IBA 14.2.5.6).
     let mut set = current.for_set();
@@ -413,6 +588,7 @@ fn port_set(
         attr: AttributeId::PortInfo,
         amod: port as u32,
         data: set.to_data(),
+        sm_lid_only,
     })
 }
 
@@ -478,6 +654,7 @@ async fn read_pkeys<T: Transport>(
                 attr: AttributeId::PKeyTable,
                 amod: 0,
                 data: fixed.to_data(),
+                sm_lid_only: false,
             }),
             None if !block.pkeys.contains(&crate::mad::pkey_table::DEFAULT_PKEY) => {
                 let what = format!("port {port}: P_Key block 0 is full and lacks the default P_Key; left as is");

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::mad::{DrPath, NodeInfoRepr, NodeType, PortInfoRepr, SwitchInfoRepr};
+use crate::mad::{DrPath, NodeInfoRepr, NodeType, PortInfoRepr, SmInfoRepr, SwitchInfoRepr};
 use crate::types::{Guid, Lid};
 
 /// Index of a node in `Subnet::nodes`.
@@ -99,6 +99,26 @@ impl fmt::Display for SweepProblem {
     }
 }
 
+/// Another SM's port found by the sweep: a port whose
+/// PortInfo.CapabilityMask has IsSM, other than the SM's own, and what its
+/// SMInfo said (IBA 14.4.1). The election decides what to do with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteSm {
+    pub port_guid: Guid,
+    pub node: NodeId,
+    /// The CA port, or 0 on a switch.
+    pub port: u8,
+    /// The directed route the SMInfo Get went over.
+    pub path: DrPath,
+    /// PortInfo.LID of that port (switch port 0's for a switch).
+    pub lid: Lid,
+    /// The SMInfo read, or why there is none: no SM answering (common: a
+    /// host with IsSM set but its SM stopped), an unreadable answer, or one
+    /// whose GUID is 0 or not the port's. The text names the port GUID and
+    /// the path.
+    pub info: Result<SmInfoRepr, String>,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Subnet {
     pub nodes: Vec<SubnetNode>,
@@ -106,6 +126,9 @@ pub struct Subnet {
     /// The node and port the SM runs on.
     pub sm_port: Option<(NodeId, u8)>,
     pub problems: Vec<SweepProblem>,
+    /// Other SMs' ports (IsSM set), in the order the sweep found them. A
+    /// failed SMInfo read is recorded here, never as a sweep problem.
+    pub remote_sms: Vec<RemoteSm>,
 }
 
 impl Subnet {
