@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod cli;
 pub mod config;
+pub mod election;
 pub mod lid;
 pub mod mad;
 pub mod metrics;
