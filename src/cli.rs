@@ -32,6 +32,15 @@ pub struct RunArgs {
     /// LID mask control 0-7 (overrides sm.lmc).
     #[arg(long, value_name = "N")]
     pub lmc: Option<u8>,
+    /// Election priority 0-15, higher wins (overrides sm.priority).
+    #[arg(long, short = 'p', value_name = "N", value_parser = clap::value_parser!(u8).range(0..=15))]
+    pub priority: Option<u8>,
+    /// How often a standby polls the master, in ms (overrides sm.sminfo_polling_timeout_ms).
+    #[arg(long, value_name = "MS")]
+    pub sminfo_polling_timeout: Option<u64>,
+    /// Missed polls before a standby takes over (overrides sm.polling_retry_number).
+    #[arg(long, value_name = "N")]
+    pub polling_retry_number: Option<u32>,
     /// Seconds between sweeps (overrides sm.sweep_interval_s).
     #[arg(long, value_name = "S")]
     pub sweep_interval: Option<u64>,
@@ -70,6 +79,15 @@ impl RunArgs {
         }
         if let Some(s) = self.sweep_interval {
             c.sm.sweep_interval_s = s;
+        }
+        if let Some(p) = self.priority {
+            c.sm.priority = p;
+        }
+        if let Some(ms) = self.sminfo_polling_timeout {
+            c.sm.sminfo_polling_timeout_ms = ms.max(1);
+        }
+        if let Some(n) = self.polling_retry_number {
+            c.sm.polling_retry_number = n.max(1);
         }
         if let Some(w) = self.window {
             c.transport.window = w;
@@ -133,7 +151,13 @@ pub async fn run(args: RunArgs) -> ExitCode {
         },
         None => None,
     };
-    let options = RunOptions { metrics, once: args.once, persist_lids: persist, ..RunOptions::default() };
+    let options = RunOptions {
+        metrics,
+        once: args.once,
+        persist_lids: persist,
+        operator_signals: !args.once,
+        ..RunOptions::default()
+    };
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };

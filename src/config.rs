@@ -22,7 +22,22 @@ pub struct SmConfig {
     /// Seconds between periodic sweeps; 0 sweeps only on traps (OpenSM `sweep_interval`).
     pub sweep_interval_s: u64,
     /// 0-15; higher wins the master election (OpenSM `sm_priority`).
+    #[serde(alias = "sm_priority")]
     pub priority: u8,
+    /// SMInfo.SM_Key (OpenSM `sm_key`, default 1 there too: OpenSM ignores
+    /// an SM whose key differs). Shown to requesters that present it or
+    /// the fabric's M_Key; required on every SubnSet(SMInfo).
+    #[serde(deserialize_with = "hex_u64")]
+    pub sm_key: u64,
+    /// How often a standby polls the master, in ms (OpenSM
+    /// `sminfo_polling_timeout`, 10000 there).
+    pub sminfo_polling_timeout_ms: u64,
+    /// Polls the master may miss in a row before a standby takes over
+    /// (OpenSM `polling_retry_number`).
+    pub polling_retry_number: u32,
+    /// Hand the subnet to a returning SM of higher priority. Off, a running
+    /// master keeps it until an operator asks (SIGUSR1).
+    pub master_preemption: bool,
     /// LID mask control, 0-7 (OpenSM `lmc`).
     pub lmc: u8,
     /// Give switch enhanced port 0 the LMC too (OpenSM `lmc_esp0`).
@@ -56,6 +71,10 @@ impl Default for SmConfig {
         SmConfig {
             sweep_interval_s: 10,
             priority: 0,
+            sm_key: 1,
+            sminfo_polling_timeout_ms: 2000,
+            polling_retry_number: 4,
+            master_preemption: true,
             lmc: 0,
             lmc_esp0: false,
             reassign_lids: false,
@@ -196,6 +215,20 @@ pub enum ConfigError {
     Invalid { path: PathBuf, key: &'static str, value: String, why: &'static str },
 }
 
+impl SmConfig {
+    /// The election's knobs.
+    pub fn election(&self) -> crate::election::ElectionConfig {
+        crate::election::ElectionConfig {
+            priority: self.priority,
+            sm_key: self.sm_key,
+            poll_interval: Duration::from_millis(self.sminfo_polling_timeout_ms),
+            poll_misses: self.polling_retry_number,
+            master_preemption: self.master_preemption,
+            ..Default::default()
+        }
+    }
+}
+
 impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
@@ -216,6 +249,12 @@ impl Config {
         let bad = |key, value: String, why| Err(ConfigError::Invalid { path: path.into(), key, value, why });
         if self.sm.priority > 15 {
             return bad("sm.priority", self.sm.priority.to_string(), "must be 0-15");
+        }
+        if self.sm.sminfo_polling_timeout_ms == 0 {
+            return bad("sm.sminfo_polling_timeout_ms", "0".into(), "must be at least 1");
+        }
+        if self.sm.polling_retry_number == 0 {
+            return bad("sm.polling_retry_number", "0".into(), "must be at least 1");
         }
         if self.sm.lmc > 7 {
             return bad("sm.lmc", self.sm.lmc.to_string(), "must be 0-7");
@@ -332,6 +371,25 @@ mod tests {
         let err = Config::parse("[qos]\nvlarb_low = \"0:x\"\n", Path::new("q.toml")).unwrap_err();
         assert!(err.to_string().contains("qos.vlarb_low"), "{err}");
         assert_eq!(QosConfig::parse_sl2vl(&QosConfig::default().sl2vl).unwrap()[15], 7);
+    }
+
+    #[test]
+    fn election_keys_and_opensm_alias() {
+        let c = Config::parse(
+            "[sm]\nsm_priority = 7\nsm_key = \"0x10\"\nsminfo_polling_timeout_ms = 500\npolling_retry_number = 3\nmaster_preemption = false\n",
+            Path::new("e.toml"),
+        )
+        .unwrap();
+        let e = c.sm.election();
+        assert_eq!((e.priority, e.sm_key, e.poll_misses, e.master_preemption), (7, 0x10, 3, false));
+        assert_eq!(e.poll_interval, Duration::from_millis(500));
+        // The defaults detect a dead master well within 15 s.
+        let d = Config::default().sm.election().detection_time(Duration::from_millis(800));
+        assert!(d <= Duration::from_secs(15), "{d:?}");
+        let err = Config::parse("[sm]\npolling_retry_number = 0\n", Path::new("e.toml")).unwrap_err();
+        assert_eq!(err.to_string(), "e.toml: sm.polling_retry_number = 0: must be at least 1");
+        let err = Config::parse("[sm]\nsm_priority = 16\n", Path::new("e.toml")).unwrap_err();
+        assert_eq!(err.to_string(), "e.toml: sm.priority = 16: must be 0-15");
     }
 
     #[test]

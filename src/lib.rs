@@ -9,6 +9,7 @@ pub mod mad;
 pub mod metrics;
 pub mod probe;
 pub mod route_cli;
+pub mod runtime;
 pub mod sa_cli;
 pub mod service;
 pub mod sim;

@@ -28,6 +28,8 @@ pub struct Metrics {
     sweep_seconds: Histogram,
     smps_sent: IntGaugeVec,
     smp_timeouts: IntGaugeVec,
+    sm_state: IntGauge,
+    refused: IntCounterVec,
 }
 
 impl Metrics {
@@ -54,8 +56,17 @@ impl Metrics {
             &["class", "attribute", "method"],
         )
         .unwrap();
+        let sm_state =
+            IntGauge::new("sm_state", "SMInfo.SMState: 0 NOTACTIVE, 1 DISCOVERING, 2 STANDBY, 3 MASTER").unwrap();
+        let refused = IntCounterVec::new(
+            Opts::new("mads_refused_total", "Requests answered with an unsupported status, by class"),
+            &["class"],
+        )
+        .unwrap();
         for c in [
             Box::new(subnet_up.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(sm_state.clone()),
+            Box::new(refused.clone()),
             Box::new(nodes.clone()),
             Box::new(ports_inactive.clone()),
             Box::new(max_lid.clone()),
@@ -78,7 +89,17 @@ impl Metrics {
             sweep_seconds,
             smps_sent,
             smp_timeouts,
+            sm_state,
+            refused,
         }
+    }
+
+    pub fn sm_state(&self, state: u8) {
+        self.sm_state.set(i64::from(state));
+    }
+
+    pub fn refused(&self, class: u8) {
+        self.refused.with_label_values(&[&format!("{:?}", crate::mad::MgmtClass::from(class))]).inc();
     }
 
     pub fn heavy_sweep(&self, report: &SweepReport) {

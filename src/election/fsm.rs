@@ -807,6 +807,9 @@ impl Election {
         if from.sm_key != self.cfg.sm_key {
             return self.report(ElectionError::WrongKey { control, from: from.guid, addr });
         }
+        // A sender we know is answered over the path discovery found.
+        let known = self.watch.map(|w| w.master).into_iter().chain(self.peers.iter().copied());
+        let addr = known.filter(|p| p.info.guid == from.guid).map(|p| p.addr).next().unwrap_or(addr);
         let peer = Peer { info: from, addr };
         let cause = TransitionCause::Control { control, from: from.guid };
         let stranger =

@@ -1,0 +1,559 @@
+//! The SM's runtime: one owner task holds all SM state; everything else
+//! owns nothing and hands it typed results.
+//!
+//! ```text
+//!  MadTransport I/O thread ── unsolicited mpsc ──► owner task ── dispatch::classify
+//!        ▲   (TIDs, window, retries)                 │   SMInfo Get/Set, traps, status answers
+//!        │                                           │
+//!        │                                           ├── Election core (election::fsm): state, timers
+//!        │  request()/send()                         │
+//!        ├──────────── sweep slot (one job) ◄────────┤   discover | take_charge | light sweep,
+//!        │                                           │   each owning the SubnetManager while it runs
+//!        └──────────── side jobs (FuturesUnordered) ◄┘   polls of the master, SMInfo Sets,
+//!                                                        own-port checks: each ends as an Event
+//!  timers: Election::poll_timeout and the sweep interval, one sleep in the owner's select
+//! ```
+//!
+//! The owner loop: carry out the election's actions, then wait for the
+//! first of a MAD from the dispatcher, the sweep job, a side job, a timer or
+//! shutdown. No state is shared: the SubnetManager moves into the sweep job
+//! and comes back with its result, so nothing is locked.
+
+pub mod dispatch;
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::mpsc;
+use tracing::{debug, error, info, warn};
+
+use crate::config::Config;
+use crate::election::{Action, Election, Event, Peer, PeerAddr, State};
+use crate::mad::header::status;
+use crate::mad::{AttributeId, DrPath, Method, PortInfoRepr, PortState, SmControl, SmInfoRepr, SmpAttribute};
+use crate::sm::{Discovered, MasterMode, SubnetManager, SweepError, SweepReport};
+use crate::transport::{Datagram, SmpClient, Transport};
+use crate::types::Lid;
+use dispatch::{Inbound, Refusal};
+
+/// How `run` should behave.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// Where sweep results and MAD counts are published.
+    pub metrics: Option<crate::metrics::Metrics>,
+    /// Sweep until the subnet is up (at most `once_attempts` sweeps), then return.
+    pub once: bool,
+    pub once_attempts: u32,
+    /// Keep guid2lid in `config.sm.cache_dir`.
+    pub persist_lids: bool,
+    /// SIGUSR1 asks the master to hand over now (the service, not tests).
+    pub operator_signals: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { metrics: None, once: false, once_attempts: 3, persist_lids: true, operator_signals: false }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("sweep failed: {0}")]
+    Sweep(#[from] SweepError),
+    #[error("the subnet did not come up after {attempts} sweeps: {reasons}")]
+    NotUp { attempts: u32, reasons: String },
+    #[error("another SM is master ({master}); --once does not take over from it")]
+    OtherMaster { master: String },
+}
+
+/// What the sweep slot's job ended with; the SubnetManager comes back with it.
+enum SweepDone {
+    Discovered(Result<Discovered, SweepError>),
+    Programmed(Result<SweepReport, SweepError>),
+    LightSwept(Option<String>),
+}
+
+/// Work for the sweep slot, queued while it is busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SweepWork {
+    Discover,
+    TakeCharge { takeover: bool },
+    Light,
+}
+
+type SweepJob<T> = Pin<Box<dyn Future<Output = (SubnetManager<T>, SweepDone)> + Send>>;
+type SideJob = Pin<Box<dyn Future<Output = Option<Event>> + Send>>;
+
+/// Everything the owner task owns.
+struct Owner<T: Transport + Clone> {
+    election: Election,
+    /// `None` while the sweep slot's job holds it.
+    sm: Option<SubnetManager<T>>,
+    client: SmpClient<T>,
+    transport: T,
+    config: Config,
+    options: RunOptions,
+    started: tokio::time::Instant,
+    queue: VecDeque<SweepWork>,
+    discovered: Option<Discovered>,
+    /// A master sweep ran before: later ones are `Continuing`.
+    took_charge: bool,
+    last: Option<SweepReport>,
+    was_up: bool,
+    next_sweep: Option<Duration>,
+    attempts: u32,
+    refused: BTreeMap<Refusal, u64>,
+    /// Remote-SM read failures already logged (each once).
+    logged_remote: HashSet<(crate::types::Guid, String)>,
+}
+
+/// Runs the SM until `shutdown` resolves (or, with `once`, until the subnet
+/// is up). Returns the last sweep's report.
+pub async fn run<T: Transport + Clone>(
+    transport: T,
+    mut unsolicited: mpsc::Receiver<Datagram>,
+    config: Config,
+    options: RunOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<SweepReport, RunError> {
+    let local = transport.local_port();
+    let election = Election::new(config.sm.election(), local.port_guid);
+    let mut sm =
+        SubnetManager::new(transport.clone(), config.sm.clone(), options.persist_lids).with_qos(config.qos.clone());
+    sm.set_sm_key(config.sm.sm_key);
+    let client = SmpClient::with_m_key(transport.clone(), config.sm.m_key);
+    info!(
+        guid = %local.port_guid,
+        priority = config.sm.priority,
+        poll_ms = config.sm.sminfo_polling_timeout_ms,
+        poll_misses = config.sm.polling_retry_number,
+        "SM starting in DISCOVERING"
+    );
+    let mut owner = Owner {
+        election,
+        sm: Some(sm),
+        client,
+        transport,
+        config,
+        options,
+        started: tokio::time::Instant::now(),
+        queue: VecDeque::new(),
+        discovered: None,
+        took_charge: false,
+        last: None,
+        was_up: false,
+        next_sweep: None,
+        attempts: 0,
+        refused: BTreeMap::new(),
+        logged_remote: HashSet::new(),
+    };
+    let mut operator = if owner.options.operator_signals {
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok()
+    } else {
+        None
+    };
+    let mut job: Option<SweepJob<T>> = None;
+    let mut side: FuturesUnordered<SideJob> = FuturesUnordered::new();
+    tokio::pin!(shutdown);
+    loop {
+        while let Some(action) = owner.election.poll_action() {
+            if let Some(end) = owner.act(action, &mut side) {
+                return end;
+            }
+        }
+        if job.is_none() {
+            job = owner.next_job();
+        }
+        let wake =
+            [owner.election.poll_timeout(), owner.next_sweep.filter(|_| job.is_none())].into_iter().flatten().min();
+        let sleep = async {
+            match wake {
+                Some(at) => tokio::time::sleep_until(owner.started + at).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let operator_asks = async {
+            match operator.as_mut() {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = &mut shutdown => {
+                info!("shutting down");
+                return owner.last.take().ok_or_else(|| RunError::NotUp {
+                    attempts: owner.attempts,
+                    reasons: format!("stopped in {} before a sweep completed", owner.election.state()),
+                });
+            }
+            Some(dgram) = unsolicited.recv() => owner.on_mad(dgram),
+            (sm, done) = async { job.as_mut().expect("guarded").await }, if job.is_some() => {
+                job = None;
+                owner.sm = Some(sm);
+                if let Some(end) = owner.on_sweep_done(done) {
+                    return end;
+                }
+            }
+            Some(event) = side.next(), if !side.is_empty() => {
+                if let Some(e) = event {
+                    let now = owner.now();
+                    owner.election.handle(now, e);
+                }
+            }
+            _ = sleep => owner.on_wake(),
+            Some(()) = operator_asks => {
+                info!("operator asks for a handover (SIGUSR1)");
+                let now = owner.now();
+                owner.election.handle(now, Event::OperatorHandover);
+            }
+        }
+    }
+}
+
+impl<T: Transport + Clone> Owner<T> {
+    fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    fn interval(&self) -> Option<Duration> {
+        let s = self.config.sm.sweep_interval_s;
+        (s > 0).then(|| Duration::from_secs(s))
+    }
+
+    /// Starts the queued sweep work, if the SubnetManager is home.
+    fn next_job(&mut self) -> Option<SweepJob<T>> {
+        let work = self.queue.pop_front()?;
+        let mut sm = self.sm.take().expect("no job runs, so the SubnetManager is home");
+        Some(match work {
+            SweepWork::Discover => Box::pin(async move {
+                let r = sm.discover().await;
+                (sm, SweepDone::Discovered(r))
+            }),
+            SweepWork::TakeCharge { takeover } => {
+                let Some(found) = self.discovered.take() else {
+                    // Nothing to program (a discovery failed in between): look again.
+                    self.sm = Some(sm);
+                    self.queue.push_front(SweepWork::Discover);
+                    return self.next_job();
+                };
+                let mode = if takeover {
+                    MasterMode::Takeover
+                } else if self.took_charge {
+                    MasterMode::Continuing
+                } else {
+                    MasterMode::Fresh
+                };
+                self.took_charge = true;
+                Box::pin(async move {
+                    let r = sm.take_charge(found, mode).await;
+                    (sm, SweepDone::Programmed(r))
+                })
+            }
+            SweepWork::Light => Box::pin(async move {
+                let r = sm.light_sweep().await;
+                (sm, SweepDone::LightSwept(r))
+            }),
+        })
+    }
+
+    /// Carries out one election action. `Some` ends `run`.
+    fn act(&mut self, action: Action, side: &mut FuturesUnordered<SideJob>) -> Option<Result<SweepReport, RunError>> {
+        match action {
+            Action::Discover => {
+                if !self.queue.contains(&SweepWork::Discover) {
+                    self.queue.push_back(SweepWork::Discover);
+                }
+            }
+            Action::TakeCharge { takeover } => self.queue.push_back(SweepWork::TakeCharge { takeover }),
+            Action::Poll { master } => side.push(self.poll(master)),
+            Action::CheckOwnPort => side.push(self.check_own_port()),
+            Action::Send { to, control } => side.push(self.send_control(to, control)),
+            Action::StateChanged { from, to, cause } => {
+                if from != to {
+                    info!(from = %from, to = %to, cause = %cause, "SM state {to}");
+                }
+                if let Some(m) = &self.options.metrics {
+                    m.sm_state(to.sm_state().into());
+                }
+                if to == State::Master && from != State::Master {
+                    self.next_sweep = None;
+                }
+                if self.options.once && to == State::Standby {
+                    let master = self.election.master().map(|p| p.to_string()).unwrap_or_default();
+                    return Some(Err(RunError::OtherMaster { master }));
+                }
+            }
+            Action::Report(e) if e.is_error() => error!(problem = %e, "election"),
+            Action::Report(e) => warn!(problem = %e, "election"),
+        }
+        None
+    }
+
+    fn on_wake(&mut self) {
+        let now = self.now();
+        self.election.handle_timeout(now);
+        if self.next_sweep.is_some_and(|at| at <= now) {
+            self.next_sweep = None;
+            if self.election.state() != State::Master {
+                return;
+            }
+            if self.was_up {
+                self.queue.push_back(SweepWork::Light);
+            } else {
+                self.election.handle(now, Event::SweepWanted);
+            }
+        }
+    }
+
+    fn on_sweep_done(&mut self, done: SweepDone) -> Option<Result<SweepReport, RunError>> {
+        let now = self.now();
+        match done {
+            SweepDone::Discovered(Ok(found)) => {
+                let peers = self.peers(&found);
+                self.discovered = Some(found);
+                self.election.handle(now, Event::DiscoveryDone { peers });
+            }
+            SweepDone::Discovered(Err(e)) => {
+                if self.options.once {
+                    return Some(Err(e.into()));
+                }
+                self.election.handle(now, Event::DiscoveryFailed { why: e.to_string() });
+            }
+            SweepDone::Programmed(Ok(report)) => {
+                self.election.handle(now, Event::Programmed);
+                return self.on_programmed(report);
+            }
+            SweepDone::Programmed(Err(e)) => return Some(Err(e.into())),
+            SweepDone::LightSwept(verdict) => {
+                if let Some(m) = &self.options.metrics {
+                    m.light_sweep();
+                    m.transport(&self.transport.stats());
+                }
+                self.election.handle(now, Event::LightSwept);
+                match verdict {
+                    Some(why) => {
+                        info!(reason = %why, "heavy sweep");
+                        self.election.handle(now, Event::SweepWanted);
+                    }
+                    None => {
+                        debug!("light sweep: no change");
+                        self.next_sweep = self.interval().map(|i| now + i);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The other SMs discovery read; failures to read one are logged once.
+    fn peers(&mut self, found: &Discovered) -> Vec<Peer> {
+        let mut peers = Vec::new();
+        for r in &found.subnet.remote_sms {
+            match &r.info {
+                Ok(info) => peers.push(Peer { info: *info, addr: PeerAddr { lid: r.lid, path: Some(r.path) } }),
+                Err(why) => {
+                    if self.logged_remote.insert((r.port_guid, why.clone())) {
+                        warn!(port = %r.port_guid, lid = %r.lid, path = %r.path, problem = %why, "port claims IsSM");
+                    }
+                }
+            }
+        }
+        peers
+    }
+
+    fn on_programmed(&mut self, report: SweepReport) -> Option<Result<SweepReport, RunError>> {
+        self.attempts += 1;
+        let up = report.subnet_up();
+        if let Some(m) = &self.options.metrics {
+            m.heavy_sweep(&report);
+            m.transport(&self.transport.stats());
+        }
+        if report.mode == MasterMode::Takeover {
+            let p = &report.program;
+            info!(
+                sets = p.sets(),
+                changing_sets = p.changing_sets(),
+                sm_lid_only_sets = p.sm_lid_only_sets,
+                lft_reads = p.lft_reads,
+                lft_blocks = p.lft_blocks,
+                "takeover programmed"
+            );
+        }
+        if up && !self.was_up {
+            info!(
+                nodes = report.subnet.nodes.len(),
+                max_lid = report.lids.max_lid.0,
+                elapsed_ms = report.elapsed.as_millis() as u64,
+                "SUBNET UP"
+            );
+        } else if !up {
+            for p in &report.inactive {
+                warn!(port = %p, "port not active");
+            }
+            for p in report.problems() {
+                warn!(problem = %p, "sweep problem");
+            }
+        }
+        self.was_up = up;
+        if self.options.once {
+            if up {
+                return Some(Ok(report));
+            }
+            if self.attempts >= self.options.once_attempts {
+                let mut reasons: Vec<String> = report.inactive.iter().take(5).cloned().collect();
+                reasons.extend(report.problems().iter().take(5).map(|p| p.to_string()));
+                if let Some(e) = &report.lids.error {
+                    reasons.push(e.to_string());
+                }
+                return Some(Err(RunError::NotUp { attempts: self.attempts, reasons: reasons.join("; ") }));
+            }
+            self.election.handle(self.now(), Event::SweepWanted);
+        } else {
+            self.next_sweep = self.interval().map(|i| self.now() + i);
+        }
+        self.last = Some(report);
+        None
+    }
+
+    /// One MAD from the dispatcher.
+    fn on_mad(&mut self, dgram: Datagram) {
+        let now = self.now();
+        match dispatch::classify(&dgram) {
+            Inbound::SmInfoGet { req, payload } => {
+                let key = self.config.sm.sm_key;
+                // IBA 14.4.1.1: the key goes to a requester that knows it, or
+                // that holds the fabric's M_Key (OpenSM's rule since 3.3.21).
+                let authenticated = payload.is_some_and(|p| p.sm_key == key) || req.m_key == self.config.sm.m_key;
+                let info = self.election.sm_info(authenticated);
+                self.reply(&dgram, dispatch::smp_response(&req, Method::GetResp, 0, dispatch::sm_info_data(&info)));
+                if let Some(p) = payload {
+                    let lid = if dgram.addr.lid.is_unicast() { dgram.addr.lid } else { Lid(0) };
+                    self.election
+                        .handle(now, Event::PeerSeen { peer: Peer { info: p, addr: PeerAddr { lid, path: None } } });
+                }
+            }
+            Inbound::SmInfoSet { req, control, payload } => {
+                // Where to answer later (an ACKNOWLEDGE): the election uses
+                // the path its own discovery found for a known sender.
+                let lid = if dgram.addr.lid.is_unicast() { dgram.addr.lid } else { Lid(0) };
+                let addr = PeerAddr { lid, path: None };
+                let status = match payload {
+                    Ok(from) => {
+                        let key_ok = from.sm_key == self.config.sm.sm_key;
+                        self.election.handle(now, Event::Control { control, from, addr });
+                        if key_ok {
+                            0
+                        } else {
+                            status::INVALID_FIELD
+                        }
+                    }
+                    Err(e) => {
+                        error!(lid = %dgram.addr.lid, control = ?control, error = %e, "SubnSet(SMInfo) with an unreadable payload; ignored");
+                        status::INVALID_FIELD
+                    }
+                };
+                let info = self.election.sm_info(status == 0);
+                self.reply(
+                    &dgram,
+                    dispatch::smp_response(&req, Method::GetResp, status, dispatch::sm_info_data(&info)),
+                );
+            }
+            Inbound::Trap { req } => {
+                // Traps go to the master (IBA 14.2.5.1); a standby leaves
+                // them to it, as OpenSM does.
+                if self.election.state() == State::Master {
+                    info!(attr = ?req.header.attribute_id, lid = %dgram.addr.lid, "trap received; sweeping");
+                    self.reply(&dgram, dispatch::smp_response(&req, Method::TrapRepress, 0, req.data));
+                    self.election.handle(now, Event::SweepWanted);
+                } else {
+                    debug!(state = %self.election.state(), lid = %dgram.addr.lid, "trap ignored: not master");
+                }
+            }
+            Inbound::Refused { reply, why } => {
+                let n = self.refused.entry(why).or_default();
+                *n += 1;
+                if *n == 1 {
+                    info!(from = %dgram.addr.lid, refusal = %why, status = format_args!("{:#06x}", why.status()), "request refused");
+                }
+                if let Some(m) = &self.options.metrics {
+                    m.refused(why.class());
+                }
+                if let Err(e) = self.transport.send(reply) {
+                    warn!(error = %e, "could not send a status answer");
+                }
+            }
+            Inbound::Ignored { why } => debug!(from = %dgram.addr.lid, why = %why, "unsolicited MAD ignored"),
+        }
+    }
+
+    fn reply(&self, to: &Datagram, smp: crate::mad::SmpRepr) {
+        if let Err(e) = self.transport.send(Datagram { addr: to.addr, mad: smp.to_bytes().to_vec() }) {
+            error!(error = %e, "could not answer SMP");
+        }
+    }
+
+    /// SubnGet(SMInfo) to the master, over the path discovery found it by.
+    fn poll(&self, master: Peer) -> SideJob {
+        let client = self.client.clone();
+        let data = dispatch::sm_info_data(&self.election.own_info());
+        Box::pin(async move {
+            let answer = match (master.addr.path, master.addr.lid) {
+                (Some(path), _) => client.dr_get_with_data(&path, AttributeId::SmInfo, 0, data).await,
+                (None, lid) if lid.is_unicast() => client.lid_get(lid, AttributeId::SmInfo, 0).await,
+                (None, _) => return Some(Event::PollFailed { why: format!("no route to {master}") }),
+            };
+            Some(match answer.map(|smp| SmInfoRepr::parse_bytes(&smp.data)) {
+                Ok(Ok(info)) => Event::PollAnswered { info },
+                Ok(Err(e)) => Event::PollFailed { why: format!("unreadable SMInfo: {e}") },
+                Err(e) => Event::PollFailed { why: e.to_string() },
+            })
+        })
+    }
+
+    /// SubnSet(SMInfo) with `control`, carrying our SMInfo (and key).
+    fn send_control(&self, to: Peer, control: SmControl) -> SideJob {
+        let client = self.client.clone();
+        let data = dispatch::sm_info_data(&self.election.own_info());
+        info!(to = %to, control = ?control, "sending SubnSet(SMInfo)");
+        Box::pin(async move {
+            let answer = match (to.addr.path, to.addr.lid) {
+                (Some(path), _) => client.dr_set(&path, AttributeId::SmInfo, control.into(), data).await,
+                (None, lid) if lid.is_unicast() => client.lid_set(lid, AttributeId::SmInfo, control.into(), data).await,
+                (None, _) => Err(crate::transport::SmpError::Transport(crate::transport::TransportError::Closed)),
+            };
+            let result = answer
+                .map_err(|e| e.to_string())
+                .and_then(|smp| SmInfoRepr::parse_bytes(&smp.data).map_err(|e| format!("unreadable SMInfo: {e}")));
+            match control {
+                SmControl::Handover => Some(Event::HandoverSent { to: to.info.guid, result }),
+                _ => {
+                    // OpenSM refuses an ACKNOWLEDGE from a master (it wants
+                    // one from a standby): only worth a debug line.
+                    if let Err(e) = result {
+                        debug!(to = %to, control = ?control, error = %e, "SubnSet(SMInfo) not accepted");
+                    }
+                    None
+                }
+            }
+        })
+    }
+
+    /// PortInfo of our own port: is it still up?
+    fn check_own_port(&self) -> SideJob {
+        let client = self.client.clone();
+        Box::pin(async move {
+            let r = client.dr_get(&DrPath::local(), AttributeId::PortInfo, 0).await;
+            Some(match r.map(|smp| PortInfoRepr::parse_data(&smp.data)) {
+                Ok(Ok(pi)) if pi.port_state == PortState::Down => {
+                    Event::OwnPort { up: false, why: "PortState is Down".into() }
+                }
+                Ok(Ok(pi)) => Event::OwnPort { up: true, why: format!("PortState {:?}", pi.port_state) },
+                Ok(Err(e)) => Event::OwnPort { up: false, why: format!("unreadable PortInfo: {e}") },
+                Err(e) => Event::OwnPort { up: false, why: e.to_string() },
+            })
+        })
+    }
+}
