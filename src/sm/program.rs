@@ -52,11 +52,25 @@ pub struct Plan {
     pub vl_high_limit: Option<u8>,
 }
 
+/// One port's last PortInfo Set, see [`LftCache::ports`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortMemo {
+    /// PortInfo as the port answered our Set.
+    pub held: PortInfoRepr,
+    /// What we wanted it to hold.
+    pub wanted: PortInfoRepr,
+}
+
 /// What the SM last wrote to each switch's forwarding table, by switch
 /// GUID: one hash per 64-LID block.
 #[derive(Debug, Clone, Default)]
 pub struct LftCache {
     pub tables: HashMap<Guid, Vec<u64>>,
+    /// PortInfo Sets, by node GUID and port: what the port held after our
+    /// Set and what we wanted then. A device that keeps only some fields
+    /// (ibsim drops SubnetTimeout and M_KeyLeasePeriod) is not sent the
+    /// same Set again every sweep.
+    pub ports: HashMap<(Guid, u8), PortMemo>,
     /// SLtoVLMapping and VLArbitration tables written.
     pub qos: super::qos::QosCache,
 }
@@ -133,6 +147,8 @@ struct SetRequest {
     data: [u8; 64],
     /// A PortInfo Set whose only change is MasterSMLID.
     sm_lid_only: bool,
+    /// A PortInfo Set: the port before it, and what we want it to hold.
+    port_before: Option<(PortInfoRepr, PortInfoRepr)>,
 }
 
 async fn run<T: Transport>(client: &SmpClient<T>, req: SetRequest) -> (SetRequest, Result<[u8; 64], SmpError>) {
@@ -331,7 +347,10 @@ enum Work {
 /// Built only when there is room on the wire, from the subnet as it is then.
 fn make(subnet: &Subnet, target: Target, ctx: &Ctx, cache: &LftCache) -> Option<SetRequest> {
     match target {
-        Target::Port { node, port } => port_set(subnet, node, port, ctx.plan, ctx.config, ctx.state),
+        Target::Port { node, port } => {
+            let memo = cache.ports.get(&(subnet.node(node).guid(), port));
+            port_set(subnet, node, port, ctx.plan, ctx.config, ctx.state, memo)
+        }
         Target::SwitchInfo { node } => switch_info_set(subnet, node, ctx.plan, ctx.config),
         Target::Lft { node, block } => lft_set(subnet, node, block, ctx.plan, cache),
         Target::Qos { index } => {
@@ -343,6 +362,7 @@ fn make(subnet: &Subnet, target: Target, ctx: &Ctx, cache: &LftCache) -> Option<
                 amod: set.amod,
                 data: set.data,
                 sm_lid_only: false,
+                port_before: None,
             })
         }
         Target::PKeys { .. } => None,
@@ -396,9 +416,23 @@ async fn execute<T: Transport>(
         match req.target {
             Target::Port { node, port } => {
                 report.port_sets += 1;
-                report.sm_lid_only_sets += req.sm_lid_only as usize;
                 let requested = PortInfoRepr::parse_data(&req.data).map(|p| p.port_state).ok();
-                if let Ok(now) = PortInfoRepr::parse_data(&data) {
+                let answered = PortInfoRepr::parse_data(&data).ok();
+                // Judged by what the port answered: a field the device does
+                // not keep was not changed by the Set.
+                let sm_lid_only = match (req.port_before, answered) {
+                    (Some((before, _)), Some(after)) => {
+                        req.sm_lid_only
+                            || (after.master_sm_lid != before.master_sm_lid
+                                && PortInfoRepr { master_sm_lid: before.master_sm_lid, ..after } == before)
+                    }
+                    _ => req.sm_lid_only,
+                };
+                report.sm_lid_only_sets += sm_lid_only as usize;
+                if let (Some((_, wanted)), Some(held)) = (req.port_before, answered) {
+                    cache.ports.insert((subnet.node(node).guid(), port), PortMemo { held, wanted });
+                }
+                if let Some(now) = answered {
                     match (requested, now.port_state) {
                         (Some(PortState::Armed), PortState::Armed) => report.armed += 1,
                         (Some(PortState::Active), PortState::Active) => report.activated += 1,
@@ -472,6 +506,7 @@ fn switch_info_set(subnet: &Subnet, id: NodeId, plan: &Plan, config: &SmConfig) 
         amod: 0,
         data: want.to_data(),
         sm_lid_only: false,
+        port_before: None,
     })
 }
 
@@ -496,6 +531,7 @@ fn lft_set(subnet: &Subnet, id: NodeId, block: u32, plan: &Plan, cache: &LftCach
         amod: block,
         data: LftBlockRepr { ports }.to_data(),
         sm_lid_only: false,
+        port_before: None,
     })
 }
 
@@ -509,6 +545,7 @@ fn port_set(
     plan: &Plan,
     config: &SmConfig,
     target: PortState,
+    memo: Option<&PortMemo>,
 ) -> Option<SetRequest> {
     let node = subnet.node(id);
     let current = node.ports.get(port as usize)?.info.as_ref()?;
@@ -546,7 +583,15 @@ fn port_set(
         want.operational_vls = current.vl_cap.min(far.vl_cap).min(config.max_op_vls).max(1);
     }
 
-    let changed = want != *current;
+    // The port still holds what it answered our last Set with, and we want
+    // the same again: whatever differs is a field the device does not keep.
+    // (The state is the link passes' business, not a parameter.)
+    let kept =
+        memo.is_some_and(|m| m.held == *current && PortInfoRepr { port_state: want.port_state, ..m.wanted } == want);
+    let changed = want != *current && !kept;
+    if let Some(m) = memo.filter(|_| changed) {
+        tracing::debug!(node = %node.guid(), port, held = ?m.held, current = ?current, wanted = ?m.wanted, want = ?want, "port differs from what it answered our last Set with");
+    }
     let step = match (current.port_state, target) {
         (PortState::Init, PortState::Armed) if port != 0 => Some(PortState::Armed),
         (PortState::Armed, PortState::Active) if port != 0 => Some(PortState::Active),
@@ -589,6 +634,7 @@ fn port_set(
         amod: port as u32,
         data: set.to_data(),
         sm_lid_only,
+        port_before: Some((*current, want)),
     })
 }
 
@@ -655,6 +701,7 @@ async fn read_pkeys<T: Transport>(
                 amod: 0,
                 data: fixed.to_data(),
                 sm_lid_only: false,
+                port_before: None,
             }),
             None if !block.pkeys.contains(&crate::mad::pkey_table::DEFAULT_PKEY) => {
                 let what = format!("port {port}: P_Key block 0 is full and lacks the default P_Key; left as is");
