@@ -575,13 +575,18 @@ impl Election {
                 if self.discovering {
                     self.seen.retain(|p| p.info.guid != peer.info.guid);
                     self.seen.push(peer);
-                } else if state == State::Master
-                    && peer.info.outranks(&self.own_info())
-                    && !self.peers.iter().any(|p| p.info.guid == peer.info.guid)
-                {
-                    // A higher-ranked SM we have not met: look now rather
-                    // than at the next sweep.
-                    self.start_discovery();
+                } else if state == State::Master && self.handing_over.is_none() {
+                    // A standby that outranks us polls us (ibsm's polls carry
+                    // its SMInfo): hand over now rather than at the next
+                    // sweep, if we would hand over to it at all.
+                    let me = self.own_info();
+                    let eligible = peer.info.sm_state == SmState::Standby
+                        && peer.info.outranks(&me)
+                        && self.cfg.master_preemption
+                        && !self.handover_backoff.get(&peer.info.guid).is_some_and(|&(until, _)| now < until);
+                    if eligible {
+                        self.start_discovery();
+                    }
                 }
             }
         }
