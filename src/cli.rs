@@ -121,6 +121,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
     }
     let txn = TxnConfig {
         window: config.transport.window,
+        gmp_window: config.transport.gmp_window,
         timeout: config.transport.timeout(),
         retries: config.transport.retries,
     };

@@ -164,6 +164,9 @@ impl QosConfig {
 pub struct TransportConfig {
     /// SMPs in flight at once (OpenSM `max_wire_smps`, default 4).
     pub window: usize,
+    /// GMPs in flight at once per management class (SA, PerfMgt, ...), each
+    /// class apart from the SMPs and from the others.
+    pub gmp_window: usize,
     /// Per-attempt timeout in milliseconds (OpenSM `transaction_timeout`).
     pub timeout_ms: u64,
     /// Retries after the first attempt (OpenSM `transaction_retries`).
@@ -172,7 +175,7 @@ pub struct TransportConfig {
 
 impl Default for TransportConfig {
     fn default() -> Self {
-        TransportConfig { window: 16, timeout_ms: 200, retries: 3 }
+        TransportConfig { window: 16, gmp_window: 16, timeout_ms: 200, retries: 3 }
     }
 }
 
@@ -304,6 +307,9 @@ impl Config {
         }
         if self.transport.window == 0 {
             return bad("transport.window", "0".into(), "must be at least 1");
+        }
+        if self.transport.gmp_window == 0 {
+            return bad("transport.gmp_window", "0".into(), "must be at least 1");
         }
         if self.transport.timeout_ms == 0 {
             return bad("transport.timeout_ms", "0".into(), "must be at least 1");

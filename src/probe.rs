@@ -81,7 +81,7 @@ pub struct ProbeArgs {
     /// Retries after the first attempt.
     #[arg(long, default_value = "3")]
     pub retries: u32,
-    /// Requests on the wire at once.
+    /// SMPs on the wire at once.
     #[arg(long, default_value = "4")]
     pub window: usize,
     /// Send the Get this many times (all submitted at once; the window
@@ -615,7 +615,12 @@ pub fn render_stats(s: &TransportStats) -> String {
 /// Runs `ibsm probe`: opens the backend, probes, prints. Returns the text
 /// to print.
 pub async fn run(args: &ProbeArgs) -> Result<String, ProbeError> {
-    let cfg = TxnConfig { window: args.window, timeout: Duration::from_millis(args.timeout_ms), retries: args.retries };
+    let cfg = TxnConfig {
+        window: args.window,
+        timeout: Duration::from_millis(args.timeout_ms),
+        retries: args.retries,
+        ..TxnConfig::default()
+    };
     // --is-sm makes the probe look like an SM: IsSM held, SM agent registered.
     let role = if args.is_sm { Role::SubnetManager } else { Role::Tool };
     let opened = backend::open(&args.port, cfg, role)?;

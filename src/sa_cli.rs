@@ -102,7 +102,13 @@ pub async fn run_path(args: &SaPathArgs) -> Result<PathAnswers, String> {
     if pairs.is_empty() {
         return Err("no paths asked for: give --src-to-dst SLID:DLID or --pairs-file FILE".into());
     }
-    let cfg = TxnConfig { window: args.window, timeout: Duration::from_millis(args.timeout_ms), retries: args.retries };
+    // The queries are SA GMPs: --window is the SA class's window.
+    let cfg = TxnConfig {
+        gmp_window: args.window,
+        timeout: Duration::from_millis(args.timeout_ms),
+        retries: args.retries,
+        ..TxnConfig::default()
+    };
     let opened = backend::open(&args.port, cfg, Role::SaClient).map_err(|e| e.to_string())?;
     let client = SaClient::new(opened.transport).map_err(|e| e.to_string())?;
     let answers: Vec<((u16, u16), Result<PathRecordRepr, SaError>)> = stream::iter(pairs)

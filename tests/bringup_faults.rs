@@ -26,8 +26,10 @@ fn sm_on_first_host(
 ) -> SubnetManager<MadTransport> {
     let host = topo.hosts().next().unwrap();
     let dev = SimDevice::attach(fabric, host, 1).unwrap();
-    let (transport, _unsolicited) =
-        MadTransport::spawn(dev, TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3 });
+    let (transport, _unsolicited) = MadTransport::spawn(
+        dev,
+        TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() },
+    );
     SubnetManager::new(transport, config, persist)
 }
 

@@ -19,7 +19,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn txn() -> TxnConfig {
-    TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3 }
+    TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() }
 }
 
 /// Runs one sweep with the SM on the first host's port 1.

@@ -39,8 +39,10 @@ async fn light_sweeps_notice_a_bounced_link() {
     let sm_host = topo.hosts().next().unwrap();
     let dev = SimDevice::attach(&fabric, sm_host, 1).unwrap();
     dev.set_is_sm(true);
-    let (transport, unsolicited) =
-        MadTransport::spawn(dev, TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3 });
+    let (transport, unsolicited) = MadTransport::spawn(
+        dev,
+        TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() },
+    );
     let mut config = Config::default();
     config.sm.sweep_interval_s = 1;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -26,7 +26,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn txn() -> TxnConfig {
-    TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3 }
+    TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() }
 }
 
 /// An SM on port 1 of `host`, with fresh state (no guid2lid).

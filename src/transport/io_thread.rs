@@ -530,7 +530,7 @@ mod tests {
     fn timeouts_report_the_mad_and_attempts_in_virtual_time() {
         let (mut dev, seen, _) = FakeDevice::new(Duration::from_micros(100));
         dev.black_hole = Some(9);
-        let cfg = TxnConfig { window: 2, timeout: Duration::from_millis(200), retries: 3 };
+        let cfg = TxnConfig { window: 2, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
         let (t, _unsol) = MadTransport::spawn(dev, cfg);
         let wall = std::time::Instant::now();
         rt().block_on(async {

@@ -6,6 +6,14 @@
 //! what to put on the wire ([`Transactions::poll_transmit`]) and when to wake
 //! up next ([`Transactions::poll_timeout`]). It never reads a clock.
 //!
+//! Windows: each management class has its own send window, so a class
+//! that is slow to answer or has a deep backlog (SA queries, PerfMgt
+//! counter reads) never holds back another; the sweep's SMPs above all.
+//! The two SMP classes (LID-routed 0x01 and directed route 0x81) share one
+//! window: both are VL15 traffic, which OpenSM's `max_wire_smps` bounds as
+//! one. Within a class, retries go first, then new requests in submission
+//! order.
+//!
 //! TIDs: only the low 32 bits are ours. The Linux kernel overwrites the high
 //! 32 bits of every request's TID with the sending agent's `hi_tid`
 //! (ib_umad_write), and ibsim/umad2sim overwrite bits 32-63 with their agent
@@ -24,12 +32,16 @@ use std::time::Duration;
 use super::{Datagram, MadSummary};
 use crate::mad::{AttributeId, MadHeader, Method, MgmtClass, WireError, MAD_HEADER_LEN};
 
-/// Knobs of the transaction layer; the defaults are OpenSM's
+/// Knobs of the transaction layer; the SMP defaults are OpenSM's
 /// (`max_wire_smps` 4, `transaction_timeout` 200 ms, `transaction_retries` 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxnConfig {
-    /// Requests on the wire at once (OpenSM's VL15 window). 0 is taken as 1.
+    /// SMPs on the wire at once, LID-routed and directed route together
+    /// (OpenSM's VL15 window). 0 is taken as 1.
     pub window: usize,
+    /// GMPs on the wire at once, per management class: SA, PerfMgt and
+    /// every other class each have a window of this size. 0 is taken as 1.
+    pub gmp_window: usize,
     /// How long one attempt waits for its response.
     pub timeout: Duration,
     /// Re-sends after the first attempt before the transaction fails.
@@ -38,9 +50,30 @@ pub struct TxnConfig {
 
 impl Default for TxnConfig {
     fn default() -> Self {
-        TxnConfig { window: 4, timeout: Duration::from_millis(200), retries: 3 }
+        TxnConfig { window: 4, gmp_window: 16, timeout: Duration::from_millis(200), retries: 3 }
     }
 }
+
+impl TxnConfig {
+    /// The size of `class`'s window.
+    pub fn window_for(&self, class: MgmtClass) -> usize {
+        match window_of(class.into()) {
+            SMP_WINDOW => self.window,
+            _ => self.gmp_window,
+        }
+    }
+}
+
+/// The window a class's requests go through: its own class code, except
+/// that directed-route SMPs share the LID-routed SMPs' window.
+fn window_of(class: u8) -> u8 {
+    match MgmtClass::from(class) {
+        MgmtClass::SubnMgmtDirected => SMP_WINDOW,
+        _ => class,
+    }
+}
+
+const SMP_WINDOW: u8 = 0x01;
 
 /// The key benchmarks group counters by: management class, attribute and
 /// request method (a response is filed under the method it answers).
@@ -187,6 +220,17 @@ struct Txn<T> {
     state: State,
 }
 
+/// One class's send window.
+#[derive(Debug)]
+struct Window {
+    size: usize,
+    in_flight: usize,
+    /// Transactions waiting for room, retries first. Entries whose
+    /// transaction has completed or is already in flight are skipped when
+    /// popped.
+    queue: VecDeque<u64>,
+}
+
 /// The transaction table. `T` is the caller's token for a request.
 #[derive(Debug)]
 pub struct Transactions<T> {
@@ -195,9 +239,9 @@ pub struct Transactions<T> {
     next_id: u64,
     txns: HashMap<u64, Txn<T>>,
     by_tid: HashMap<u32, u64>,
-    /// Transactions waiting for window space. Entries whose transaction has
-    /// completed or is already in flight are skipped when popped.
-    queue: VecDeque<u64>,
+    /// By [`window_of`] the class. Ordered, so the SMP window (0x01) is
+    /// served first when several have room.
+    windows: BTreeMap<u8, Window>,
     deadlines: BTreeSet<(Duration, u64)>,
     stats: TxnStats,
 }
@@ -215,13 +259,14 @@ impl<T> Transactions<T> {
     /// Starts TID allocation at `first` (tests use it to reach wraparound).
     pub fn with_first_tid(mut cfg: TxnConfig, first: u32) -> Self {
         cfg.window = cfg.window.max(1);
+        cfg.gmp_window = cfg.gmp_window.max(1);
         Transactions {
             cfg,
             next_tid: first,
             next_id: 0,
             txns: HashMap::new(),
             by_tid: HashMap::new(),
-            queue: VecDeque::new(),
+            windows: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             stats: TxnStats::default(),
         }
@@ -237,8 +282,18 @@ impl<T> Transactions<T> {
         let id = self.next_id;
         self.next_id += 1;
         self.txns.insert(id, Txn { token, dgram, key, attempts: 0, tids: Vec::new(), state: State::Queued });
-        self.queue.push_back(id);
+        self.window(key.class).queue.push_back(id);
         Ok(())
+    }
+
+    /// The window of `class`, made on first use.
+    fn window(&mut self, class: u8) -> &mut Window {
+        let cfg = &self.cfg;
+        self.windows.entry(window_of(class)).or_insert_with(|| Window {
+            size: cfg.window_for(class.into()),
+            in_flight: 0,
+            queue: VecDeque::new(),
+        })
     }
 
     /// Counts a MAD sent outside any transaction (a response or a trap).
@@ -248,34 +303,37 @@ impl<T> Transactions<T> {
         }
     }
 
-    /// The next MAD to put on the wire, if the window has room: retries
-    /// first, then new requests in submission order.
+    /// The next MAD to put on the wire from a window with room: the SMPs'
+    /// window first (0x01 is the lowest class in use), then the others in
+    /// class order; within a class, retries first, then new requests in
+    /// submission order. A full window holds back only its own class.
     pub fn poll_transmit(&mut self, now: Duration) -> Option<Datagram> {
-        if self.deadlines.len() >= self.cfg.window {
-            return None;
-        }
-        while let Some(id) = self.queue.pop_front() {
-            if !matches!(self.txns.get(&id), Some(t) if t.state == State::Queued) {
-                continue;
+        let txns = &self.txns;
+        let id = self.windows.values_mut().filter(|w| w.in_flight < w.size).find_map(|w| {
+            while let Some(id) = w.queue.pop_front() {
+                if matches!(txns.get(&id), Some(t) if t.state == State::Queued) {
+                    w.in_flight += 1;
+                    return Some(id);
+                }
             }
-            let tid = self.alloc_tid();
-            let txn = self.txns.get_mut(&id).expect("checked above");
-            let mut h = MadHeader::new_checked(&mut txn.dgram.mad[..MAD_HEADER_LEN]).expect("checked at submit");
-            h.set_transaction_id(u64::from(tid));
-            txn.attempts += 1;
-            txn.tids.push(tid);
-            let deadline = now + self.cfg.timeout;
-            txn.state = State::InFlight { sent_at: now, deadline };
-            self.by_tid.insert(tid, id);
-            self.deadlines.insert((deadline, id));
-            let c = self.stats.by_mad.entry(txn.key).or_default();
-            c.sent += 1;
-            if txn.attempts > 1 {
-                c.retries += 1;
-            }
-            return Some(txn.dgram.clone());
+            None
+        })?;
+        let tid = self.alloc_tid();
+        let txn = self.txns.get_mut(&id).expect("checked when popped");
+        let mut h = MadHeader::new_checked(&mut txn.dgram.mad[..MAD_HEADER_LEN]).expect("checked at submit");
+        h.set_transaction_id(u64::from(tid));
+        txn.attempts += 1;
+        txn.tids.push(tid);
+        let deadline = now + self.cfg.timeout;
+        txn.state = State::InFlight { sent_at: now, deadline };
+        self.by_tid.insert(tid, id);
+        self.deadlines.insert((deadline, id));
+        let c = self.stats.by_mad.entry(txn.key).or_default();
+        c.sent += 1;
+        if txn.attempts > 1 {
+            c.retries += 1;
         }
-        None
+        Some(txn.dgram.clone())
     }
 
     /// The next free low-32-bit TID. 0 is skipped (it reads as "unset" in
@@ -346,6 +404,7 @@ impl<T> Transactions<T> {
         for id in expired {
             let txn = self.txns.get_mut(&id).expect("a deadline belongs to a live transaction");
             txn.state = State::Queued;
+            self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window").in_flight -= 1;
             let c = self.stats.by_mad.entry(txn.key).or_default();
             c.timeouts += 1;
             if txn.attempts <= self.cfg.retries {
@@ -358,7 +417,8 @@ impl<T> Transactions<T> {
             }
         }
         for id in requeue.into_iter().rev() {
-            self.queue.push_front(id);
+            let class = self.txns[&id].key.class;
+            self.window(class).queue.push_front(id);
         }
         failed
     }
@@ -377,7 +437,7 @@ impl<T> Transactions<T> {
     /// Abandons everything (shutdown), returning the tokens.
     pub fn drain(&mut self) -> Vec<T> {
         self.by_tid.clear();
-        self.queue.clear();
+        self.windows.clear();
         self.deadlines.clear();
         self.txns.drain().map(|(_, t)| t.token).collect()
     }
@@ -389,6 +449,7 @@ impl<T> Transactions<T> {
         }
         if let State::InFlight { deadline, .. } = txn.state {
             self.deadlines.remove(&(deadline, id));
+            self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window").in_flight -= 1;
         }
         txn
     }
@@ -396,6 +457,12 @@ impl<T> Transactions<T> {
     /// Transactions on the wire.
     pub fn in_flight(&self) -> usize {
         self.deadlines.len()
+    }
+
+    /// Transactions on the wire in `class`'s window (for an SMP class, both
+    /// SMP classes together).
+    pub fn in_flight_in(&self, class: MgmtClass) -> usize {
+        self.windows.get(&window_of(class.into())).map_or(0, |w| w.in_flight)
     }
 
     /// Transactions not yet complete (queued or on the wire).
@@ -418,6 +485,7 @@ mod tests {
     use crate::mad::smp::SmpRepr;
     use crate::mad::DrPath;
     use crate::transport::MadAddress;
+    use crate::types::Lid;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -442,36 +510,87 @@ mod tests {
     }
 
     fn cfg(window: usize, retries: u32) -> TxnConfig {
-        TxnConfig { window, timeout: 100 * MS, retries }
+        TxnConfig { window, gmp_window: window, timeout: 100 * MS, retries }
+    }
+
+    fn cfg2(window: usize, gmp_window: usize, retries: u32) -> TxnConfig {
+        TxnConfig { window, gmp_window, timeout: 100 * MS, retries }
+    }
+
+    /// A Get of `class` to QP1 (an SMP class goes to QP0), told apart by
+    /// its attribute modifier.
+    fn gmp(class: MgmtClass, tag: u32) -> Datagram {
+        let mut mad = vec![0u8; 256];
+        let mut h = MadHeader::new_checked(&mut mad[..MAD_HEADER_LEN]).unwrap();
+        h.set_base_version(1);
+        h.set_mgmt_class(class);
+        h.set_class_version(if class == MgmtClass::SubnAdm { 2 } else { 1 });
+        h.set_method(Method::Get);
+        h.set_attribute_id(AttributeId::from(0x0012));
+        h.set_attribute_modifier(tag);
+        let addr = match class {
+            MgmtClass::SubnMgmtLid => MadAddress::smi(Lid(1)),
+            _ => MadAddress::gsi(Lid(1), 0),
+        };
+        Datagram { addr, mad }
+    }
+
+    /// A directed-route SMP told apart by its attribute modifier.
+    fn dr(tag: u32) -> Datagram {
+        let mut d = get(AttributeId::NodeInfo, &[1]);
+        MadHeader::new_checked(&mut d.mad[..MAD_HEADER_LEN]).unwrap().set_attribute_modifier(tag);
+        d
+    }
+
+    /// (class, attribute modifier) of a sent MAD.
+    fn tag(d: &Datagram) -> (MgmtClass, u32) {
+        let h = header_of(&d.mad).unwrap();
+        (h.mgmt_class(), h.attribute_modifier())
+    }
+
+    /// What [`run_mixed`] saw.
+    #[derive(Debug, Default)]
+    struct Outcome {
+        /// Completed tokens in order, with the time each completed.
+        done: Vec<(Duration, u32)>,
+        failed: Vec<u32>,
+        /// The most in flight at once, overall and by window (keyed by
+        /// the window's class: 0x01 for both SMP classes).
+        max_in_flight: usize,
+        max_by_window: BTreeMap<u8, usize>,
     }
 
     /// Steps a fake clock to each wake-up, answering every request after
-    /// `rtt` unless `drop` says so, and checks the window on every step.
-    /// Returns (completed tokens in order, failed tokens, max seen in flight).
-    fn run(
-        t: &mut Transactions<u32>,
-        rtt: Duration,
-        mut drop: impl FnMut(u64, u32) -> bool,
-    ) -> (Vec<u32>, Vec<u32>, usize) {
+    /// `rtt` unless `drop` (given the MAD and the send count) says so, and
+    /// checks every class's window on every step.
+    fn run_mixed(t: &mut Transactions<u32>, rtt: Duration, mut drop: impl FnMut(&Datagram, u32) -> bool) -> Outcome {
         let mut now = Duration::ZERO;
         let mut wire: Vec<(Duration, Datagram)> = Vec::new();
-        let (mut done, mut failed, mut max_inflight) = (Vec::new(), Vec::new(), 0);
+        let mut o = Outcome::default();
         let mut sends = 0u32;
         for _step in 0..10_000 {
             while let Some(d) = t.poll_transmit(now) {
                 sends += 1;
-                if !drop(tid_of(&d), sends) {
+                if !drop(&d, sends) {
                     wire.push((now + rtt, answer(&d)));
                 }
             }
-            max_inflight = max_inflight.max(t.in_flight());
-            assert!(t.in_flight() <= t.config().window, "window exceeded");
+            o.max_in_flight = o.max_in_flight.max(t.in_flight());
+            for (&w, win) in &t.windows {
+                let class = MgmtClass::from(w);
+                assert_eq!(win.in_flight, t.in_flight_in(class));
+                assert!(win.in_flight <= t.config().window_for(class), "window of {class:?} exceeded");
+                let max = o.max_by_window.entry(w).or_default();
+                *max = (*max).max(win.in_flight);
+            }
+            let in_windows: usize = t.windows.values().map(|w| w.in_flight).sum();
+            assert_eq!(in_windows, t.in_flight(), "the windows account for every send");
             let next_wire = wire.iter().map(|w| w.0).min();
             let next = match (next_wire, t.poll_timeout()) {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => match a.or(b) {
                     Some(x) => x,
-                    None => return (done, failed, max_inflight),
+                    None => return o,
                 },
             };
             assert!(next >= now, "time must not go backwards");
@@ -480,14 +599,26 @@ mod tests {
             wire = rest;
             for (_, d) in due {
                 match t.handle_receive(now, d) {
-                    Received::Response { token, .. } => done.push(token),
+                    Received::Response { token, .. } => o.done.push((now, token)),
                     Received::Stray { .. } => {}
                     other => panic!("unexpected {other:?}"),
                 }
             }
-            failed.extend(t.handle_timeout(now).into_iter().map(|(tok, _)| tok));
+            o.failed.extend(t.handle_timeout(now).into_iter().map(|(tok, _)| tok));
         }
         panic!("livelock: no quiescence after 10000 steps");
+    }
+
+    /// [`run_mixed`] for SMPs alone, with the overall window check.
+    /// Returns (completed tokens in order, failed tokens, max seen in flight).
+    fn run(
+        t: &mut Transactions<u32>,
+        rtt: Duration,
+        mut drop: impl FnMut(u64, u32) -> bool,
+    ) -> (Vec<u32>, Vec<u32>, usize) {
+        let o = run_mixed(t, rtt, |d, sends| drop(tid_of(d), sends));
+        assert!(o.max_in_flight <= t.config().window, "window exceeded");
+        (o.done.into_iter().map(|(_, tok)| tok).collect(), o.failed, o.max_in_flight)
     }
 
     #[test]
@@ -694,5 +825,197 @@ mod tests {
         assert_eq!(t.drain(), vec![2]);
         assert_eq!(t.pending(), 0);
         assert!(t.poll_transmit(Duration::ZERO).is_none());
+    }
+
+    /// The completion times of the SMP tokens (those below `n`).
+    fn smp_times(o: &Outcome, n: u32) -> Vec<(Duration, u32)> {
+        o.done.iter().copied().filter(|&(_, tok)| tok < n).collect()
+    }
+
+    #[test]
+    fn a_full_sa_window_does_not_hold_back_smps() {
+        // 100 SMPs answered in 1 ms; 1000 SA queries queued ahead of them
+        // that nobody answers, so the SA window stays full throughout.
+        let sweep = |t: &mut Transactions<u32>| {
+            for i in 0..100 {
+                t.submit(i, if i % 2 == 0 { dr(i) } else { gmp(MgmtClass::SubnMgmtLid, i) }).unwrap();
+            }
+        };
+        let mut alone = Transactions::new(cfg2(4, 8, 3));
+        sweep(&mut alone);
+        let alone = run_mixed(&mut alone, MS, |_, _| false);
+
+        let loaded = || {
+            let mut t = Transactions::new(cfg2(4, 8, 3));
+            for i in 0..1000 {
+                t.submit(1000 + i, gmp(MgmtClass::SubnAdm, i)).unwrap();
+            }
+            sweep(&mut t);
+            t
+        };
+        let mut t = loaded();
+        let first: Vec<_> = std::iter::from_fn(|| t.poll_transmit(Duration::ZERO)).map(|d| tag(&d).0).collect();
+        assert_eq!(first.iter().filter(|&&c| c == MgmtClass::SubnAdm).count(), 8, "the SA window fills");
+        assert_eq!(first.iter().filter(|&&c| c != MgmtClass::SubnAdm).count(), 4, "and so does the SMPs'");
+        assert_eq!(t.in_flight_in(MgmtClass::SubnMgmtDirected), 4);
+        assert_eq!(t.in_flight_in(MgmtClass::SubnMgmtLid), 4, "LID-routed and DR SMPs share a window");
+        assert_eq!(t.in_flight_in(MgmtClass::SubnAdm), 8);
+        assert_eq!(t.in_flight_in(MgmtClass::Perf), 0);
+        let mut t = loaded();
+        let o = run_mixed(&mut t, MS, |d, _| tag(d).0 == MgmtClass::SubnAdm);
+
+        assert_eq!(smp_times(&o, 100), smp_times(&alone, 100), "SMPs finish as if the SA backlog were not there");
+        assert_eq!(smp_times(&o, 100).last().unwrap().0, 25 * MS, "100 SMPs, window 4, 1 ms each");
+        assert_eq!(o.max_by_window[&0x01], 4);
+        assert_eq!(o.max_by_window[&0x03], 8);
+        let mut failed = o.failed.clone();
+        failed.sort();
+        assert_eq!(failed, (1000..2000).collect::<Vec<_>>(), "every SA query failed, none was lost");
+        let s = t.stats();
+        assert_eq!(s.by_mad[&MadKey { class: 0x03, attribute: 0x12, method: 1 }].sent, 4000);
+        assert_eq!((s.in_flight, s.queued), (0, 0));
+    }
+
+    #[test]
+    fn a_full_smp_window_does_not_hold_back_sa_or_perf() {
+        // 1000 SMPs to a dead switch (never answered) queued ahead of 20 SA
+        // queries and 20 PerfMgt Gets that are answered in 2 ms.
+        let gmps = |t: &mut Transactions<u32>| {
+            for i in 0..20 {
+                t.submit(i, gmp(MgmtClass::SubnAdm, i)).unwrap();
+                t.submit(100 + i, gmp(MgmtClass::Perf, i)).unwrap();
+            }
+        };
+        let mut alone = Transactions::new(cfg2(4, 4, 1));
+        gmps(&mut alone);
+        let alone = run_mixed(&mut alone, 2 * MS, |_, _| false);
+
+        let mut t = Transactions::new(cfg2(4, 4, 1));
+        for i in 0..1000 {
+            t.submit(1000 + i, dr(i)).unwrap();
+        }
+        gmps(&mut t);
+        let o = run_mixed(&mut t, 2 * MS, |d, _| tag(d).0 == MgmtClass::SubnMgmtDirected);
+        assert_eq!(smp_times(&o, 1000), smp_times(&alone, 1000), "GMPs finish as if the SMP backlog were not there");
+        assert_eq!(smp_times(&o, 1000).last().unwrap().0, 10 * MS, "20 of each, window 4, 2 ms each");
+        assert_eq!(o.failed.len(), 1000);
+        assert_eq!((o.max_by_window[&0x01], o.max_by_window[&0x03], o.max_by_window[&0x04]), (4, 4, 4));
+    }
+
+    #[test]
+    fn each_class_has_its_own_window() {
+        use rand::{Rng, SeedableRng};
+        // SMPs of both routings share window 3; SA, PerfMgt and DevMgt
+        // (0x06, a class ibsm has no agent for) each have window 2.
+        let classes = [MgmtClass::SubnMgmtDirected, MgmtClass::SubnMgmtLid, MgmtClass::SubnAdm, MgmtClass::Perf];
+        let classes = classes.into_iter().chain([MgmtClass::from(0x06)]);
+        let mut t = Transactions::new(cfg2(3, 2, 8));
+        let mut next = 0u32;
+        for c in classes.clone() {
+            for _ in 0..30 {
+                let d = if c == MgmtClass::SubnMgmtDirected { dr(next) } else { gmp(c, next) };
+                t.submit(next, d).unwrap();
+                next += 1;
+            }
+        }
+        assert_eq!(t.config().window_for(MgmtClass::SubnMgmtDirected), 3);
+        assert_eq!(t.config().window_for(MgmtClass::SubnMgmtLid), 3);
+        assert_eq!(t.config().window_for(MgmtClass::SubnAdm), 2);
+        assert_eq!(t.config().window_for(MgmtClass::from(0x06)), 2);
+        // No loss: each class completes in submission order.
+        let o = run_mixed(&mut t, 3 * MS, |_, _| false);
+        assert!(o.failed.is_empty());
+        for (k, c) in classes.clone().enumerate() {
+            let k = k as u32;
+            let got: Vec<u32> = o.done.iter().map(|&(_, tok)| tok).filter(|tok| tok / 30 == k).collect();
+            assert_eq!(got, (30 * k..30 * k + 30).collect::<Vec<_>>(), "{c:?} in FIFO order");
+        }
+        let windows: Vec<(u8, usize)> = o.max_by_window.into_iter().collect();
+        assert_eq!(windows, vec![(0x01, 3), (0x03, 2), (0x04, 2), (0x06, 2)], "every window filled, none exceeded");
+        assert_eq!(o.max_in_flight, 3 + 2 + 2 + 2);
+
+        // With a third of all sends lost, still no window is exceeded
+        // (run_mixed checks every step) and everything arrives.
+        let mut t = Transactions::new(cfg2(3, 2, 8));
+        for (k, c) in classes.enumerate() {
+            for i in 0..30 {
+                t.submit(k as u32 * 30 + i, gmp(c, i)).unwrap();
+            }
+        }
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let o = run_mixed(&mut t, 3 * MS, |_, _| rng.gen_ratio(1, 3));
+        assert!(o.failed.is_empty());
+        assert_eq!(o.done.len(), 150);
+        assert!(t.stats().totals().retries >= 30, "the seed drops a fair share");
+    }
+
+    #[test]
+    fn retries_go_first_within_their_class() {
+        let mut t = Transactions::new(cfg2(1, 1, 1));
+        t.submit(0u32, gmp(MgmtClass::SubnAdm, 0)).unwrap();
+        t.submit(1u32, gmp(MgmtClass::SubnAdm, 1)).unwrap();
+        t.submit(2u32, dr(2)).unwrap();
+        t.submit(3u32, dr(3)).unwrap();
+        let sent: Vec<_> = std::iter::from_fn(|| t.poll_transmit(Duration::ZERO)).map(|d| tag(&d)).collect();
+        assert_eq!(sent, vec![(MgmtClass::SubnMgmtDirected, 2), (MgmtClass::SubnAdm, 0)], "SMPs first, one per window");
+        assert!(t.handle_timeout(100 * MS).is_empty());
+        let retried: Vec<_> = std::iter::from_fn(|| t.poll_transmit(100 * MS)).collect();
+        assert_eq!(retried.iter().map(tag).collect::<Vec<_>>(), sent, "each retry before its class's next request");
+        for d in &retried {
+            assert!(matches!(t.handle_receive(101 * MS, answer(d)), Received::Response { .. }));
+        }
+        let rest: Vec<_> = std::iter::from_fn(|| t.poll_transmit(101 * MS)).map(|d| tag(&d)).collect();
+        assert_eq!(rest, vec![(MgmtClass::SubnMgmtDirected, 3), (MgmtClass::SubnAdm, 1)]);
+        let c = t.stats().totals();
+        assert_eq!((c.sent, c.retries, c.timeouts, c.responses), (6, 2, 2, 2));
+    }
+
+    #[test]
+    fn an_answer_or_a_cancel_frees_only_its_own_window() {
+        let mut t = Transactions::new(cfg2(1, 1, 3));
+        t.submit(0u32, dr(0)).unwrap();
+        t.submit(1u32, dr(1)).unwrap();
+        t.submit(2u32, gmp(MgmtClass::SubnAdm, 2)).unwrap();
+        t.submit(3u32, gmp(MgmtClass::SubnAdm, 3)).unwrap();
+        t.submit(4u32, gmp(MgmtClass::Perf, 4)).unwrap();
+        let smp = t.poll_transmit(Duration::ZERO).unwrap();
+        let sa = t.poll_transmit(Duration::ZERO).unwrap();
+        let perf = t.poll_transmit(Duration::ZERO).unwrap();
+        assert!(t.poll_transmit(Duration::ZERO).is_none(), "every window is full");
+        assert_eq!([tag(&smp).1, tag(&sa).1, tag(&perf).1], [0, 2, 4]);
+
+        // The SA answer lets the next SA query out, not the waiting SMP.
+        assert!(matches!(t.handle_receive(MS, answer(&sa)), Received::Response { token: 2, .. }));
+        let next = t.poll_transmit(MS).unwrap();
+        assert_eq!(tag(&next), (MgmtClass::SubnAdm, 3));
+        assert!(t.poll_transmit(MS).is_none());
+
+        // Cancelling the PerfMgt Get frees the PerfMgt window only.
+        assert_eq!(t.cancel_tid(tid_of(&perf) as u32), Some(4));
+        assert_eq!(t.in_flight_in(MgmtClass::Perf), 0);
+        assert!(t.poll_transmit(MS).is_none(), "no PerfMgt left, and the SMP window is still full");
+        assert_eq!(
+            (t.in_flight_in(MgmtClass::SubnMgmtLid), t.in_flight_in(MgmtClass::SubnAdm), t.in_flight()),
+            (1, 1, 2)
+        );
+
+        // The SMP times out; its answer arrives while the retry still
+        // waits in the queue: the window holds nothing of it, and the next
+        // SMP goes out.
+        assert!(t.handle_timeout(100 * MS).is_empty());
+        assert_eq!(t.in_flight_in(MgmtClass::SubnMgmtDirected), 0);
+        assert!(matches!(t.handle_receive(100 * MS, answer(&smp)), Received::Response { token: 0, .. }));
+        let second = t.poll_transmit(100 * MS).unwrap();
+        assert_eq!(tag(&second), (MgmtClass::SubnMgmtDirected, 1), "the completed retry's queue entry is skipped");
+        assert_eq!(t.in_flight_in(MgmtClass::SubnMgmtDirected), 1);
+        assert_eq!(t.drain().len(), 2);
+        assert_eq!((t.in_flight(), t.in_flight_in(MgmtClass::SubnAdm)), (0, 0));
+    }
+
+    #[test]
+    fn zero_windows_are_taken_as_one() {
+        let t: Transactions<u32> = Transactions::new(cfg2(0, 0, 0));
+        assert_eq!((t.config().window, t.config().gmp_window), (1, 1));
+        assert_eq!(TxnConfig::default().window_for(MgmtClass::SubnMgmtDirected), 4, "OpenSM's max_wire_smps");
     }
 }
