@@ -131,7 +131,18 @@ impl MadDevice for SimDevice {
     }
 
     fn recv(&mut self, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
-        lock(&self.fabric).device_recv(self.id, deadline)
+        loop {
+            let (got, now) = {
+                let mut f = lock(&self.fabric);
+                (f.device_recv(self.id, deadline)?, f.now())
+            };
+            // Paced (see Fabric::pace_to_real_time): wait in real time, with
+            // the fabric unlocked so other devices can send and answer.
+            if got.is_some() || now >= deadline {
+                return Ok(got);
+            }
+            std::thread::sleep(Duration::from_micros(200).min(deadline - now));
+        }
     }
 
     fn local_port(&self) -> LocalPort {

@@ -627,6 +627,7 @@ impl Fabric {
     }
 
     pub(crate) fn device_recv(&mut self, dev: DevId, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
+        let deadline = self.wait_bound(deadline);
         loop {
             let slot = self.devices.get_mut(dev.0 as usize).filter(|d| d.attached).ok_or(DeviceError::Closed)?;
             if let Some(d) = slot.mailbox.pop_front() {

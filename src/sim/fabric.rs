@@ -198,6 +198,9 @@ pub struct Fabric {
     /// Misbehaving devices: bytes written over a node's answers to one
     /// attribute (node, attribute, offset in the SMP data, bytes).
     pub(crate) answer_patches: Vec<(NodeIdx, AttributeId, usize, Vec<u8>)>,
+    /// Real-time pacing: virtual time may not run ahead of the real time
+    /// elapsed since (real start, virtual start).
+    pub(crate) pace: Option<(std::time::Instant, Duration)>,
 }
 
 impl Fabric {
@@ -267,6 +270,7 @@ impl Fabric {
             devices: Vec::new(),
             counts: HashMap::new(),
             answer_patches: Vec::new(),
+            pace: None,
             drops: HashMap::new(),
             port_devices: HashMap::new(),
         };
@@ -451,6 +455,24 @@ impl Fabric {
     /// Current virtual time.
     pub fn now(&self) -> Duration {
         self.now
+    }
+
+    /// Paces virtual time to real time from now on: a device's `recv` then
+    /// waits in real time instead of jumping to its deadline. Needed when
+    /// several SMs, each on its own I/O thread, share the fabric: without
+    /// it one SM's wait for a timeout runs the clock past the moment another
+    /// SM would have answered it.
+    pub fn pace_to_real_time(&mut self) {
+        self.pace = Some((std::time::Instant::now(), self.now));
+    }
+
+    /// The latest virtual time a device may wait to: its deadline, or less
+    /// when paced.
+    pub(crate) fn wait_bound(&self, deadline: Duration) -> Duration {
+        match self.pace {
+            Some((real, virt)) => deadline.min(virt + real.elapsed()),
+            None => deadline,
+        }
     }
 
     // ---- introspection for tests --------------------------------------
