@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  request() ─permit─► SyncSender<Command> ──► I/O thread ──► device.send
-//!      ▲                                        │  Transactions (TIDs, window, retries)
+//!      ▲                                        │  Transactions (TIDs, a window per class, retries)
 //!      └──────── oneshot reply ◄────────────────┤◄── device.recv(deadline)
 //!  unsolicited: tokio mpsc (bounded) ◄──────────┘
 //! ```
@@ -377,8 +377,8 @@ impl<D: MadDevice> IoLoop<D> {
 mod tests {
     use super::*;
     use crate::mad::smp::SmpRepr;
-    use crate::mad::{AttributeId, DrPath, MadHeader, Method};
-    use crate::transport::MadAddress;
+    use crate::mad::{AttributeId, DrPath, MadHeader, Method, MgmtClass};
+    use crate::transport::{MadAddress, MadKey};
     use crate::types::{Guid, Lid};
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -393,6 +393,7 @@ mod tests {
     /// A virtual-time fabric: answers every directed Get after `latency`
     /// unless its first hop is `black_hole`, and delivers `inject`ed MADs at
     /// their time. `recv` jumps the clock, as the in-process fabric does.
+    /// GMPs (SA queries and the like) are never answered: a silent SA.
     struct FakeDevice {
         clock: Duration,
         latency: Duration,
@@ -431,6 +432,12 @@ mod tests {
         fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
             let mut s = self.seen.lock().unwrap();
             s.sent += 1;
+            let class = MadHeader::new_checked(&d.mad[..24]).unwrap().mgmt_class();
+            if !matches!(class, MgmtClass::SubnMgmtDirected | MgmtClass::SubnMgmtLid) {
+                s.outstanding += 1;
+                s.max_outstanding = s.max_outstanding.max(s.outstanding);
+                return Ok(());
+            }
             let smp = SmpRepr::parse_bytes(&d.mad).expect("the transport sends what it was given");
             if smp.header.method.is_response() {
                 return Ok(());
@@ -493,6 +500,18 @@ mod tests {
         Datagram { addr: MadAddress::smi_permissive(), mad: smp.to_bytes().to_vec() }
     }
 
+    /// An SA Get (a PathRecord query, say) to the SA at LID 1.
+    fn sa_get() -> Datagram {
+        let mut mad = vec![0u8; 256];
+        let mut h = MadHeader::new_checked(&mut mad[..24]).unwrap();
+        h.set_base_version(1);
+        h.set_mgmt_class(MgmtClass::SubnAdm);
+        h.set_class_version(2);
+        h.set_method(Method::Get);
+        h.set_attribute_id(AttributeId::from(0x0035));
+        Datagram { addr: MadAddress::gsi(Lid(1), 0), mad }
+    }
+
     fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
     }
@@ -524,6 +543,49 @@ mod tests {
         let c = stats.txn.totals();
         assert_eq!((c.sent, c.responses, c.retries), (200, 200, 0));
         assert_eq!(stats.txn.in_flight, 0);
+    }
+
+    #[test]
+    fn a_silent_sa_does_not_hold_back_smps() {
+        let (dev, seen, _) = FakeDevice::new(Duration::from_micros(300));
+        // SA queries that never time out hold their window for the whole
+        // test (virtual time runs fast while anything is in flight).
+        let cfg = TxnConfig { window: 4, gmp_window: 2, timeout: Duration::from_secs(1 << 30), retries: 0 };
+        let (t, _unsol) = MadTransport::spawn(dev, cfg);
+        rt().block_on(async {
+            let sa: Vec<_> = (0..50)
+                .map(|_| {
+                    let t = t.clone();
+                    tokio::spawn(async move { t.request(sa_get()).await })
+                })
+                .collect();
+            let sa_key = MadKey { class: 0x03, attribute: 0x35, method: 1 };
+            tokio::time::timeout(Duration::from_secs(10), async {
+                while t.stats().txn.by_mad.get(&sa_key).map_or(0, |c| c.sent) < 2 {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            })
+            .await
+            .expect("the SA window fills");
+            let smps: Vec<_> = (0..100u8)
+                .map(|i| {
+                    let t = t.clone();
+                    tokio::spawn(async move { t.request(get(&[i % 8 + 1])).await })
+                })
+                .collect();
+            for task in smps {
+                let r = tokio::time::timeout(Duration::from_secs(10), task).await.expect("SMPs are not held back");
+                assert_eq!(SmpRepr::parse_bytes(&r.unwrap().unwrap().mad).unwrap().header.method, Method::GetResp);
+            }
+            let s = t.stats().txn;
+            assert_eq!(s.by_mad[&sa_key].sent, 2, "the SA window stays full and is never exceeded");
+            assert_eq!(s.totals().responses, 100);
+            assert_eq!((s.in_flight, s.queued), (2, 48));
+            for task in sa {
+                task.abort();
+            }
+        });
+        assert_eq!(seen.lock().unwrap().max_outstanding, 4 + 2, "both windows filled side by side");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!   SM tasks (tokio) ──request()──► bounded channel ──► I/O thread
-//!        ▲                                              │ Transactions (TIDs, window, retries)
+//!        ▲                                              │ Transactions (TIDs, a window per class, retries)
 //!        └──── oneshot reply / unsolicited channel ◄────┤ MadDevice::send / recv
 //!                                                       ▼
 //!                                      libibumad (real port, ibsim) | sim::Fabric
