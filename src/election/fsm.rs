@@ -195,7 +195,7 @@ pub enum ElectionError {
     ControlFromStranger { control: SmControl, from: Guid, addr: PeerAddr, expected: String },
     #[error("SubnSet(SMInfo) with unknown control {code:#x} from SM {from} at {addr}; ignored")]
     UnknownControl { code: u32, from: Guid, addr: PeerAddr },
-    #[error("SMInfo from {addr} is unusable: {why}")]
+    #[error("SMInfo of SM {guid} at {addr} is unusable: {why}")]
     BadPeer { addr: PeerAddr, guid: Guid, why: String },
     #[error("{peer} is master too, and ranks below us; {}", if *.waiting { "waiting for it to step down before programming" } else { "it has not stepped down: programming regardless" })]
     LowerMaster { peer: Peer, waiting: bool },
@@ -602,6 +602,10 @@ impl Election {
                 Some("it carries our own GUID".to_string())
             } else if let SmState::Unknown(s) = p.info.sm_state {
                 Some(format!("SMState {s} is not a state"))
+            } else if self.cfg.sm_key != 0 && p.info.sm_key != self.cfg.sm_key {
+                // OpenSM does the same: an SM that does not share our key
+                // takes no part in our election.
+                Some(format!("its SM_Key {:#x} is not ours; it takes no part in the election", p.info.sm_key))
             } else {
                 None
             };

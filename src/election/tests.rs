@@ -564,15 +564,25 @@ fn controls_with_a_wrong_key_or_from_strangers_are_refused() {
 fn impossible_peers_are_reported_not_followed() {
     let mut e = Election::new(cfg(1), guid(0));
     let addr = PeerAddr { lid: Lid(3), path: None };
-    let zero = SmInfoRepr { guid: Guid(0), sm_key: 0, act_count: 0, priority: 15, sm_state: SmState::Master };
+    let zero = SmInfoRepr { guid: Guid(0), sm_key: 1, act_count: 0, priority: 15, sm_state: SmState::Master };
     let bad_state = SmInfoRepr { guid: guid(5), sm_state: SmState::Unknown(9), ..zero };
     let me = SmInfoRepr { guid: guid(0), ..zero };
-    let peers = [zero, bad_state, me].map(|info| Peer { info, addr }).to_vec();
+    let other_key = SmInfoRepr { guid: guid(6), sm_key: 0x77, ..zero };
+    let peers = [zero, bad_state, me, other_key].map(|info| Peer { info, addr }).to_vec();
     e.handle(S, Event::DiscoveryDone { peers });
     assert_eq!(e.state(), State::Master, "none of them is a master to follow");
-    let bad =
-        std::iter::from_fn(|| e.poll_action()).filter(|a| matches!(a, Action::Report(ElectionError::BadPeer { .. })));
-    assert_eq!(bad.count(), 3);
+    let bad: Vec<String> = std::iter::from_fn(|| e.poll_action())
+        .filter_map(|a| match a {
+            Action::Report(r @ ElectionError::BadPeer { .. }) => Some(r.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bad.len(), 4, "{bad:?}");
+    assert!(
+        bad[3].contains("0x0002c90000000106") && bad[3].contains("SM_Key 0x77") && bad[3].contains("LID 3"),
+        "{}",
+        bad[3]
+    );
 }
 
 #[test]
