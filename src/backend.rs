@@ -10,7 +10,7 @@ use crate::sim::{FabricBuilder, SharedFabric, SimDevice};
 use crate::topology::{NodeKind, Topology};
 use crate::transport::io_thread::MadTransport;
 use crate::transport::txn::TxnConfig;
-use crate::transport::umad::{PortSelector, UmadConfig, UmadDevice};
+use crate::transport::umad::{Agent, PortSelector, UmadConfig, UmadDevice};
 use crate::transport::{Datagram, DeviceError};
 use crate::types::Guid;
 
@@ -79,6 +79,20 @@ pub enum Role {
     SaClient,
 }
 
+impl Role {
+    /// The umad agents a port in this role registers, in order.
+    pub fn agents(self) -> Vec<Agent> {
+        let [smi_dr, smi_lid] = Agent::smi(self == Role::SubnetManager);
+        match self {
+            // Registering the SA class keeps SA queries from reaching a port
+            // with no agent for them (libumad2sim crashes the client then).
+            Role::SubnetManager => vec![smi_dr, smi_lid, Agent::sa(true)],
+            Role::Tool => vec![smi_dr, smi_lid],
+            Role::SaClient => vec![smi_dr, smi_lid, Agent::sa(false)],
+        }
+    }
+}
+
 pub fn open(args: &PortArgs, txn: TxnConfig, role: Role) -> Result<Opened, BackendError> {
     match &args.sim {
         Some(spec) => open_sim(spec, args, txn, role),
@@ -119,11 +133,7 @@ fn open_umad(args: &PortArgs, txn: TxnConfig, role: Role) -> Result<Opened, Back
     let explicit = port != PortSelector::First;
     let cfg = UmadConfig {
         port,
-        sm_agent: role == Role::SubnetManager,
-        // Registering the SA class keeps SA queries from reaching a port
-        // with no agent for them (libumad2sim crashes the client then).
-        sa_server: role == Role::SubnetManager,
-        sa_client: role == Role::SaClient,
+        agents: role.agents(),
         // The kernel must wait at least as long as all our attempts.
         kernel_timeout: txn.timeout.max(Duration::from_millis(100)),
     };
@@ -141,4 +151,23 @@ fn open_umad(args: &PortArgs, txn: TxnConfig, role: Role) -> Result<Opened, Back
     }
     let (transport, unsolicited) = MadTransport::spawn(device, txn);
     Ok(Opened { transport, unsolicited, fabric: None, topology: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mad::MgmtClass;
+
+    /// (class, version, server) of each agent, in registration order.
+    fn agents(role: Role) -> Vec<(u8, u8, bool)> {
+        role.agents().iter().map(|a| (u8::from(a.class), a.version, a.server)).collect()
+    }
+
+    #[test]
+    fn each_role_registers_its_agents() {
+        assert_eq!(agents(Role::SubnetManager), vec![(0x81, 1, true), (0x01, 1, true), (0x03, 2, true)]);
+        assert_eq!(agents(Role::Tool), vec![(0x81, 1, false), (0x01, 1, false)]);
+        assert_eq!(agents(Role::SaClient), vec![(0x81, 1, false), (0x01, 1, false), (0x03, 2, false)]);
+        assert!(Role::SubnetManager.agents().iter().all(|a| a.class != MgmtClass::Perf), "no PerfMgt agent yet");
+    }
 }

@@ -53,31 +53,92 @@ pub enum PortSelector {
     Guid(Guid),
 }
 
+/// One agent to register on the port: a management class and version,
+/// and whether it serves the class (receives its requests) or is a client
+/// (receives only the responses to its own requests). A MAD of a class no
+/// agent was registered for cannot be sent; one that arrives is dropped by
+/// the kernel (and crashes libumad2sim, see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Agent {
+    pub class: MgmtClass,
+    pub version: u8,
+    pub server: bool,
+}
+
+impl Agent {
+    /// The SMI, version 1: directed-route (0x81) and LID-routed (0x01)
+    /// SMPs. Its server receives SubnGet/SubnSet/Trap/TrapRepress (what an
+    /// SM needs); a tool's client sees its own responses only and can share
+    /// the port with a running SM.
+    pub const fn smi(server: bool) -> [Agent; 2] {
+        [
+            Agent { class: MgmtClass::SubnMgmtDirected, version: 1, server },
+            Agent { class: MgmtClass::SubnMgmtLid, version: 1, server },
+        ]
+    }
+
+    /// Subnet administration (0x03), version 2, with kernel RMPP.
+    pub const fn sa(server: bool) -> Agent {
+        Agent { class: MgmtClass::SubnAdm, version: 2, server }
+    }
+
+    /// Performance management (0x04), version 1.
+    pub const fn perf_mgt(server: bool) -> Agent {
+        Agent { class: MgmtClass::Perf, version: 1, server }
+    }
+
+    /// The request methods a server receives; none for a client.
+    pub fn methods(&self) -> &'static [Method] {
+        if !self.server {
+            return &[];
+        }
+        match self.class {
+            MgmtClass::SubnMgmtDirected | MgmtClass::SubnMgmtLid => {
+                &[Method::Get, Method::Set, Method::Trap, Method::TrapRepress]
+            }
+            MgmtClass::SubnAdm => &[Method::Get, Method::Set, Method::GetTable, Method::Delete],
+            _ => &[Method::Get, Method::Set],
+        }
+    }
+
+    /// The RMPP version the kernel runs for this agent (0: none). SA
+    /// tables are multi-packet (IBA 15.4).
+    pub fn rmpp_version(&self) -> u8 {
+        u8::from(self.class == MgmtClass::SubnAdm)
+    }
+}
+
+/// The agents to register for `wanted`, in its order, one per class: a
+/// class listed twice is served if either entry is a server (a server
+/// receives the responses to its own requests too).
+fn one_per_class(wanted: &[Agent]) -> Vec<Agent> {
+    let mut out: Vec<Agent> = Vec::with_capacity(wanted.len());
+    for a in wanted {
+        match out.iter_mut().find(|b| b.class == a.class) {
+            Some(b) => b.server |= a.server,
+            None => out.push(*a),
+        }
+    }
+    out
+}
+
 /// How to open the port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UmadConfig {
     pub port: PortSelector,
-    /// Receive SubnGet/SubnSet/Trap/TrapRepress requests (what an SM
-    /// needs); off for tools, which then only see their own responses and
-    /// can share the port with a running SM.
-    pub sm_agent: bool,
-    /// Register the SA class (0x03 version 2) as a server, with kernel RMPP.
-    pub sa_server: bool,
-    /// Register the SA class as a client (responses to our own SA
-    /// queries only); ignored when `sa_server` is set, which receives those too.
-    pub sa_client: bool,
+    /// Registered in this order (see [`one_per_class`] for repeats).
+    pub agents: Vec<Agent>,
     /// The kernel's per-send response timeout; keep it at least as long as
     /// the transaction layer's, or late responses are dropped in the kernel.
     pub kernel_timeout: Duration,
 }
 
 impl Default for UmadConfig {
+    /// A tool's port: SMI clients only.
     fn default() -> Self {
         UmadConfig {
             port: PortSelector::First,
-            sm_agent: false,
-            sa_server: false,
-            sa_client: false,
+            agents: Agent::smi(false).to_vec(),
             kernel_timeout: Duration::from_millis(1000),
         }
     }
@@ -264,20 +325,13 @@ impl UmadBuf {
     }
 }
 
-/// Agents registered on the port.
-#[derive(Debug, Clone, Copy)]
-struct Agents {
-    smi_directed: c_int,
-    smi_lid: c_int,
-    sa: Option<c_int>,
-}
-
 /// An open umad port.
 pub struct UmadDevice {
     lib: &'static ffi::Lib,
     fd: c_int,
     info: UmadPortInfo,
-    agents: Agents,
+    /// The class of each registered agent, with its agent id.
+    agents: Vec<(MgmtClass, c_int)>,
     /// `umad_size()` as it is after opening the port.
     hdr_len: usize,
     /// Offset of the MAD in a umad buffer (`umad_get_mad`), equal to
@@ -320,7 +374,7 @@ impl UmadDevice {
             lib,
             fd,
             info,
-            agents: Agents { smi_directed: -1, smi_lid: -1, sa: None },
+            agents: Vec::new(),
             hdr_len,
             mad_off: hdr_len,
             buf: UmadBuf::new(hdr_len + MAD_SIZE),
@@ -342,15 +396,10 @@ impl UmadDevice {
                 reason: format!("MAD offset {} beyond umad_size {}", dev.mad_off, dev.hdr_len),
             });
         }
-        let smp_methods: &[Method] =
-            if cfg.sm_agent { &[Method::Get, Method::Set, Method::Trap, Method::TrapRepress] } else { &[] };
-        dev.agents.smi_directed = dev.register(MgmtClass::SubnMgmtDirected, 1, 0, smp_methods)?;
-        dev.agents.smi_lid = dev.register(MgmtClass::SubnMgmtLid, 1, 0, smp_methods)?;
-        if cfg.sa_server {
-            let sa_methods = [Method::Get, Method::Set, Method::GetTable, Method::Delete];
-            dev.agents.sa = Some(dev.register(MgmtClass::SubnAdm, 2, 1, &sa_methods)?);
-        } else if cfg.sa_client {
-            dev.agents.sa = Some(dev.register(MgmtClass::SubnAdm, 2, 1, &[])?);
+        for a in one_per_class(&cfg.agents) {
+            let id = dev.register(a.class, a.version, a.rmpp_version(), a.methods())?;
+            tracing::debug!(class = ?a.class, version = a.version, server = a.server, id, "umad agent registered");
+            dev.agents.push((a.class, id));
         }
         tracing::info!(
             ca = %dev.info.ca_name, port = pn, guid = %dev.info.port_guid, umad_size = hdr_len,
@@ -472,12 +521,7 @@ impl UmadDevice {
     }
 
     fn agent_for(&self, class: MgmtClass) -> Option<c_int> {
-        match class {
-            MgmtClass::SubnMgmtDirected => Some(self.agents.smi_directed),
-            MgmtClass::SubnMgmtLid => Some(self.agents.smi_lid),
-            MgmtClass::SubnAdm => self.agents.sa,
-            _ => None,
-        }
+        self.agents.iter().find(|(c, _)| *c == class).map(|&(_, id)| id)
     }
 
     fn err(&self, call: &'static str, rc: c_int) -> DeviceError {
@@ -694,6 +738,34 @@ mod tests {
         assert!(e.to_string().contains("no CA named qib0"), "{e}");
         let e = select_port(&f, &PortSelector::Guid(Guid(0x999))).unwrap_err();
         assert!(e.to_string().contains("0x0000000000000999"), "{e}");
+    }
+
+    #[test]
+    fn agents_serve_what_their_class_needs() {
+        let [dr, lid] = Agent::smi(true);
+        assert_eq!(
+            (dr.class, dr.version, lid.class, lid.version),
+            (MgmtClass::SubnMgmtDirected, 1, MgmtClass::SubnMgmtLid, 1)
+        );
+        assert_eq!(method_mask(dr.methods())[0], 0b1010_0110, "SubnGet, SubnSet, Trap, TrapRepress");
+        assert_eq!((dr.rmpp_version(), lid.methods()), (0, dr.methods()));
+        let sa = Agent::sa(true);
+        assert_eq!((sa.version, sa.rmpp_version()), (2, 1));
+        assert_eq!(sa.methods(), &[Method::Get, Method::Set, Method::GetTable, Method::Delete]);
+        assert_eq!(Agent::sa(false).rmpp_version(), 1, "a client reassembles tables too");
+        let pm = Agent::perf_mgt(false);
+        assert_eq!((pm.class, pm.version, pm.rmpp_version()), (MgmtClass::Perf, 1, 0));
+        for client in [Agent::smi(false)[0], Agent::smi(false)[1], Agent::sa(false), pm] {
+            assert!(client.methods().is_empty(), "{client:?} receives no requests");
+        }
+        assert_eq!(UmadConfig::default().agents, Agent::smi(false), "a tool's port");
+    }
+
+    #[test]
+    fn one_agent_per_class_and_a_server_wins() {
+        let list = [Agent::sa(false), Agent::smi(false)[0], Agent::sa(true), Agent::perf_mgt(false), Agent::sa(false)];
+        assert_eq!(one_per_class(&list), vec![Agent::sa(true), Agent::smi(false)[0], Agent::perf_mgt(false)]);
+        assert!(one_per_class(&[]).is_empty());
     }
 
     #[test]
