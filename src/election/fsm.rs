@@ -583,7 +583,7 @@ impl Election {
                     let eligible = peer.info.sm_state == SmState::Standby
                         && peer.info.outranks(&me)
                         && self.cfg.master_preemption
-                        && !self.handover_backoff.get(&peer.info.guid).is_some_and(|&(until, _)| now < until);
+                        && self.handover_backoff.get(&peer.info.guid).is_none_or(|&(until, _)| now >= until);
                     if eligible {
                         self.start_discovery();
                     }

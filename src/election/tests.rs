@@ -419,7 +419,7 @@ fn higher_priority_sm_is_handed_the_subnet_without_a_gap() {
             t += 50 * MS;
             w.run_until(t);
             assert!(!w.masters().is_empty() || t < joined + 2 * S, "seed {seed}: no master at {t:?}");
-            if t.as_millis() % 10_000 == 0 {
+            if t.as_millis().is_multiple_of(10_000) {
                 // The runtime's periodic heavy sweep.
                 for i in w.masters() {
                     w.sms[i].core.handle(w.now, Event::SweepWanted);
@@ -511,7 +511,7 @@ fn a_flapping_higher_priority_sm_never_makes_two_masters() {
                 w.revive(1);
             }
             on = !on;
-            if t.as_secs() % 9 == 0 {
+            if t.as_secs().is_multiple_of(9) {
                 for i in w.masters() {
                     w.sms[i].core.handle(w.now, Event::SweepWanted);
                     w.drain(i);
@@ -528,7 +528,7 @@ fn a_flapping_higher_priority_sm_never_makes_two_masters() {
 fn controls_with_a_wrong_key_or_from_strangers_are_refused() {
     let keyed = ElectionConfig { sm_key: 0x1234, ..cfg(5) };
     let mut e = Election::new(keyed, guid(0));
-    e.handle(0 * S, Event::DiscoveryDone { peers: vec![] });
+    e.handle(Duration::ZERO, Event::DiscoveryDone { peers: vec![] });
     assert_eq!(e.state(), State::Master);
     let addr = PeerAddr { lid: Lid(9), path: None };
     let rogue = SmInfoRepr { guid: guid(7), sm_key: 0x9999, act_count: 0, priority: 15, sm_state: SmState::Master };

@@ -71,8 +71,8 @@ pub enum RunError {
 
 /// What the sweep slot's job ended with; the SubnetManager comes back with it.
 enum SweepDone {
-    Discovered(Result<Discovered, SweepError>),
-    Programmed(Result<SweepReport, SweepError>),
+    Discovered(Result<Box<Discovered>, SweepError>),
+    Programmed(Result<Box<SweepReport>, SweepError>),
     LightSwept(Option<String>),
 }
 
@@ -229,7 +229,7 @@ impl<T: Transport + Clone> Owner<T> {
         let mut sm = self.sm.take().expect("no job runs, so the SubnetManager is home");
         Some(match work {
             SweepWork::Discover => Box::pin(async move {
-                let r = sm.discover().await;
+                let r = sm.discover().await.map(Box::new);
                 (sm, SweepDone::Discovered(r))
             }),
             SweepWork::TakeCharge { takeover } => {
@@ -248,7 +248,7 @@ impl<T: Transport + Clone> Owner<T> {
                 };
                 self.took_charge = true;
                 Box::pin(async move {
-                    let r = sm.take_charge(found, mode).await;
+                    let r = sm.take_charge(found, mode).await.map(Box::new);
                     (sm, SweepDone::Programmed(r))
                 })
             }
@@ -313,7 +313,7 @@ impl<T: Transport + Clone> Owner<T> {
         match done {
             SweepDone::Discovered(Ok(found)) => {
                 let peers = self.peers(&found);
-                self.discovered = Some(found);
+                self.discovered = Some(*found);
                 self.election.handle(now, Event::DiscoveryDone { peers });
             }
             SweepDone::Discovered(Err(e)) => {
@@ -324,7 +324,7 @@ impl<T: Transport + Clone> Owner<T> {
             }
             SweepDone::Programmed(Ok(report)) => {
                 self.election.handle(now, Event::Programmed);
-                return self.on_programmed(report);
+                return self.on_programmed(*report);
             }
             SweepDone::Programmed(Err(e)) => return Some(Err(e.into())),
             SweepDone::LightSwept(verdict) => {
