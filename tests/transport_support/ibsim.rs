@@ -224,3 +224,53 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+impl Ibsim {
+    /// Waits until `host`'s SMA answers `smpquery -D nodeinfo 0`: an SM
+    /// started before that can miss its own port.
+    pub fn wait_for_sma(&self, host: &str, limit: Duration) {
+        let t0 = Instant::now();
+        loop {
+            let mut c = self.client(&tool("smpquery"), Some(host));
+            c.args(["-D", "nodeinfo", "0"]);
+            let o = run_with_timeout(c, Duration::from_secs(30));
+            if o.status.success() {
+                return;
+            }
+            assert!(t0.elapsed() < limit, "{host}'s SMA did not answer in {limit:?}: {}", stderr(&o));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Writes OpenSM's full default configuration (`opensm -c`) to `path` with
+/// the values of `edits` replaced, each `key value` line found once; returns
+/// `path`, for `opensm -F`.
+pub fn opensm_conf(path: &Path, edits: &[(&str, &str)]) -> PathBuf {
+    let o = run_with_timeout(
+        {
+            let mut c = Command::new(tool("opensm"));
+            c.arg("-c").arg(path).env_remove("LD_PRELOAD");
+            c
+        },
+        Duration::from_secs(30),
+    );
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("opensm -c {} wrote nothing ({e}): {}", path.display(), stderr(&o)));
+    let mut found = vec![false; edits.len()];
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| match edits.iter().position(|(k, _)| l.split_whitespace().next() == Some(k)) {
+            Some(i) => {
+                found[i] = true;
+                format!("{} {}", edits[i].0, edits[i].1)
+            }
+            None => l.to_string(),
+        })
+        .collect();
+    for ((key, _), hit) in edits.iter().zip(found) {
+        assert!(hit, "OpenSM's default configuration has no `{key}` line");
+    }
+    std::fs::write(path, out.join("\n") + "\n").unwrap();
+    path.to_path_buf()
+}

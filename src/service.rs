@@ -1,3 +1,0 @@
-//! The SM service moved to [`crate::runtime`]; this name stays for callers.
-
-pub use crate::runtime::{run, RunError, RunOptions};
