@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use ibsm::cmd;
 
 #[derive(Debug, Parser)]
 #[command(name = "ibsm", version, about = "InfiniBand subnet manager and subnet administrator")]
@@ -15,25 +16,19 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the subnet manager (as a service, or --once).
-    Run(ibsm::cli::RunArgs),
+    Run(cmd::run::Args),
     /// Send one directed-route SubnGet and print the decoded attribute.
-    Probe(ibsm::probe::ProbeArgs),
+    Probe(cmd::probe::Args),
     /// Topology files and generators.
     #[command(subcommand)]
-    Topology(ibsm::cli::TopologyCmd),
+    Topology(cmd::topology::Args),
     /// Route a topology offline with an engine chain and analyse the tables.
-    Route(ibsm::route_cli::RouteArgs),
+    Route(cmd::route::Args),
     /// Analyse forwarding tables (an lfts dump or ibroute output) on a topology.
-    Analyze(ibsm::route_cli::AnalyzeArgs),
+    Analyze(cmd::analyze::Args),
     /// Query a running SA (ibsm's or OpenSM's).
     #[command(subcommand)]
-    Sa(SaCmd),
-}
-
-#[derive(Debug, Subcommand)]
-enum SaCmd {
-    /// PathRecords by SLID and DLID, many at once.
-    Path(ibsm::sa_cli::SaPathArgs),
+    Sa(cmd::sa::Args),
 }
 
 // One thread runs the SM: its work is waiting on MADs, which the I/O thread moves.
@@ -50,21 +45,12 @@ async fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     match cli.command {
-        Command::Run(args) => ibsm::cli::run(args).await,
-        Command::Topology(cmd) => ibsm::cli::topology(cmd),
-        Command::Route(args) => ibsm::route_cli::route(args),
-        Command::Analyze(args) => ibsm::route_cli::analyze_cmd(args),
-        Command::Sa(SaCmd::Path(args)) => sa_path(args).await,
-        Command::Probe(args) => match ibsm::probe::run(&args).await {
-            Ok(text) => {
-                print!("{text}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("ibsm probe: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        Command::Run(args) => cmd::run::run(args).await,
+        Command::Probe(args) => cmd::probe::run(args).await,
+        Command::Topology(args) => cmd::topology::run(args).await,
+        Command::Route(args) => cmd::route::run(args).await,
+        Command::Analyze(args) => cmd::analyze::run(args).await,
+        Command::Sa(args) => cmd::sa::run(args).await,
     }
 }
 
@@ -97,34 +83,4 @@ fn init_logging(default_level: &str, file: Option<&std::path::Path>, json: bool)
         }
     }
     Ok(())
-}
-
-async fn sa_path(args: ibsm::sa_cli::SaPathArgs) -> ExitCode {
-    let answers = match ibsm::sa_cli::run_path(&args).await {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("ibsm sa path: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    print!("{}", ibsm::sa_cli::render(&answers.records, args.json));
-    if let Some(out) = &args.path_sl_out {
-        if let Err(e) = std::fs::write(out, ibsm::sa_cli::path_sl_text(&answers.records)) {
-            eprintln!("ibsm sa path: {}: {e}", out.display());
-            return ExitCode::from(2);
-        }
-    }
-    for ((s, d), e) in &answers.failures {
-        eprintln!("ibsm sa path: {s}->{d}: {e}");
-    }
-    if answers.failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!(
-            "ibsm sa path: {} of {} paths failed",
-            answers.failures.len(),
-            answers.failures.len() + answers.records.len()
-        );
-        ExitCode::FAILURE
-    }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ibsm::config::Config;
 use ibsm::mad::{AttributeId, Method, PortState};
-use ibsm::service::{run, RunOptions};
+use ibsm::runtime::{run, RunOptions};
 use ibsm::sim::{FabricBuilder, SharedFabric, SimDevice};
 use ibsm::topology::{PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;

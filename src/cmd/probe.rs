@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::backend::{self, BackendError, PortArgs, Role};
 use crate::mad::lft::LFT_BLOCK_ENTRIES;
 use crate::mad::pkey_table::PKEY_BLOCK_ENTRIES;
 use crate::mad::port_info::{link_speed_ext, mtu, CapabilityMask};
@@ -20,6 +19,7 @@ use crate::mad::{
     AttributeId, DrPath, LftBlockRepr, NodeDescriptionRepr, NodeInfoRepr, NodeType, PKeyTableBlockRepr, PortInfoRepr,
     SmInfoRepr, SmpAttribute, SwitchInfoRepr, WireError,
 };
+use crate::runtime::backend::{self, BackendError, PortArgs, Role};
 use crate::transport::{SmpClient, SmpError, Transport, TransportStats, TxnConfig};
 use crate::types::Guid;
 
@@ -57,7 +57,7 @@ impl ProbeAttr {
 
 /// Arguments of `ibsm probe`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct ProbeArgs {
+pub struct Args {
     #[command(flatten)]
     pub port: PortArgs,
     /// The directed-route path, smpquery style: 0 is the local port.
@@ -493,7 +493,7 @@ pub struct ProbeReport {
 }
 
 /// Sends the Get(s) over `client` and decodes the first answer.
-pub async fn probe<T: Transport + Clone>(client: &SmpClient<T>, args: &ProbeArgs) -> Result<ProbeReport, ProbeError> {
+pub async fn probe<T: Transport + Clone>(client: &SmpClient<T>, args: &Args) -> Result<ProbeReport, ProbeError> {
     let attr = args.attr.attribute_id();
     let started = Instant::now();
     let n = args.repeat.max(1);
@@ -612,9 +612,22 @@ pub fn render_stats(s: &TransportStats) -> String {
     out
 }
 
-/// Runs `ibsm probe`: opens the backend, probes, prints. Returns the text
-/// to print.
-pub async fn run(args: &ProbeArgs) -> Result<String, ProbeError> {
+/// `ibsm probe`.
+pub async fn run(args: Args) -> std::process::ExitCode {
+    match probe_text(&args).await {
+        Ok(text) => {
+            print!("{text}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ibsm probe: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Opens the backend and probes; returns the text to print.
+async fn probe_text(args: &Args) -> Result<String, ProbeError> {
     let cfg = TxnConfig {
         window: args.window,
         timeout: Duration::from_millis(args.timeout_ms),

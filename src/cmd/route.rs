@@ -1,23 +1,19 @@
-//! `ibsm route` and `ibsm analyze`: routing and route analysis offline, on a
-//! topology file or generator spec, with no fabric.
-//!
-//! `route` builds the routing view of the topology, runs an engine chain
-//! (timed in process), analyses the tables and can write them in OpenSM's
-//! `opensm-lfts.dump` format. `analyze` reads such a dump (ours, OpenSM's,
-//! or `ibroute` output) and analyses it on the same topology, by default on
-//! the LIDs the dump itself names, so OpenSM's tables are judged on
-//! OpenSM's LIDs.
+//! `ibsm route`: routing and route analysis offline, on a topology file or
+//! generator spec, with no fabric. It builds the routing view of the
+//! topology, runs an engine chain (timed in process), analyses the tables
+//! and can write them in OpenSM's `opensm-lfts.dump` format. The LID and
+//! analysis arguments here are shared with `ibsm analyze`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Args, ValueEnum};
+use clap::{Args as ClapArgs, ValueEnum};
 use serde::Serialize;
 
 use ibsm_routing::analysis::{analyze, AnalysisOptions, AnalysisReport, ShiftOrder};
-use ibsm_routing::dump::{parse_path_sl, write_opensm_dump_with, write_path_sl, LftDump, PATH_SL_HEADER};
+use ibsm_routing::dump::{write_opensm_dump_with, write_path_sl, LftDump, PATH_SL_HEADER};
 use ibsm_routing::engine::{route_chain, EngineKind, EngineOptions};
 use ibsm_routing::guidfile::{load_guid_file, GuidKind};
 use ibsm_routing::{CdgScope, RoutingError};
@@ -28,7 +24,7 @@ use crate::topology::Topology;
 use crate::types::Guid;
 
 /// How the ports of the topology get LIDs.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, ClapArgs)]
 pub struct LidArgs {
     /// `node-order` (1, 2, 3... in the file's node order), `sm` (ibsm's LID
     /// manager on a cold fabric: SM port first, then GUID order),
@@ -52,7 +48,7 @@ pub enum ShiftOrderArg {
 }
 
 /// What the analysis looks at.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, ClapArgs)]
 pub struct AnalysisArgs {
     /// Evaluate at most N evenly spaced shifts of the shift pattern
     /// (default: all N-1).
@@ -68,7 +64,7 @@ pub struct AnalysisArgs {
 }
 
 impl AnalysisArgs {
-    fn options(&self) -> AnalysisOptions {
+    pub(super) fn options(&self) -> AnalysisOptions {
         AnalysisOptions {
             shift_order: match self.shift_order {
                 ShiftOrderArg::Guid => ShiftOrder::Guid,
@@ -80,8 +76,8 @@ impl AnalysisArgs {
     }
 }
 
-#[derive(Debug, Clone, Args)]
-pub struct RouteArgs {
+#[derive(Debug, Clone, ClapArgs)]
+pub struct Args {
     /// Topology: an ibsim net file, ibnetdiscover output, or a generator
     /// spec such as `fattree2:radix=8` or `torus3d:4x4x4,hosts=2`.
     #[arg(long, short = 't', value_name = "T")]
@@ -118,29 +114,6 @@ pub struct RouteArgs {
     pub analysis: AnalysisArgs,
 }
 
-#[derive(Debug, Clone, Args)]
-pub struct AnalyzeArgs {
-    /// Topology the tables belong to (file or generator spec).
-    #[arg(long, short = 't', value_name = "T")]
-    pub topology: String,
-    /// The tables: an opensm-lfts.dump (OpenSM's or `ibsm route
-    /// --lfts-out`) or `ibroute` output for every switch.
-    #[arg(long, value_name = "FILE")]
-    pub lfts: PathBuf,
-    /// Path SLs for the deadlock analysis (`route --path-sl-out`, or the
-    /// SLs an SA gave: `ibsm sa path --pairs-file F --path-sl-out SL`, one
-    /// line per source port and DLID); without it every path is on SL 0.
-    #[arg(long, value_name = "FILE")]
-    pub path_sl: Option<PathBuf>,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub lid: LidArgs,
-    #[command(flatten)]
-    pub analysis: AnalysisArgs,
-}
-
 /// A skipped engine in the JSON output.
 #[derive(Debug, Serialize)]
 struct Skipped {
@@ -149,11 +122,11 @@ struct Skipped {
 }
 
 #[derive(Debug, Serialize)]
-struct FabricSummary {
-    switches: usize,
-    end_ports: usize,
-    links: usize,
-    max_lid: u16,
+pub(super) struct FabricSummary {
+    pub switches: usize,
+    pub end_ports: usize,
+    pub links: usize,
+    pub max_lid: u16,
 }
 
 #[derive(Debug, Serialize)]
@@ -174,17 +147,7 @@ struct RouteOutput {
     analysis: AnalysisReport,
 }
 
-#[derive(Debug, Serialize)]
-struct AnalyzeOutput {
-    topology: String,
-    lfts: String,
-    format: String,
-    fabric: FabricSummary,
-    lids: String,
-    analysis: AnalysisReport,
-}
-
-fn fabric_summary(v: &RouteView) -> FabricSummary {
+pub(super) fn fabric_summary(v: &RouteView) -> FabricSummary {
     let f = &v.fabric;
     FabricSummary {
         switches: f.num_switches(),
@@ -200,11 +163,11 @@ fn thread_cpu_ns() -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
-fn load_topology(t: &str) -> Result<Topology, String> {
+pub(super) fn load_topology(t: &str) -> Result<Topology, String> {
     Topology::from_spec_or_file(t).map_err(|e| format!("{t}: {e}"))
 }
 
-fn read(path: &Path) -> Result<String, String> {
+pub(super) fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -280,7 +243,7 @@ fn lid_plan(topo: &Topology, a: &LidArgs, dump_default: Option<(&Path, &LftDump)
     }
 }
 
-fn build_view(
+pub(super) fn build_view(
     topo: &Topology,
     a: &LidArgs,
     dump_default: Option<(&Path, &LftDump)>,
@@ -293,7 +256,7 @@ fn build_view(
     Ok((view, name))
 }
 
-fn finish(result: Result<String, String>, cmd: &str) -> ExitCode {
+pub(super) fn finish(result: Result<String, String>, cmd: &str) -> ExitCode {
     match result {
         Ok(text) => {
             print!("{text}");
@@ -307,16 +270,11 @@ fn finish(result: Result<String, String>, cmd: &str) -> ExitCode {
 }
 
 /// `ibsm route`.
-pub fn route(args: RouteArgs) -> ExitCode {
+pub async fn run(args: Args) -> ExitCode {
     finish(route_text(&args), "route")
 }
 
-/// `ibsm analyze`.
-pub fn analyze_cmd(args: AnalyzeArgs) -> ExitCode {
-    finish(analyze_text(&args), "analyze")
-}
-
-fn route_text(args: &RouteArgs) -> Result<String, String> {
+fn route_text(args: &Args) -> Result<String, String> {
     let topo = load_topology(&args.topology)?;
     let (view, lids) = build_view(&topo, &args.lid, None)?;
     if !(1..=15).contains(&args.max_vls) {
@@ -404,37 +362,6 @@ fn route_text(args: &RouteArgs) -> Result<String, String> {
     if let Some(p) = &out.lfts_out {
         let _ = writeln!(s, "tables written to {p}");
     }
-    let _ = write!(s, "{}", out.analysis);
-    Ok(s)
-}
-
-fn analyze_text(args: &AnalyzeArgs) -> Result<String, String> {
-    let topo = load_topology(&args.topology)?;
-    let file = args.lfts.display().to_string();
-    let text = read(&args.lfts)?;
-    let dump = LftDump::parse(&text, &file).map_err(|e| e.to_string())?;
-    let (view, lids) = build_view(&topo, &args.lid, Some((args.lfts.as_path(), &dump)))?;
-    let mut routes = dump.to_routes(&view.fabric, &file).map_err(|e| e.to_string())?;
-    if let Some(p) = &args.path_sl {
-        let name = p.display().to_string();
-        routes.sl = Some(parse_path_sl(&read(p)?, &name, &view.fabric).map_err(|e| e.to_string())?);
-    }
-    let analysis = analyze(&view.fabric, &routes, &args.analysis.options());
-    let out = AnalyzeOutput {
-        topology: args.topology.clone(),
-        lfts: file,
-        format: dump.format.to_string(),
-        fabric: fabric_summary(&view),
-        lids,
-        analysis,
-    };
-    if args.json {
-        return serde_json::to_string_pretty(&out).map(|s| s + "\n").map_err(|e| e.to_string());
-    }
-    let mut s = String::new();
-    let _ = writeln!(s, "topology {}: {}", out.topology, view.fabric);
-    let _ = writeln!(s, "tables: {} ({})", out.lfts, out.format);
-    let _ = writeln!(s, "LIDs: {}", out.lids);
     let _ = write!(s, "{}", out.analysis);
     Ok(s)
 }

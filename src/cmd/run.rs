@@ -1,19 +1,17 @@
-//! The `run` and `topology` subcommands: argument types and what they do.
-//! `main.rs` only parses and dispatches.
+//! `ibsm run`: the subnet manager, as a service or `--once`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
+use clap::Args as ClapArgs;
 
-use crate::backend::{self, PortArgs, Role};
 use crate::config::Config;
-use crate::service::{self, RunOptions};
-use crate::topology::{writer, NodeKind, Topology};
+use crate::runtime::backend::{self, PortArgs, Role};
+use crate::runtime::{self, RunOptions};
 use crate::transport::txn::TxnConfig;
 
-#[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+#[derive(Debug, Clone, ClapArgs)]
+pub struct Args {
     #[command(flatten)]
     pub port: PortArgs,
     /// Configuration file (TOML; see deploy/ibsm.toml).
@@ -61,7 +59,7 @@ pub struct RunArgs {
     pub metrics_listen: Option<String>,
 }
 
-impl RunArgs {
+impl Args {
     /// The configuration file with the command line's overrides applied.
     pub fn config(&self) -> Result<Config, crate::config::ConfigError> {
         let mut c = match &self.config {
@@ -105,7 +103,8 @@ impl RunArgs {
     }
 }
 
-pub async fn run(args: RunArgs) -> ExitCode {
+/// `ibsm run`.
+pub async fn run(args: Args) -> ExitCode {
     let config = match args.config() {
         Ok(c) => c,
         Err(e) => {
@@ -138,8 +137,8 @@ pub async fn run(args: RunArgs) -> ExitCode {
     let metrics = match config.metrics.listen.as_deref().filter(|l| !l.is_empty() && !args.once) {
         Some(listen) => match listen.parse::<std::net::SocketAddr>() {
             Ok(addr) => {
-                let m = crate::metrics::Metrics::new();
-                match crate::metrics::serve(addr, m.clone()).await {
+                let m = crate::runtime::metrics::Metrics::new();
+                match crate::runtime::metrics::serve(addr, m.clone()).await {
                     Ok(_) => tracing::info!(%addr, "metrics served"),
                     Err(e) => tracing::warn!(%addr, error = %e, "metrics endpoint not started"),
                 }
@@ -162,7 +161,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    match service::run(opened.transport.clone(), opened.unsolicited, config, options, shutdown).await {
+    match runtime::run(opened.transport.clone(), opened.unsolicited, config, options, shutdown).await {
         Ok(report) => {
             if args.once {
                 let totals = crate::transport::Transport::stats(&opened.transport).txn.totals();
@@ -182,107 +181,5 @@ pub async fn run(args: RunArgs) -> ExitCode {
             eprintln!("ibsm run: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-#[derive(Debug, Clone, Subcommand)]
-pub enum TopologyCmd {
-    /// Write a topology (file or generator spec) in ibsim's net format.
-    Write {
-        topology: String,
-        #[arg(long, value_name = "FILE")]
-        out: PathBuf,
-    },
-    /// Print the ibsim flags (-N/-S/-P) a topology needs.
-    IbsimArgs { topology: String },
-    /// Print the name of the node an SM should sit on (the first host).
-    SmNode { topology: String },
-    /// Print the fewest SMPs a cold bring-up of the topology needs, and how
-    /// that figure is made up.
-    MinimumSmps { topology: String },
-    /// Print a summary: nodes, switches, hosts, links.
-    Show { topology: String },
-}
-
-pub fn topology(cmd: TopologyCmd) -> ExitCode {
-    let load = |t: &str| Topology::from_spec_or_file(t).map_err(|e| format!("{t}: {e}"));
-    let result = (|| -> Result<String, String> {
-        match cmd {
-            TopologyCmd::Write { topology, out } => {
-                let t = load(&topology)?;
-                writer::write_net_file(&t, &out).map_err(|e| e.to_string())?;
-                Ok(String::new())
-            }
-            TopologyCmd::IbsimArgs { topology } => Ok(writer::ibsim_args(&load(&topology)?).join(" ") + "\n"),
-            TopologyCmd::SmNode { topology } => {
-                let t = load(&topology)?;
-                let h = t.hosts().next().ok_or_else(|| format!("{topology} has no host"))?;
-                Ok(format!("{}\n", t.node(h).name))
-            }
-            TopologyCmd::MinimumSmps { topology } => {
-                let m = minimum_smps(&load(&topology)?);
-                Ok(format!("{} {m:?}\n", m.total()))
-            }
-            TopologyCmd::Show { topology } => {
-                let t = load(&topology)?;
-                Ok(format!(
-                    "{} nodes: {} switches, {} hosts; {} links\n",
-                    t.nodes.len(),
-                    t.switches().count(),
-                    t.hosts().count(),
-                    t.links.len()
-                ))
-            }
-        }
-    })();
-    match result {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("ibsm topology: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// The SMPs no cold bring-up can avoid, by the definition: the
-/// NodeInfo and PortInfo reads discovery needs, the Sets that change state,
-/// and one LFT write per 64-LID block per switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MinimumSmps {
-    /// One per cable (the far end's NodeInfo) plus the SM's own node.
-    pub node_info: u64,
-    /// Every switch port including 0, and every cabled CA port.
-    pub port_info_reads: u64,
-    /// Two per cabled port (to ARMED with its parameters, then ACTIVE), one
-    /// per switch port 0 (its LID).
-    pub port_info_sets: u64,
-    /// LinearFDBTop changes on every switch.
-    pub switch_info_sets: u64,
-    pub lft_blocks: u64,
-}
-
-impl MinimumSmps {
-    pub fn total(&self) -> u64 {
-        self.node_info + self.port_info_reads + self.port_info_sets + self.switch_info_sets + self.lft_blocks
-    }
-}
-
-pub fn minimum_smps(t: &Topology) -> MinimumSmps {
-    let switches = t.switches().count() as u64;
-    let cabled_ca_ports =
-        t.links.iter().flat_map(|l| [l.a, l.b]).filter(|p| t.node(p.node).kind != NodeKind::Switch).count() as u64;
-    let switch_ports: u64 = t.switches().map(|s| u64::from(t.node(s).num_ports) + 1).sum();
-    let cabled_ports = 2 * t.links.len() as u64;
-    // LMC 0: one LID per CA port and per switch.
-    let max_lid = cabled_ca_ports + switches;
-    MinimumSmps {
-        node_info: t.links.len() as u64 + 1,
-        port_info_reads: switch_ports + cabled_ca_ports,
-        port_info_sets: 2 * cabled_ports + switches,
-        switch_info_sets: switches,
-        lft_blocks: switches * (max_lid / 64 + 1),
     }
 }

@@ -10,19 +10,64 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args as ClapArgs, Subcommand};
 use futures::stream::{self, StreamExt};
 
-use crate::backend::{self, PortArgs, Role};
 use crate::mad::PathRecordRepr;
+use crate::runtime::backend::{self, PortArgs, Role};
 use crate::transport::sa_client::{SaClient, SaError};
 use crate::transport::TxnConfig;
 use crate::types::Lid;
 
-#[derive(Debug, Clone, Args)]
-pub struct SaPathArgs {
+/// `ibsm sa` and its queries.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Args {
+    /// PathRecords by SLID and DLID, many at once.
+    Path(PathArgs),
+}
+
+/// `ibsm sa`.
+pub async fn run(args: Args) -> ExitCode {
+    match args {
+        Args::Path(a) => path(a).await,
+    }
+}
+
+async fn path(args: PathArgs) -> ExitCode {
+    let answers = match run_path(&args).await {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ibsm sa path: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    print!("{}", render(&answers.records, args.json));
+    if let Some(out) = &args.path_sl_out {
+        if let Err(e) = std::fs::write(out, path_sl_text(&answers.records)) {
+            eprintln!("ibsm sa path: {}: {e}", out.display());
+            return ExitCode::from(2);
+        }
+    }
+    for ((s, d), e) in &answers.failures {
+        eprintln!("ibsm sa path: {s}->{d}: {e}");
+    }
+    if answers.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "ibsm sa path: {} of {} paths failed",
+            answers.failures.len(),
+            answers.failures.len() + answers.records.len()
+        );
+        ExitCode::FAILURE
+    }
+}
+
+#[derive(Debug, Clone, ClapArgs)]
+pub struct PathArgs {
     #[command(flatten)]
     pub port: PortArgs,
     /// A path to query, `SLID:DLID` (decimal or 0x-hex); repeatable.
@@ -89,7 +134,7 @@ pub struct PathAnswers {
 /// Runs the queries; returns the text to print, or an error that stopped
 /// everything (no port, no SM, unreadable pairs file). Failed pairs do not
 /// stop the others: they are listed on stderr and make the exit non-zero.
-pub async fn run_path(args: &SaPathArgs) -> Result<PathAnswers, String> {
+pub async fn run_path(args: &PathArgs) -> Result<PathAnswers, String> {
     if args.port.sim.is_some() {
         return Err("the in-process fabric has no SA to query; run against a port (--ca/--guid)".into());
     }

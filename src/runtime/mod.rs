@@ -19,7 +19,9 @@
 //! shutdown. No state is shared: the SubnetManager moves into the sweep job
 //! and comes back with its result, so nothing is locked.
 
+pub mod backend;
 pub mod dispatch;
+pub mod metrics;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::future::Future;
@@ -43,7 +45,7 @@ use dispatch::{Inbound, Refusal};
 #[derive(Clone)]
 pub struct RunOptions {
     /// Where sweep results and MAD counts are published.
-    pub metrics: Option<crate::metrics::Metrics>,
+    pub metrics: Option<metrics::Metrics>,
     /// Sweep until the subnet is up (at most `once_attempts` sweeps), then return.
     pub once: bool,
     pub once_attempts: u32,
