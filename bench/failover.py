@@ -41,6 +41,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.dont_write_bytecode = True  # no bench/__pycache__ from importing bringup
 sys.path.insert(0, HERE)
 from bringup import UMAD2SIM, ATTR_NAMES, METHOD_NAMES, sim_env, start_ibsim, wait_attachable  # noqa: E402
 
