@@ -140,9 +140,10 @@ pub enum Action {
     Poll { master: Peer },
     /// Read our own port's state; answer with [`Event::OwnPort`].
     CheckOwnPort,
-    /// SubnSet(SMInfo) with this control to `to`. A HANDOVER is answered
-    /// with [`Event::HandoverSent`]; other controls need no answer.
-    Send { to: Peer, control: SmControl },
+    /// SubnSet(SMInfo) with this control to `to`, carrying `from` (our
+    /// SMInfo as the control requires it). A HANDOVER is answered with
+    /// [`Event::HandoverSent`]; other controls need no answer.
+    Send { to: Peer, control: SmControl, from: SmInfoRepr },
     /// The state changed (for logs, metrics and the SMInfo we answer with).
     StateChanged { from: State, to: State, cause: TransitionCause },
     /// Something to log; the core has already recovered from it.
@@ -419,6 +420,9 @@ impl Election {
 
     fn on_timer(&mut self, now: Duration, t: Timer) {
         match (self.state, t) {
+            // Polls keep their cadence whatever the last one is doing, so a
+            // dead master costs `poll_misses` intervals, not intervals plus
+            // every poll's retries; one poll at a time is out.
             (State::Standby, Timer::Poll) => {
                 if let Some(w) = &mut self.watch {
                     if !w.polling {
@@ -427,6 +431,7 @@ impl Election {
                         self.actions.push_back(Action::Poll { master });
                     }
                 }
+                self.schedule_poll(now);
             }
             (State::Master, Timer::HandoverAck) => {
                 if let Some(to) = self.handing_over.take() {
@@ -540,7 +545,7 @@ impl Election {
 
             // Standby: watching the master.
             (State::Standby, Event::PollAnswered { info }) => self.on_poll_answer(now, info),
-            (State::Standby, Event::PollFailed { why }) => self.on_poll_failure(now, why),
+            (State::Standby, Event::PollFailed { why }) => self.on_poll_failure(why),
             // Answers to polls of a state we have left.
             (_, Event::PollAnswered { .. } | Event::PollFailed { .. }) => {}
             (State::Standby, Event::OwnPort { up, why }) => self.on_own_port(now, up, why),
@@ -691,7 +696,8 @@ impl Election {
 
     fn hand_over(&mut self, _now: Duration, to: Peer) {
         self.handing_over = Some(to);
-        self.actions.push_back(Action::Send { to, control: SmControl::Handover });
+        let from = self.own_info();
+        self.actions.push_back(Action::Send { to, control: SmControl::Handover, from });
     }
 
     fn back_off(&mut self, now: Duration, guid: Guid) {
@@ -777,10 +783,9 @@ impl Election {
             }
         }
         self.watch = Some(w);
-        self.schedule_poll(now);
     }
 
-    fn on_poll_failure(&mut self, now: Duration, why: String) {
+    fn on_poll_failure(&mut self, why: String) {
         let Some(mut w) = self.watch else { return };
         w.polling = false;
         w.misses += 1;
@@ -791,8 +796,6 @@ impl Election {
             // Before declaring the master dead, make sure it is not our own
             // port that went away.
             self.actions.push_back(Action::CheckOwnPort);
-        } else {
-            self.schedule_poll(now);
         }
     }
 
@@ -809,7 +812,6 @@ impl Election {
             w.misses = self.cfg.poll_misses.max(1) - 1;
             self.watch = Some(w);
         }
-        self.schedule_poll(now);
     }
 
     fn on_control(&mut self, now: Duration, state: State, control: SmControl, from: SmInfoRepr, addr: PeerAddr) {
@@ -830,16 +832,20 @@ impl Election {
                 if state == State::Standby && expected.is_some_and(|g| g != from.guid) {
                     return self.report(stranger(format!("our master {}", expected.unwrap_or_default())));
                 }
+                // The ACKNOWLEDGE comes from the standby that was handed the
+                // subnet (OpenSM refuses one whose sender says MASTER).
+                let from = SmInfoRepr { sm_state: SmState::Standby, ..self.own_info() };
                 self.takeover = true;
                 self.change_state(now, State::Master, cause);
-                self.actions.push_back(Action::Send { to: peer, control: SmControl::Acknowledge });
+                self.actions.push_back(Action::Send { to: peer, control: SmControl::Acknowledge, from });
                 // Take charge through a discovery of our own; a running one
                 // (while discovering) serves.
                 self.start_discovery();
             }
             // Already master (another master stepping down to us): say so.
             (State::Master, SmControl::Handover) => {
-                self.actions.push_back(Action::Send { to: peer, control: SmControl::Acknowledge });
+                let from = self.own_info();
+                self.actions.push_back(Action::Send { to: peer, control: SmControl::Acknowledge, from });
             }
             (State::Master, SmControl::Acknowledge) => match self.handing_over {
                 Some(to) if to.info.guid == from.guid => {

@@ -175,9 +175,9 @@ impl World {
                     let up = self.sms[i].port_up;
                     self.at(RTT, i, Delivery::Event(i, Event::OwnPort { up, why: "port state".into() }));
                 }
-                Action::Send { to, control } => {
+                Action::Send { to, control, from } => {
                     let j = self.index_of(to.info.guid);
-                    let from_info = self.sms[i].core.own_info();
+                    let from_info = from;
                     match self.transaction(j) {
                         Ok(d) => self.at(d / 2, j, Delivery::Control { to: j, from: i, control, from_info }),
                         Err(d) if control == SmControl::Handover => {

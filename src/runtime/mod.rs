@@ -272,7 +272,7 @@ impl<T: Transport + Clone> Owner<T> {
             Action::TakeCharge { takeover } => self.queue.push_back(SweepWork::TakeCharge { takeover }),
             Action::Poll { master } => side.push(self.poll(master)),
             Action::CheckOwnPort => side.push(self.check_own_port()),
-            Action::Send { to, control } => side.push(self.send_control(to, control)),
+            Action::Send { to, control, from } => side.push(self.send_control(to, control, from)),
             Action::StateChanged { from, to, cause } => {
                 if from != to {
                     info!(from = %from, to = %to, cause = %cause, "SM state {to}");
@@ -515,10 +515,10 @@ impl<T: Transport + Clone> Owner<T> {
         })
     }
 
-    /// SubnSet(SMInfo) with `control`, carrying our SMInfo (and key).
-    fn send_control(&self, to: Peer, control: SmControl) -> SideJob {
+    /// SubnSet(SMInfo) with `control`, carrying `from` (our SMInfo and key).
+    fn send_control(&self, to: Peer, control: SmControl, from: SmInfoRepr) -> SideJob {
         let client = self.client.clone();
-        let data = dispatch::sm_info_data(&self.election.own_info());
+        let data = dispatch::sm_info_data(&from);
         info!(to = %to, control = ?control, "sending SubnSet(SMInfo)");
         Box::pin(async move {
             let answer = match (to.addr.path, to.addr.lid) {
@@ -532,8 +532,6 @@ impl<T: Transport + Clone> Owner<T> {
             match control {
                 SmControl::Handover => Some(Event::HandoverSent { to: to.info.guid, result }),
                 _ => {
-                    // OpenSM refuses an ACKNOWLEDGE from a master (it wants
-                    // one from a standby): only worth a debug line.
                     if let Err(e) = result {
                         debug!(to = %to, control = ?control, error = %e, "SubnSet(SMInfo) not accepted");
                     }
