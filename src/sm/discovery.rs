@@ -9,20 +9,40 @@
 //!
 //! Last, one SMInfo Get to every port whose CapabilityMask has IsSM (other
 //! than the SM's own), for the election (IBA 14.4.1): one SMP per SM port.
+//!
+//! Lost SMPs. The transport retries each SMP (4 attempts); a read that
+//! still fails goes to the back of the queue for a later pass, up to
+//! [`RETRY_PASSES`] more times, so a lossy hop costs time, not a node.
+//! A read that every pass lost is answered from what the last sweep knew
+//! (`known`): the node's NodeInfo through that cable, its SwitchInfo, its
+//! NodeDescription, the port's PortInfo, marked stale, for up to
+//! [`MAX_STALE_SWEEPS`] sweeps in a row. So one unlucky sweep does not make
+//! a known port vanish, lose its LID or get reprogrammed, and the sweep
+//! still walks on behind it. Every such read is listed in
+//! `Subnet::missing`; one with nothing known behind it is also a sweep
+//! problem, and the fabric is not up while one remains.
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::{debug, warn};
 
 use super::program::MAX_OUTSTANDING;
-use super::subnet::{NodeId, RemoteSm, Subnet, SweepProblem};
+use super::subnet::{MissingRead, NodeId, Read, RemoteSm, Subnet, SweepProblem};
 use crate::mad::SmpAttribute;
 use crate::mad::{
     AttributeId, CapabilityMask, DrPath, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState, PortInfoRepr,
     PortState, SmInfoRepr, SmState, SwitchInfoRepr,
 };
 use crate::transport::smp_client::{SmpClient, SmpError};
-use crate::transport::Transport;
+use crate::transport::{Transport, TransportError};
 use crate::types::{Guid, Lid, MAX_PORTS};
+
+/// Passes after the first in which a read the transport gave up on is
+/// asked again, within one discovery.
+pub const RETRY_PASSES: u32 = 3;
+
+/// Heavy sweeps in a row a node or port may go unanswered and still be
+/// taken from what an earlier sweep read. Past that it is gone.
+pub const MAX_STALE_SWEEPS: u32 = 3;
 
 #[derive(Debug, Clone, Copy)]
 enum Job {
@@ -47,20 +67,33 @@ struct Request {
     path: DrPath,
     attr: AttributeId,
     amod: u32,
+    /// Passes this read has been through already.
+    pass: u32,
+}
+
+impl Request {
+    fn new(job: Job, path: DrPath, attr: AttributeId, amod: u32) -> Request {
+        Request { job, path, attr, amod, pass: 0 }
+    }
+}
+
+/// Lost on the way (worth asking again), as opposed to refused or garbled.
+fn is_loss(e: &SmpError) -> bool {
+    matches!(e, SmpError::Transport(TransportError::Timeout { .. } | TransportError::Busy { .. }))
 }
 
 /// Sweeps the fabric reachable from the SM's port, then reads the SMInfo of
-/// every other SM port it found, presenting `sm_key`.
-pub async fn discover<T: Transport>(client: &SmpClient<T>, sm_key: u64) -> Subnet {
-    let mut subnet = discover_nodes(client).await;
+/// every other SM port it found, presenting `sm_key`. `known` is what the
+/// last sweep found: it stands in for reads that get no answer.
+pub async fn discover<T: Transport>(client: &SmpClient<T>, sm_key: u64, known: Option<&Subnet>) -> Subnet {
+    let mut subnet = discover_nodes(client, known).await;
     subnet.remote_sms = find_sms(client, &subnet, sm_key).await;
     subnet
 }
 
-async fn discover_nodes<T: Transport>(client: &SmpClient<T>) -> Subnet {
-    let mut sweep = Sweep { subnet: Subnet::default(), layer_nodes: Vec::new() };
-    let mut batch =
-        vec![Request { job: Job::Probe { from: None }, path: DrPath::local(), attr: AttributeId::NodeInfo, amod: 0 }];
+async fn discover_nodes<T: Transport>(client: &SmpClient<T>, known: Option<&Subnet>) -> Subnet {
+    let mut sweep = Sweep { subnet: Subnet::default(), layer_nodes: Vec::new(), known };
+    let mut batch = vec![Request::new(Job::Probe { from: None }, DrPath::local(), AttributeId::NodeInfo, 0)];
     // Each round: run a batch to completion; replies may add to the batch
     // (same-layer work), and new nodes start the next layer.
     while !batch.is_empty() {
@@ -73,8 +106,16 @@ async fn discover_nodes<T: Transport>(client: &SmpClient<T>) -> Subnet {
                 let Some(req) = queue.pop_front() else { break };
                 in_flight.push(run(client, req));
             }
-            let Some((req, result)) = in_flight.next().await else { break };
-            queue.extend(sweep.handle(req, result));
+            let Some((mut req, result)) = in_flight.next().await else { break };
+            match result {
+                // Behind everything queued: a later pass of this layer.
+                Err(e) if is_loss(&e) && req.pass < RETRY_PASSES => {
+                    req.pass += 1;
+                    debug!(path = %req.path, attr = ?req.attr, amod = req.amod, pass = req.pass, "read lost; asking again");
+                    queue.push_back(req);
+                }
+                result => queue.extend(sweep.handle(req, result)),
+            }
         }
         // Layer barrier: every node found in this layer now gets read.
         for id in std::mem::take(&mut sweep.layer_nodes) {
@@ -133,8 +174,14 @@ async fn find_sms<T: Transport>(client: &SmpClient<T>, subnet: &Subnet, sm_key: 
     let ask = SmInfoRepr { guid: ours, sm_key, act_count: 0, priority: 0, sm_state: SmState::NotActive }.to_data();
     let mut queue = ports.into_iter().enumerate();
     let get = |(i, p): (usize, SmPort)| async move {
-        let r = client.dr_get_with_data(&p.path, AttributeId::SmInfo, 0, ask).await;
-        (i, p, r)
+        let mut pass = 0;
+        loop {
+            let r = client.dr_get_with_data(&p.path, AttributeId::SmInfo, 0, ask).await;
+            match r {
+                Err(e) if is_loss(&e) && pass < RETRY_PASSES => pass += 1,
+                r => return (i, p, r),
+            }
+        }
     };
     let mut in_flight = FuturesUnordered::new();
     in_flight.extend(queue.by_ref().take(MAX_OUTSTANDING).map(get));
@@ -180,38 +227,42 @@ async fn run<T: Transport>(client: &SmpClient<T>, req: Request) -> (Request, Res
     (req, r)
 }
 
-struct Sweep {
+struct Sweep<'k> {
     subnet: Subnet,
     /// Nodes inserted during the current layer.
     layer_nodes: Vec<NodeId>,
+    /// What the last sweep found.
+    known: Option<&'k Subnet>,
 }
 
-impl Sweep {
+impl Sweep<'_> {
     fn problem(&mut self, path: DrPath, guid: Option<crate::types::Guid>, what: String) {
         let p = SweepProblem { path, guid, what };
         warn!(%p, "sweep problem");
         self.subnet.problems.push(p);
     }
 
+    /// The last sweep's record of the node with this GUID, if it may still
+    /// stand in for this one: same kind and port count, and not stale for
+    /// too long already.
+    fn known_node(&self, guid: Guid) -> Option<&super::subnet::SubnetNode> {
+        let n = self.known?.by_guid(guid)?;
+        (n.stale < MAX_STALE_SWEEPS).then_some(n)
+    }
+
     /// The reads a newly found node needs before its ports can be probed.
     fn first_reads(&mut self, id: NodeId) -> Vec<Request> {
         let node = self.subnet.node(id);
         let path = node.path;
-        let mut out =
-            vec![Request { job: Job::NodeDescription { node: id }, path, attr: AttributeId::NodeDescription, amod: 0 }];
+        let mut out = vec![Request::new(Job::NodeDescription { node: id }, path, AttributeId::NodeDescription, 0)];
         if node.quarantined.is_some() {
             return out;
         }
         if node.is_switch() {
-            out.push(Request { job: Job::SwitchInfo { node: id }, path, attr: AttributeId::SwitchInfo, amod: 0 });
+            out.push(Request::new(Job::SwitchInfo { node: id }, path, AttributeId::SwitchInfo, 0));
         } else {
             let port = node.info.local_port_num;
-            out.push(Request {
-                job: Job::PortInfo { node: id, port },
-                path,
-                attr: AttributeId::PortInfo,
-                amod: port as u32,
-            });
+            out.push(Request::new(Job::PortInfo { node: id, port }, path, AttributeId::PortInfo, port as u32));
         }
         out
     }
@@ -219,19 +270,20 @@ impl Sweep {
     fn handle(&mut self, req: Request, result: Result<[u8; 64], SmpError>) -> Vec<Request> {
         let data = match result {
             Ok(d) => d,
-            Err(e) => {
-                let guid = match req.job {
-                    Job::Probe { .. } => None,
-                    Job::SwitchInfo { node } | Job::NodeDescription { node } | Job::PortInfo { node, .. } => {
-                        Some(self.subnet.node(node).guid())
-                    }
-                };
-                self.problem(req.path, guid, format!("{:?} read failed: {e}", req.attr));
-                return Vec::new();
-            }
+            Err(e) => return self.unanswered(req, e),
         };
+        // The node answered: it is not stale, whatever else is.
+        if let Job::SwitchInfo { node } | Job::NodeDescription { node } | Job::PortInfo { node, .. } = req.job {
+            self.subnet.node_mut(node).stale = 0;
+        }
         match req.job {
-            Job::Probe { from } => self.on_node_info(req.path, from, &data),
+            Job::Probe { from } => match NodeInfoRepr::parse_data(&data) {
+                Ok(info) => self.on_node_info(req.path, from, info, None),
+                Err(e) => {
+                    self.problem(req.path, None, format!("bad NodeInfo: {e}"));
+                    Vec::new()
+                }
+            },
             Job::NodeDescription { node } => {
                 match NodeDescriptionRepr::parse_data(&data) {
                     Ok(nd) => self.subnet.node_mut(node).description = Some(nd.text),
@@ -241,24 +293,114 @@ impl Sweep {
                 }
                 Vec::new()
             }
-            Job::SwitchInfo { node } => self.on_switch_info(node, &data),
-            Job::PortInfo { node, port } => self.on_port_info(node, port, &data),
+            Job::SwitchInfo { node } => match SwitchInfoRepr::parse_data(&data) {
+                Ok(si) => self.on_switch_info(node, si),
+                Err(e) => {
+                    let (path, guid) = (self.subnet.node(node).path, self.subnet.node(node).guid());
+                    self.problem(path, Some(guid), format!("bad SwitchInfo: {e}"));
+                    Vec::new()
+                }
+            },
+            Job::PortInfo { node, port } => match PortInfoRepr::parse_data(&data) {
+                Ok(pi) => self.on_port_info(node, port, pi),
+                Err(e) => {
+                    let (path, guid) = (self.subnet.node(node).path, self.subnet.node(node).guid());
+                    self.problem(path, Some(guid), format!("bad PortInfo for port {port}: {e}"));
+                    Vec::new()
+                }
+            },
         }
     }
 
-    fn on_node_info(&mut self, path: DrPath, from: Option<(NodeId, u8)>, data: &[u8; 64]) -> Vec<Request> {
-        let info = match NodeInfoRepr::parse_data(data) {
-            Ok(i) => i,
-            Err(e) => {
-                self.problem(path, None, format!("bad NodeInfo: {e}"));
-                return Vec::new();
+    /// A read every pass lost: answered from the last sweep when it can be
+    /// (and the sweep goes on behind it), recorded as missing either way.
+    fn unanswered(&mut self, req: Request, e: SmpError) -> Vec<Request> {
+        let (what, guid) = match req.job {
+            Job::Probe { from } => {
+                (Read::NodeInfo { from: from.map(|(id, port)| (self.subnet.node(id).guid(), port)) }, None)
             }
+            Job::NodeDescription { node } => (Read::NodeDescription, Some(self.subnet.node(node).guid())),
+            Job::SwitchInfo { node } => (Read::SwitchInfo, Some(self.subnet.node(node).guid())),
+            Job::PortInfo { node, port } => (Read::PortInfo { port }, Some(self.subnet.node(node).guid())),
         };
+        let (kept, guid, next) = match self.recall(&req) {
+            Some((far, next)) => (true, far.or(guid), next),
+            None => (false, guid, Vec::new()),
+        };
+        let missing = MissingRead { guid, path: req.path, what, kept };
+        debug!(%missing, error = %e, "read unanswered after every pass");
+        if !kept {
+            self.problem(req.path, guid, format!("{:?} read failed: {e}", req.attr));
+        }
+        self.subnet.missing.push(missing);
+        next
+    }
+
+    /// The last sweep's answer to `req`, applied as if it had come now, and
+    /// marked stale. Returns the GUID it names (a probe's far end) and the
+    /// reads that follow from it; `None` when nothing is known.
+    fn recall(&mut self, req: &Request) -> Option<(Option<Guid>, Vec<Request>)> {
+        match req.job {
+            Job::Probe { from: None } => None,
+            Job::Probe { from: Some((id, port)) } => {
+                let here = self.known_node(self.subnet.node(id).guid())?;
+                let (far_id, far_port) = here.ports.get(port as usize)?.remote?;
+                let far = self.known?.node(far_id);
+                if far.stale >= MAX_STALE_SWEEPS {
+                    return None;
+                }
+                // NodeInfo as it reads through that cable: LocalPortNum
+                // and, on a CA, PortGUID are the entry port's.
+                let info = NodeInfoRepr { local_port_num: far_port, port_guid: far.port_guid(far_port), ..far.info };
+                let guid = info.node_guid;
+                let stale = far.stale + 1;
+                Some((Some(guid), self.on_node_info(req.path, Some((id, port)), info, Some(stale))))
+            }
+            Job::NodeDescription { node } => {
+                let text = self.known_node(self.subnet.node(node).guid())?.description.clone()?;
+                self.subnet.node_mut(node).description = Some(text);
+                Some((None, Vec::new()))
+            }
+            Job::SwitchInfo { node } => {
+                let si = self.known_node(self.subnet.node(node).guid())?.switch_info?;
+                Some((None, self.on_switch_info(node, si)))
+            }
+            Job::PortInfo { node, port } => {
+                let k = self.known_node(self.subnet.node(node).guid())?;
+                if k.ports.len() != self.subnet.node(node).ports.len() {
+                    return None;
+                }
+                let slot = k.ports.get(port as usize)?;
+                if slot.stale >= MAX_STALE_SWEEPS {
+                    return None;
+                }
+                let (pi, stale) = (slot.info?, slot.stale + 1);
+                let next = self.on_port_info(node, port, pi);
+                if let Some(slot) = self.subnet.node_mut(node).ports.get_mut(port as usize) {
+                    slot.stale = stale;
+                }
+                Some((None, next))
+            }
+        }
+    }
+
+    /// A NodeInfo through `from` (or the SM's own, `None`); `stale` when it
+    /// is the last sweep's, and how many sweeps in a row that makes.
+    fn on_node_info(
+        &mut self,
+        path: DrPath,
+        from: Option<(NodeId, u8)>,
+        info: NodeInfoRepr,
+        stale: Option<u32>,
+    ) -> Vec<Request> {
         let (id, new) = self.subnet.insert(info, path);
         let here = (id, info.local_port_num);
         match from {
             Some(from) => self.subnet.link(from, here),
             None => self.subnet.sm_port = Some(here),
+        }
+        if new || stale.is_none() {
+            self.subnet.node_mut(id).stale = stale.unwrap_or(0);
         }
         if !new {
             if info.node_type != NodeType::Switch {
@@ -270,18 +412,18 @@ impl Sweep {
                     node.port_paths[info.local_port_num as usize] = Some(path);
                     if node.ports[info.local_port_num as usize].info.is_none() {
                         let port = info.local_port_num;
-                        return vec![Request {
-                            job: Job::PortInfo { node: id, port },
+                        return vec![Request::new(
+                            Job::PortInfo { node: id, port },
                             path,
-                            attr: AttributeId::PortInfo,
-                            amod: port as u32,
-                        }];
+                            AttributeId::PortInfo,
+                            port as u32,
+                        )];
                     }
                 }
             }
             return Vec::new();
         }
-        debug!(guid = %info.node_guid, %path, kind = ?info.node_type, "found node");
+        debug!(guid = %info.node_guid, %path, kind = ?info.node_type, stale = ?stale, "found node");
         if info.num_ports == 0 || info.num_ports > MAX_PORTS {
             let why = format!("NodeInfo.NumPorts is {}, outside 1-{MAX_PORTS}", info.num_ports);
             self.problem(path, Some(info.node_guid), why.clone());
@@ -300,16 +442,9 @@ impl Sweep {
         Vec::new()
     }
 
-    fn on_switch_info(&mut self, id: NodeId, data: &[u8; 64]) -> Vec<Request> {
+    fn on_switch_info(&mut self, id: NodeId, si: SwitchInfoRepr) -> Vec<Request> {
         let path = self.subnet.node(id).path;
         let guid = self.subnet.node(id).guid();
-        let si = match SwitchInfoRepr::parse_data(data) {
-            Ok(si) => si,
-            Err(e) => {
-                self.problem(path, Some(guid), format!("bad SwitchInfo: {e}"));
-                return Vec::new();
-            }
-        };
         if si.linear_fdb_cap == 0 {
             let why = "SwitchInfo.LinearFDBCap is 0: the switch cannot hold a forwarding table".to_string();
             self.problem(path, Some(guid), why.clone());
@@ -321,25 +456,13 @@ impl Sweep {
         let node = self.subnet.node_mut(id);
         node.switch_info = Some(si);
         (0..=node.info.num_ports)
-            .map(|port| Request {
-                job: Job::PortInfo { node: id, port },
-                path,
-                attr: AttributeId::PortInfo,
-                amod: port as u32,
-            })
+            .map(|port| Request::new(Job::PortInfo { node: id, port }, path, AttributeId::PortInfo, port as u32))
             .collect()
     }
 
-    fn on_port_info(&mut self, id: NodeId, port: u8, data: &[u8; 64]) -> Vec<Request> {
+    fn on_port_info(&mut self, id: NodeId, port: u8, pi: PortInfoRepr) -> Vec<Request> {
         let path = self.subnet.node(id).path;
         let guid = self.subnet.node(id).guid();
-        let pi = match PortInfoRepr::parse_data(data) {
-            Ok(pi) => pi,
-            Err(e) => {
-                self.problem(path, Some(guid), format!("bad PortInfo for port {port}: {e}"));
-                return Vec::new();
-            }
-        };
         let up = port != 0 && link_is_up(&pi);
         let node = self.subnet.node_mut(id);
         let Some(slot) = node.ports.get_mut(port as usize) else {
@@ -354,12 +477,7 @@ impl Sweep {
             return Vec::new();
         }
         match path.extend(port) {
-            Ok(next) => vec![Request {
-                job: Job::Probe { from: Some((id, port)) },
-                path: next,
-                attr: AttributeId::NodeInfo,
-                amod: 0,
-            }],
+            Ok(next) => vec![Request::new(Job::Probe { from: Some((id, port)) }, next, AttributeId::NodeInfo, 0)],
             Err(e) => {
                 self.problem(path, Some(guid), format!("port {port} not probed: {e}"));
                 Vec::new()

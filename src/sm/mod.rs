@@ -47,9 +47,14 @@ pub struct SweepReport {
 }
 
 impl SweepReport {
-    /// Every cabled port between managed nodes is ACTIVE, and every port got a LID.
+    /// Every cabled port between managed nodes is ACTIVE, every port got a
+    /// LID, and discovery saw the whole fabric: no read went unanswered
+    /// without something known (a stale node or port) standing in for it.
     pub fn subnet_up(&self) -> bool {
-        self.inactive.is_empty() && self.lids.error.is_none() && !self.subnet.nodes.is_empty()
+        self.inactive.is_empty()
+            && self.lids.error.is_none()
+            && !self.subnet.nodes.is_empty()
+            && self.subnet.unknown().next().is_none()
     }
     pub fn problems(&self) -> &[SweepProblem] {
         &self.subnet.problems
@@ -109,6 +114,9 @@ pub struct SubnetManager<T: Transport> {
     qos: crate::config::QosConfig,
     /// Presented in SMInfo Gets to other SMs (IBA 14.4.1.1).
     sm_key: u64,
+    /// What the last sweep knew (after programming, when it programmed):
+    /// discovery answers reads that get lost from it.
+    known: Option<Subnet>,
 }
 
 impl<T: Transport> SubnetManager<T> {
@@ -143,6 +151,7 @@ impl<T: Transport> SubnetManager<T> {
             routed_switch_guids: Vec::new(),
             qos: crate::config::QosConfig::default(),
             sm_key: 0,
+            known: None,
         }
     }
 
@@ -192,20 +201,40 @@ impl<T: Transport> SubnetManager<T> {
     /// port (`Subnet::remote_sms`). Sends Gets only; changes nothing.
     pub async fn discover(&mut self) -> Result<Discovered, SweepError> {
         let started = Instant::now();
-        let subnet = discovery::discover(&self.client, self.sm_key).await;
+        let subnet = discovery::discover(&self.client, self.sm_key, self.known.as_ref()).await;
         if subnet.sm_port.is_none() {
             let why = subnet.problems.first().map(|p| p.to_string()).unwrap_or_else(|| "no answer".into());
             return Err(SweepError::OwnNodeUnreadable(why));
         }
+        let unknown = subnet.unknown().count();
+        let (stale_nodes, stale_ports) = subnet.stale_counts();
+        let retries = self.client.transport().stats().txn.totals().retries;
+        // One line per discovery, whatever was lost; the reads themselves
+        // are in `Subnet::missing` (and at debug level).
+        let first_unknown = subnet.unknown().next().map(|m| m.to_string()).unwrap_or_default();
         info!(
             nodes = subnet.nodes.len(),
             switches = subnet.switches().count(),
             problems = subnet.problems.len(),
             other_sms = subnet.remote_sms.len(),
+            missing = subnet.missing.len(),
+            unknown,
+            stale_nodes,
+            stale_ports,
+            retries,
             elapsed_ms = started.elapsed().as_millis() as u64,
-            "discovery done"
+            "discovery done{}",
+            if unknown > 0 { format!("; still missing, e.g. {first_unknown}") } else { String::new() }
         );
+        self.remember(&subnet);
         Ok(Discovered { subnet, started })
+    }
+
+    /// Keeps what a sweep knew for the next discovery (not its findings
+    /// about itself: problems, missing reads, other SMs).
+    fn remember(&mut self, subnet: &Subnet) {
+        self.known =
+            Some(Subnet { problems: Vec::new(), missing: Vec::new(), remote_sms: Vec::new(), ..subnet.clone() });
     }
 
     /// The rest of a heavy sweep on what `discover` found: LIDs, routes,
@@ -313,6 +342,8 @@ impl<T: Transport> SubnetManager<T> {
             vl_high_limit: self.qos.enabled.then_some(self.qos.high_limit),
         };
         let program = program::program(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
+        // What the ports answered to the Sets is the newest knowledge.
+        self.remember(&subnet);
         self.known_switches = subnet
             .switches()
             .filter(|&id| subnet.node(id).quarantined.is_none())

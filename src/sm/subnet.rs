@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::mad::{DrPath, NodeInfoRepr, NodeType, PortInfoRepr, SmInfoRepr, SwitchInfoRepr};
+use crate::mad::{AttributeId, DrPath, NodeInfoRepr, NodeType, PortInfoRepr, SmInfoRepr, SwitchInfoRepr};
 use crate::types::{Guid, Lid};
 
 /// Index of a node in `Subnet::nodes`.
@@ -24,6 +24,9 @@ pub struct SubnetPort {
     pub info: Option<PortInfoRepr>,
     /// The node and port at the other end of the cable.
     pub remote: Option<(NodeId, u8)>,
+    /// Heavy sweeps in a row in which this port's PortInfo went unanswered
+    /// and `info` is the last answer from an earlier sweep (0: read now).
+    pub stale: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -43,6 +46,9 @@ pub struct SubnetNode {
     /// A CA's agent configures only the port an SMP arrived on (ibsim and
     /// the Linux SMAs), so each port is programmed over its own path.
     pub port_paths: Vec<Option<DrPath>>,
+    /// Heavy sweeps in a row in which the node answered nothing and its
+    /// NodeInfo came from an earlier sweep (0: it answered a read now).
+    pub stale: u32,
 }
 
 impl SubnetNode {
@@ -99,6 +105,65 @@ impl fmt::Display for SweepProblem {
     }
 }
 
+/// A read that discovery sent, retried in later passes, and still got no
+/// answer to. The sweep carries the list; it is logged as one line with
+/// the counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingRead {
+    /// The node the read was about: for a NodeInfo probe, the node an
+    /// earlier sweep found behind that port, if any.
+    pub guid: Option<Guid>,
+    /// The directed route the read went over.
+    pub path: DrPath,
+    pub what: Read,
+    /// What an earlier sweep read stands in for the answer (the node or
+    /// port is marked stale); `false`: nothing is known, the node or port
+    /// is missing from this sweep.
+    pub kept: bool,
+}
+
+/// What a discovery read asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// NodeInfo through `port` of the node with GUID `from` (the far end of
+    /// that cable); `None`: the SM's own node.
+    NodeInfo {
+        from: Option<(Guid, u8)>,
+    },
+    NodeDescription,
+    SwitchInfo,
+    PortInfo {
+        port: u8,
+    },
+}
+
+impl Read {
+    pub fn attribute(self) -> AttributeId {
+        match self {
+            Read::NodeInfo { .. } => AttributeId::NodeInfo,
+            Read::NodeDescription => AttributeId::NodeDescription,
+            Read::SwitchInfo => AttributeId::SwitchInfo,
+            Read::PortInfo { .. } => AttributeId::PortInfo,
+        }
+    }
+}
+
+impl fmt::Display for MissingRead {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.what {
+            Read::NodeInfo { from: Some((g, p)) } => write!(f, "NodeInfo behind {g} port {p}")?,
+            Read::NodeInfo { from: None } => write!(f, "NodeInfo of the SM's node")?,
+            Read::PortInfo { port } => write!(f, "PortInfo port {port}")?,
+            other => write!(f, "{:?}", other.attribute())?,
+        }
+        if let Some(g) = self.guid {
+            write!(f, " of {g}")?;
+        }
+        write!(f, " at path {}", self.path)?;
+        f.write_str(if self.kept { " (last known kept)" } else { " (unknown)" })
+    }
+}
+
 /// Another SM's port found by the sweep: a port whose
 /// PortInfo.CapabilityMask has IsSM, other than the SM's own, and what its
 /// SMInfo said (IBA 14.4.1). The election decides what to do with it.
@@ -129,6 +194,9 @@ pub struct Subnet {
     /// Other SMs' ports (IsSM set), in the order the sweep found them. A
     /// failed SMInfo read is recorded here, never as a sweep problem.
     pub remote_sms: Vec<RemoteSm>,
+    /// Discovery reads that went unanswered after every pass. Those not
+    /// `kept` are also sweep problems.
+    pub missing: Vec<MissingRead>,
 }
 
 impl Subnet {
@@ -168,6 +236,7 @@ impl Subnet {
             quarantined: None,
             port_guids,
             port_paths,
+            stale: 0,
         });
         (id, true)
     }
@@ -193,6 +262,24 @@ impl Subnet {
             };
             ports.into_iter().map(move |p| (id, p))
         })
+    }
+
+    /// The node with this GUID.
+    pub fn by_guid(&self, guid: Guid) -> Option<&SubnetNode> {
+        self.by_guid.get(&guid).map(|&id| self.node(id))
+    }
+
+    /// Missing reads nothing known stands in for: what keeps a sweep from
+    /// seeing the whole fabric.
+    pub fn unknown(&self) -> impl Iterator<Item = &MissingRead> + '_ {
+        self.missing.iter().filter(|m| !m.kept)
+    }
+
+    /// Nodes and ports whose data this sweep took from an earlier one.
+    pub fn stale_counts(&self) -> (usize, usize) {
+        let nodes = self.nodes.iter().filter(|n| n.stale > 0).count();
+        let ports = self.nodes.iter().flat_map(|n| &n.ports).filter(|p| p.stale > 0).count();
+        (nodes, ports)
     }
 
     /// The LID a port currently holds, as last read.
