@@ -390,7 +390,7 @@ mod tests {
         assert_eq!((e.priority, e.sm_key, e.poll_misses, e.master_preemption), (7, 0x10, 3, false));
         assert_eq!(e.poll_interval, Duration::from_millis(500));
         // The defaults detect a dead master well within 15 s.
-        let d = Config::default().sm.election().detection_time(Duration::from_millis(800));
+        let d = Config::default().sm.election().detection_time();
         assert!(d <= Duration::from_secs(15), "{d:?}");
         let err = Config::parse("[sm]\npolling_retry_number = 0\n", Path::new("e.toml")).unwrap_err();
         assert_eq!(err.to_string(), "e.toml: sm.polling_retry_number = 0: must be at least 1");

@@ -270,10 +270,12 @@ const AWAIT_POLLS: u32 = 16;
 #[derive(Debug, Clone, Copy)]
 struct Watch {
     master: Peer,
-    /// Polls missed in a row.
+    /// Poll intervals in a row that passed with no answer saying MASTER.
     misses: u32,
     /// A poll is out.
     polling: bool,
+    /// An answer saying MASTER came in this interval.
+    answered: bool,
     /// The peer outranked us but was not master yet when we chose it.
     awaiting: Option<u32>,
     /// The master's ActCount and since when it has stood still.
@@ -289,6 +291,8 @@ pub struct Election {
     act_count: u32,
     /// Standby: whom we poll.
     watch: Option<Watch>,
+    /// Why the last poll failed, for the next miss's report.
+    last_poll_failure: Option<String>,
     /// Master: the SM we handed over to, waiting for its ACKNOWLEDGE.
     handing_over: Option<Peer>,
     /// A discovery is running.
@@ -318,6 +322,7 @@ impl Election {
             state: State::Discovering,
             act_count: 0,
             watch: None,
+            last_poll_failure: None,
             handing_over: None,
             discovering: false,
             takeover: false,
@@ -420,16 +425,31 @@ impl Election {
 
     fn on_timer(&mut self, now: Duration, t: Timer) {
         match (self.state, t) {
-            // Polls keep their cadence whatever the last one is doing, so a
-            // dead master costs `poll_misses` intervals, not intervals plus
-            // every poll's retries; one poll at a time is out.
+            // A miss is an interval that passed with no answer saying
+            // MASTER (as OpenSM counts them), so a dead master costs
+            // `poll_misses` intervals however long each poll's retries take.
+            // One poll at a time is out; the cadence never waits for it.
             (State::Standby, Timer::Poll) => {
-                if let Some(w) = &mut self.watch {
+                if let Some(mut w) = self.watch {
+                    if !w.answered {
+                        w.misses += 1;
+                        let limit = self.cfg.poll_misses.max(1);
+                        let why =
+                            self.last_poll_failure.take().unwrap_or_else(|| "no answer within the interval".into());
+                        self.report(ElectionError::PollMissed { master: w.master, misses: w.misses, limit, why });
+                        if w.misses >= limit {
+                            // Before declaring the master dead, make sure it
+                            // is not our own port that went away.
+                            self.actions.push_back(Action::CheckOwnPort);
+                        }
+                    }
+                    w.answered = false;
                     if !w.polling {
                         w.polling = true;
                         let master = w.master;
                         self.actions.push_back(Action::Poll { master });
                     }
+                    self.watch = Some(w);
                 }
                 self.schedule_poll(now);
             }
@@ -495,6 +515,8 @@ impl Election {
             master,
             misses: 0,
             polling: false,
+            // The master just answered (discovery or a handover).
+            answered: true,
             awaiting: awaiting.then_some(0),
             act: Some((master.info.act_count, now)),
             idle_reported: false,
@@ -751,10 +773,11 @@ impl Election {
                 TransitionCause::MasterSteppedDown { master: w.master, now: info.sm_state },
             );
         }
-        w.misses = 0;
         w.master = master;
         match (info.sm_state, w.awaiting) {
             (SmState::Master, _) => {
+                w.misses = 0;
+                w.answered = true;
                 w.awaiting = None;
                 match w.act {
                     Some((count, since)) if count == info.act_count => {
@@ -771,6 +794,9 @@ impl Election {
                 }
             }
             (SmState::Standby | SmState::Discovering, Some(n)) if n < AWAIT_POLLS => {
+                // Alive, and due to become master: not a miss.
+                w.misses = 0;
+                w.answered = true;
                 w.awaiting = Some(n + 1);
             }
             (now_state, _) => {
@@ -788,15 +814,8 @@ impl Election {
     fn on_poll_failure(&mut self, why: String) {
         let Some(mut w) = self.watch else { return };
         w.polling = false;
-        w.misses += 1;
-        let limit = self.cfg.poll_misses.max(1);
-        self.report(ElectionError::PollMissed { master: w.master, misses: w.misses, limit, why });
+        self.last_poll_failure = Some(why);
         self.watch = Some(w);
-        if w.misses >= limit {
-            // Before declaring the master dead, make sure it is not our own
-            // port that went away.
-            self.actions.push_back(Action::CheckOwnPort);
-        }
     }
 
     fn on_own_port(&mut self, now: Duration, up: bool, why: String) {

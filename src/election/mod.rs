@@ -69,10 +69,10 @@ impl Default for ElectionConfig {
 
 impl ElectionConfig {
     /// The longest time from the master's death to the standby declaring
-    /// it dead: every poll missed, each at its latest (jitter included),
-    /// plus the last poll's own transaction time.
-    pub fn detection_time(&self, transaction_time: Duration) -> Duration {
-        (self.poll_interval + fsm::max_jitter(self.poll_interval)) * self.poll_misses + transaction_time
+    /// it dead: `poll_misses` intervals with no answer, each at its longest
+    /// (jitter included), after the last interval that had one.
+    pub fn detection_time(&self) -> Duration {
+        (self.poll_interval + fsm::max_jitter(self.poll_interval)) * (self.poll_misses + 1)
     }
 }
 
