@@ -22,6 +22,7 @@
 pub mod backend;
 pub mod dispatch;
 pub mod metrics;
+pub mod snapshot;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::future::Future;
@@ -53,11 +54,20 @@ pub struct RunOptions {
     pub persist_lids: bool,
     /// SIGUSR1 asks the master to hand over now (the service, not tests).
     pub operator_signals: bool,
+    /// Where each heavy sweep's results are published for readers.
+    pub snapshots: snapshot::Snapshots,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { metrics: None, once: false, once_attempts: 3, persist_lids: true, operator_signals: false }
+        RunOptions {
+            metrics: None,
+            once: false,
+            once_attempts: 3,
+            persist_lids: true,
+            operator_signals: false,
+            snapshots: snapshot::Snapshots::new(),
+        }
     }
 }
 
@@ -108,6 +118,8 @@ struct Owner<T: Transport + Clone> {
     next_sweep: Option<Duration>,
     attempts: u32,
     refused: BTreeMap<Refusal, u64>,
+    /// Snapshots published so far.
+    published: u64,
     /// Remote-SM read failures already logged (each once).
     logged_remote: HashSet<(crate::types::Guid, String)>,
 }
@@ -150,6 +162,7 @@ pub async fn run<T: Transport + Clone>(
         next_sweep: None,
         attempts: 0,
         refused: BTreeMap::new(),
+        published: 0,
         logged_remote: HashSet::new(),
     };
     let mut operator = if owner.options.operator_signals {
@@ -416,6 +429,16 @@ impl<T: Transport + Clone> Owner<T> {
         } else {
             self.next_sweep = self.interval().map(|i| self.now() + i);
         }
+        let local = self.transport.local_port();
+        let master_lid = report.subnet.sm_port.and_then(|(n, p)| report.subnet.current_lid(n, p)).unwrap_or(local.lid);
+        self.published += 1;
+        self.options.snapshots.publish(snapshot::Snapshot {
+            sequence: self.published,
+            taken_at: std::time::SystemTime::now(),
+            master: local.port_guid,
+            master_lid,
+            sweep: report.clone(),
+        });
         self.last = Some(report);
         None
     }

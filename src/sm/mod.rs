@@ -34,7 +34,7 @@ pub enum SweepError {
 }
 
 /// What one sweep found and did.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SweepReport {
     pub mode: MasterMode,
     pub subnet: Subnet,
@@ -43,7 +43,24 @@ pub struct SweepReport {
     /// Cabled ports that did not reach ACTIVE, as "GUID port N (state)".
     pub inactive: Vec<String>,
     pub routing_notes: Vec<String>,
+    /// What the sweep decided to route.
+    pub routes: SweptRoutes,
     pub elapsed: Duration,
+}
+
+/// The routes one sweep decided, for readers of its snapshot (the SA's
+/// PathRecords, LinearForwardingTableRecords, `/status`).
+#[derive(Debug, Clone, Default)]
+pub struct SweptRoutes {
+    /// Output port per LID, by switch node GUID.
+    pub lfts: HashMap<Guid, Vec<u8>>,
+    /// The SL of every route when the engine uses VLs, by routed switch
+    /// index (`switches`).
+    pub path_sl: Option<ibsm_routing::lft::PathSl>,
+    /// Node GUIDs of the routed switches, by index.
+    pub switches: Vec<Guid>,
+    /// The SL-to-VL and VL arbitration tables the sweep asked for.
+    pub qos: Vec<qos::QosSet>,
 }
 
 impl SweepReport {
@@ -355,7 +372,14 @@ impl<T: Transport> SubnetManager<T> {
             remote.lid = lid.unwrap_or(remote.lid);
         }
         let inactive = inactive_ports(&subnet);
-        let report = SweepReport { mode, subnet, lids, program, inactive, routing_notes, elapsed: started.elapsed() };
+        let routes = SweptRoutes {
+            lfts: plan.lfts.into_iter().map(|(id, t)| (subnet.node(id).guid(), t)).collect(),
+            path_sl: self.path_sl.as_ref().map(|(sl, _)| sl.clone()),
+            switches: self.routed_switch_guids.clone(),
+            qos: plan.qos,
+        };
+        let report =
+            SweepReport { mode, subnet, lids, program, inactive, routing_notes, routes, elapsed: started.elapsed() };
         info!(
             up = report.subnet_up(),
             inactive = report.inactive.len(),
