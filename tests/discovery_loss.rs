@@ -79,6 +79,8 @@ fn ten_percent_loss_on_every_switch_converges_without_wasting_a_lid() {
         lossy_switches(&topo, &fabric, 0.10);
         // Two attempts per SMP: about one read in 30 to a switch is lost
         // to the transport, so discovery's own passes and memory matter.
+        // (With one attempt discovery still loses nothing after its passes;
+        // the Sets, which have no passes of their own, then take 5 sweeps.)
         let mut sm = sm(&topo, &fabric, 2);
         let rt = runtime();
         let mut reports: Vec<SweepReport> = Vec::new();
