@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use ibsm::config::SmConfig;
+use ibsm::program::{SubnetManager, SweepReport};
 use ibsm::sim::{FabricBuilder, SharedFabric, SimDevice};
-use ibsm::sm::{SubnetManager, SweepReport};
 use ibsm::topology::{NodeKind, PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use ibsm::config::SmConfig;
 use ibsm::mad::PortState;
+use ibsm::program::{SubnetManager, SweepReport};
 use ibsm::sim::{FabricBuilder, Match, Rule, SharedFabric, SimDevice};
-use ibsm::sm::subnet::Read;
-use ibsm::sm::{SubnetManager, SweepReport};
+use ibsm::sweep::subnet::Read;
 use ibsm::topology::{NodeKind, PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;
@@ -179,7 +179,7 @@ fn a_switch_never_heard_is_reported_missing_and_the_fabric_is_not_up() {
 /// silent for good drops out after `MAX_STALE_SWEEPS` sweeps.
 #[test]
 fn stale_knowledge_expires() {
-    use ibsm::sm::discovery::MAX_STALE_SWEEPS;
+    use ibsm::sweep::discovery::MAX_STALE_SWEEPS;
     let topo = Topology::from_spec_or_file(IRREGULAR).unwrap();
     let fabric = FabricBuilder::new(&topo).seed(4).build_shared().unwrap();
     let mut sm = sm(&topo, &fabric, 2);

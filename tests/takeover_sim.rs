@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use ibsm::config::{QosConfig, SmConfig};
 use ibsm::mad::{AttributeId, CapabilityMask, Method, PortState, SmInfoRepr, SmState};
+use ibsm::program::{MasterMode, SubnetManager};
 use ibsm::sim::{FabricBuilder, SharedFabric, SimDevice};
-use ibsm::sm::{MasterMode, SubnetManager};
 use ibsm::topology::{NodeIdx, NodeKind, PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;

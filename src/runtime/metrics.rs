@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tracing::{debug, warn};
 
-use crate::sm::SweepReport;
+use crate::program::SweepReport;
 use crate::transport::TransportStats;
 
 /// Every metric ibsm exports.

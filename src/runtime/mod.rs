@@ -37,7 +37,7 @@ use crate::config::Config;
 use crate::election::{Action, Election, Event, Peer, PeerAddr, State};
 use crate::mad::header::status;
 use crate::mad::{AttributeId, DrPath, Method, PortInfoRepr, PortState, SmControl, SmInfoRepr, SmpAttribute};
-use crate::sm::{Discovered, MasterMode, SubnetManager, SweepError, SweepReport};
+use crate::program::{Discovered, MasterMode, SubnetManager, SweepError, SweepReport};
 use crate::transport::{Datagram, SmpClient, Transport};
 use crate::types::Lid;
 use dispatch::{Inbound, Refusal};
@@ -85,7 +85,7 @@ pub enum RunError {
 enum SweepDone {
     Discovered(Result<Box<Discovered>, SweepError>),
     Programmed(Result<Box<SweepReport>, SweepError>),
-    LightSwept(Option<String>),
+    LightSwept(Option<crate::sweep::light::LightFinding>),
 }
 
 /// Work for the sweep slot, queued while it is busy.

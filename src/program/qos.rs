@@ -9,11 +9,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::subnet::{NodeId, Subnet};
 use crate::config::{QosConfig, SmConfig};
 use crate::mad::sl_to_vl::{attribute_modifier, ATTR_MOD_ALL_INPUT_PORTS, ATTR_MOD_ALL_OUTPUT_PORTS, SL_COUNT};
 use crate::mad::vl_arb::{self, VlArbBlock};
 use crate::mad::{AttributeId, DrPath, SlToVlTableRepr, SmpAttribute, VlArbEntry, VlArbTableRepr};
+use crate::sweep::subnet::{NodeId, Subnet};
 use crate::types::Guid;
 use ibsm_routing::lft::HopVls;
 

@@ -18,14 +18,14 @@
 use std::collections::HashMap;
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use tracing::{debug, warn};
+use tracing::debug;
 
-use super::subnet::{NodeId, Subnet, SweepProblem};
 use crate::config::SmConfig;
 use crate::mad::SmpAttribute;
 use crate::mad::{
     AttributeId, CapabilityMask, DrPath, LftBlockRepr, PKeyTableBlockRepr, PortInfoRepr, PortState, SwitchInfoRepr,
 };
+use crate::sweep::subnet::{NodeId, Problem, Subnet, SweepProblem};
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::Transport;
 use crate::types::{Guid, Lid};
@@ -271,10 +271,10 @@ async fn read_lfts<T: Transport>(
             }
             Err(e) => {
                 report.failures += 1;
-                let what = format!("Get LinearForwardingTable block {block} failed (the block is written): {e}");
-                let p = SweepProblem { path, guid: Some(subnet.node(id).guid()), what };
-                warn!(%p, "LFT read failed");
-                subnet.problems.push(p);
+                // The block is written, as if it differed.
+                let what =
+                    Problem::ReadFailed { attr: AttributeId::LinearForwardingTable, amod: block, error: e.to_string() };
+                subnet.problems.push(SweepProblem { path, guid: Some(subnet.node(id).guid()), what });
             }
         }
     })
@@ -393,23 +393,18 @@ async fn execute<T: Transport>(
             Ok(d) => d,
             Err(e) => {
                 report.failures += 1;
-                let (node, what) = match req.target {
-                    Target::Port { node, port } => (node, format!("Set PortInfo port {port} failed: {e}")),
-                    Target::PKeys { node, port } => (node, format!("Set P_KeyTable port {port} failed: {e}")),
-                    Target::SwitchInfo { node } => (node, format!("Set SwitchInfo failed: {e}")),
-                    Target::Qos { index } => {
-                        let set = &ctx.plan.qos[index as usize];
-                        (set.node, format!("Set {:?} {:#x} failed: {e}", set.attr, set.amod))
-                    }
-                    Target::Lft { node, block } => {
+                let (node, port) = match req.target {
+                    Target::Port { node, port } | Target::PKeys { node, port } => (node, Some(port)),
+                    Target::SwitchInfo { node } => (node, None),
+                    Target::Qos { index } => (ctx.plan.qos[index as usize].node, None),
+                    Target::Lft { node, .. } => {
                         // Forget what we believe is there so the next sweep resends it.
                         cache.tables.remove(&subnet.node(node).guid());
-                        (node, format!("Set LinearForwardingTable block {block} failed: {e}"))
+                        (node, None)
                     }
                 };
-                let p = SweepProblem { path: req.path, guid: Some(subnet.node(node).guid()), what };
-                warn!(%p, "programming failed");
-                subnet.problems.push(p);
+                let what = Problem::SetFailed { attr: req.attr, amod: req.amod, port, error: e.to_string() };
+                subnet.problems.push(SweepProblem { path: req.path, guid: Some(subnet.node(node).guid()), what });
                 continue;
             }
         };
@@ -683,13 +678,9 @@ async fn read_pkeys<T: Transport>(
             Ok(b) => b,
             Err(e) => {
                 report.failures += 1;
-                let p = SweepProblem {
-                    path,
-                    guid: Some(subnet.node(id).guid()),
-                    what: format!("Get P_KeyTable port {port} failed: {e}"),
-                };
-                warn!(%p, "P_Key read failed");
-                subnet.problems.push(p);
+                let what =
+                    Problem::ReadFailed { attr: AttributeId::PKeyTable, amod: 0, error: format!("port {port}: {e}") };
+                subnet.problems.push(SweepProblem { path, guid: Some(subnet.node(id).guid()), what });
                 continue;
             }
         };
@@ -704,10 +695,8 @@ async fn read_pkeys<T: Transport>(
                 port_before: None,
             }),
             None if !block.pkeys.contains(&crate::mad::pkey_table::DEFAULT_PKEY) => {
-                let what = format!("port {port}: P_Key block 0 is full and lacks the default P_Key; left as is");
-                let p = SweepProblem { path, guid: Some(subnet.node(id).guid()), what };
-                warn!(%p, "default partition");
-                subnet.problems.push(p);
+                let what = Problem::DefaultPKeyMissing { port };
+                subnet.problems.push(SweepProblem { path, guid: Some(subnet.node(id).guid()), what });
             }
             None => {}
         }

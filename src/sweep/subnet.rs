@@ -88,12 +88,89 @@ impl SubnetNode {
     }
 }
 
-/// Problems found during a sweep that did not stop it.
+/// Problems found during a sweep that did not stop it, with the node
+/// (when known) and the directed path they concern.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SweepProblem {
     pub path: DrPath,
     pub guid: Option<Guid>,
-    pub what: String,
+    pub what: Problem,
+}
+
+/// What went wrong, by kind; each carries the values it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    // Reads.
+    /// A Get got no usable answer after every attempt and pass.
+    ReadFailed {
+        attr: AttributeId,
+        amod: u32,
+        error: String,
+    },
+    /// An answer that does not parse as the attribute asked for.
+    BadAnswer {
+        attr: AttributeId,
+        port: Option<u8>,
+        error: String,
+    },
+    // Nodes the SM leaves alone (also in `SubnetNode::quarantined`).
+    BadNumPorts {
+        num_ports: u8,
+    },
+    BadLocalPort {
+        local_port: u8,
+        num_ports: u8,
+    },
+    NoLinearFdb,
+    /// A port whose far end cannot be reached: the path would be too long.
+    NotProbed {
+        port: u8,
+        error: String,
+    },
+    // Programming.
+    /// A Set the device refused or never answered.
+    SetFailed {
+        attr: AttributeId,
+        amod: u32,
+        port: Option<u8>,
+        error: String,
+    },
+    /// P_Key block 0 is full and lacks the default P_Key: left as is.
+    DefaultPKeyMissing {
+        port: u8,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::ReadFailed { attr, amod, error } if *amod != 0 => {
+                write!(f, "{attr:?} (modifier {amod:#x}) read failed: {error}")
+            }
+            Problem::ReadFailed { attr, error, .. } => write!(f, "{attr:?} read failed: {error}"),
+            Problem::BadAnswer { attr, port: Some(p), error } => write!(f, "bad {attr:?} for port {p}: {error}"),
+            Problem::BadAnswer { attr, port: None, error } => write!(f, "bad {attr:?}: {error}"),
+            Problem::BadNumPorts { num_ports } => {
+                write!(f, "NodeInfo.NumPorts is {num_ports}, outside 1-{}", crate::types::MAX_PORTS)
+            }
+            Problem::BadLocalPort { local_port, num_ports } => {
+                write!(f, "NodeInfo.LocalPortNum {local_port} is not a port of this {num_ports}-port node")
+            }
+            Problem::NoLinearFdb => {
+                write!(f, "SwitchInfo.LinearFDBCap is 0: the switch cannot hold a forwarding table")
+            }
+            Problem::NotProbed { port, error } => write!(f, "port {port} not probed: {error}"),
+            Problem::SetFailed { attr, port: Some(p), error, .. } => {
+                write!(f, "Set {attr:?} of port {p} failed: {error}")
+            }
+            Problem::SetFailed { attr, amod, port: None, error } => {
+                write!(f, "Set {attr:?} (modifier {amod:#x}) failed: {error}")
+            }
+            Problem::DefaultPKeyMissing { port } => {
+                write!(f, "port {port}: P_Key block 0 is full and lacks the default P_Key; left as is")
+            }
+        }
+    }
 }
 
 impl fmt::Display for SweepProblem {

@@ -25,13 +25,13 @@
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::{debug, warn};
 
-use super::program::MAX_OUTSTANDING;
-use super::subnet::{MissingRead, NodeId, Read, RemoteSm, Subnet, SweepProblem};
+use super::subnet::{MissingRead, NodeId, Problem, Read, RemoteSm, Subnet, SweepProblem};
 use crate::mad::SmpAttribute;
 use crate::mad::{
     AttributeId, CapabilityMask, DrPath, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState, PortInfoRepr,
     PortState, SmInfoRepr, SmState, SwitchInfoRepr,
 };
+use crate::program::sets::MAX_OUTSTANDING;
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::{Transport, TransportError};
 use crate::types::{Guid, Lid, MAX_PORTS};
@@ -236,9 +236,10 @@ struct Sweep<'k> {
 }
 
 impl Sweep<'_> {
-    fn problem(&mut self, path: DrPath, guid: Option<crate::types::Guid>, what: String) {
+    /// Records a problem; the runtime logs a sweep's problems in one place.
+    fn problem(&mut self, path: DrPath, guid: Option<crate::types::Guid>, what: Problem) {
         let p = SweepProblem { path, guid, what };
-        warn!(%p, "sweep problem");
+        debug!(%p, "sweep problem");
         self.subnet.problems.push(p);
     }
 
@@ -280,7 +281,11 @@ impl Sweep<'_> {
             Job::Probe { from } => match NodeInfoRepr::parse_data(&data) {
                 Ok(info) => self.on_node_info(req.path, from, info, None),
                 Err(e) => {
-                    self.problem(req.path, None, format!("bad NodeInfo: {e}"));
+                    self.problem(
+                        req.path,
+                        None,
+                        Problem::BadAnswer { attr: AttributeId::NodeInfo, port: None, error: e.to_string() },
+                    );
                     Vec::new()
                 }
             },
@@ -288,7 +293,9 @@ impl Sweep<'_> {
                 match NodeDescriptionRepr::parse_data(&data) {
                     Ok(nd) => self.subnet.node_mut(node).description = Some(nd.text),
                     Err(e) => {
-                        self.problem(req.path, Some(self.subnet.node(node).guid()), format!("bad NodeDescription: {e}"))
+                        let what =
+                            Problem::BadAnswer { attr: AttributeId::NodeDescription, port: None, error: e.to_string() };
+                        self.problem(req.path, Some(self.subnet.node(node).guid()), what)
                     }
                 }
                 Vec::new()
@@ -297,7 +304,11 @@ impl Sweep<'_> {
                 Ok(si) => self.on_switch_info(node, si),
                 Err(e) => {
                     let (path, guid) = (self.subnet.node(node).path, self.subnet.node(node).guid());
-                    self.problem(path, Some(guid), format!("bad SwitchInfo: {e}"));
+                    self.problem(
+                        path,
+                        Some(guid),
+                        Problem::BadAnswer { attr: AttributeId::SwitchInfo, port: None, error: e.to_string() },
+                    );
                     Vec::new()
                 }
             },
@@ -305,7 +316,9 @@ impl Sweep<'_> {
                 Ok(pi) => self.on_port_info(node, port, pi),
                 Err(e) => {
                     let (path, guid) = (self.subnet.node(node).path, self.subnet.node(node).guid());
-                    self.problem(path, Some(guid), format!("bad PortInfo for port {port}: {e}"));
+                    let what =
+                        Problem::BadAnswer { attr: AttributeId::PortInfo, port: Some(port), error: e.to_string() };
+                    self.problem(path, Some(guid), what);
                     Vec::new()
                 }
             },
@@ -330,7 +343,7 @@ impl Sweep<'_> {
         let missing = MissingRead { guid, path: req.path, what, kept };
         debug!(%missing, error = %e, "read unanswered after every pass");
         if !kept {
-            self.problem(req.path, guid, format!("{:?} read failed: {e}", req.attr));
+            self.problem(req.path, guid, Problem::ReadFailed { attr: req.attr, amod: req.amod, error: e.to_string() });
         }
         self.subnet.missing.push(missing);
         next
@@ -425,18 +438,15 @@ impl Sweep<'_> {
         }
         debug!(guid = %info.node_guid, %path, kind = ?info.node_type, stale = ?stale, "found node");
         if info.num_ports == 0 || info.num_ports > MAX_PORTS {
-            let why = format!("NodeInfo.NumPorts is {}, outside 1-{MAX_PORTS}", info.num_ports);
-            self.problem(path, Some(info.node_guid), why.clone());
-            self.subnet.node_mut(id).quarantined = Some(why);
+            let what = Problem::BadNumPorts { num_ports: info.num_ports };
+            self.subnet.node_mut(id).quarantined = Some(what.to_string());
+            self.problem(path, Some(info.node_guid), what);
         } else if info.node_type != NodeType::Switch
             && (info.local_port_num == 0 || info.local_port_num > info.num_ports)
         {
-            let why = format!(
-                "NodeInfo.LocalPortNum {} is not a port of this {}-port node",
-                info.local_port_num, info.num_ports
-            );
-            self.problem(path, Some(info.node_guid), why.clone());
-            self.subnet.node_mut(id).quarantined = Some(why);
+            let what = Problem::BadLocalPort { local_port: info.local_port_num, num_ports: info.num_ports };
+            self.subnet.node_mut(id).quarantined = Some(what.to_string());
+            self.problem(path, Some(info.node_guid), what);
         }
         self.layer_nodes.push(id);
         Vec::new()
@@ -446,8 +456,8 @@ impl Sweep<'_> {
         let path = self.subnet.node(id).path;
         let guid = self.subnet.node(id).guid();
         if si.linear_fdb_cap == 0 {
-            let why = "SwitchInfo.LinearFDBCap is 0: the switch cannot hold a forwarding table".to_string();
-            self.problem(path, Some(guid), why.clone());
+            let why = Problem::NoLinearFdb.to_string();
+            self.problem(path, Some(guid), Problem::NoLinearFdb);
             let node = self.subnet.node_mut(id);
             node.quarantined = Some(why);
             node.switch_info = Some(si);
@@ -479,7 +489,7 @@ impl Sweep<'_> {
         match path.extend(port) {
             Ok(next) => vec![Request::new(Job::Probe { from: Some((id, port)) }, next, AttributeId::NodeInfo, 0)],
             Err(e) => {
-                self.problem(path, Some(guid), format!("port {port} not probed: {e}"));
+                self.problem(path, Some(guid), Problem::NotProbed { port, error: e.to_string() });
                 Vec::new()
             }
         }

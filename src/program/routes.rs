@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use ibsm_routing::engine::{route_chain, EngineKind, EngineOptions};
 use ibsm_routing::fabric::{EndPort, EndPortId, FabricError, PortEnd, RoutingFabric, Switch, SwitchId};
 
-use super::subnet::{NodeId, Subnet};
 use crate::lid::LidRange;
+use crate::sweep::subnet::{NodeId, Subnet};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RouteError {

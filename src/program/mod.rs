@@ -1,11 +1,11 @@
-//! The subnet manager proper: one sweep discovers the fabric, assigns LIDs,
-//! routes, programs the switches and brings the ports up.
+//! Programming the fabric: what the SM wants it to hold against what it
+//! holds. [`SubnetManager`] ties a sweep's discovery (`crate::sweep`) to
+//! LID assignment (`crate::lid`), routing ([`routes`], [`qos`]) and the Sets
+//! that bring every port to ACTIVE ([`sets`]).
 
-pub mod discovery;
-pub mod program;
 pub mod qos;
 pub mod routes;
-pub mod subnet;
+pub mod sets;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,11 +17,13 @@ use crate::config::SmConfig;
 use crate::lid::assign::{assign_lids, LidAssignment, LidPolicy, PortRole, SweptPort};
 use crate::lid::{Guid2Lid, LidRange};
 use crate::mad::PortState;
+use crate::sweep::discovery;
+use crate::sweep::light::{self, LightFinding};
+use crate::sweep::subnet::{NodeId, Subnet, SweepProblem};
 use crate::transport::smp_client::SmpClient;
 use crate::transport::Transport;
 use crate::types::{Guid, Lid};
-use program::{LftCache, Plan, ProgramReport};
-use subnet::{NodeId, Subnet, SweepProblem};
+use sets::{LftCache, Plan, ProgramReport};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
@@ -358,7 +360,7 @@ impl<T: Transport> SubnetManager<T> {
             qos: qos_sets,
             vl_high_limit: self.qos.enabled.then_some(self.qos.high_limit),
         };
-        let program = program::program(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
+        let program = sets::program(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
         // What the ports answered to the Sets is the newest knowledge.
         self.remember(&subnet);
         self.known_switches = subnet
@@ -398,44 +400,17 @@ impl<T: Transport> SubnetManager<T> {
 
 impl<T: Transport> SubnetManager<T> {
     /// A light sweep (what OpenSM does between heavy ones): SwitchInfo from
-    /// every known switch. Returns why a heavy sweep is needed, or `None`
-    /// when nothing changed: no PortStateChange, every switch still there
-    /// with the same GUID. A fabric without switches is always swept whole
-    /// (it is two ports).
-    pub async fn light_sweep(&self) -> Option<String> {
-        use crate::mad::{AttributeId, SmpAttribute, SwitchInfoRepr};
-        use futures::stream::{FuturesUnordered, StreamExt};
+    /// every switch of the last heavy sweep. Returns why a heavy sweep is
+    /// needed, or `None` when nothing changed. A fabric without switches is
+    /// always swept whole (it is two ports).
+    pub async fn light_sweep(&self) -> Option<LightFinding> {
         if self.sweeps == 0 {
-            return Some("no heavy sweep yet".into());
+            return Some(LightFinding::NoHeavySweepYet);
         }
         if self.known_switches.is_empty() {
-            return Some("no switches to watch".into());
+            return Some(LightFinding::NoSwitches);
         }
-        let mut queue = self.known_switches.iter();
-        let get = |(guid, path): &(Guid, crate::mad::DrPath)| {
-            let (guid, path) = (*guid, *path);
-            async move { (guid, path, self.client.dr_get(&path, AttributeId::SwitchInfo, 0).await) }
-        };
-        let mut in_flight = FuturesUnordered::new();
-        in_flight.extend(queue.by_ref().take(program::MAX_OUTSTANDING).map(get));
-        let mut reason = None;
-        while let Some((guid, path, result)) = in_flight.next().await {
-            if let Some(next) = queue.next() {
-                in_flight.push(get(next));
-            }
-            if reason.is_some() {
-                continue;
-            }
-            match result.map(|smp| SwitchInfoRepr::parse_data(&smp.data)) {
-                Ok(Ok(si)) if si.port_state_change => {
-                    reason = Some(format!("switch {guid} at {path} reports a port state change"))
-                }
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => reason = Some(format!("switch {guid} at {path}: unreadable SwitchInfo: {e}")),
-                Err(e) => reason = Some(format!("switch {guid} at {path} did not answer: {e}")),
-            }
-        }
-        reason
+        light::light_sweep(&self.client, &self.known_switches).await
     }
 }
 
