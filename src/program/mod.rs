@@ -42,8 +42,8 @@ pub struct SweepReport {
     pub subnet: Subnet,
     pub lids: LidAssignment,
     pub program: ProgramReport,
-    /// Cabled ports that did not reach ACTIVE, as "GUID port N (state)".
-    pub inactive: Vec<String>,
+    /// Cabled ports that did not reach ACTIVE.
+    pub inactive: Vec<InactivePort>,
     pub routing_notes: Vec<String>,
     /// What the sweep decided to route.
     pub routes: SweptRoutes,
@@ -414,8 +414,25 @@ impl<T: Transport> SubnetManager<T> {
     }
 }
 
+/// A cabled port between managed nodes that is not ACTIVE after a sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InactivePort {
+    pub guid: Guid,
+    pub name: String,
+    pub port: u8,
+    pub path: crate::mad::DrPath,
+    /// As last read; `None` when it could not be read.
+    pub state: Option<PortState>,
+}
+
+impl std::fmt::Display for InactivePort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}) port {} at path {}: {:?}", self.guid, self.name, self.port, self.path, self.state)
+    }
+}
+
 /// Cabled ports between managed nodes that are not ACTIVE.
-fn inactive_ports(subnet: &Subnet) -> Vec<String> {
+fn inactive_ports(subnet: &Subnet) -> Vec<InactivePort> {
     let mut out = Vec::new();
     for id in subnet.ids() {
         let node = subnet.node(id);
@@ -430,7 +447,13 @@ fn inactive_ports(subnet: &Subnet) -> Vec<String> {
             }
             let state = slot.info.as_ref().map(|i| i.port_state);
             if state != Some(PortState::Active) {
-                out.push(format!("{} ({}) port {port}: {:?}", node.guid(), node.name(), state));
+                out.push(InactivePort {
+                    guid: node.guid(),
+                    name: node.name(),
+                    port,
+                    path: node.path_for_port(port),
+                    state,
+                });
             }
         }
     }

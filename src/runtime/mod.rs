@@ -75,10 +75,23 @@ impl Default for RunOptions {
 pub enum RunError {
     #[error("sweep failed: {0}")]
     Sweep(#[from] SweepError),
-    #[error("the subnet did not come up after {attempts} sweeps: {reasons}")]
-    NotUp { attempts: u32, reasons: String },
+    #[error("the subnet did not come up after {attempts} sweeps: {}", reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; "))]
+    NotUp { attempts: u32, reasons: Vec<NotUpReason> },
     #[error("another SM is master ({master}); --once does not take over from it")]
     OtherMaster { master: String },
+}
+
+/// Why the subnet is not up, each naming the node, port and path concerned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotUpReason {
+    #[error("port not active: {0}")]
+    Inactive(crate::program::InactivePort),
+    #[error("{0}")]
+    Problem(crate::sweep::subnet::SweepProblem),
+    #[error("LIDs: {0}")]
+    Lids(String),
+    #[error("{0}")]
+    Stopped(String),
 }
 
 /// What the sweep slot's job ended with; the SubnetManager comes back with it.
@@ -201,7 +214,10 @@ pub async fn run<T: Transport + Clone>(
                 info!("shutting down");
                 return owner.last.take().ok_or_else(|| RunError::NotUp {
                     attempts: owner.attempts,
-                    reasons: format!("stopped in {} before a sweep completed", owner.election.state()),
+                    reasons: vec![NotUpReason::Stopped(format!(
+                        "stopped in {} before a sweep completed",
+                        owner.election.state()
+                    ))],
                 });
             }
             Some(dgram) = unsolicited.recv() => owner.on_mad(dgram),
@@ -408,9 +424,10 @@ impl<T: Transport + Clone> Owner<T> {
             for p in &report.inactive {
                 warn!(port = %p, "port not active");
             }
-            for p in report.problems() {
-                warn!(problem = %p, "sweep problem");
-            }
+        }
+        // The one place a sweep's problems are logged.
+        for p in report.problems() {
+            warn!(problem = %p, "sweep problem");
         }
         self.was_up = up;
         if self.options.once {
@@ -418,12 +435,13 @@ impl<T: Transport + Clone> Owner<T> {
                 return Some(Ok(report));
             }
             if self.attempts >= self.options.once_attempts {
-                let mut reasons: Vec<String> = report.inactive.iter().take(5).cloned().collect();
-                reasons.extend(report.problems().iter().take(5).map(|p| p.to_string()));
+                let mut reasons: Vec<NotUpReason> =
+                    report.inactive.iter().take(5).cloned().map(NotUpReason::Inactive).collect();
+                reasons.extend(report.problems().iter().take(5).cloned().map(NotUpReason::Problem));
                 if let Some(e) = &report.lids.error {
-                    reasons.push(e.to_string());
+                    reasons.push(NotUpReason::Lids(e.to_string()));
                 }
-                return Some(Err(RunError::NotUp { attempts: self.attempts, reasons: reasons.join("; ") }));
+                return Some(Err(RunError::NotUp { attempts: self.attempts, reasons }));
             }
             self.election.handle(self.now(), Event::SweepWanted);
         } else {
