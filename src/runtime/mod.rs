@@ -21,6 +21,7 @@
 
 pub mod backend;
 pub mod dispatch;
+pub mod driver;
 pub mod metrics;
 pub mod snapshot;
 

@@ -22,16 +22,17 @@
 //! `Subnet::missing`; one with nothing known behind it is also a sweep
 //! problem, and the fabric is not up while one remains.
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use std::collections::VecDeque;
+
 use tracing::{debug, warn};
 
+use super::core::{SmpCore, SmpRequest};
 use super::subnet::{MissingRead, NodeId, Problem, Read, RemoteSm, Subnet, SweepProblem};
 use crate::mad::SmpAttribute;
 use crate::mad::{
     AttributeId, CapabilityMask, DrPath, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState, PortInfoRepr,
     PortState, SmInfoRepr, SmState, SwitchInfoRepr,
 };
-use crate::program::sets::MAX_OUTSTANDING;
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::{Transport, TransportError};
 use crate::types::{Guid, Lid, MAX_PORTS};
@@ -86,48 +87,162 @@ fn is_loss(e: &SmpError) -> bool {
 /// every other SM port it found, presenting `sm_key`. `known` is what the
 /// last sweep found: it stands in for reads that get no answer.
 pub async fn discover<T: Transport>(client: &SmpClient<T>, sm_key: u64, known: Option<&Subnet>) -> Subnet {
-    let mut subnet = discover_nodes(client, known).await;
-    subnet.remote_sms = find_sms(client, &subnet, sm_key).await;
-    subnet
+    let mut core = DiscoveryCore::new(sm_key, known);
+    crate::runtime::driver::drive(client, &mut core).await;
+    core.finish()
 }
 
-async fn discover_nodes<T: Transport>(client: &SmpClient<T>, known: Option<&Subnet>) -> Subnet {
-    let mut sweep = Sweep { subnet: Subnet::default(), layer_nodes: Vec::new(), known };
-    let mut batch = vec![Request::new(Job::Probe { from: None }, DrPath::local(), AttributeId::NodeInfo, 0)];
-    // Each round: run a batch to completion; replies may add to the batch
-    // (same-layer work), and new nodes start the next layer.
-    while !batch.is_empty() {
-        // Requests wait in `queue` and become futures only as room frees
-        // up, which bounds memory on big fabrics.
-        let mut queue: std::collections::VecDeque<Request> = batch.drain(..).collect();
-        let mut in_flight = FuturesUnordered::new();
+/// Discovery as an I/O-free core ([`SmpCore`]): breadth-first a layer at a
+/// time (a layer's reads all answered before the next layer's start), then
+/// the SMInfo of every other SM port. Lost reads go to the back of the queue
+/// for a later pass.
+pub struct DiscoveryCore<'k> {
+    sweep: Sweep<'k>,
+    phase: Phase,
+    /// Reads waiting to be sent, this layer.
+    queue: VecDeque<Request>,
+    /// Requests handed out and not yet answered.
+    outstanding: usize,
+    /// The SMInfo phase: the ports, which to ask next (with the pass), and
+    /// what each answered.
+    sm_ports: Vec<SmPort>,
+    sm_queue: VecDeque<(usize, u32)>,
+    sm_found: Vec<Option<RemoteSm>>,
+    /// Our SMInfo with our key, the payload of each SMInfo Get.
+    ask: [u8; 64],
+    sm_key: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Nodes,
+    Sms,
+    Done,
+}
+
+/// What a discovery request was for (opaque to the driver).
+pub struct DiscoveryToken(TokenKind);
+
+enum TokenKind {
+    Read(Request),
+    SmInfo { index: usize, pass: u32 },
+}
+
+impl<'k> DiscoveryCore<'k> {
+    pub fn new(sm_key: u64, known: Option<&'k Subnet>) -> Self {
+        let first = Request::new(Job::Probe { from: None }, DrPath::local(), AttributeId::NodeInfo, 0);
+        DiscoveryCore {
+            sweep: Sweep { subnet: Subnet::default(), layer_nodes: Vec::new(), known },
+            phase: Phase::Nodes,
+            queue: VecDeque::from([first]),
+            outstanding: 0,
+            sm_ports: Vec::new(),
+            sm_queue: VecDeque::new(),
+            sm_found: Vec::new(),
+            ask: [0; 64],
+            sm_key,
+        }
+    }
+
+    /// What discovery found; call once [`SmpCore::is_done`].
+    pub fn finish(self) -> Subnet {
+        let mut subnet = self.sweep.subnet;
+        subnet.remote_sms = self.sm_found.into_iter().flatten().collect();
+        subnet
+    }
+
+    fn start_sms(&mut self) {
+        let subnet = &self.sweep.subnet;
+        let ours = subnet.sm_port.map(|(id, port)| subnet.node(id).port_guid(port)).unwrap_or(Guid(0));
+        let sm_key = self.sm_key;
+        self.ask = SmInfoRepr { guid: ours, sm_key, act_count: 0, priority: 0, sm_state: SmState::NotActive }.to_data();
+        self.sm_ports = sm_ports(subnet);
+        self.sm_found = (0..self.sm_ports.len()).map(|_| None).collect();
+        self.sm_queue = (0..self.sm_ports.len()).map(|i| (i, 0)).collect();
+        self.phase = Phase::Sms;
+    }
+}
+
+impl SmpCore for DiscoveryCore<'_> {
+    type Token = DiscoveryToken;
+
+    fn poll_request(&mut self) -> Option<(DiscoveryToken, SmpRequest)> {
         loop {
-            while in_flight.len() < MAX_OUTSTANDING {
-                let Some(req) = queue.pop_front() else { break };
-                in_flight.push(run(client, req));
+            match self.phase {
+                Phase::Nodes => {
+                    if let Some(req) = self.queue.pop_front() {
+                        self.outstanding += 1;
+                        let smp = SmpRequest::get(req.path, req.attr, req.amod);
+                        return Some((DiscoveryToken(TokenKind::Read(req)), smp));
+                    }
+                    if self.outstanding > 0 {
+                        return None;
+                    }
+                    // Layer barrier: every node found in this layer now gets
+                    // read (its SwitchInfo gates its port reads: a switch
+                    // reporting nonsense is left alone).
+                    for id in std::mem::take(&mut self.sweep.layer_nodes) {
+                        let reads = self.sweep.first_reads(id);
+                        self.queue.extend(reads);
+                    }
+                    if self.queue.is_empty() {
+                        self.start_sms();
+                    }
+                }
+                Phase::Sms => {
+                    if let Some((index, pass)) = self.sm_queue.pop_front() {
+                        self.outstanding += 1;
+                        let p = &self.sm_ports[index];
+                        let smp = SmpRequest::get_with(p.path, AttributeId::SmInfo, 0, self.ask);
+                        return Some((DiscoveryToken(TokenKind::SmInfo { index, pass }), smp));
+                    }
+                    if self.outstanding > 0 {
+                        return None;
+                    }
+                    self.phase = Phase::Done;
+                }
+                Phase::Done => return None,
             }
-            let Some((mut req, result)) = in_flight.next().await else { break };
-            match result {
+        }
+    }
+
+    fn handle_answer(&mut self, token: DiscoveryToken, answer: Result<[u8; 64], SmpError>) {
+        self.outstanding -= 1;
+        match token.0 {
+            TokenKind::Read(mut req) => match answer {
                 // Behind everything queued: a later pass of this layer.
                 Err(e) if is_loss(&e) && req.pass < RETRY_PASSES => {
                     req.pass += 1;
                     debug!(path = %req.path, attr = ?req.attr, amod = req.amod, pass = req.pass, "read lost; asking again");
-                    queue.push_back(req);
+                    self.queue.push_back(req);
                 }
-                result => queue.extend(sweep.handle(req, result)),
-            }
+                answer => {
+                    let next = self.sweep.handle(req, answer);
+                    self.queue.extend(next);
+                }
+            },
+            TokenKind::SmInfo { index, pass } => match answer {
+                Err(e) if is_loss(&e) && pass < RETRY_PASSES => self.sm_queue.push_back((index, pass + 1)),
+                answer => {
+                    let p = &self.sm_ports[index];
+                    let info = check_sm_info(p, answer);
+                    match &info {
+                        Ok(si) => debug!(guid = %p.port_guid, path = %p.path, lid = %p.lid, state = ?si.sm_state,
+                            priority = si.priority, "found an SM"),
+                        Err(e) => warn!(guid = %p.port_guid, path = %p.path, lid = %p.lid, error = %e,
+                            "IsSM port without a usable SMInfo"),
+                    }
+                    let remote =
+                        RemoteSm { port_guid: p.port_guid, node: p.node, port: p.port, path: p.path, lid: p.lid, info };
+                    self.sm_found[index] = Some(remote);
+                }
+            },
         }
-        // Layer barrier: every node found in this layer now gets read.
-        for id in std::mem::take(&mut sweep.layer_nodes) {
-            batch.extend(sweep.first_reads(id));
-        }
-        if batch.is_empty() {
-            break;
-        }
-        // The switch-info reads gate the port reads (a switch reporting
-        // nonsense is left alone), so they form their own round.
     }
-    sweep.subnet
+
+    fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
 }
 
 /// A port that says it runs an SM (IsSM), not the SM's own.
@@ -161,50 +276,6 @@ fn sm_ports(subnet: &Subnet) -> Vec<SmPort> {
     out
 }
 
-/// Reads SMInfo from every other SM port. The request's SMInfo carries our
-/// GUID and SM_Key: an SM shows its SM_Key only to a requester presenting
-/// the same one (IBA 14.4.1.1). Failures are the answer's business, not the
-/// sweep's: they land in `RemoteSm::info`.
-async fn find_sms<T: Transport>(client: &SmpClient<T>, subnet: &Subnet, sm_key: u64) -> Vec<RemoteSm> {
-    let ports = sm_ports(subnet);
-    if ports.is_empty() {
-        return Vec::new();
-    }
-    let ours = subnet.sm_port.map(|(id, port)| subnet.node(id).port_guid(port)).unwrap_or(Guid(0));
-    let ask = SmInfoRepr { guid: ours, sm_key, act_count: 0, priority: 0, sm_state: SmState::NotActive }.to_data();
-    let mut queue = ports.into_iter().enumerate();
-    let get = |(i, p): (usize, SmPort)| async move {
-        let mut pass = 0;
-        loop {
-            let r = client.dr_get_with_data(&p.path, AttributeId::SmInfo, 0, ask).await;
-            match r {
-                Err(e) if is_loss(&e) && pass < RETRY_PASSES => pass += 1,
-                r => return (i, p, r),
-            }
-        }
-    };
-    let mut in_flight = FuturesUnordered::new();
-    in_flight.extend(queue.by_ref().take(MAX_OUTSTANDING).map(get));
-    let mut found = Vec::new();
-    while let Some((i, p, result)) = in_flight.next().await {
-        if let Some(next) = queue.next() {
-            in_flight.push(get(next));
-        }
-        let info = check_sm_info(&p, result.map(|smp| smp.data));
-        match &info {
-            Ok(si) => debug!(guid = %p.port_guid, path = %p.path, lid = %p.lid, state = ?si.sm_state,
-                priority = si.priority, "found an SM"),
-            Err(e) => {
-                warn!(guid = %p.port_guid, path = %p.path, lid = %p.lid, error = %e, "IsSM port without a usable SMInfo")
-            }
-        }
-        found
-            .push((i, RemoteSm { port_guid: p.port_guid, node: p.node, port: p.port, path: p.path, lid: p.lid, info }));
-    }
-    found.sort_by_key(|(i, _)| *i);
-    found.into_iter().map(|(_, r)| r).collect()
-}
-
 /// The SMInfo an SM port answered, or what is wrong with it.
 fn check_sm_info(p: &SmPort, answer: Result<[u8; 64], SmpError>) -> Result<SmInfoRepr, String> {
     let at = format!("SM port {} at {}", p.port_guid, p.path);
@@ -220,11 +291,6 @@ fn check_sm_info(p: &SmPort, answer: Result<[u8; 64], SmpError>) -> Result<SmInf
         return Err(format!("{at}: SMInfo.SMState {code} is not a state (0-3)"));
     }
     Ok(si)
-}
-
-async fn run<T: Transport>(client: &SmpClient<T>, req: Request) -> (Request, Result<[u8; 64], SmpError>) {
-    let r = client.dr_get(&req.path, req.attr, req.amod).await.map(|smp| smp.data);
-    (req, r)
 }
 
 struct Sweep<'k> {

@@ -2,6 +2,7 @@
 //! directed routes, keeping what it knew when SMPs are lost), what it
 //! learned ([`subnet`]), and the light sweep between heavy ones.
 
+pub mod core;
 pub mod discovery;
 pub mod light;
 pub mod subnet;

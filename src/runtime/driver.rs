@@ -1,0 +1,44 @@
+//! The one driver that sends what an SMP core asks for over a transport:
+//! up to [`MAX_OUTSTANDING`] requests in flight (the transaction layer's
+//! window bounds the wire; this bounds memory), answers fed back as they
+//! come.
+
+use futures::stream::{FuturesUnordered, StreamExt};
+
+use crate::program::sets::MAX_OUTSTANDING;
+use crate::sweep::core::{SmpCore, SmpRequest};
+use crate::transport::smp_client::check_response;
+use crate::transport::{SmpClient, SmpTarget, Transport};
+
+/// Runs `core` until it is done.
+pub async fn drive<T: Transport, C: SmpCore>(client: &SmpClient<T>, core: &mut C) {
+    let mut in_flight = FuturesUnordered::new();
+    loop {
+        while in_flight.len() < MAX_OUTSTANDING {
+            let Some((token, req)) = core.poll_request() else { break };
+            in_flight.push(send(client, token, req));
+        }
+        match in_flight.next().await {
+            Some((token, answer)) => core.handle_answer(token, answer),
+            None => {
+                if !core.is_done() {
+                    tracing::error!("an SMP core stalled: nothing to send, nothing in flight, not done");
+                }
+                return;
+            }
+        }
+    }
+}
+
+async fn send<T: Transport, K>(
+    client: &SmpClient<T>,
+    token: K,
+    req: SmpRequest,
+) -> (K, Result<[u8; 64], crate::transport::SmpError>) {
+    let answer = client.transport().request(req.to_datagram(client.m_key())).await;
+    let r = answer
+        .map_err(crate::transport::SmpError::from)
+        .and_then(|d| check_response(SmpTarget::Directed(req.path), req.method, req.attr, req.amod, &d.mad))
+        .map(|smp| smp.data);
+    (token, r)
+}
