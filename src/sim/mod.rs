@@ -24,6 +24,7 @@
 //! port the SMP came in on.
 
 mod device;
+mod drive;
 mod engine;
 mod fabric;
 pub mod fault;
@@ -32,6 +33,7 @@ mod route;
 mod sma;
 
 pub use device::{NodeSel, SimDevice};
+pub use drive::{drive_core, DriveError, Driven};
 pub use fabric::{Fabric, FabricBuilder, SharedFabric};
 pub use fault::{Action, Direction, Match, Rule, RuleHandle};
 

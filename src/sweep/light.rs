@@ -5,11 +5,9 @@
 
 use std::fmt;
 
-use futures::stream::{FuturesUnordered, StreamExt};
-
+use super::core::{SmpCore, SmpRequest};
 use crate::mad::{AttributeId, DrPath, SmpAttribute, SwitchInfoRepr};
-use crate::program::sets::MAX_OUTSTANDING;
-use crate::transport::{SmpClient, Transport};
+use crate::transport::{SmpClient, SmpError, Transport};
 use crate::types::Guid;
 
 /// Why a light sweep asks for a heavy one.
@@ -48,27 +46,56 @@ impl fmt::Display for LightFinding {
 /// SwitchInfo from each of `switches` (GUID and path); the first finding,
 /// or `None` when nothing changed.
 pub async fn light_sweep<T: Transport>(client: &SmpClient<T>, switches: &[(Guid, DrPath)]) -> Option<LightFinding> {
-    let mut queue = switches.iter();
-    let get = |(guid, path): &(Guid, DrPath)| {
-        let (guid, path) = (*guid, *path);
-        async move { (guid, path, client.dr_get(&path, AttributeId::SwitchInfo, 0).await) }
-    };
-    let mut in_flight = FuturesUnordered::new();
-    in_flight.extend(queue.by_ref().take(MAX_OUTSTANDING).map(get));
-    let mut finding = None;
-    while let Some((guid, path, result)) = in_flight.next().await {
-        if let Some(next) = queue.next() {
-            in_flight.push(get(next));
+    let mut core = LightSweepCore::new(switches.to_vec());
+    crate::runtime::driver::drive(client, &mut core).await;
+    core.finding()
+}
+
+/// The light sweep as an I/O-free core ([`SmpCore`]): one SwitchInfo Get per
+/// switch; the first finding in the order answers came.
+pub struct LightSweepCore {
+    switches: Vec<(Guid, DrPath)>,
+    next: usize,
+    answered: usize,
+    finding: Option<LightFinding>,
+}
+
+impl LightSweepCore {
+    pub fn new(switches: Vec<(Guid, DrPath)>) -> Self {
+        LightSweepCore { switches, next: 0, answered: 0, finding: None }
+    }
+
+    /// Why a heavy sweep is needed, if it is.
+    pub fn finding(&self) -> Option<LightFinding> {
+        self.finding.clone()
+    }
+}
+
+impl SmpCore for LightSweepCore {
+    /// Index into the switches.
+    type Token = usize;
+
+    fn poll_request(&mut self) -> Option<(usize, SmpRequest)> {
+        let (_, path) = *self.switches.get(self.next)?;
+        self.next += 1;
+        Some((self.next - 1, SmpRequest::get(path, AttributeId::SwitchInfo, 0)))
+    }
+
+    fn handle_answer(&mut self, index: usize, answer: Result<[u8; 64], SmpError>) {
+        self.answered += 1;
+        if self.finding.is_some() {
+            return;
         }
-        if finding.is_some() {
-            continue;
-        }
-        finding = match result.map(|smp| SwitchInfoRepr::parse_data(&smp.data)) {
+        let (guid, path) = self.switches[index];
+        self.finding = match answer.map(|data| SwitchInfoRepr::parse_data(&data)) {
             Ok(Ok(si)) if si.port_state_change => Some(LightFinding::PortStateChange { guid, path }),
             Ok(Ok(_)) => None,
             Ok(Err(e)) => Some(LightFinding::Unreadable { guid, path, error: e.to_string() }),
             Err(e) => Some(LightFinding::NoAnswer { guid, path, error: e.to_string() }),
         };
     }
-    finding
+
+    fn is_done(&self) -> bool {
+        self.answered == self.switches.len()
+    }
 }
