@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use crate::sweep::core::{SmpCore, SmpRequest};
 use tracing::debug;
 
 use crate::config::SmConfig;
@@ -151,11 +151,6 @@ struct SetRequest {
     port_before: Option<(PortInfoRepr, PortInfoRepr)>,
 }
 
-async fn run<T: Transport>(client: &SmpClient<T>, req: SetRequest) -> (SetRequest, Result<[u8; 64], SmpError>) {
-    let r = client.dr_set(&req.path, req.attr, req.amod, req.data).await.map(|smp| smp.data);
-    (req, r)
-}
-
 /// Programs everything in `plan`; the returned report counts what was sent.
 pub async fn program<T: Transport>(
     client: &SmpClient<T>,
@@ -215,24 +210,50 @@ pub async fn program<T: Transport>(
     report
 }
 
-/// Gets, up to `MAX_OUTSTANDING` futures at once; `answer` sees each result
+/// Gets, driven by the runtime's driver; `answer` then sees each result
 /// with the key it was asked under.
-async fn read_all<T: Transport, K>(
+async fn read_all<T: Transport, K: Send>(
     client: &SmpClient<T>,
     reads: impl Iterator<Item = (K, DrPath, AttributeId, u32)>,
     mut answer: impl FnMut(K, DrPath, Result<[u8; 64], SmpError>),
 ) {
-    let mut queue = reads;
-    let get = |(key, path, attr, amod): (K, DrPath, AttributeId, u32)| async move {
-        (key, path, client.dr_get(&path, attr, amod).await.map(|smp| smp.data))
-    };
-    let mut in_flight = FuturesUnordered::new();
-    in_flight.extend(queue.by_ref().take(MAX_OUTSTANDING).map(get));
-    while let Some((key, path, result)) = in_flight.next().await {
-        if let Some(next) = queue.next() {
-            in_flight.push(get(next));
-        }
+    // Collected first: the core then holds no closure borrowing the caller.
+    let reads: Vec<_> = reads.collect();
+    let mut core = ReadCore { reads: reads.into_iter(), answers: Vec::new(), outstanding: 0, exhausted: false };
+    crate::runtime::driver::drive(client, &mut core).await;
+    for (key, path, result) in core.answers {
         answer(key, path, result);
+    }
+}
+
+/// Reads as an I/O-free core: one Get per item; the answers are kept, in
+/// the order they came, for the caller.
+struct ReadCore<K, I> {
+    reads: I,
+    answers: Vec<(K, DrPath, Result<[u8; 64], SmpError>)>,
+    outstanding: usize,
+    exhausted: bool,
+}
+
+impl<K, I: Iterator<Item = (K, DrPath, AttributeId, u32)>> SmpCore for ReadCore<K, I> {
+    type Token = (K, DrPath);
+
+    fn poll_request(&mut self) -> Option<((K, DrPath), SmpRequest)> {
+        let Some((key, path, attr, amod)) = self.reads.next() else {
+            self.exhausted = true;
+            return None;
+        };
+        self.outstanding += 1;
+        Some(((key, path), SmpRequest::get(path, attr, amod)))
+    }
+
+    fn handle_answer(&mut self, (key, path): (K, DrPath), answer: Result<[u8; 64], SmpError>) {
+        self.outstanding -= 1;
+        self.answers.push((key, path, answer));
+    }
+
+    fn is_done(&self) -> bool {
+        self.exhausted && self.outstanding == 0
     }
 }
 
@@ -373,44 +394,77 @@ async fn execute<T: Transport>(
     client: &SmpClient<T>,
     subnet: &mut Subnet,
     first: Work,
-    mut targets: impl Iterator<Item = Target>,
+    targets: impl Iterator<Item = Target>,
     ctx: &Ctx<'_>,
     report: &mut ProgramReport,
     cache: &mut LftCache,
 ) {
-    // A future holds its SMP and a big fabric has millions of Sets: they are
-    // built only as room frees up.
-    let Work::Prepared(mut prepared) = first;
-    let mut in_flight = FuturesUnordered::new();
-    loop {
-        while in_flight.len() < MAX_OUTSTANDING {
-            let next = prepared.next().or_else(|| targets.by_ref().find_map(|t| make(subnet, t, ctx, cache)));
-            let Some(req) = next else { break };
-            in_flight.push(run(client, req));
-        }
-        let Some((req, result)) = in_flight.next().await else { break };
+    let Work::Prepared(prepared) = first;
+    let mut pass = SetPass { subnet, prepared, targets, ctx, report, cache, outstanding: 0, exhausted: false };
+    crate::runtime::driver::drive(client, &mut pass).await;
+    debug!(report = ?pass.report, "programming batch done");
+}
+
+/// One programming pass as an I/O-free core: the prepared Sets first, then
+/// each target's Set, built only when the driver has room (a big fabric
+/// has millions of Sets) from the subnet as it is then, and skipped when
+/// the fabric already holds it.
+struct SetPass<'a, 'c, I> {
+    subnet: &'a mut Subnet,
+    prepared: std::vec::IntoIter<SetRequest>,
+    targets: I,
+    ctx: &'a Ctx<'c>,
+    report: &'a mut ProgramReport,
+    cache: &'a mut LftCache,
+    outstanding: usize,
+    exhausted: bool,
+}
+
+impl<I: Iterator<Item = Target>> SmpCore for SetPass<'_, '_, I> {
+    type Token = SetRequest;
+
+    fn poll_request(&mut self) -> Option<(SetRequest, SmpRequest)> {
+        let next = self.prepared.next().or_else(|| {
+            let (subnet, ctx, cache) = (&*self.subnet, self.ctx, &*self.cache);
+            self.targets.by_ref().find_map(|t| make(subnet, t, ctx, cache))
+        });
+        let Some(req) = next else {
+            self.exhausted = true;
+            return None;
+        };
+        self.outstanding += 1;
+        let smp = SmpRequest::set(req.path, req.attr, req.amod, req.data);
+        Some((req, smp))
+    }
+
+    fn handle_answer(&mut self, req: SetRequest, result: Result<[u8; 64], SmpError>) {
+        self.outstanding -= 1;
         let data = match result {
             Ok(d) => d,
             Err(e) => {
-                report.failures += 1;
+                self.report.failures += 1;
                 let (node, port) = match req.target {
                     Target::Port { node, port } | Target::PKeys { node, port } => (node, Some(port)),
                     Target::SwitchInfo { node } => (node, None),
-                    Target::Qos { index } => (ctx.plan.qos[index as usize].node, None),
+                    Target::Qos { index } => (self.ctx.plan.qos[index as usize].node, None),
                     Target::Lft { node, .. } => {
                         // Forget what we believe is there so the next sweep resends it.
-                        cache.tables.remove(&subnet.node(node).guid());
+                        self.cache.tables.remove(&self.subnet.node(node).guid());
                         (node, None)
                     }
                 };
                 let what = Problem::SetFailed { attr: req.attr, amod: req.amod, port, error: e.to_string() };
-                subnet.problems.push(SweepProblem { path: req.path, guid: Some(subnet.node(node).guid()), what });
-                continue;
+                self.subnet.problems.push(SweepProblem {
+                    path: req.path,
+                    guid: Some(self.subnet.node(node).guid()),
+                    what,
+                });
+                return;
             }
         };
         match req.target {
             Target::Port { node, port } => {
-                report.port_sets += 1;
+                self.report.port_sets += 1;
                 let requested = PortInfoRepr::parse_data(&req.data).map(|p| p.port_state).ok();
                 let answered = PortInfoRepr::parse_data(&data).ok();
                 // Judged by what the port answered: a field the device does
@@ -423,42 +477,42 @@ async fn execute<T: Transport>(
                     }
                     _ => req.sm_lid_only,
                 };
-                report.sm_lid_only_sets += sm_lid_only as usize;
+                self.report.sm_lid_only_sets += sm_lid_only as usize;
                 if let (Some((_, wanted)), Some(held)) = (req.port_before, answered) {
-                    cache.ports.insert((subnet.node(node).guid(), port), PortMemo { held, wanted });
+                    self.cache.ports.insert((self.subnet.node(node).guid(), port), PortMemo { held, wanted });
                 }
                 if let Some(now) = answered {
                     match (requested, now.port_state) {
-                        (Some(PortState::Armed), PortState::Armed) => report.armed += 1,
-                        (Some(PortState::Active), PortState::Active) => report.activated += 1,
+                        (Some(PortState::Armed), PortState::Armed) => self.report.armed += 1,
+                        (Some(PortState::Active), PortState::Active) => self.report.activated += 1,
                         _ => {}
                     }
                     // Keep the state the port reports, and what we wrote.
-                    if let Some(slot) = subnet.node_mut(node).ports.get_mut(port as usize) {
+                    if let Some(slot) = self.subnet.node_mut(node).ports.get_mut(port as usize) {
                         slot.info = Some(now);
                     }
                 }
             }
-            Target::PKeys { .. } => report.pkey_sets += 1,
+            Target::PKeys { .. } => self.report.pkey_sets += 1,
             Target::Qos { index } => {
-                let set = &ctx.plan.qos[index as usize];
+                let set = &self.ctx.plan.qos[index as usize];
                 match set.attr {
-                    AttributeId::SlToVlMappingTable => report.sl2vl_sets += 1,
-                    _ => report.vlarb_sets += 1,
+                    AttributeId::SlToVlMappingTable => self.report.sl2vl_sets += 1,
+                    _ => self.report.vlarb_sets += 1,
                 }
-                cache.qos.remember(subnet.node(set.node).guid(), set);
+                self.cache.qos.remember(self.subnet.node(set.node).guid(), set);
             }
             Target::SwitchInfo { node } => {
-                report.switch_info_sets += 1;
+                self.report.switch_info_sets += 1;
                 if let Ok(si) = SwitchInfoRepr::parse_data(&data) {
-                    subnet.node_mut(node).switch_info = Some(si);
+                    self.subnet.node_mut(node).switch_info = Some(si);
                 }
             }
             Target::Lft { node, block } => {
-                report.lft_blocks += 1;
-                let guid = subnet.node(node).guid();
-                let blocks = ctx.plan.top.0 as usize / 64 + 1;
-                let entry = cache.tables.entry(guid).or_default();
+                self.report.lft_blocks += 1;
+                let guid = self.subnet.node(node).guid();
+                let blocks = self.ctx.plan.top.0 as usize / 64 + 1;
+                let entry = self.cache.tables.entry(guid).or_default();
                 if entry.len() < blocks {
                     entry.resize(blocks, UNKNOWN_BLOCK);
                 }
@@ -467,7 +521,10 @@ async fn execute<T: Transport>(
             }
         }
     }
-    debug!(?report, "programming batch done");
+
+    fn is_done(&self) -> bool {
+        self.exhausted && self.outstanding == 0
+    }
 }
 
 /// A block hash no real block has: "we do not know what is there".
@@ -657,20 +714,11 @@ async fn read_pkeys<T: Transport>(
     reads: Vec<(NodeId, u8, DrPath)>,
     report: &mut ProgramReport,
 ) -> Vec<SetRequest> {
-    let mut queue = reads.into_iter();
-    let get = |(id, port, path): (NodeId, u8, DrPath)| async move {
-        // A CA's P_KeyTable modifier is the block number; the port is the
-        // one the SMP arrives on.
-        let r = client.dr_get(&path, AttributeId::PKeyTable, 0).await.map(|smp| smp.data);
-        (id, port, path, r)
-    };
-    let mut in_flight = FuturesUnordered::new();
-    in_flight.extend(queue.by_ref().take(MAX_OUTSTANDING).map(get));
     let mut fixes = Vec::new();
-    while let Some((id, port, path, result)) = in_flight.next().await {
-        if let Some(next) = queue.next() {
-            in_flight.push(get(next));
-        }
+    // A CA's P_KeyTable modifier is the block number; the port is the one
+    // the SMP arrives on.
+    let gets = reads.into_iter().map(|(id, port, path)| ((id, port), path, AttributeId::PKeyTable, 0));
+    read_all(client, gets, |(id, port), path, result| {
         let block = match result
             .map_err(|e| e.to_string())
             .and_then(|d| PKeyTableBlockRepr::parse_data(&d).map_err(|e| e.to_string()))
@@ -681,7 +729,7 @@ async fn read_pkeys<T: Transport>(
                 let what =
                     Problem::ReadFailed { attr: AttributeId::PKeyTable, amod: 0, error: format!("port {port}: {e}") };
                 subnet.problems.push(SweepProblem { path, guid: Some(subnet.node(id).guid()), what });
-                continue;
+                return;
             }
         };
         match with_default_pkey(&block) {
@@ -700,7 +748,8 @@ async fn read_pkeys<T: Transport>(
             }
             None => {}
         }
-    }
+    })
+    .await;
     fixes
 }
 

@@ -3,6 +3,9 @@
 //! window bounds the wire; this bounds memory), answers fed back as they
 //! come.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use futures::stream::{FuturesUnordered, StreamExt};
 
 use crate::program::sets::MAX_OUTSTANDING;
@@ -10,13 +13,21 @@ use crate::sweep::core::{SmpCore, SmpRequest};
 use crate::transport::smp_client::check_response;
 use crate::transport::{SmpClient, SmpTarget, Transport};
 
+type Answer<K> = (K, Result<[u8; 64], crate::transport::SmpError>);
+
 /// Runs `core` until it is done.
-pub async fn drive<T: Transport, C: SmpCore>(client: &SmpClient<T>, core: &mut C) {
-    let mut in_flight = FuturesUnordered::new();
+pub async fn drive<T: Transport, C: SmpCore>(client: &SmpClient<T>, core: &mut C)
+where
+    C::Token: Send,
+{
+    // Boxed with the bounds spelt out: the compiler cannot always prove a
+    // future generic over the core's token Send for every lifetime.
+    let mut in_flight: FuturesUnordered<Pin<Box<dyn Future<Output = Answer<C::Token>> + Send + '_>>> =
+        FuturesUnordered::new();
     loop {
         while in_flight.len() < MAX_OUTSTANDING {
             let Some((token, req)) = core.poll_request() else { break };
-            in_flight.push(send(client, token, req));
+            in_flight.push(Box::pin(send(client, token, req)));
         }
         match in_flight.next().await {
             Some((token, answer)) => core.handle_answer(token, answer),
@@ -30,11 +41,7 @@ pub async fn drive<T: Transport, C: SmpCore>(client: &SmpClient<T>, core: &mut C
     }
 }
 
-async fn send<T: Transport, K>(
-    client: &SmpClient<T>,
-    token: K,
-    req: SmpRequest,
-) -> (K, Result<[u8; 64], crate::transport::SmpError>) {
+async fn send<T: Transport, K>(client: &SmpClient<T>, token: K, req: SmpRequest) -> Answer<K> {
     let answer = client.transport().request(req.to_datagram(client.m_key())).await;
     let r = answer
         .map_err(crate::transport::SmpError::from)
