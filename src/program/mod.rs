@@ -433,29 +433,19 @@ impl std::fmt::Display for InactivePort {
 
 /// Cabled ports between managed nodes that are not ACTIVE.
 fn inactive_ports(subnet: &Subnet) -> Vec<InactivePort> {
-    let mut out = Vec::new();
-    for id in subnet.ids() {
-        let node = subnet.node(id);
-        if node.quarantined.is_some() {
-            continue;
-        }
-        for port in node.external_ports() {
-            let slot = &node.ports[port as usize];
-            let Some((far, _)) = slot.remote else { continue };
-            if subnet.node(far).quarantined.is_some() {
-                continue;
-            }
+    subnet
+        .cabled_ports()
+        .filter(|(_, _, _, (far, _))| subnet.node(*far).quarantined.is_none())
+        .filter_map(|(id, port, slot, _)| {
             let state = slot.info.as_ref().map(|i| i.port_state);
-            if state != Some(PortState::Active) {
-                out.push(InactivePort {
-                    guid: node.guid(),
-                    name: node.name(),
-                    port,
-                    path: node.path_for_port(port),
-                    state,
-                });
-            }
-        }
-    }
-    out
+            let node = subnet.node(id);
+            (state != Some(PortState::Active)).then(|| InactivePort {
+                guid: node.guid(),
+                name: node.name(),
+                port,
+                path: node.path_for_port(port),
+                state,
+            })
+        })
+        .collect()
 }

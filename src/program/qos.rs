@@ -31,20 +31,8 @@ pub fn data_vls(code: u8) -> u8 {
 
 /// The VLs every link of the managed fabric can run: the engine's budget.
 pub fn vl_budget(subnet: &Subnet, config: &SmConfig) -> u8 {
-    let mut budget = data_vls(config.max_op_vls);
-    for id in subnet.ids() {
-        let node = subnet.node(id);
-        if node.quarantined.is_some() {
-            continue;
-        }
-        for port in node.external_ports() {
-            let slot = &node.ports[port as usize];
-            if let (Some(info), Some(_)) = (&slot.info, slot.remote) {
-                budget = budget.min(data_vls(info.vl_cap));
-            }
-        }
-    }
-    budget.max(1)
+    let caps = subnet.cabled_ports().filter_map(|(_, _, slot, _)| slot.info.as_ref().map(|i| data_vls(i.vl_cap)));
+    caps.fold(data_vls(config.max_op_vls), u8::min).max(1)
 }
 
 /// The table for a port running `vls` data VLs.

@@ -286,6 +286,18 @@ impl Subnet {
     pub fn ids(&self) -> impl Iterator<Item = NodeId> {
         (0..self.nodes.len() as u32).map(NodeId)
     }
+    /// The cabled external ports of the nodes the SM manages: (node, port
+    /// number, the port, the far end).
+    pub fn cabled_ports(&self) -> impl Iterator<Item = (NodeId, u8, &SubnetPort, (NodeId, u8))> + '_ {
+        self.ids().filter(move |&id| self.node(id).quarantined.is_none()).flat_map(move |id| {
+            let node = self.node(id);
+            node.external_ports().filter_map(move |port| {
+                let slot = &node.ports[port as usize];
+                slot.remote.map(|far| (id, port, slot, far))
+            })
+        })
+    }
+
     pub fn switches(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.ids().filter(|&id| self.node(id).is_switch())
     }

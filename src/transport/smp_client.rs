@@ -82,8 +82,7 @@ impl<T: Transport> SmpClient<T> {
         amod: u32,
         data: [u8; SMP_DATA_LEN],
     ) -> Result<SmpRepr, SmpError> {
-        let smp = SmpRepr::directed_request(Method::Get, attr, amod, *path, self.m_key, data);
-        self.exchange(SmpTarget::Directed(*path), MadAddress::smi_permissive(), smp).await
+        self.directed(Method::Get, path, attr, amod, data).await
     }
 
     /// SubnSet(attr, amod) along a directed route; returns the GetResp.
@@ -94,7 +93,18 @@ impl<T: Transport> SmpClient<T> {
         amod: u32,
         data: [u8; SMP_DATA_LEN],
     ) -> Result<SmpRepr, SmpError> {
-        let smp = SmpRepr::directed_request(Method::Set, attr, amod, *path, self.m_key, data);
+        self.directed(Method::Set, path, attr, amod, data).await
+    }
+
+    async fn directed(
+        &self,
+        method: Method,
+        path: &DrPath,
+        attr: AttributeId,
+        amod: u32,
+        data: [u8; SMP_DATA_LEN],
+    ) -> Result<SmpRepr, SmpError> {
+        let smp = SmpRepr::directed_request(method, attr, amod, *path, self.m_key, data);
         self.exchange(SmpTarget::Directed(*path), MadAddress::smi_permissive(), smp).await
     }
 
