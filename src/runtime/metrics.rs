@@ -30,6 +30,7 @@ pub struct Metrics {
     smp_timeouts: IntGaugeVec,
     sm_state: IntGauge,
     refused: IntCounterVec,
+    takeover_sets: IntGaugeVec,
 }
 
 impl Metrics {
@@ -63,8 +64,17 @@ impl Metrics {
             &["class"],
         )
         .unwrap();
+        let takeover_sets = IntGaugeVec::new(
+            Opts::new(
+                "takeover_sets",
+                "Sets the last takeover sent: all, those changing more than MasterSMLID, LFT blocks read",
+            ),
+            &["kind"],
+        )
+        .unwrap();
         for c in [
             Box::new(subnet_up.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(takeover_sets.clone()),
             Box::new(sm_state.clone()),
             Box::new(refused.clone()),
             Box::new(nodes.clone()),
@@ -91,6 +101,7 @@ impl Metrics {
             smp_timeouts,
             sm_state,
             refused,
+            takeover_sets,
         }
     }
 
@@ -112,6 +123,12 @@ impl Metrics {
         self.ports_inactive.set(report.inactive.len() as i64);
         self.max_lid.set(i64::from(report.lids.max_lid.0));
         self.sweep_problems.set(report.problems().len() as i64);
+        if report.mode == crate::program::MasterMode::Takeover {
+            let p = &report.program;
+            self.takeover_sets.with_label_values(&["all"]).set(p.sets() as i64);
+            self.takeover_sets.with_label_values(&["changing"]).set(p.changing_sets() as i64);
+            self.takeover_sets.with_label_values(&["lft_reads"]).set(p.lft_reads as i64);
+        }
     }
 
     pub fn light_sweep(&self) {
@@ -196,5 +213,16 @@ mod tests {
         assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
         assert!(out.contains("ibsm_sweeps_total{kind=\"light\"} 1"), "{out}");
         assert!(out.contains("ibsm_subnet_up 0"), "{out}");
+    }
+
+    #[test]
+    fn election_state_and_refusals_are_exported() {
+        let m = Metrics::new();
+        m.sm_state(2);
+        m.refused(0x03);
+        m.refused(0x03);
+        let text = m.render();
+        assert!(text.contains("ibsm_sm_state 2"), "{text}");
+        assert!(text.contains("ibsm_mads_refused_total{class=\"SubnAdm\"} 2"), "{text}");
     }
 }
