@@ -23,10 +23,10 @@ use ibsm::types::Lid;
 
 const TOPO: &str = "fattree2:radix=8,leaves=4,spines=2,hosts=4";
 
-/// Four attempts fit in one 200 ms poll interval, so under loss a poll
+/// Four attempts fit in one 500 ms poll interval, so under loss a poll
 /// misses only when all four are lost, as with the defaults (2 s interval).
 fn txn() -> TxnConfig {
-    TxnConfig { window: 16, timeout: Duration::from_millis(40), retries: 3, ..TxnConfig::default() }
+    TxnConfig { window: 16, timeout: Duration::from_millis(100), retries: 3, ..TxnConfig::default() }
 }
 
 struct Sm {
@@ -40,7 +40,7 @@ fn start_sm(fabric: &SharedFabric, node: NodeIdx, priority: u8) -> Sm {
     let (transport, unsolicited) = MadTransport::spawn(dev, txn());
     let mut config = Config::default();
     config.sm.priority = priority;
-    config.sm.sminfo_polling_timeout_ms = 200;
+    config.sm.sminfo_polling_timeout_ms = 500;
     config.sm.polling_retry_number = 3;
     config.sm.sweep_interval_s = 1;
     let options = RunOptions { persist_lids: false, ..RunOptions::default() };
@@ -69,10 +69,19 @@ impl Probe {
         Probe { client: SmpClient::new(t), _unsolicited: unsolicited }
     }
 
+    /// Asks again when the question itself timed out (a loaded machine can
+    /// starve the threads past four attempts); an SM that is gone answers
+    /// at once with a status, which is not asked again.
     async fn sm_info(&self, fabric: &SharedFabric, sm: PortRef) -> Option<SmInfoRepr> {
         let lid = fabric.lock().unwrap().lid_of(sm).ok().filter(|l| l.is_unicast())?;
-        let smp = self.client.lid_get(lid, AttributeId::SmInfo, 0).await.ok()?;
-        SmInfoRepr::parse_bytes(&smp.data).ok()
+        for _ in 0..3 {
+            match self.client.lid_get(lid, AttributeId::SmInfo, 0).await {
+                Ok(smp) => return SmInfoRepr::parse_bytes(&smp.data).ok(),
+                Err(ibsm::transport::SmpError::Transport(ibsm::transport::TransportError::Timeout { .. })) => {}
+                Err(_) => return None,
+            }
+        }
+        None
     }
 
     async fn state(&self, fabric: &SharedFabric, sm: PortRef) -> Option<SmState> {
@@ -263,10 +272,10 @@ async fn ten_percent_loss_makes_no_false_takeover() {
     // Every MAD anywhere, requests and answers, is lost one time in ten.
     let rule = fabric.lock().unwrap().add_rule(Rule::drop_with(Match::any(), 0.10));
     let sets = programming_sets(&fabric);
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
     fabric.lock().unwrap().remove_rule(rule);
     let polled = fabric.lock().unwrap().smp_count(AttributeId::SmInfo, Method::Get) - polls;
-    assert!(polled >= 20, "only {polled} polls: the test proves nothing");
+    assert!(polled >= 15, "only {polled} polls: the test proves nothing");
     assert_eq!(probe.state(&fabric, bp).await, Some(SmState::Standby), "false takeover under loss");
     assert_eq!(probe.state(&fabric, a.port).await, Some(SmState::Master));
     assert_eq!(programming_sets(&fabric), sets, "the standby programmed");

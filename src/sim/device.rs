@@ -141,7 +141,7 @@ impl MadDevice for SimDevice {
             if got.is_some() || now >= deadline {
                 return Ok(got);
             }
-            std::thread::sleep(Duration::from_micros(200).min(deadline - now));
+            std::thread::sleep(Duration::from_millis(1).min(deadline - now));
         }
     }
 
