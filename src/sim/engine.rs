@@ -109,6 +109,11 @@ impl Fabric {
         self.now = self.now.max(until);
     }
 
+    /// When the next event is due, if any.
+    pub fn next_event(&self) -> Option<Duration> {
+        self.queue.peek().map(|s| s.at)
+    }
+
     /// Runs events for `d` of virtual time.
     pub fn advance(&mut self, d: Duration) {
         self.advance_to(self.now + d);

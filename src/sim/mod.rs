@@ -31,11 +31,13 @@ pub mod fault;
 mod profile;
 mod route;
 mod sma;
+mod virtual_transport;
 
 pub use device::{NodeSel, SimDevice};
 pub use drive::{drive_core, DriveError, Driven};
 pub use fabric::{Fabric, FabricBuilder, SharedFabric};
 pub use fault::{Action, Direction, Match, Rule, RuleHandle};
+pub use virtual_transport::{VirtualClock, VirtualTransport};
 
 use crate::topology::{NodeIdx, PortRef};
 use crate::types::Lid;
