@@ -2,7 +2,7 @@
 //! failover, handover, three SMs and loss, judged from the fabric's side and
 //! by SubnGet(SMInfo) from a third port, as `sminfo` would.
 //!
-//! Real time with short election timers (poll 200 ms, 3 misses): the
+//! Real time with short election timers (poll 500 ms, 3 misses): the
 //! runtimes' timers are tokio's while the fabric keeps its own virtual
 //! clock, as in tests/service_sim.rs. The election logic itself is tested
 //! in virtual time in src/election/tests.rs. No assertion depends on how

@@ -574,7 +574,9 @@ impl Election {
             (_, Event::OwnPort { .. }) => {}
 
             // SubnSet(SMInfo) from another SM.
-            (state, Event::Control { control, from, addr }) => self.on_control(now, state, control, from, addr),
+            (_, Event::Control { control, from, addr }) => {
+                self.control(now, control, from, addr);
+            }
 
             // Our HANDOVER's answer.
             (State::Master, Event::HandoverSent { to, result }) => self.on_handover_sent(now, to, result),
@@ -833,38 +835,53 @@ impl Election {
         }
     }
 
-    fn on_control(&mut self, now: Duration, state: State, control: SmControl, from: SmInfoRepr, addr: PeerAddr) {
+    /// A SubnSet(SMInfo) from another SM; whether it was accepted (the
+    /// runtime answers a refused one with an error status).
+    pub fn control(&mut self, now: Duration, control: SmControl, from: SmInfoRepr, addr: PeerAddr) -> bool {
+        let state = self.state;
         if from.sm_key != self.cfg.sm_key {
-            return self.report(ElectionError::WrongKey { control, from: from.guid, addr });
+            self.report(ElectionError::WrongKey { control, from: from.guid, addr });
+            return false;
         }
         // A sender we know is answered over the path discovery found.
-        let known = self.watch.map(|w| w.master).into_iter().chain(self.peers.iter().copied());
-        let addr = known.filter(|p| p.info.guid == from.guid).map(|p| p.addr).next().unwrap_or(addr);
+        let known_peer = self
+            .watch
+            .map(|w| w.master)
+            .into_iter()
+            .chain(self.peers.iter().copied())
+            .find(|p| p.info.guid == from.guid);
+        let addr = known_peer.map(|p| p.addr).unwrap_or(addr);
         let peer = Peer { info: from, addr };
         let cause = TransitionCause::Control { control, from: from.guid };
-        let stranger =
-            |expected: String| ElectionError::ControlFromStranger { control, from: from.guid, addr, expected };
+        let refuse = |e: &mut Self, expected: &str| {
+            let expected = expected.to_string();
+            e.report(ElectionError::ControlFromStranger { control, from: from.guid, addr, expected });
+            false
+        };
         match (state, control) {
-            // Our master (or, while discovering, any master) gives us the subnet.
+            // Our master (or, while discovering, any master: OpenSM hands
+            // over to a discovering SM) gives us the subnet.
             (State::Standby | State::Discovering, SmControl::Handover) => {
                 let expected = self.watch.map(|w| w.master.info.guid);
                 if state == State::Standby && expected.is_some_and(|g| g != from.guid) {
-                    return self.report(stranger(format!("our master {}", expected.unwrap_or_default())));
+                    return refuse(self, &format!("our master {}", expected.unwrap_or_default()));
                 }
                 // The ACKNOWLEDGE comes from the standby that was handed the
                 // subnet (OpenSM refuses one whose sender says MASTER).
-                let from = SmInfoRepr { sm_state: SmState::Standby, ..self.own_info() };
+                let ack = SmInfoRepr { sm_state: SmState::Standby, ..self.own_info() };
                 self.takeover = true;
                 self.change_state(now, State::Master, cause);
-                self.actions.push_back(Action::Send { to: peer, control: SmControl::Acknowledge, from });
+                self.actions.push_back(Action::Send { to: peer, control: SmControl::Acknowledge, from: ack });
                 // Take charge through a discovery of our own; a running one
                 // (while discovering) serves.
                 self.start_discovery();
+                true
             }
             // Already master (another master stepping down to us): say so.
             (State::Master, SmControl::Handover) => {
-                let from = self.own_info();
-                self.actions.push_back(Action::Send { to: peer, control: SmControl::Acknowledge, from });
+                let ack = self.own_info();
+                self.actions.push_back(Action::Send { to: peer, control: SmControl::Acknowledge, from: ack });
+                true
             }
             (State::Master, SmControl::Acknowledge) => match self.handing_over {
                 Some(to) if to.info.guid == from.guid => {
@@ -872,31 +889,46 @@ impl Election {
                     self.handover_backoff.remove(&from.guid);
                     let to = Peer { info: SmInfoRepr { sm_state: SmState::Master, ..from }, addr: to.addr };
                     self.watch(now, to, false, TransitionCause::HandedOver { to });
+                    true
                 }
-                Some(to) => self.report(stranger(format!("the SM we handed over to, {}", to.info.guid))),
-                None => self.report(stranger("an SM we handed over to (we handed over to none)".into())),
+                Some(to) => refuse(self, &format!("the SM we handed over to, {}", to.info.guid)),
+                None => refuse(self, "an SM we handed over to (we handed over to none)"),
             },
             // The new master's ACKNOWLEDGE after we took its GetResp as one.
             (State::Standby, SmControl::Acknowledge) if self.watch.is_some_and(|w| w.master.info.guid == from.guid) => {
+                true
             }
-            // A master asks us to move out of the way; a master obeys only
-            // an SM that outranks it.
+            // A master moves only for an SM that outranks it, and anyone
+            // only for an SM our discovery found (or our master).
             (_, SmControl::Disable | SmControl::Standby | SmControl::Discover)
                 if state == State::Master && !from.outranks(&self.own_info()) =>
             {
-                self.report(stranger("an SM that outranks us".into()))
+                refuse(self, "an SM that outranks us")
             }
-            (_, SmControl::Disable) => self.change_state(now, State::NotActive, cause),
-            (State::Standby, SmControl::Standby) => {}
-            (_, SmControl::Standby | SmControl::Discover) => self.change_state(now, State::Discovering, cause),
-            (_, SmControl::Unknown(code)) => self.report(ElectionError::UnknownControl { code, from: from.guid, addr }),
-            (state, control) => self.report(ElectionError::Unexpected {
-                state,
-                event: match control {
+            (_, SmControl::Disable | SmControl::Standby | SmControl::Discover) if known_peer.is_none() => {
+                refuse(self, "an SM our discovery found")
+            }
+            (_, SmControl::Disable) => {
+                self.change_state(now, State::NotActive, cause);
+                true
+            }
+            (State::Standby, SmControl::Standby) => true,
+            (_, SmControl::Standby | SmControl::Discover) => {
+                self.change_state(now, State::Discovering, cause);
+                true
+            }
+            (_, SmControl::Unknown(code)) => {
+                self.report(ElectionError::UnknownControl { code, from: from.guid, addr });
+                false
+            }
+            (state, control) => {
+                let event = match control {
                     SmControl::Handover => "Control(HANDOVER)",
                     _ => "Control(ACKNOWLEDGE)",
-                },
-            }),
+                };
+                self.report(ElectionError::Unexpected { state, event });
+                false
+            }
         }
     }
 }

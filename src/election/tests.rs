@@ -528,9 +528,11 @@ fn a_flapping_higher_priority_sm_never_makes_two_masters() {
 fn controls_with_a_wrong_key_or_from_strangers_are_refused() {
     let keyed = ElectionConfig { sm_key: 0x1234, ..cfg(5) };
     let mut e = Election::new(keyed, guid(0));
-    e.handle(Duration::ZERO, Event::DiscoveryDone { peers: vec![] });
-    assert_eq!(e.state(), State::Master);
     let addr = PeerAddr { lid: Lid(9), path: None };
+    // Discovery found SM 7, not active: it may control us, if it outranks us.
+    let seven = SmInfoRepr { guid: guid(7), sm_key: 0x1234, act_count: 0, priority: 15, sm_state: SmState::NotActive };
+    e.handle(Duration::ZERO, Event::DiscoveryDone { peers: vec![Peer { info: seven, addr }] });
+    assert_eq!(e.state(), State::Master);
     let rogue = SmInfoRepr { guid: guid(7), sm_key: 0x9999, act_count: 0, priority: 15, sm_state: SmState::Master };
     e.handle(S, Event::Control { control: SmControl::Disable, from: rogue, addr });
     assert_eq!(e.state(), State::Master, "wrong key");
@@ -542,6 +544,10 @@ fn controls_with_a_wrong_key_or_from_strangers_are_refused() {
     e.handle(3 * S, Event::Control { control: SmControl::Acknowledge, from: low, addr });
     assert_eq!(e.state(), State::Master);
     e.handle(4 * S, Event::Control { control: SmControl::Unknown(77), from: low, addr });
+    // The right key and a high priority, from a port no discovery found an SM on.
+    let stranger = SmInfoRepr { guid: guid(8), priority: 15, ..low };
+    assert!(!e.control(4 * S, SmControl::Disable, stranger, addr), "refused, and the runtime says so");
+    assert_eq!(e.state(), State::Master, "an SM nobody found");
     let reports: Vec<ElectionError> = std::iter::from_fn(|| e.poll_action())
         .filter_map(|a| if let Action::Report(r) = a { Some(r) } else { None })
         .collect();
@@ -549,12 +555,17 @@ fn controls_with_a_wrong_key_or_from_strangers_are_refused() {
     assert!(matches!(reports[1], ElectionError::ControlFromStranger { .. }), "{reports:?}");
     assert!(matches!(reports[2], ElectionError::ControlFromStranger { .. }), "{reports:?}");
     assert!(matches!(reports[3], ElectionError::UnknownControl { code: 77, .. }), "{reports:?}");
+    assert!(
+        matches!(&reports[4], ElectionError::ControlFromStranger { from, expected, .. }
+            if *from == guid(8) && expected.contains("discovery found")),
+        "{reports:?}"
+    );
     // SM_Key is shown only to a requester that presents it.
     assert_eq!(e.sm_info(false).sm_key, 0);
     assert_eq!(e.sm_info(true).sm_key, 0x1234);
     // The right key from a higher-ranked SM is obeyed.
     let high = SmInfoRepr { priority: 15, ..low };
-    e.handle(5 * S, Event::Control { control: SmControl::Disable, from: high, addr });
+    assert!(e.control(5 * S, SmControl::Disable, high, addr));
     assert_eq!(e.state(), State::NotActive);
     e.handle(6 * S, Event::Control { control: SmControl::Discover, from: high, addr });
     assert_eq!(e.state(), State::Discovering);

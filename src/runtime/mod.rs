@@ -484,22 +484,19 @@ impl<T: Transport + Clone> Owner<T> {
                 // the path its own discovery found for a known sender.
                 let lid = if dgram.addr.lid.is_unicast() { dgram.addr.lid } else { Lid(0) };
                 let addr = PeerAddr { lid, path: None };
+                let key_ok = payload.as_ref().is_ok_and(|from| from.sm_key == self.config.sm.sm_key);
                 let status = match payload {
-                    Ok(from) => {
-                        let key_ok = from.sm_key == self.config.sm.sm_key;
-                        self.election.handle(now, Event::Control { control, from, addr });
-                        if key_ok {
-                            0
-                        } else {
-                            status::INVALID_FIELD
-                        }
-                    }
+                    // Refused (a wrong key, a stranger, a control our state
+                    // does not take) is answered with an error status, as
+                    // OpenSM answers the controls it refuses.
+                    Ok(from) if self.election.control(now, control, from, addr) => 0,
+                    Ok(_) => status::INVALID_FIELD,
                     Err(e) => {
                         error!(lid = %dgram.addr.lid, control = ?control, error = %e, "SubnSet(SMInfo) with an unreadable payload; ignored");
                         status::INVALID_FIELD
                     }
                 };
-                let info = self.election.sm_info(status == 0);
+                let info = self.election.sm_info(key_ok);
                 self.reply(
                     &dgram,
                     dispatch::smp_response(&req, Method::GetResp, status, dispatch::sm_info_data(&info)),
