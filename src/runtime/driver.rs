@@ -14,6 +14,7 @@ use crate::transport::smp_client::check_response;
 use crate::transport::{SmpClient, SmpTarget, Transport};
 
 type Answer<K> = (K, Result<[u8; 64], crate::transport::SmpError>);
+type InFlight<'a, K> = Pin<Box<dyn Future<Output = Answer<K>> + Send + 'a>>;
 
 /// Runs `core` until it is done.
 pub async fn drive<T: Transport, C: SmpCore>(client: &SmpClient<T>, core: &mut C)
@@ -22,8 +23,7 @@ where
 {
     // Boxed with the bounds spelt out: the compiler cannot always prove a
     // future generic over the core's token Send for every lifetime.
-    let mut in_flight: FuturesUnordered<Pin<Box<dyn Future<Output = Answer<C::Token>> + Send + '_>>> =
-        FuturesUnordered::new();
+    let mut in_flight: FuturesUnordered<InFlight<'_, C::Token>> = FuturesUnordered::new();
     loop {
         while in_flight.len() < MAX_OUTSTANDING {
             let Some((token, req)) = core.poll_request() else { break };
