@@ -138,6 +138,16 @@ fn programming_sets(fabric: &SharedFabric) -> u64 {
     f.smp_counts().iter().filter(|((a, m), _)| *m == Method::Set && *a != AttributeId::SmInfo).map(|(_, n)| n).sum()
 }
 
+/// Every end port comes to point at the new master, every port is ACTIVE
+/// and no LID moved from `before`.
+async fn ports_follow(topo: &Topology, fabric: &SharedFabric, before: &HashMap<PortRef, Lid>, master: PortRef) {
+    wait_for("ports point at the new master", Duration::from_secs(10), async || {
+        master_sm_lids(topo, fabric) == vec![before[&master]]
+    })
+    .await;
+    assert_eq!(&lids_if_up(topo, fabric).expect("every port ACTIVE"), before, "no LID moved");
+}
+
 fn master_sm_lids(topo: &Topology, fabric: &SharedFabric) -> Vec<Lid> {
     let f = fabric.lock().unwrap();
     let mut v: Vec<Lid> =
@@ -208,11 +218,7 @@ async fn a_higher_priority_sm_is_handed_the_subnet_with_no_gap() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     eprintln!("handover done {:?} after B started", start.elapsed());
-    wait_for("ports point at B", Duration::from_secs(10), async || {
-        master_sm_lids(&topo, &fabric) == vec![before[&b.port]]
-    })
-    .await;
-    assert_eq!(lids_if_up(&topo, &fabric).expect("every port ACTIVE"), before);
+    ports_follow(&topo, &fabric, &before, b.port).await;
     kill(a).await;
     kill(b).await;
 }
@@ -248,11 +254,7 @@ async fn of_two_standbys_exactly_one_takes_over() {
         assert_eq!(probe.state(&fabric, winner).await, Some(SmState::Master));
         tokio::time::sleep(Duration::from_millis(40)).await;
     }
-    wait_for("ports point at the winner", Duration::from_secs(10), async || {
-        master_sm_lids(&topo, &fabric) == vec![before[&winner]]
-    })
-    .await;
-    assert_eq!(lids_if_up(&topo, &fabric).expect("every port ACTIVE"), before);
+    ports_follow(&topo, &fabric, &before, winner).await;
     kill(b).await;
     kill(c).await;
 }
