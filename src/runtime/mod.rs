@@ -28,6 +28,7 @@ pub mod snapshot;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -127,7 +128,8 @@ struct Owner<T: Transport + Clone> {
     discovered: Option<Discovered>,
     /// A master sweep ran before: later ones are `Continuing`.
     took_charge: bool,
-    last: Option<SweepReport>,
+    /// The last published snapshot (its report is what `run` returns).
+    last: Option<Arc<snapshot::Snapshot>>,
     was_up: bool,
     next_sweep: Option<Duration>,
     attempts: u32,
@@ -213,7 +215,10 @@ pub async fn run<T: Transport + Clone>(
         tokio::select! {
             _ = &mut shutdown => {
                 info!("shutting down");
-                return owner.last.take().ok_or_else(|| RunError::NotUp {
+                // The publication point still holds the snapshot: its report
+                // is copied once, here, rather than at every sweep.
+                let last = owner.last.take().map(|s| s.sweep.clone());
+                return last.ok_or_else(|| RunError::NotUp {
                     attempts: owner.attempts,
                     reasons: vec![NotUpReason::Stopped(format!(
                         "stopped in {} before a sweep completed",
@@ -451,14 +456,14 @@ impl<T: Transport + Clone> Owner<T> {
         let local = self.transport.local_port();
         let master_lid = report.subnet.sm_port.and_then(|(n, p)| report.subnet.current_lid(n, p)).unwrap_or(local.lid);
         self.published += 1;
-        self.options.snapshots.publish(snapshot::Snapshot {
+        let published = self.options.snapshots.publish(snapshot::Snapshot {
             sequence: self.published,
             taken_at: std::time::SystemTime::now(),
             master: local.port_guid,
             master_lid,
-            sweep: report.clone(),
+            sweep: report,
         });
-        self.last = Some(report);
+        self.last = Some(published);
         None
     }
 
