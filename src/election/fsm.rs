@@ -497,9 +497,12 @@ impl Election {
             State::Standby => self.schedule_poll(now),
             State::Master => {
                 self.watch = None;
+                self.lower_master_looks = 0;
                 self.activity();
             }
             State::Discovering => {
+                // The old master is no one to answer to any more.
+                self.watch = None;
                 self.handing_over = None;
                 self.start_discovery();
             }
@@ -582,6 +585,7 @@ impl Election {
             (State::Master, Event::HandoverSent { to, result }) => self.on_handover_sent(now, to, result),
             (_, Event::HandoverSent { .. }) => {}
 
+            (State::Master, Event::OperatorHandover) if self.handing_over.is_some() => {}
             (State::Master, Event::OperatorHandover) => {
                 let best = self.handover_candidate(now, true);
                 match best {
@@ -609,10 +613,12 @@ impl Election {
                     // its SMInfo): hand over now rather than at the next
                     // sweep, if we would hand over to it at all.
                     let me = self.own_info();
+                    // (An SM of another key takes no part: see valid_peers.)
                     let eligible = peer.info.sm_state == SmState::Standby
                         && peer.info.outranks(&me)
+                        && (self.cfg.sm_key == 0 || peer.info.sm_key == self.cfg.sm_key)
                         && self.cfg.master_preemption
-                        && self.handover_backoff.get(&peer.info.guid).is_none_or(|&(until, _)| now >= until);
+                        && !self.backing_off(now, peer.info.guid);
                     if eligible {
                         self.start_discovery();
                     }
@@ -662,7 +668,10 @@ impl Election {
                     self.takeover = true;
                     return self.watch(now, master, false, TransitionCause::MasterFound { master });
                 }
-                let live = peers.iter().filter(|p| matches!(p.info.sm_state, SmState::Standby | SmState::Discovering));
+                let live = peers.iter().filter(|p| {
+                    matches!(p.info.sm_state, SmState::Standby | SmState::Discovering)
+                        && !self.backing_off(now, p.info.guid)
+                });
                 if let Some(peer) = Self::best(live).filter(|p| p.info.outranks(&me)) {
                     return self.watch(now, peer, true, TransitionCause::HigherRankedFound { peer });
                 }
@@ -718,10 +727,16 @@ impl Election {
         (eligible && (operator || !backing_off)).then_some(best)
     }
 
-    fn hand_over(&mut self, _now: Duration, to: Peer) {
+    fn hand_over(&mut self, now: Duration, to: Peer) {
         self.handing_over = Some(to);
+        // However the send ends, the wait ends too.
+        self.arm(Timer::HandoverAck, now + self.cfg.handover_timeout);
         let from = self.own_info();
         self.actions.push_back(Action::Send { to, control: SmControl::Handover, from });
+    }
+
+    fn backing_off(&self, now: Duration, guid: Guid) -> bool {
+        self.handover_backoff.get(&guid).is_some_and(|&(until, _)| now < until)
     }
 
     fn back_off(&mut self, now: Duration, guid: Guid) {
@@ -765,6 +780,7 @@ impl Election {
     fn on_poll_answer(&mut self, now: Duration, info: SmInfoRepr) {
         let Some(mut w) = self.watch else { return };
         w.polling = false;
+        self.last_poll_failure = None;
         let master = Peer { info, ..w.master };
         if info.guid != w.master.info.guid {
             // Another SM answers at the master's port now.
@@ -801,7 +817,11 @@ impl Election {
                 w.answered = true;
                 w.awaiting = Some(n + 1);
             }
-            (now_state, _) => {
+            (now_state, awaiting) => {
+                if awaiting.is_some() && now_state != SmState::Master {
+                    // It never became master: do not wait for it again at once.
+                    self.back_off(now, master.info.guid);
+                }
                 self.watch = Some(w);
                 return self.change_state(
                     now,

@@ -136,6 +136,8 @@ struct Owner<T: Transport + Clone> {
     refused: BTreeMap<Refusal, u64>,
     /// Snapshots published so far.
     published: u64,
+    /// Problems the last discovery logged (programming's follow them).
+    discovery_problems: usize,
     /// Remote-SM read failures already logged (each once).
     logged_remote: HashSet<(crate::types::Guid, String)>,
 }
@@ -179,6 +181,7 @@ pub async fn run<T: Transport + Clone>(
         attempts: 0,
         refused: BTreeMap::new(),
         published: 0,
+        discovery_problems: 0,
         logged_remote: HashSet::new(),
     };
     let mut operator = if owner.options.operator_signals {
@@ -240,7 +243,7 @@ pub async fn run<T: Transport + Clone>(
                     owner.election.handle(now, e);
                 }
             }
-            _ = sleep => owner.on_wake(),
+            _ = sleep => owner.on_wake(job.is_some()),
             Some(()) = operator_asks => {
                 info!("operator asks for a handover (SIGUSR1)");
                 let now = owner.now();
@@ -318,7 +321,7 @@ impl<T: Transport + Clone> Owner<T> {
                 if to == State::Master && from != State::Master {
                     self.next_sweep = None;
                 }
-                if self.options.once && to == State::Standby {
+                if self.options.once && matches!(to, State::Standby | State::NotActive) {
                     let master = self.election.master().map(|p| p.to_string()).unwrap_or_default();
                     return Some(Err(RunError::OtherMaster { master }));
                 }
@@ -329,10 +332,12 @@ impl<T: Transport + Clone> Owner<T> {
         None
     }
 
-    fn on_wake(&mut self) {
+    /// Timers. The sweep interval waits while a sweep runs or is queued: a
+    /// light sweep must not slip between a discovery and its programming.
+    fn on_wake(&mut self, sweeping: bool) {
         let now = self.now();
         self.election.handle_timeout(now);
-        if self.next_sweep.is_some_and(|at| at <= now) {
+        if !sweeping && self.queue.is_empty() && self.next_sweep.is_some_and(|at| at <= now) {
             self.next_sweep = None;
             if self.election.state() != State::Master {
                 return;
@@ -349,6 +354,12 @@ impl<T: Transport + Clone> Owner<T> {
         let now = self.now();
         match done {
             SweepDone::Discovered(Ok(found)) => {
+                // Discovery's problems are logged here, standby or not;
+                // programming's after it.
+                for p in &found.subnet.problems {
+                    warn!(problem = %p, "sweep problem");
+                }
+                self.discovery_problems = found.subnet.problems.len();
                 let peers = self.peers(&found);
                 self.discovered = Some(*found);
                 self.election.handle(now, Event::DiscoveryDone { peers });
@@ -363,7 +374,15 @@ impl<T: Transport + Clone> Owner<T> {
                 self.election.handle(now, Event::Programmed);
                 return self.on_programmed(*report);
             }
-            SweepDone::Programmed(Err(e)) => return Some(Err(e.into())),
+            // A sweep that could not program (routing, LID configuration)
+            // ends `--once`; the service says so and tries again next interval.
+            SweepDone::Programmed(Err(e)) if self.options.once => return Some(Err(e.into())),
+            SweepDone::Programmed(Err(e)) => {
+                error!(error = %e, "heavy sweep could not program the fabric; trying again next interval");
+                self.election.handle(now, Event::Programmed);
+                self.next_sweep = Some(now + self.interval().unwrap_or(Duration::from_secs(1)));
+                self.was_up = false;
+            }
             SweepDone::LightSwept(verdict) => {
                 if let Some(m) = &self.options.metrics {
                     m.light_sweep();
@@ -431,9 +450,8 @@ impl<T: Transport + Clone> Owner<T> {
                 warn!(port = %p, "port not active");
             }
         }
-        // The one place a sweep's problems are logged.
-        for p in report.problems() {
-            warn!(problem = %p, "sweep problem");
+        for p in report.problems().iter().skip(self.discovery_problems) {
+            warn!(problem = %p, "programming problem");
         }
         self.was_up = up;
         if self.options.once {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::sweep::core::{SmpCore, SmpRequest};
 use crate::transport::smp_client::check_response;
 use crate::transport::txn::{Received, Transactions, TxnConfig, TxnError};
-use crate::transport::{DeviceError, MadDevice, SmpError, SmpTarget, TransportError};
+use crate::transport::{DeviceError, MadDevice, SmpError, SmpTarget};
 
 /// How a driven core went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,11 +68,7 @@ pub fn drive_core<D: MadDevice, C: SmpCore>(
             }
         }
         for ((token, _), e) in txns.handle_timeout(dev.now()) {
-            let e = match e {
-                TxnError::Timeout { attempts, mad } => TransportError::Timeout { attempts, mad },
-                TxnError::Malformed(w) => TransportError::Malformed(w),
-            };
-            core.handle_answer(token, Err(SmpError::Transport(e)));
+            core.handle_answer(token, Err(SmpError::Transport(e.into())));
         }
     }
     Err(DriveError::StepCap { steps: max_steps, requests, outstanding: txns.pending() })

@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::{SharedFabric, SimDevice};
-use crate::transport::txn::{Received, Transactions, TxnConfig, TxnError};
+use crate::transport::txn::{Received, Transactions, TxnConfig};
 use crate::transport::{Datagram, LocalPort, MadDevice, MadSummary, Transport, TransportError, TransportStats};
 
 /// The fabric's time as tokio's: create one per fabric, before any
@@ -57,6 +57,8 @@ struct State {
     txns: Transactions<Reply>,
     unsolicited: mpsc::Sender<Datagram>,
     stats: TransportStats,
+    /// The device failed and the pump ended: requests fail at once.
+    closed: bool,
 }
 
 struct Shared {
@@ -78,8 +80,13 @@ impl VirtualTransport {
     pub fn spawn(dev: SimDevice, cfg: TxnConfig, clock: &VirtualClock) -> (VirtualTransport, mpsc::Receiver<Datagram>) {
         let (unsol_tx, unsol_rx) = mpsc::channel(crate::transport::io_thread::UNSOLICITED_CAPACITY);
         let local = dev.local_port();
-        let state =
-            State { dev, txns: Transactions::new(cfg), unsolicited: unsol_tx, stats: TransportStats::default() };
+        let state = State {
+            dev,
+            txns: Transactions::new(cfg),
+            unsolicited: unsol_tx,
+            stats: TransportStats::default(),
+            closed: false,
+        };
         let shared = Arc::new(Shared { state: Mutex::new(state), clock: clock.clone(), local });
         let (alive, gone) = oneshot::channel();
         tokio::spawn(pump(shared.clone(), gone));
@@ -94,13 +101,18 @@ impl VirtualTransport {
 impl Transport for VirtualTransport {
     fn request(&self, dgram: Datagram) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
         let (tx, rx) = oneshot::channel();
-        let submitted = self.lock().txns.submit(tx, dgram);
+        let submitted = {
+            let mut st = self.lock();
+            if st.closed {
+                let _ = tx.send(Err(TransportError::Closed));
+                Ok(())
+            } else {
+                st.txns.submit(tx, dgram)
+            }
+        };
         self.shared.clock.wake.notify_waiters();
         async move {
-            submitted.map_err(|e| match e {
-                TxnError::Malformed(w) => TransportError::Malformed(w),
-                TxnError::Timeout { attempts, mad } => TransportError::Timeout { attempts, mad },
-            })?;
+            submitted.map_err(TransportError::from)?;
             rx.await.map_err(|_| TransportError::Closed)?
         }
     }
@@ -158,17 +170,18 @@ async fn pump(shared: Arc<Shared>, mut gone: oneshot::Receiver<()>) {
                     }
                     Ok(None) => break,
                     Err(_) => {
+                        // The device is gone: every waiting request fails now.
                         st.stats.device_errors += 1;
+                        st.closed = true;
+                        for reply in st.txns.drain() {
+                            let _ = reply.send(Err(TransportError::Closed));
+                        }
                         return;
                     }
                 }
             }
             for (reply, e) in st.txns.handle_timeout(now) {
-                let e = match e {
-                    TxnError::Timeout { attempts, mad } => TransportError::Timeout { attempts, mad },
-                    TxnError::Malformed(w) => TransportError::Malformed(w),
-                };
-                let _ = reply.send(Err(e));
+                let _ = reply.send(Err(e.into()));
             }
             while let Some(d) = st.txns.poll_transmit(now) {
                 moved = true;

@@ -222,7 +222,9 @@ impl SmpCore for DiscoveryCore<'_> {
                 }
             },
             TokenKind::SmInfo { index, pass } => match answer {
-                Err(e) if is_loss(&e) && pass < RETRY_PASSES => self.sm_queue.push_back((index, pass + 1)),
+                // One more pass at most: nothing from the last sweep can stand
+                // in for an SM's answer, and a hung SM must not hold up a takeover.
+                Err(e) if is_loss(&e) && pass < 1 => self.sm_queue.push_back((index, pass + 1)),
                 answer => {
                     let p = &self.sm_ports[index];
                     let info = check_sm_info(p, answer);
@@ -337,7 +339,23 @@ impl Sweep<'_> {
     fn handle(&mut self, req: Request, result: Result<[u8; 64], SmpError>) -> Vec<Request> {
         let data = match result {
             Ok(d) => d,
-            Err(e) => return self.unanswered(req, e),
+            // Lost: the last sweep's answer may stand in.
+            Err(e) if is_loss(&e) => return self.unanswered(req, e),
+            // Refused or garbled: the node said something, and it was no.
+            Err(e) => {
+                let guid = match req.job {
+                    Job::Probe { .. } => None,
+                    Job::SwitchInfo { node } | Job::NodeDescription { node } | Job::PortInfo { node, .. } => {
+                        Some(self.subnet.node(node).guid())
+                    }
+                };
+                self.problem(
+                    req.path,
+                    guid,
+                    Problem::ReadFailed { attr: req.attr, amod: req.amod, error: e.to_string() },
+                );
+                return Vec::new();
+            }
         };
         // The node answered: it is not stale, whatever else is.
         if let Job::SwitchInfo { node } | Job::NodeDescription { node } | Job::PortInfo { node, .. } = req.job {
@@ -478,8 +496,14 @@ impl Sweep<'_> {
             Some(from) => self.subnet.link(from, here),
             None => self.subnet.sm_port = Some(here),
         }
+        // A node first taken from the last sweep (its route lost every
+        // pass) now answers over this route: use the one that works.
+        let was_stale = !new && self.subnet.node(id).stale > 0;
         if new || stale.is_none() {
             self.subnet.node_mut(id).stale = stale.unwrap_or(0);
+        }
+        if was_stale && stale.is_none() {
+            self.subnet.node_mut(id).path = path;
         }
         if !new {
             if info.node_type != NodeType::Switch {

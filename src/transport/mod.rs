@@ -173,6 +173,15 @@ pub enum TransportError {
     Malformed(WireError),
 }
 
+impl From<TxnError> for TransportError {
+    fn from(e: TxnError) -> Self {
+        match e {
+            TxnError::Timeout { attempts, mad } => TransportError::Timeout { attempts, mad },
+            TxnError::Malformed(w) => TransportError::Malformed(w),
+        }
+    }
+}
+
 /// Counters of a transport: the transaction layer's and the I/O thread's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TransportStats {
