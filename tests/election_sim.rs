@@ -112,6 +112,17 @@ fn hosts(topo: &Topology) -> Vec<NodeIdx> {
     topo.hosts().collect()
 }
 
+/// A fresh fabric, a probe port on host 5, and SM A (at `priority`, on
+/// host 0) once it has brought every port up.
+async fn master_up(priority: u8) -> (Topology, SharedFabric, Vec<NodeIdx>, Probe, Sm) {
+    let (topo, fabric) = fabric();
+    let h = hosts(&topo);
+    let probe = Probe::new(&fabric, h[5]);
+    let a = start_sm(&fabric, h[0], priority);
+    wait_for("A brings the fabric up", Duration::from_secs(20), async || lids_if_up(&topo, &fabric).is_some()).await;
+    (topo, fabric, h, probe, a)
+}
+
 /// Every cabled port ACTIVE, and every LID-bearing port's LID.
 fn lids_if_up(topo: &Topology, fabric: &SharedFabric) -> Option<HashMap<PortRef, Lid>> {
     let f = fabric.lock().unwrap();
@@ -159,11 +170,7 @@ fn master_sm_lids(topo: &Topology, fabric: &SharedFabric) -> Vec<Lid> {
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_standby_sends_nothing_then_takes_over_when_the_master_dies() {
-    let (topo, fabric) = fabric();
-    let h = hosts(&topo);
-    let probe = Probe::new(&fabric, h[5]);
-    let a = start_sm(&fabric, h[0], 5);
-    wait_for("A brings the fabric up", Duration::from_secs(20), async || lids_if_up(&topo, &fabric).is_some()).await;
+    let (topo, fabric, h, probe, a) = master_up(5).await;
     let b = start_sm(&fabric, h[15], 1);
     let (a_port, b_port) = (a.port, b.port);
     wait_for("B standby", Duration::from_secs(20), async || {
@@ -195,11 +202,7 @@ async fn the_standby_sends_nothing_then_takes_over_when_the_master_dies() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_higher_priority_sm_is_handed_the_subnet_with_no_gap() {
-    let (topo, fabric) = fabric();
-    let h = hosts(&topo);
-    let probe = Probe::new(&fabric, h[5]);
-    let a = start_sm(&fabric, h[0], 1);
-    wait_for("A brings the fabric up", Duration::from_secs(20), async || lids_if_up(&topo, &fabric).is_some()).await;
+    let (topo, fabric, h, probe, a) = master_up(1).await;
     let before = lids_if_up(&topo, &fabric).unwrap();
     let b = start_sm(&fabric, h[15], 9);
     // Sample both SMs until B is master: at every sample one of them is.
@@ -225,11 +228,7 @@ async fn a_higher_priority_sm_is_handed_the_subnet_with_no_gap() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn of_two_standbys_exactly_one_takes_over() {
-    let (topo, fabric) = fabric();
-    let h = hosts(&topo);
-    let probe = Probe::new(&fabric, h[5]);
-    let a = start_sm(&fabric, h[0], 9);
-    wait_for("A brings the fabric up", Duration::from_secs(20), async || lids_if_up(&topo, &fabric).is_some()).await;
+    let (topo, fabric, h, probe, a) = master_up(9).await;
     let b = start_sm(&fabric, h[10], 3);
     let c = start_sm(&fabric, h[15], 3);
     let (bp, cp) = (b.port, c.port);
@@ -261,11 +260,7 @@ async fn of_two_standbys_exactly_one_takes_over() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn ten_percent_loss_makes_no_false_takeover() {
-    let (topo, fabric) = fabric();
-    let h = hosts(&topo);
-    let probe = Probe::new(&fabric, h[5]);
-    let a = start_sm(&fabric, h[0], 5);
-    wait_for("A brings the fabric up", Duration::from_secs(20), async || lids_if_up(&topo, &fabric).is_some()).await;
+    let (_topo, fabric, h, probe, a) = master_up(5).await;
     let b = start_sm(&fabric, h[15], 1);
     let bp = b.port;
     wait_for("B standby", Duration::from_secs(20), async || probe.state(&fabric, bp).await == Some(SmState::Standby))
@@ -384,11 +379,7 @@ fn moved_lids(fabric: &SharedFabric, before: &HashMap<PortRef, Lid>) -> Vec<(Por
 #[tokio::test(flavor = "current_thread")]
 async fn a_standby_whose_own_port_goes_down_stays_standby_and_the_master_stays() {
     let (logs, _guard) = Logs::capture();
-    let (topo, fabric) = fabric();
-    let h = hosts(&topo);
-    let probe = Probe::new(&fabric, h[5]);
-    let a = start_sm(&fabric, h[0], 5);
-    wait_for("A brings the fabric up", Duration::from_secs(20), async || lids_if_up(&topo, &fabric).is_some()).await;
+    let (topo, fabric, h, probe, a) = master_up(5).await;
     let b = start_sm(&fabric, h[15], 1);
     let (ap, bp) = (a.port, b.port);
     wait_for("B standby", Duration::from_secs(20), async || probe.state(&fabric, bp).await == Some(SmState::Standby))
@@ -460,12 +451,8 @@ async fn a_standby_whose_own_port_goes_down_stays_standby_and_the_master_stays()
 #[tokio::test(flavor = "current_thread")]
 async fn rogue_sm_info_sets_leave_the_master_master() {
     let (logs, _guard) = Logs::capture();
-    let (topo, fabric) = fabric();
-    let h = hosts(&topo);
-    let probe = Probe::new(&fabric, h[5]);
-    let a = start_sm(&fabric, h[0], 5);
+    let (topo, fabric, h, probe, a) = master_up(5).await;
     let ap = a.port;
-    wait_for("A brings the fabric up", Duration::from_secs(20), async || lids_if_up(&topo, &fabric).is_some()).await;
     wait_for("A master", Duration::from_secs(5), async || probe.state(&fabric, ap).await == Some(SmState::Master))
         .await;
     let before = lids_if_up(&topo, &fabric).unwrap();
@@ -531,12 +518,8 @@ async fn rogue_sm_info_sets_leave_the_master_master() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn sm_info_shows_the_sm_key_only_to_a_requester_with_the_m_key_or_the_sm_key() {
-    let (topo, fabric) = fabric();
-    let h = hosts(&topo);
-    let probe = Probe::new(&fabric, h[5]);
-    let a = start_sm(&fabric, h[0], 5);
+    let (_topo, fabric, _h, probe, a) = master_up(5).await;
     let ap = a.port;
-    wait_for("A brings the fabric up", Duration::from_secs(20), async || lids_if_up(&topo, &fabric).is_some()).await;
     wait_for("A master", Duration::from_secs(5), async || probe.state(&fabric, ap).await == Some(SmState::Master))
         .await;
     let a_lid = lid_of(&fabric, ap);
@@ -579,12 +562,8 @@ async fn sm_info_shows_the_sm_key_only_to_a_requester_with_the_m_key_or_the_sm_k
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_flapping_higher_priority_sm_never_makes_two_masters() {
-    let (topo, fabric) = fabric();
-    let h = hosts(&topo);
-    let probe = Probe::new(&fabric, h[5]);
-    let a = start_sm(&fabric, h[0], 5);
+    let (topo, fabric, h, probe, a) = master_up(5).await;
     let ap = a.port;
-    wait_for("A brings the fabric up", Duration::from_secs(20), async || lids_if_up(&topo, &fabric).is_some()).await;
     wait_for("A master", Duration::from_secs(5), async || probe.state(&fabric, ap).await == Some(SmState::Master))
         .await;
     let before = lids_if_up(&topo, &fabric).unwrap();
