@@ -52,6 +52,13 @@ impl Net {
         Sm { task, port: PortRef { node, port: 1 } }
     }
 
+    /// SM A (at `priority`, on host 0) once it has brought every port up.
+    async fn master_up(&self, priority: u8) -> Sm {
+        let a = self.start_sm(0, priority);
+        wait_for("A brings the fabric up", Duration::from_secs(30), async || self.lids_if_up().is_some()).await;
+        a
+    }
+
     fn probe(&self, host: usize) -> SmpClient<VirtualTransport> {
         let dev = SimDevice::attach(&self.fabric, self.host(host), 1).unwrap();
         let (t, unsolicited) = VirtualTransport::spawn(dev, TxnConfig::default(), &self.clock);
@@ -115,8 +122,7 @@ async fn wait_for(what: &str, limit: Duration, mut cond: impl AsyncFnMut() -> bo
 async fn failover_with_the_default_timers_in_virtual_time() {
     let net = Net::new(21);
     let probe = net.probe(5);
-    let a = net.start_sm(0, 5);
-    wait_for("A brings the fabric up", Duration::from_secs(30), async || net.lids_if_up().is_some()).await;
+    let a = net.master_up(5).await;
     let b = net.start_sm(15, 1);
     let bp = b.port;
     wait_for("B standby", Duration::from_secs(30), async || net.state(&probe, bp).await == Some(SmState::Standby))
@@ -142,8 +148,7 @@ async fn failover_with_the_default_timers_in_virtual_time() {
 async fn handover_to_a_higher_priority_sm_has_no_gap_in_virtual_time() {
     let net = Net::new(22);
     let probe = net.probe(5);
-    let a = net.start_sm(0, 1);
-    wait_for("A brings the fabric up", Duration::from_secs(30), async || net.lids_if_up().is_some()).await;
+    let a = net.master_up(1).await;
     let before = net.lids_if_up().unwrap();
     let b = net.start_sm(15, 9);
     let start = tokio::time::Instant::now();
@@ -167,8 +172,7 @@ async fn handover_to_a_higher_priority_sm_has_no_gap_in_virtual_time() {
 async fn of_two_standbys_exactly_one_takes_over_in_virtual_time() {
     let net = Net::new(23);
     let probe = net.probe(5);
-    let a = net.start_sm(0, 9);
-    wait_for("A brings the fabric up", Duration::from_secs(30), async || net.lids_if_up().is_some()).await;
+    let a = net.master_up(9).await;
     let b = net.start_sm(10, 3);
     let c = net.start_sm(15, 3);
     let (bp, cp) = (b.port, c.port);
@@ -197,8 +201,7 @@ async fn one_to_ten_percent_loss_makes_no_false_takeover_in_virtual_time() {
     for (seed, loss) in [(31, 0.01), (32, 0.05), (33, 0.10)] {
         let net = Net::new(seed);
         let probe = net.probe(5);
-        let a = net.start_sm(0, 5);
-        wait_for("A brings the fabric up", Duration::from_secs(30), async || net.lids_if_up().is_some()).await;
+        let a = net.master_up(5).await;
         let b = net.start_sm(15, 1);
         let bp = b.port;
         wait_for("B standby", Duration::from_secs(30), async || net.state(&probe, bp).await == Some(SmState::Standby))
