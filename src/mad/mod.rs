@@ -36,7 +36,7 @@ pub use pkey_table::{PKeyTableBlock, PKeyTableBlockRepr};
 pub use port_info::{
     CapabilityMask, CapabilityMask2, LinkDownDefaultState, PhysState, PortInfo, PortInfoRepr, PortState,
 };
-pub use sa::{PathRecord, PathRecordRepr, SaAttributeId, SaMad};
+pub use sa::{PathRecord, PathRecordRepr, SaAttributeId, SaMad, SaRecord};
 pub use sl_to_vl::{SlToVlTable, SlToVlTableRepr};
 pub use sm_info::{SmControl, SmInfo, SmInfoRepr, SmState};
 pub use smp::{DrPath, Smp, SmpRepr};

@@ -1,14 +1,3 @@
-//! Subnet administration MADs (class 0x03, version 2): the SA header and
-//! the PathRecord attribute.
-//!
-//! SA MAD (IBA 15.2.1.1, Figure 193), after the 24-byte common header:
-//! ```text
-//! 24: RMPP header (12 bytes, IBA 13.6.2.1)
-//! 36: SM_Key (64)
-//! 44: AttributeOffset (16, in 8-byte words) | Reserved (16)
-//! 48: ComponentMask (64)
-//! 56: SA data (200 bytes)
-//! ```
 //! PathRecord (IBA 15.2.5.16, Table 209), 64 bytes:
 //! ```text
 //!  0: ServiceID (64)
@@ -21,127 +10,11 @@
 //! 56: PacketLifeTimeSelector (2) PacketLifeTime (6) | Preference (8) | Reserved (48)
 //! ```
 
-use super::codes::open_enum;
-use super::{be, check_len, WireResult, MAD_SIZE};
+use super::{gid_at, join_selector, split_selector, Component, SaAttributeId, SaRecord};
+use crate::mad::{be, check_len, WireResult};
 
-/// Where the SA data starts in a MAD.
-pub const SA_DATA_OFFSET: usize = 56;
-/// The SA data area of one MAD.
-pub const SA_DATA_LEN: usize = MAD_SIZE - SA_DATA_OFFSET;
 /// PathRecord's size on the wire.
 pub const PATH_RECORD_LEN: usize = 64;
-
-open_enum! {
-    /// SA attribute IDs (IBA 15.2.5, Table 194).
-    SaAttributeId: u16 {
-        ClassPortInfo = 0x0001,
-        Notice = 0x0002,
-        InformInfo = 0x0003,
-        NodeRecord = 0x0011,
-        PortInfoRecord = 0x0012,
-        SlToVlMappingTableRecord = 0x0013,
-        SwitchInfoRecord = 0x0014,
-        LinearForwardingTableRecord = 0x0015,
-        RandomForwardingTableRecord = 0x0016,
-        MulticastForwardingTableRecord = 0x0017,
-        SmInfoRecord = 0x0018,
-        LinkRecord = 0x0020,
-        GuidInfoRecord = 0x0030,
-        ServiceRecord = 0x0031,
-        PKeyTableRecord = 0x0033,
-        PathRecord = 0x0035,
-        VlArbitrationTableRecord = 0x0036,
-        McMemberRecord = 0x0038,
-        TraceRecord = 0x0039,
-        MultiPathRecord = 0x003A,
-        ServiceAssociationRecord = 0x003B,
-        InformInfoRecord = 0x00F3,
-    }
-}
-
-/// SA-specific MAD status codes (IBA 15.2.1.2, Table 192): bits 8-15 of
-/// the status word.
-pub mod sa_status {
-    pub const NO_RESOURCES: u16 = 1;
-    pub const REQ_INVALID: u16 = 2;
-    pub const NO_RECORDS: u16 = 3;
-    pub const TOO_MANY_RECORDS: u16 = 4;
-    pub const INVALID_GID: u16 = 5;
-    pub const INSUFFICIENT_COMPONENTS: u16 = 6;
-    pub const DENIED: u16 = 7;
-
-    /// The SA code of a status word.
-    pub fn code(status: u16) -> u16 {
-        status >> 8
-    }
-
-    /// What an SA status code means, for messages.
-    pub fn describe(code: u16) -> &'static str {
-        match code {
-            NO_RESOURCES => "ERR_NO_RESOURCES",
-            REQ_INVALID => "ERR_REQ_INVALID",
-            NO_RECORDS => "ERR_NO_RECORDS",
-            TOO_MANY_RECORDS => "ERR_TOO_MANY_RECORDS",
-            INVALID_GID => "ERR_REQ_INVALID_GID",
-            INSUFFICIENT_COMPONENTS => "ERR_REQ_INSUFFICIENT_COMPONENTS",
-            DENIED => "ERR_REQ_DENIED",
-            _ => "unknown SA status",
-        }
-    }
-}
-
-mod field {
-    pub const SM_KEY: usize = 36;
-    pub const ATTRIBUTE_OFFSET: usize = 44;
-    pub const COMPONENT_MASK: usize = 48;
-}
-
-/// A zero-copy view of a whole SA MAD (common header included).
-#[derive(Debug, Clone, Copy)]
-pub struct SaMad<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-impl<T: AsRef<[u8]>> SaMad<T> {
-    /// Wraps `buffer` after checking it holds the SA header; the data area
-    /// may be short (a received MAD is always whole, but nothing relies on it).
-    pub fn new_checked(buffer: T) -> WireResult<Self> {
-        check_len("SA MAD", buffer.as_ref(), SA_DATA_OFFSET)?;
-        Ok(SaMad { buffer })
-    }
-    pub fn sm_key(&self) -> u64 {
-        be::u64(self.buffer.as_ref(), field::SM_KEY)
-    }
-    /// Spacing of records in a GetTableResp, in 8-byte words.
-    pub fn attribute_offset(&self) -> u16 {
-        be::u16(self.buffer.as_ref(), field::ATTRIBUTE_OFFSET)
-    }
-    pub fn component_mask(&self) -> u64 {
-        be::u64(self.buffer.as_ref(), field::COMPONENT_MASK)
-    }
-    /// The SA data area (up to 200 bytes).
-    pub fn data(&self) -> &[u8] {
-        let b = self.buffer.as_ref();
-        &b[SA_DATA_OFFSET..b.len().min(MAD_SIZE)]
-    }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> SaMad<T> {
-    pub fn set_sm_key(&mut self, v: u64) {
-        be::set_u64(self.buffer.as_mut(), field::SM_KEY, v);
-    }
-    pub fn set_attribute_offset(&mut self, v: u16) {
-        be::set_u16(self.buffer.as_mut(), field::ATTRIBUTE_OFFSET, v);
-    }
-    pub fn set_component_mask(&mut self, v: u64) {
-        be::set_u64(self.buffer.as_mut(), field::COMPONENT_MASK, v);
-    }
-    pub fn data_mut(&mut self) -> &mut [u8] {
-        let b = self.buffer.as_mut();
-        let end = b.len().min(MAD_SIZE);
-        &mut b[SA_DATA_OFFSET..end]
-    }
-}
 
 /// PathRecord component mask bits (IBA 15.2.5.16, the order of Table 209).
 pub mod path_mask {
@@ -258,20 +131,6 @@ impl<T: AsRef<[u8]>> PathRecord<T> {
     }
 }
 
-fn gid_at(b: &[u8], at: usize) -> [u8; 16] {
-    let mut g = [0u8; 16];
-    g.copy_from_slice(&b[at..at + 16]);
-    g
-}
-
-fn split_selector(v: u8) -> (u8, u8) {
-    (v >> 6, v & 0x3F)
-}
-
-fn join_selector(selector: u8, value: u8) -> u8 {
-    (selector & 0x3) << 6 | (value & 0x3F)
-}
-
 /// The owned form of a PathRecord.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct PathRecordRepr {
@@ -364,6 +223,45 @@ impl PathRecordRepr {
     }
 }
 
+impl SaRecord for PathRecordRepr {
+    const ATTRIBUTE: SaAttributeId = SaAttributeId::PathRecord;
+    const LEN: usize = PATH_RECORD_LEN;
+    /// Table 209's fields in order; ServiceID is two components (its top
+    /// 8 bits and low 56), as the IBA 1.2 mask numbers it.
+    const COMPONENTS: &'static [Component] = &[
+        Component::at(0, 0, 8),
+        Component::at(1, 0, 56),
+        Component::bytes(8, 16),
+        Component::bytes(24, 16),
+        Component::bytes(40, 2),
+        Component::bytes(42, 2),
+        Component::at(44, 0, 1),
+        Component::at(44, 1, 3),
+        Component::at(44, 4, 20),
+        Component::bytes(47, 1),
+        Component::bytes(48, 1),
+        Component::at(49, 0, 1),
+        Component::at(49, 1, 7),
+        Component::bytes(50, 2),
+        Component::at(52, 0, 12),
+        Component::at(53, 4, 4),
+        Component::at(54, 0, 2),
+        Component::at(54, 2, 6),
+        Component::at(55, 0, 2),
+        Component::at(55, 2, 6),
+        Component::at(56, 0, 2),
+        Component::at(56, 2, 6),
+        Component::bytes(57, 1),
+        Component::bytes(58, 6),
+    ];
+    fn parse_bytes(b: &[u8]) -> WireResult<Self> {
+        PathRecordRepr::parse_bytes(b)
+    }
+    fn emit(&self, out: &mut [u8]) -> WireResult<()> {
+        PathRecordRepr::emit(self, out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,21 +336,20 @@ mod tests {
     }
 
     #[test]
-    fn short_buffers_are_errors() {
-        assert!(PathRecordRepr::parse_bytes(&[0u8; 63]).is_err());
-        assert!(PathRecordRepr::default().emit(&mut [0u8; 10]).is_err());
-        assert!(SaMad::new_checked(&[0u8; 55][..]).is_err());
-        let mut mad = [0u8; 256];
-        let mut m = SaMad::new_checked(&mut mad[..]).unwrap();
-        m.set_component_mask(path_mask::DLID | path_mask::SLID);
-        m.set_sm_key(7);
-        assert_eq!(m.component_mask(), 0x30);
-        assert_eq!((m.sm_key(), m.data().len()), (7, SA_DATA_LEN));
+    fn the_mask_bits_select_the_fields_their_names_say() {
+        use crate::mad::sa::components_match;
+        let a = PathRecordRepr { slid: 3, dlid: 9, sl: 2, ..Default::default() };
+        let b = PathRecordRepr { slid: 3, dlid: 9, sl: 5, ..Default::default() };
+        let (qa, qb) = (SaRecord::to_bytes(&a), SaRecord::to_bytes(&b));
+        let c = PathRecordRepr::COMPONENTS;
+        assert!(components_match(c, path_mask::SLID | path_mask::DLID, &qa, &qb));
+        assert!(!components_match(c, path_mask::SL, &qa, &qb));
+        assert_eq!(c[15], Component::at(53, 4, 4));
     }
 
     #[test]
-    fn status_codes() {
-        assert_eq!(sa_status::code(0x0300), sa_status::NO_RECORDS);
-        assert_eq!(sa_status::describe(3), "ERR_NO_RECORDS");
+    fn short_buffers_are_errors() {
+        assert!(PathRecordRepr::parse_bytes(&[0u8; 63]).is_err());
+        assert!(PathRecordRepr::default().emit(&mut [0u8; 10]).is_err());
     }
 }
