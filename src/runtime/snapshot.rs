@@ -25,14 +25,27 @@ pub struct Snapshot {
 }
 
 /// The publication point; clones share it.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Snapshots {
     latest: Arc<ArcSwapOption<Snapshot>>,
+    /// The newest sequence number, for readers that wait for the next one.
+    published: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Default for Snapshots {
+    fn default() -> Self {
+        Snapshots { latest: Arc::default(), published: Arc::new(tokio::sync::watch::Sender::new(0)) }
+    }
 }
 
 impl Snapshots {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Wakes when a snapshot is published (the value is its sequence).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.published.subscribe()
     }
 
     /// The newest snapshot, if a sweep has published one.
@@ -43,6 +56,7 @@ impl Snapshots {
     pub(crate) fn publish(&self, snapshot: Snapshot) -> Arc<Snapshot> {
         let s = Arc::new(snapshot);
         self.latest.store(Some(s.clone()));
+        self.published.send_replace(s.sequence);
         s
     }
 }

@@ -77,7 +77,10 @@ impl Agent {
         ]
     }
 
-    /// Subnet administration (0x03), version 2, with kernel RMPP.
+    /// Subnet administration (0x03), version 2. RMPP runs in ibsm
+    /// (`crate::rmpp`), not the kernel: ibsim carries no kernel RMPP, and
+    /// the kernel hands an agent registered without RMPP every active RMPP
+    /// MAD, matched or not, so one implementation serves both.
     pub const fn sa(server: bool) -> Agent {
         Agent { class: MgmtClass::SubnAdm, version: 2, server }
     }
@@ -96,15 +99,15 @@ impl Agent {
             MgmtClass::SubnMgmtDirected | MgmtClass::SubnMgmtLid => {
                 &[Method::Get, Method::Set, Method::Trap, Method::TrapRepress]
             }
-            MgmtClass::SubnAdm => &[Method::Get, Method::Set, Method::GetTable, Method::Delete],
+            MgmtClass::SubnAdm => &[Method::Get, Method::Set, Method::GetTable, Method::GetMulti, Method::Delete],
             _ => &[Method::Get, Method::Set],
         }
     }
 
-    /// The RMPP version the kernel runs for this agent (0: none). SA
-    /// tables are multi-packet (IBA 15.4).
+    /// The RMPP version the kernel runs for this agent: always 0, since
+    /// ibsm segments and reassembles SA tables itself (see [`Agent::sa`]).
     pub fn rmpp_version(&self) -> u8 {
-        u8::from(self.class == MgmtClass::SubnAdm)
+        0
     }
 }
 
@@ -750,9 +753,9 @@ mod tests {
         assert_eq!(method_mask(dr.methods())[0], 0b1010_0110, "SubnGet, SubnSet, Trap, TrapRepress");
         assert_eq!((dr.rmpp_version(), lid.methods()), (0, dr.methods()));
         let sa = Agent::sa(true);
-        assert_eq!((sa.version, sa.rmpp_version()), (2, 1));
-        assert_eq!(sa.methods(), &[Method::Get, Method::Set, Method::GetTable, Method::Delete]);
-        assert_eq!(Agent::sa(false).rmpp_version(), 1, "a client reassembles tables too");
+        assert_eq!((sa.version, sa.rmpp_version()), (2, 0), "RMPP runs in ibsm, not the kernel");
+        assert_eq!(sa.methods(), &[Method::Get, Method::Set, Method::GetTable, Method::GetMulti, Method::Delete]);
+        assert_eq!(Agent::sa(false).rmpp_version(), 0, "a client reassembles tables itself too");
         let pm = Agent::perf_mgt(false);
         assert_eq!((pm.class, pm.version, pm.rmpp_version()), (MgmtClass::Perf, 1, 0));
         for client in [Agent::smi(false)[0], Agent::smi(false)[1], Agent::sa(false), pm] {
