@@ -98,6 +98,11 @@ pub struct ProgramReport {
     pub qos_reads: usize,
     /// SMPs (Gets or Sets) that got no usable answer.
     pub failures: usize,
+    /// P_Key block 0 of every end port read, by node GUID and port, as the
+    /// SM left it (the default P_Key added where it was missing): what the
+    /// SA's P_KeyTableRecords answer from. Ports whose read failed are
+    /// absent; switches' tables are not read.
+    pub pkey_blocks: HashMap<(Guid, u8), PKeyTableBlockRepr>,
 }
 
 impl ProgramReport {
@@ -732,6 +737,8 @@ async fn read_pkeys<T: Transport>(
                 return;
             }
         };
+        let held = with_default_pkey(&block).unwrap_or(block);
+        report.pkey_blocks.insert((subnet.node(id).guid(), port), held);
         match with_default_pkey(&block) {
             Some(fixed) => fixes.push(SetRequest {
                 target: Target::PKeys { node: id, port },

@@ -1,0 +1,146 @@
+//! The SA's knobs: the `[sa]` section of the configuration file. Every
+//! limit here bounds memory or work a requester can make the SA spend.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// What a SA that may not answer yet does with a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotServing {
+    /// Answer with MAD status BUSY (0x0001, IBA 13.4.7 Table 107: the
+    /// responder is temporarily unable to answer; ask again later), so a
+    /// requester learns at once instead of timing out.
+    Busy,
+    /// Answer nothing, as OpenSM does (osm_sa_mad_ctrl.c, citing IBA
+    /// C15-0.1.3: no response while the SM is not master or before its
+    /// first master sweep).
+    Silent,
+}
+
+/// The `[sa]` section. Defaults are sized for a 50,000-port fabric on one
+/// SM host; see each field.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SaConfig {
+    /// The SM_Key that makes a requester trusted (OpenSM `sa_key`, default
+    /// 1 there too). A request with SM_Key 0 is answered as untrusted; one
+    /// with any other key is dropped (IBA C15-0.1.5, as OpenSM does).
+    #[serde(deserialize_with = "hex_u64")]
+    pub sa_key: u64,
+    /// PacketLifeTime and ClassPortInfo.RespTimeValue base, 4.096 µs × 2^n
+    /// (OpenSM `subnet_timeout`).
+    pub subnet_timeout: u8,
+    /// What a standby's SA, or the master's before its first sweep, does.
+    pub not_serving: NotServing,
+    /// Multi-MAD (RMPP) answers being sent at once; one more is refused
+    /// with ERR_NO_RESOURCES and counted.
+    pub max_rmpp_sends: usize,
+    /// The largest answer, in bytes of SA data (records × AttributeOffset
+    /// × 8). 16 MiB holds every PortInfoRecord of a 50,000-port fabric; a
+    /// query that would match more is refused with ERR_NO_RESOURCES before
+    /// more than this is built.
+    pub max_answer_bytes: usize,
+    /// Bytes of all multi-MAD answers in flight together.
+    pub max_rmpp_bytes: usize,
+    /// ServiceRecords registered through one port, and in all.
+    pub max_services_per_port: usize,
+    pub max_services: usize,
+    /// InformInfo subscriptions of one port, and in all.
+    pub max_subscriptions_per_port: usize,
+    pub max_subscriptions: usize,
+    /// Alias GUIDs (GUIDInfoRecord Set) of one port, and in all.
+    pub max_alias_guids_per_port: usize,
+    pub max_alias_guids: usize,
+    /// Reports waiting for a ReportResp or a retry, in all; a Report that
+    /// finds no room is dropped and counted.
+    pub max_reports: usize,
+    /// A Report is sent again after this long without a ReportResp.
+    pub report_timeout_ms: u64,
+    /// Resends after the first Report before giving up.
+    pub report_retries: u32,
+    /// RMPP: segments sent before an ACK must open the window further.
+    pub rmpp_window: u32,
+    /// RMPP: how long a sender waits for an ACK before resending.
+    pub rmpp_timeout_ms: u64,
+    /// RMPP: resends of a window before the sender gives up (ABORT).
+    pub rmpp_retries: u32,
+    /// Answers waiting for `poll_transmit`; more are dropped and counted
+    /// (the runtime drains after every input, so this only fills when
+    /// nothing sends).
+    pub max_queued: usize,
+    /// At most one log line per reason per this many seconds (floods,
+    /// drops); counts are always kept in the stats.
+    pub log_period_s: u64,
+}
+
+impl Default for SaConfig {
+    fn default() -> Self {
+        SaConfig {
+            sa_key: 1,
+            subnet_timeout: 18,
+            not_serving: NotServing::Busy,
+            max_rmpp_sends: 64,
+            max_answer_bytes: 16 << 20,
+            max_rmpp_bytes: 64 << 20,
+            max_services_per_port: 64,
+            max_services: 16_384,
+            max_subscriptions_per_port: 64,
+            max_subscriptions: 16_384,
+            max_alias_guids_per_port: 127,
+            max_alias_guids: 65_536,
+            max_reports: 4096,
+            report_timeout_ms: 1000,
+            report_retries: 3,
+            rmpp_window: 32,
+            rmpp_timeout_ms: 200,
+            rmpp_retries: 3,
+            max_queued: 4096,
+            log_period_s: 10,
+        }
+    }
+}
+
+impl SaConfig {
+    pub fn report_timeout(&self) -> Duration {
+        Duration::from_millis(self.report_timeout_ms.max(1))
+    }
+    pub fn rmpp_timeout(&self) -> Duration {
+        Duration::from_millis(self.rmpp_timeout_ms.max(1))
+    }
+    pub fn log_period(&self) -> Duration {
+        Duration::from_secs(self.log_period_s)
+    }
+}
+
+/// 64-bit keys overflow TOML's signed integers, so they are also accepted
+/// as strings: "0x8000000000000001".
+fn hex_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Int(i64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Int(i) => u64::try_from(i).map_err(|_| serde::de::Error::custom("must not be negative")),
+        Raw::Text(t) => {
+            crate::config::parse_u64(&t).ok_or_else(|| serde::de::Error::custom(format!("`{t}` is not a number")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_section_parses_with_defaults_for_what_it_omits() {
+        let c: SaConfig = toml::from_str("sa_key = \"0x10\"\nnot_serving = \"silent\"\nmax_services = 5").unwrap();
+        assert_eq!((c.sa_key, c.not_serving, c.max_services), (0x10, NotServing::Silent, 5));
+        assert_eq!(c.max_rmpp_sends, SaConfig::default().max_rmpp_sends);
+        assert!(toml::from_str::<SaConfig>("no_such_key = 1").is_err());
+        assert!(toml::from_str::<SaConfig>("sa_key = -1").is_err());
+    }
+}

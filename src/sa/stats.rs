@@ -1,0 +1,153 @@
+//! What the SA did, counted: per query kind, per status, every drop by
+//! reason, RMPP sends and Reports. Counters only grow (except the gauges
+//! marked so), so a reader can take differences.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Counters of one (attribute, method) pair of requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryCounts {
+    /// Requests that reached the attribute's handler.
+    pub requests: u64,
+    /// Answered with status 0.
+    pub ok: u64,
+    /// Answered with a non-zero status.
+    pub errors: u64,
+    /// Records carried by the successful answers.
+    pub records: u64,
+}
+
+/// Why a MAD got no answer, or an answer could not be sent whole.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drops {
+    /// Shorter than a MAD header, or not of the SA class.
+    pub malformed: u64,
+    /// Requests while not serving and `not_serving = "silent"`.
+    pub not_serving: u64,
+    /// A non-zero SM_Key other than the SA key (IBA C15-0.1.5).
+    pub bad_sm_key: u64,
+    /// Responses nobody waits for (no Report with that TID).
+    pub stray_responses: u64,
+    /// RMPP ACK/STOP/ABORT for no send in progress.
+    pub stray_rmpp: u64,
+    /// A request again while its multi-MAD answer is still being sent.
+    pub duplicate_requests: u64,
+    /// Multi-segment RMPP requests (only whole, reassembled ones are read).
+    pub segmented_requests: u64,
+    /// Answers refused because `max_rmpp_sends` or `max_rmpp_bytes` was
+    /// reached (answered ERR_NO_RESOURCES).
+    pub rmpp_busy: u64,
+    /// Answers over `max_answer_bytes` (answered ERR_NO_RESOURCES).
+    pub answer_too_large: u64,
+    /// ServiceRecord Sets over a cap (answered ERR_NO_RESOURCES).
+    pub service_cap: u64,
+    /// InformInfo subscriptions over a cap (answered ERR_NO_RESOURCES).
+    pub subscription_cap: u64,
+    /// Alias GUIDs over a cap (answered ERR_NO_RESOURCES).
+    pub alias_guid_cap: u64,
+    /// Reports with no room in `max_reports`.
+    pub report_cap: u64,
+    /// Answers with no room in `max_queued`.
+    pub queue_full: u64,
+}
+
+/// Multi-MAD answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RmppCounts {
+    pub started: u64,
+    /// Every segment acknowledged.
+    pub completed: u64,
+    /// Ended without the last ACK: timed out, STOPped or ABORTed.
+    pub failed: u64,
+    /// Segments put on the wire, resends included.
+    pub segments: u64,
+    /// In flight now (a gauge).
+    pub in_flight: u64,
+}
+
+/// Reports (IBA 13.4.8.2, 15.2.5.? InformInfo forwarding).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportCounts {
+    /// Reports made for subscribers (traps 64/65 and forwarded traps).
+    pub queued: u64,
+    /// Report MADs put on the wire, resends included.
+    pub sent: u64,
+    pub resent: u64,
+    /// Answered with ReportResp.
+    pub acknowledged: u64,
+    /// Retries ran out.
+    pub given_up: u64,
+    /// Traps 64 and 65 the SA made from snapshot differences.
+    pub gid_in_service: u64,
+    pub gid_out_of_service: u64,
+    /// Traps the SM received and handed to the SA.
+    pub traps_received: u64,
+}
+
+/// Everything the SA counts; see [`super::SaAgent::stats`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SaStats {
+    /// Every MAD handed to `handle_mad`.
+    pub received: u64,
+    /// Answer MADs emitted (one per single-MAD answer; RMPP segments are
+    /// in `rmpp.segments`).
+    pub answered: u64,
+    /// Requests by (attribute ID, method).
+    pub by_query: BTreeMap<(u16, u8), QueryCounts>,
+    /// Non-zero status words sent, by value.
+    pub by_status: BTreeMap<u16, u64>,
+    pub drops: Drops,
+    pub rmpp: RmppCounts,
+    pub reports: ReportCounts,
+    /// Snapshots taken in, and the records built from the last (a gauge).
+    pub snapshots: u64,
+    pub records: u64,
+    /// Registered now (gauges).
+    pub services: u64,
+    pub subscriptions: u64,
+    pub alias_guids: u64,
+    /// ServiceRecords whose lease ran out.
+    pub leases_expired: u64,
+}
+
+impl SaStats {
+    pub(crate) fn query(&mut self, attribute: u16, method: u8) -> &mut QueryCounts {
+        self.by_query.entry((attribute, method)).or_default()
+    }
+}
+
+/// At most one log line per reason per period: floods are counted, not
+/// logged one by one.
+#[derive(Debug, Default)]
+pub(crate) struct LogGate {
+    last: BTreeMap<&'static str, Duration>,
+}
+
+impl LogGate {
+    /// Whether a line about `reason` may be logged now.
+    pub fn allow(&mut self, now: Duration, period: Duration, reason: &'static str) -> bool {
+        match self.last.get(reason) {
+            Some(&at) if now.saturating_sub(at) < period => false,
+            _ => {
+                self.last.insert(reason, now);
+                true
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_lets_one_line_per_reason_per_period() {
+        let mut g = LogGate::default();
+        let p = Duration::from_secs(10);
+        assert!(g.allow(Duration::from_secs(1), p, "a"));
+        assert!(!g.allow(Duration::from_secs(5), p, "a"));
+        assert!(g.allow(Duration::from_secs(5), p, "b"));
+        assert!(g.allow(Duration::from_secs(11), p, "a"));
+    }
+}

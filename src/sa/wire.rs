@@ -1,0 +1,312 @@
+//! SA MADs in and out: what a received SA-class MAD is (a request, an RMPP
+//! control segment for one of our answers, a ReportResp), and the bytes of
+//! the answers and Reports the agent sends.
+//!
+//! Layout (IBA 15.2.1.1, Figure 193): the 24-byte common header, the RMPP
+//! header (IBA 13.6.2.1) at 24..36, SM_Key 36..44, AttributeOffset 44..46,
+//! ComponentMask 48..56, then 200 bytes of SA data.
+
+use crate::mad::header::status;
+use crate::mad::sa::{SaAttributeId, SaMad, SA_DATA_LEN, SA_DATA_OFFSET};
+use crate::mad::{AttributeId, NoticeRepr};
+use crate::mad::{MadHeader, MadHeaderRepr, Method, MgmtClass, MAD_HEADER_LEN, MAD_SIZE};
+use crate::transport::{Datagram, MadAddress};
+
+/// The SA class version (IBA 15.2.1.1).
+pub const SA_CLASS_VERSION: u8 = 2;
+
+/// RMPP header fields (IBA 13.6.2.1, Figure 178), offsets in the MAD.
+pub(crate) mod rmpp {
+    pub const VERSION: usize = 24;
+    pub const TYPE: usize = 25;
+    /// RRespTime (bits 7-3) | RMPPFlags (bits 2-0).
+    pub const TIME_FLAGS: usize = 26;
+    pub const SEGMENT: usize = 28;
+    pub const PAYLOAD_LEN: usize = 32;
+    pub const FLAG_ACTIVE: u8 = 0x01;
+    pub const FLAG_FIRST: u8 = 0x02;
+    pub const FLAG_LAST: u8 = 0x04;
+    pub const TYPE_DATA: u8 = 1;
+    /// RRespTime 0x1F: no response time given.
+    pub const NO_RESP_TIME: u8 = 0x1F << 3;
+    /// The SA header after the RMPP header (SM_Key through
+    /// ComponentMask), which the first segment's PayloadLength counts
+    /// (IBA 13.6.2.3).
+    pub const SA_HEADER_AFTER_RMPP: u32 = 20;
+}
+
+/// What one received SA-class MAD is.
+#[derive(Debug)]
+pub(crate) enum Received<'a> {
+    /// A request the SA answers (or refuses).
+    Request(Request<'a>),
+    /// An RMPP segment that is not DATA (ACK, STOP, ABORT) — the receiver
+    /// of one of our multi-MAD answers talking back.
+    RmppControl { tid: u64 },
+    /// A multi-segment RMPP request that was not reassembled.
+    Segmented { request: Request<'a> },
+    /// A response: a ReportResp to one of our Reports, or anything else.
+    Response { method: Method, tid: u64 },
+    /// The class version is not 2: answered BAD_VERSION when the method
+    /// expects an answer.
+    BadVersion { version: u8, answerable: bool },
+    /// Not an SA MAD at all.
+    Malformed,
+}
+
+/// One SA request, borrowed from the datagram.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Request<'a> {
+    pub addr: MadAddress,
+    pub method: Method,
+    pub attribute: SaAttributeId,
+    pub attribute_modifier: u32,
+    pub tid: u64,
+    pub sm_key: u64,
+    pub mask: u64,
+    /// The SA data: 200 bytes in a whole MAD, more in a reassembled RMPP
+    /// request, less in a short one.
+    pub data: &'a [u8],
+    /// The MAD through ComponentMask, to echo into answers.
+    header: &'a [u8],
+}
+
+impl Request<'_> {
+    pub fn attr_raw(&self) -> u16 {
+        self.attribute.into()
+    }
+}
+
+/// Methods that expect an answer (IBA 13.4.5): requests, not Send, Trap
+/// or Report.
+fn expects_response(method: u8) -> bool {
+    method & 0x80 == 0 && !matches!(method, 0x03 | 0x05 | 0x06 | 0x07)
+}
+
+/// Classifies a received MAD. Never panics.
+pub(crate) fn classify(dgram: &Datagram) -> Received<'_> {
+    let mad = &dgram.mad[..];
+    let Ok(h) = MadHeader::new_checked(&mad[..mad.len().min(MAD_HEADER_LEN)]) else {
+        return Received::Malformed;
+    };
+    if h.base_version() != 1 || h.mgmt_class() != MgmtClass::SubnAdm {
+        return Received::Malformed;
+    }
+    let method = h.method();
+    let tid = h.transaction_id();
+    if h.class_version() != SA_CLASS_VERSION {
+        return Received::BadVersion { version: h.class_version(), answerable: expects_response(method.into()) };
+    }
+    let rmpp_active = mad.len() > rmpp::TIME_FLAGS && mad[rmpp::TIME_FLAGS] & rmpp::FLAG_ACTIVE != 0;
+    if rmpp_active && mad[rmpp::TYPE] != rmpp::TYPE_DATA {
+        return Received::RmppControl { tid };
+    }
+    if method.is_response() {
+        return Received::Response { method, tid };
+    }
+    let Ok(sa) = SaMad::new_checked(mad) else {
+        return Received::Malformed;
+    };
+    let (sm_key, mask) = (sa.sm_key(), sa.component_mask());
+    // The data runs to the end: 200 bytes in a whole MAD, more in a
+    // reassembled RMPP request.
+    let data = &mad[SA_DATA_OFFSET..];
+    let request = Request {
+        addr: dgram.addr,
+        method,
+        attribute: SaAttributeId::from(u16::from(h.attribute_id())),
+        attribute_modifier: h.attribute_modifier(),
+        tid,
+        sm_key,
+        mask,
+        data,
+        header: &mad[..SA_DATA_OFFSET],
+    };
+    let flags = if rmpp_active { mad[rmpp::TIME_FLAGS] } else { 0 };
+    let whole = flags & (rmpp::FLAG_FIRST | rmpp::FLAG_LAST) == rmpp::FLAG_FIRST | rmpp::FLAG_LAST;
+    if rmpp_active && !whole && mad.len() <= MAD_SIZE {
+        return Received::Segmented { request };
+    }
+    Received::Request(request)
+}
+
+/// The response method to `method` (IBA 15.2.2, Table 190).
+pub(crate) fn response_method(method: Method) -> Method {
+    match method {
+        Method::Set => Method::GetResp,
+        other => Method::from(u8::from(other) | 0x80),
+    }
+}
+
+/// The header of an answer to `req`: its header with the response method,
+/// `status`, no RMPP, SM_Key 0 (IBA 15.2.1.1: the SA does not reveal its
+/// key) and `attribute_offset`; the ComponentMask is echoed.
+pub(crate) fn answer_header(req: &Request<'_>, status: u16, attribute_offset: u16) -> [u8; SA_DATA_OFFSET] {
+    let mut h = [0u8; SA_DATA_OFFSET];
+    h.copy_from_slice(req.header);
+    let repr = MadHeaderRepr {
+        mgmt_class: MgmtClass::SubnAdm,
+        class_version: SA_CLASS_VERSION,
+        method: response_method(req.method),
+        status,
+        class_specific: 0,
+        transaction_id: req.tid,
+        attribute_id: AttributeId::from(req.attr_raw()),
+        attribute_modifier: req.attribute_modifier,
+    };
+    repr.emit(&mut MadHeader::new_checked(&mut h[..MAD_HEADER_LEN]).expect("24 bytes hold a header"));
+    h[rmpp::VERSION..36].fill(0);
+    let mut sa = SaMad::new_checked(&mut h[..]).expect("56 bytes hold the SA header");
+    sa.set_sm_key(0);
+    sa.set_attribute_offset(attribute_offset);
+    h
+}
+
+/// A one-MAD answer carrying `data` (at most 200 bytes; more is cut).
+pub(crate) fn single_answer(req: &Request<'_>, status: u16, attribute_offset: u16, data: &[u8]) -> Datagram {
+    let mut mad = vec![0u8; MAD_SIZE];
+    mad[..SA_DATA_OFFSET].copy_from_slice(&answer_header(req, status, attribute_offset));
+    let n = data.len().min(SA_DATA_LEN);
+    mad[SA_DATA_OFFSET..SA_DATA_OFFSET + n].copy_from_slice(&data[..n]);
+    if req.method == Method::GetTable || req.method == Method::GetMulti {
+        // GetTableResp and GetMultiResp always travel as RMPP (IBA
+        // 15.2.5? and 13.6): one whole segment, First and Last, which a
+        // receiver ACKs and we need not wait for.
+        mark_single_segment(&mut mad, n);
+    }
+    Datagram { addr: req.addr, mad }
+}
+
+/// Marks a one-MAD answer as the only RMPP DATA segment of `data_len`
+/// bytes of SA data.
+fn mark_single_segment(mad: &mut [u8], data_len: usize) {
+    mad[rmpp::VERSION] = 1;
+    mad[rmpp::TYPE] = rmpp::TYPE_DATA;
+    mad[rmpp::TIME_FLAGS] = rmpp::NO_RESP_TIME | rmpp::FLAG_ACTIVE | rmpp::FLAG_FIRST | rmpp::FLAG_LAST;
+    mad[rmpp::SEGMENT..rmpp::SEGMENT + 4].copy_from_slice(&1u32.to_be_bytes());
+    let payload = rmpp::SA_HEADER_AFTER_RMPP + data_len as u32;
+    mad[rmpp::PAYLOAD_LEN..rmpp::PAYLOAD_LEN + 4].copy_from_slice(&payload.to_be_bytes());
+}
+
+/// The status answer to a MAD whose class version is not 2 (IBA 13.4.7:
+/// BAD_VERSION), or any request the SA refuses before reading it: the
+/// MAD echoed with the response method and `status`.
+pub(crate) fn status_echo(dgram: &Datagram, status_word: u16) -> Option<Datagram> {
+    if dgram.mad.len() < MAD_HEADER_LEN {
+        return None;
+    }
+    let mut mad = dgram.mad.clone();
+    mad.truncate(MAD_SIZE);
+    mad.resize(MAD_SIZE, 0);
+    let mut h = MadHeader::new_checked(&mut mad[..MAD_HEADER_LEN]).ok()?;
+    let method = h.method();
+    h.set_method(response_method(method));
+    h.set_status(status_word);
+    Some(Datagram { addr: dgram.addr, mad })
+}
+
+/// A SubnAdmReport(Notice) (IBA 13.4.8.2, 15.2.5.1? Table 193 methods) to
+/// `to` with TID `tid`, carrying the 80-byte Notice.
+pub(crate) fn report(to: MadAddress, tid: u64, notice: &NoticeRepr) -> Datagram {
+    let mut mad = vec![0u8; MAD_SIZE];
+    let repr = MadHeaderRepr {
+        mgmt_class: MgmtClass::SubnAdm,
+        class_version: SA_CLASS_VERSION,
+        method: Method::Report,
+        status: 0,
+        class_specific: 0,
+        transaction_id: tid,
+        attribute_id: AttributeId::Notice,
+        attribute_modifier: 0,
+    };
+    repr.emit(&mut MadHeader::new_checked(&mut mad[..MAD_HEADER_LEN]).expect("a MAD holds a header"));
+    let n = notice.to_full_bytes();
+    mad[SA_DATA_OFFSET..SA_DATA_OFFSET + n.len()].copy_from_slice(&n);
+    Datagram { addr: to, mad }
+}
+
+/// The status word of an SA-specific error code (IBA 15.2.1.2: bits 8-15).
+pub(crate) fn sa_error(code: u16) -> u16 {
+    code << 8
+}
+
+/// MAD status words the agent uses (IBA 13.4.7, Table 107).
+pub(crate) const BUSY: u16 = status::BUSY;
+pub(crate) const BAD_VERSION: u16 = status::BAD_VERSION;
+pub(crate) const METHOD_UNSUPPORTED: u16 = status::METHOD_UNSUPPORTED;
+pub(crate) const METHOD_ATTR_UNSUPPORTED: u16 = status::METHOD_ATTR_UNSUPPORTED;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Lid;
+
+    fn get(method: u8, version: u8) -> Datagram {
+        let mut mad = vec![0u8; MAD_SIZE];
+        mad[..4].copy_from_slice(&[1, 0x03, version, method]);
+        mad[8..16].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
+        mad[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
+        mad[36..44].copy_from_slice(&7u64.to_be_bytes());
+        mad[48..56].copy_from_slice(&1u64.to_be_bytes());
+        mad[56] = 0xAB;
+        Datagram { addr: MadAddress::gsi(Lid(9), 0), mad }
+    }
+
+    #[test]
+    fn requests_and_answers() {
+        let d = get(0x12, 2);
+        let Received::Request(r) = classify(&d) else { panic!() };
+        assert_eq!((r.method, r.attribute, r.sm_key, r.mask), (Method::GetTable, SaAttributeId::NodeRecord, 7, 1));
+        assert_eq!((r.data.len(), r.data[0]), (200, 0xAB));
+        let a = single_answer(&r, 0, 14, &[1, 2, 3]);
+        assert_eq!(&a.mad[..4], &[1, 0x03, 2, 0x92]);
+        assert_eq!(&a.mad[8..16], &0x1122_3344_5566_7788u64.to_be_bytes());
+        assert_eq!(&a.mad[24..28], &[1, 1, 0xFF, 0], "RMPP DATA, active, first and last");
+        assert_eq!(&a.mad[32..36], &23u32.to_be_bytes(), "20 bytes of SA header plus the data");
+        assert_eq!(&a.mad[36..44], &[0; 8], "SM_Key not echoed");
+        assert_eq!(&a.mad[44..46], &[0, 14]);
+        assert_eq!(&a.mad[48..56], &1u64.to_be_bytes());
+        assert_eq!(&a.mad[56..60], &[1, 2, 3, 0]);
+        let get_one = get(0x01, 2);
+        let Received::Request(g) = classify(&get_one) else { panic!() };
+        assert_eq!(single_answer(&g, 0x0300, 0, &[]).mad[24..27], [0, 0, 0], "a GetResp is no RMPP");
+    }
+
+    #[test]
+    fn versions_responses_and_rmpp_control_are_told_apart() {
+        assert!(matches!(classify(&get(0x01, 1)), Received::BadVersion { version: 1, answerable: true }));
+        assert!(matches!(classify(&get(0x06, 1)), Received::BadVersion { answerable: false, .. }));
+        assert!(matches!(classify(&get(0x86, 2)), Received::Response { method: Method::ReportResp, .. }));
+        let mut ack = get(0x92, 2);
+        ack.mad[24..27].copy_from_slice(&[1, 2, 0x01]);
+        assert!(matches!(classify(&ack), Received::RmppControl { tid: 0x1122_3344_5566_7788 }));
+        let mut seg = get(0x14, 2);
+        seg.mad[24..27].copy_from_slice(&[1, 1, 0x03]);
+        assert!(matches!(classify(&seg), Received::Segmented { .. }));
+        seg.mad[26] = 0x07;
+        assert!(matches!(classify(&seg), Received::Request(_)));
+        assert!(matches!(classify(&Datagram { addr: ack.addr, mad: vec![1, 3] }), Received::Malformed));
+        let echo = status_echo(&get(0x01, 1), BAD_VERSION).unwrap();
+        assert_eq!((&echo.mad[..4], &echo.mad[4..6]), (&[1, 0x03, 1, 0x81][..], &[0, 4][..]));
+    }
+
+    #[test]
+    fn reports_carry_the_whole_notice() {
+        let n = NoticeRepr {
+            is_generic: true,
+            notice_type: crate::mad::NoticeType::Informational,
+            producer_type: 4,
+            trap_number: 65,
+            issuer_lid: Lid(1),
+            notice_toggle: false,
+            notice_count: 0,
+            data_details: [0; 54],
+            issuer_gid: [0xEE; 16],
+        };
+        let r = report(MadAddress::gsi(Lid(5), 0), 0x8000_0001, &n);
+        assert_eq!(&r.mad[..4], &[1, 0x03, 2, 0x06]);
+        assert_eq!(&r.mad[16..18], &[0, 2]);
+        assert_eq!(&r.mad[56 + 4..56 + 6], &[0, 65]);
+        assert_eq!(&r.mad[56 + 64..56 + 80], &[0xEE; 16]);
+    }
+}
