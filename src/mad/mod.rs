@@ -18,6 +18,7 @@ pub mod node_info;
 pub mod notice;
 pub mod pkey_table;
 pub mod port_info;
+pub mod rmpp;
 pub mod sa;
 pub mod sl_to_vl;
 pub mod sm_info;
