@@ -10,6 +10,7 @@ pub mod codes;
 pub mod header;
 pub mod smp;
 
+pub mod class_port_info;
 pub mod guid_info;
 pub mod lft;
 pub mod mft;
@@ -25,6 +26,7 @@ pub mod sm_info;
 pub mod switch_info;
 pub mod vl_arb;
 
+pub use class_port_info::{ClassPortInfo, ClassPortInfoRepr};
 pub use codes::{AttributeId, Method, MgmtClass};
 pub use guid_info::{GuidInfoBlock, GuidInfoBlockRepr};
 pub use header::{MadHeader, MadHeaderRepr};
