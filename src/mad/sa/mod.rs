@@ -18,24 +18,42 @@ use super::codes::open_enum;
 use super::{be, check_len, WireResult, MAD_SIZE};
 
 pub mod guid_info_record;
+pub mod inform_info;
+pub mod inform_info_record;
+pub mod lft_record;
 pub mod link_record;
+pub mod mft_record;
+pub mod multi_path_record;
 pub mod node_record;
 pub mod path_record;
 pub mod pkey_table_record;
 pub mod port_info_record;
+pub mod service_record;
+pub mod sl_to_vl_record;
 pub mod sm_info_record;
 pub mod switch_info_record;
+pub mod vl_arb_record;
 #[cfg(test)]
 pub(crate) mod component_checks;
 
 pub use guid_info_record::{guid_info_mask, GuidInfoRecord, GuidInfoRecordRepr, GUID_INFO_RECORD_LEN};
+pub use inform_info::{wildcard as inform_wildcard, InformInfo, InformInfoRepr, InformKind, INFORM_INFO_LEN};
+pub use inform_info_record::{
+    inform_info_record_mask, InformInfoRecord, InformInfoRecordRepr, INFORM_INFO_RECORD_LEN,
+};
+pub use lft_record::{lft_mask, LftRecord, LftRecordRepr, LFT_RECORD_LEN};
 pub use link_record::{link_mask, LinkRecord, LinkRecordRepr, LINK_RECORD_LEN};
+pub use mft_record::{mft_mask, MftRecord, MftRecordRepr, MFT_RECORD_LEN};
+pub use multi_path_record::{multi_path_mask, MultiPathRecord, MultiPathRecordRepr, MULTI_PATH_MAX_GIDS};
 pub use node_record::{node_mask, NodeRecord, NodeRecordRepr, NODE_RECORD_LEN};
 pub use path_record::{path_mask, PathRecord, PathRecordRepr, PATH_RECORD_LEN};
 pub use pkey_table_record::{pkey_table_mask, PKeyTableRecord, PKeyTableRecordRepr, PKEY_TABLE_RECORD_LEN};
 pub use port_info_record::{port_info_mask, PortInfoRecord, PortInfoRecordRepr, PORT_INFO_RECORD_LEN};
+pub use service_record::{service_mask, ServiceRecord, ServiceRecordRepr, SERVICE_RECORD_LEN};
+pub use sl_to_vl_record::{sl_to_vl_mask, SlToVlRecord, SlToVlRecordRepr, SL_TO_VL_RECORD_LEN};
 pub use sm_info_record::{sm_info_mask, SmInfoRecord, SmInfoRecordRepr, SM_INFO_RECORD_LEN};
 pub use switch_info_record::{switch_info_mask, SwitchInfoRecord, SwitchInfoRecordRepr, SWITCH_INFO_RECORD_LEN};
+pub use vl_arb_record::{vl_arb_mask, VlArbRecord, VlArbRecordRepr, VL_ARB_RECORD_LEN};
 
 /// Where the SA data starts in a MAD.
 pub const SA_DATA_OFFSET: usize = 56;
