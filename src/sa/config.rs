@@ -60,12 +60,13 @@ pub struct SaConfig {
     pub report_timeout_ms: u64,
     /// Resends after the first Report before giving up.
     pub report_retries: u32,
-    /// RMPP: segments sent before an ACK must open the window further.
-    pub rmpp_window: u32,
     /// RMPP: how long a sender waits for an ACK before resending.
     pub rmpp_timeout_ms: u64,
     /// RMPP: resends of a window before the sender gives up (ABORT).
     pub rmpp_retries: u32,
+    /// RMPP: the longest one answer may take to send (the kernel's
+    /// receiver gives up after 40 s).
+    pub rmpp_total_timeout_ms: u64,
     /// Answers waiting for `poll_transmit`; more are dropped and counted
     /// (the runtime drains after every input, so this only fills when
     /// nothing sends).
@@ -93,9 +94,9 @@ impl Default for SaConfig {
             max_reports: 4096,
             report_timeout_ms: 1000,
             report_retries: 3,
-            rmpp_window: 32,
             rmpp_timeout_ms: 200,
             rmpp_retries: 3,
+            rmpp_total_timeout_ms: 40_000,
             max_queued: 4096,
             log_period_s: 10,
         }
@@ -108,6 +109,9 @@ impl SaConfig {
     }
     pub fn rmpp_timeout(&self) -> Duration {
         Duration::from_millis(self.rmpp_timeout_ms.max(1))
+    }
+    pub fn rmpp_total_timeout(&self) -> Duration {
+        Duration::from_millis(self.rmpp_total_timeout_ms.max(1))
     }
     pub fn log_period(&self) -> Duration {
         Duration::from_secs(self.log_period_s)

@@ -92,6 +92,11 @@ impl PortIndex {
         self.ports.contains_key(&guid)
     }
 
+    /// Every port, in GUID order.
+    pub fn all(&self) -> impl Iterator<Item = &PortAt> + '_ {
+        self.ports.values()
+    }
+
     /// Ports in service, in GUID order.
     pub fn in_service(&self) -> impl Iterator<Item = &PortAt> + '_ {
         self.ports.values().filter(|p| p.active)

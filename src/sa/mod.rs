@@ -39,7 +39,12 @@
 pub mod config;
 pub mod stats;
 
+mod guids;
 mod index;
+mod inform;
+mod records;
+mod sends;
+mod services;
 mod table;
 mod wire;
 
@@ -55,13 +60,26 @@ use tracing::{debug, info, warn};
 pub use config::{NotServing, SaConfig};
 pub use stats::SaStats;
 
-use crate::mad::sa::sa_status;
-use crate::mad::{Method, NoticeRepr};
+use crate::mad::class_port_info::{class_cap, sa_cap, sa_cap2, ClassPortInfoRepr};
+use crate::mad::notice::{producer_type, trap};
+use crate::mad::sa::port_info_record::ATTR_MOD_CAPABILITY_MASK_MATCH;
+use crate::mad::sa::{
+    guid_info_mask, sa_status, GuidInfoRecordRepr, InformInfoRecordRepr, InformInfoRepr, LftRecordRepr, SaAttributeId,
+    SaRecord, ServiceRecordRepr, SmInfoRecordRepr, SA_DATA_LEN,
+};
+use crate::mad::{Method, NoticeRepr, NoticeType, SmInfoRepr};
+use crate::rmpp::RmppConfig;
 use crate::runtime::snapshot::Snapshot;
 use crate::transport::Datagram;
 use crate::types::{Guid, Lid};
+use guids::AliasGuids;
 use index::PortIndex;
+use inform::{InformError, Reports, Subscription, Subscriptions};
+use records::{QosKnown, Records};
+use sends::{SendError, SendKey, Sends};
+use services::{ServiceError, Services};
 use stats::LogGate;
+use table::{Query, QueryError, Spec};
 use wire::{Received, Request};
 
 /// What the SA may do, as the runtime's election decides.
@@ -76,6 +94,11 @@ pub enum Serving {
     Master,
 }
 
+/// ClassPortInfo.RespTimeValue: 4.096 µs × 2^16 ≈ 268 ms, the first step
+/// above a 200 ms transaction timeout (how OpenSM derives it). The agent
+/// itself answers in microseconds; the margin is the runtime's queue.
+const RESP_TIME_VALUE: u8 = 16;
+
 /// The SA agent; see the module docs.
 pub struct SaAgent {
     cfg: SaConfig,
@@ -83,6 +106,15 @@ pub struct SaAgent {
     serving: Serving,
     snapshot: Option<Arc<Snapshot>>,
     ports: PortIndex,
+    records: Option<Records>,
+    qos: QosKnown,
+    /// This SM's SMInfo as the runtime last told (for SMInfoRecords).
+    sm_info: Option<SmInfoRepr>,
+    services: Services,
+    subscriptions: Subscriptions,
+    aliases: AliasGuids,
+    reports: Reports,
+    sends: Sends,
     out: VecDeque<Datagram>,
     stats: SaStats,
     log: LogGate,
@@ -96,6 +128,14 @@ impl SaAgent {
             serving: Serving::NotMaster,
             snapshot: None,
             ports: PortIndex::default(),
+            records: None,
+            qos: QosKnown::default(),
+            sm_info: None,
+            services: Services::default(),
+            subscriptions: Subscriptions::default(),
+            aliases: AliasGuids::default(),
+            reports: Reports::default(),
+            sends: Sends::default(),
             out: VecDeque::new(),
             stats: SaStats::default(),
             log: LogGate::default(),
@@ -103,16 +143,20 @@ impl SaAgent {
     }
 
     /// The role changes. Leaving MASTER stops what the SA was sending
-    /// (multi-MAD answers, Reports); what requesters registered is kept.
+    /// (multi-MAD answers, Reports, queued answers); what requesters
+    /// registered is kept.
     pub fn set_serving(&mut self, now: Duration, serving: Serving) {
+        let _ = now;
         if serving == self.serving {
             return;
         }
         info!(from = ?self.serving, to = ?serving, "SA serving state");
-        let _ = now;
         self.serving = serving;
         if serving != Serving::Master {
             self.out.clear();
+            self.reports.clear();
+            self.stats.rmpp.failed += self.sends.clear() as u64;
+            self.stats.rmpp.in_flight = 0;
         }
     }
 
@@ -120,13 +164,45 @@ impl SaAgent {
         self.serving
     }
 
-    /// A new sweep snapshot: rebuilds the records and indexes from it.
+    /// This SM's SMInfo (GUID, SM_Key, ActCount, priority, state), for its
+    /// SMInfoRecord. Until told, the SA answers with the snapshot's master
+    /// GUID, MASTER, priority 0 and ActCount the snapshot sequence.
+    pub fn set_sm_info(&mut self, info: SmInfoRepr) {
+        self.sm_info = Some(info);
+    }
+
+    /// A new sweep snapshot: rebuilds the records and indexes from it;
+    /// ports that left service since the last one are reported as trap 65,
+    /// ports that entered it as trap 64, to the subscribers that asked;
+    /// subscriptions, ServiceRecords and alias GUIDs of ports gone from
+    /// the fabric are dropped.
     pub fn new_snapshot(&mut self, now: Duration, snap: Arc<Snapshot>) {
-        let _ = now;
         self.stats.snapshots += 1;
-        self.ports = PortIndex::build(&snap.sweep);
-        debug!(sequence = snap.sequence, ports = self.ports.in_service().count(), "SA took a snapshot");
-        self.snapshot = Some(snap);
+        let ports = PortIndex::build(&snap.sweep);
+        let old = std::mem::replace(&mut self.ports, ports);
+        let first = self.snapshot.is_none();
+        self.qos.update(&snap);
+        let records = Records::build(&snap, &self.ports, &self.qos);
+        self.stats.records = records.count() as u64;
+        self.records = Some(records);
+        self.snapshot = Some(snap.clone());
+
+        let (subs, services, aliases) = {
+            let ports = &self.ports;
+            (
+                self.subscriptions.follow_ports(|g| ports.by_guid(g).map(|p| p.base_lid.0)),
+                self.services.retain_owners(|g| ports.contains(g)),
+                self.aliases.retain_ports(|g| ports.contains(g)),
+            )
+        };
+        if subs + services + aliases > 0 {
+            info!(subscriptions = subs, services, alias_guids = aliases, "SA dropped what ports gone had registered");
+        }
+        self.refresh_gauges();
+        if !first {
+            self.report_service_changes(now, &old, &snap);
+        }
+        debug!(sequence = snap.sequence, records = self.stats.records, "SA took a snapshot");
     }
 
     /// Any SA-class MAD: a request, an RMPP ACK/STOP/ABORT for one of our
@@ -146,8 +222,21 @@ impl SaAgent {
                     self.stats.drops.malformed += 1;
                 }
             }
-            Received::Response { .. } => self.stats.drops.stray_responses += 1,
-            Received::RmppControl { .. } => self.stats.drops.stray_rmpp += 1,
+            Received::Response { method, tid } => {
+                if method == Method::ReportResp && self.reports.acknowledge(tid) {
+                    self.stats.reports.acknowledged += 1;
+                } else {
+                    self.stats.drops.stray_responses += 1;
+                }
+            }
+            Received::RmppControl { tid } => {
+                let key = SendKey::new(&dgram.addr, tid);
+                if self.sends.handle_mad(now, &key, &dgram.mad) {
+                    self.reap_sends();
+                } else {
+                    self.stats.drops.stray_rmpp += 1;
+                }
+            }
             Received::Segmented { request } => {
                 self.stats.drops.segmented_requests += 1;
                 if self.may_answer(now, dgram, &request) {
@@ -162,25 +251,66 @@ impl SaAgent {
         }
     }
 
-    /// A trap the SM received: Reports to the subscribers that match it.
+    /// A trap the SM received (from the port at `from`): Reports to the
+    /// subscribers that match it. A Notice from an SMP has no IssuerGID;
+    /// it is filled in from the issuer's port.
     pub fn handle_trap(&mut self, now: Duration, notice: &NoticeRepr, from: Lid) {
-        let _ = (now, notice, from);
         self.stats.reports.traps_received += 1;
+        if self.serving != Serving::Master {
+            return;
+        }
+        let mut n = *notice;
+        if n.issuer_gid == [0; 16] {
+            let issuer = if n.issuer_lid.0 != 0 { n.issuer_lid } else { from };
+            if let Some(p) = self.ports.by_lid(issuer) {
+                n.issuer_gid = p.gid();
+            }
+        }
+        self.forward(now, &n);
     }
 
-    /// The next MAD to send.
+    /// The next MAD to send: single-MAD answers and Reports first, then
+    /// segments of multi-MAD answers, in turn.
     pub fn poll_transmit(&mut self, now: Duration) -> Option<Datagram> {
-        let _ = now;
-        self.out.pop_front()
+        if let Some(d) = self.out.pop_front() {
+            return Some(d);
+        }
+        let (d, resent) = self.sends.poll_transmit(now)?;
+        self.stats.rmpp.segments += 1;
+        if resent {
+            self.stats.rmpp.resent += 1;
+        }
+        self.reap_sends();
+        Some(d)
     }
 
-    /// When `handle_timeout` should run next.
+    /// When `handle_timeout` should run next: an RMPP wait, a Report
+    /// retry or a ServiceRecord lease.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        None
+        [self.sends.poll_timeout(), self.reports.next_deadline(), self.services.next_expiry()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     pub fn handle_timeout(&mut self, now: Duration) {
-        let _ = now;
+        self.sends.handle_timeout(now);
+        self.reap_sends();
+        let (again, given_up) = self.reports.expire(now, self.cfg.report_timeout(), self.cfg.report_retries);
+        self.stats.reports.given_up += given_up as u64;
+        if given_up > 0 {
+            self.gate_info(now, "report_given_up", || format!("{given_up} Reports got no ReportResp; given up"));
+        }
+        for d in again {
+            self.stats.reports.sent += 1;
+            self.stats.reports.resent += 1;
+            self.push(now, d);
+        }
+        let expired = self.services.expire(now);
+        if expired > 0 {
+            self.stats.leases_expired += expired as u64;
+            self.refresh_gauges();
+        }
     }
 
     pub fn stats(&self) -> &SaStats {
@@ -227,33 +357,585 @@ impl SaAgent {
     }
 
     fn handle_request(&mut self, now: Duration, req: &Request<'_>) {
-        let (attr, method) = (req.attr_raw(), u8::from(req.method));
-        if !matches!(req.method, Method::Get | Method::Set | Method::GetTable | Method::Delete | Method::GetMulti) {
+        use Method as M;
+        use SaAttributeId as A;
+        if !matches!(req.method, M::Get | M::Set | M::GetTable | M::Delete | M::GetMulti) {
             // Report is only sent by the SA; GetTraceTable, Send and the
             // rest are not SA requests it serves (IBA 15.2.2).
             self.refuse(now, req, wire::METHOD_UNSUPPORTED);
             return;
         }
-        self.stats.query(attr, method).requests += 1;
-        let _trusted = self.trusted(req);
-        // No record is served yet: every attribute is refused as an
-        // unsupported method/attribute combination (IBA 13.4.7).
-        self.refuse(now, req, wire::METHOD_ATTR_UNSUPPORTED);
+        self.stats.query(req.attr_raw(), req.method.into()).requests += 1;
+        let read = matches!(req.method, M::Get | M::GetTable);
+        let supported = match req.attribute {
+            A::ClassPortInfo => req.method == M::Get,
+            A::NodeRecord
+            | A::PortInfoRecord
+            | A::SwitchInfoRecord
+            | A::LinkRecord
+            | A::PKeyTableRecord
+            | A::LinearForwardingTableRecord
+            | A::MulticastForwardingTableRecord
+            | A::SmInfoRecord
+            | A::SlToVlMappingTableRecord
+            | A::VlArbitrationTableRecord
+            | A::InformInfoRecord => read,
+            A::GuidInfoRecord | A::ServiceRecord => read || matches!(req.method, M::Set | M::Delete),
+            A::InformInfo => req.method == M::Set,
+            _ => false,
+        };
+        if !supported {
+            self.refuse(now, req, wire::METHOD_ATTR_UNSUPPORTED);
+            return;
+        }
+        if req.method == M::GetTable && self.sends.contains(&SendKey::new(&req.addr, req.tid)) {
+            // The requester asked again while the answer is still going
+            // out: the transfer in progress answers it.
+            self.stats.drops.duplicate_requests += 1;
+            return;
+        }
+        let trusted = self.trusted(req);
+        let Some(snap) = self.snapshot.clone() else { return };
+        match req.attribute {
+            A::ClassPortInfo => self.class_port_info(now, req),
+            A::NodeRecord => self.table_query(now, req, trusted, |r| &r.node),
+            A::PortInfoRecord => {
+                let superset = if req.attribute_modifier & ATTR_MOD_CAPABILITY_MASK_MATCH != 0 {
+                    records::key::PORT_INFO_CAPABILITY_MASKS
+                } else {
+                    0
+                };
+                let relax = (records::key::PORT_INFO_OPTIONS, superset);
+                self.table_query_relaxed(now, req, trusted, relax, |r| &r.port_info);
+            }
+            A::SwitchInfoRecord => self.table_query(now, req, trusted, |r| &r.switch_info),
+            A::LinkRecord => self.table_query(now, req, trusted, |r| &r.link),
+            A::PKeyTableRecord => {
+                if trusted {
+                    self.table_query(now, req, trusted, |r| &r.pkey);
+                } else {
+                    // OpenSM answers P_Key tables to trusted requesters only
+                    // (osm_sa_pkey_record.c: ERR_REQ_INVALID otherwise).
+                    self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+                }
+            }
+            A::MulticastForwardingTableRecord => self.table_query(now, req, trusted, |r| &r.mft),
+            A::SlToVlMappingTableRecord => self.table_query(now, req, trusted, |r| &r.sl2vl),
+            A::VlArbitrationTableRecord => self.table_query(now, req, trusted, |r| &r.vlarb),
+            A::LinearForwardingTableRecord => {
+                let spec = Spec::of::<LftRecordRepr>(&[]);
+                let result = self.run(req, spec, trusted, |agent, q| {
+                    if let Some(r) = agent.records.as_ref() {
+                        r.lft(&snap, q);
+                    }
+                });
+                self.answer(now, req, spec, result);
+            }
+            A::SmInfoRecord => {
+                let spec = Spec::of::<SmInfoRecordRepr>(records::key::SM_INFO_SECRETS);
+                let ours = self.sm_info.unwrap_or_else(|| records::default_sm_info(&snap));
+                let result = self.run(req, spec, trusted, |_, q| records::sm_info(&snap, &ours, q));
+                self.answer(now, req, spec, result);
+            }
+            A::GuidInfoRecord if read => {
+                let spec = Spec::of::<GuidInfoRecordRepr>(&[]);
+                let result = self.run(req, spec, trusted, |agent, q| agent.guid_info_records(&snap, q));
+                self.answer(now, req, spec, result);
+            }
+            A::GuidInfoRecord => self.guid_info_change(now, req, trusted),
+            A::ServiceRecord if read => {
+                let spec = Spec::of::<ServiceRecordRepr>(services::SECRETS);
+                let result = self.run(req, spec, trusted, |agent, q| {
+                    for r in agent.services.records() {
+                        if !q.offer(r) {
+                            break;
+                        }
+                    }
+                });
+                self.answer(now, req, spec, result);
+            }
+            A::ServiceRecord => self.service_change(now, req, trusted),
+            A::InformInfo => self.inform_info(now, req, trusted),
+            A::InformInfoRecord => {
+                let spec = Spec::of::<InformInfoRecordRepr>(&[]);
+                let records = self.subscriptions.records();
+                let result = self.run(req, spec, trusted, |_, q| {
+                    for r in &records {
+                        if !q.offer(r) {
+                            break;
+                        }
+                    }
+                });
+                self.answer(now, req, spec, result);
+            }
+            _ => self.refuse(now, req, wire::METHOD_ATTR_UNSUPPORTED),
+        }
     }
+
+    /// Runs one query: `fill` offers the candidates.
+    fn run(
+        &self,
+        req: &Request<'_>,
+        spec: Spec,
+        trusted: bool,
+        fill: impl FnOnce(&Self, &mut Query<'_>),
+    ) -> Result<(Vec<u8>, usize), QueryError> {
+        let mut q =
+            Query::new(spec, req.data, req.mask, trusted, req.method == Method::Get, self.cfg.max_answer_bytes)?;
+        fill(self, &mut q);
+        q.finish()
+    }
+
+    /// A query over one of the snapshot's tables.
+    fn table_query(
+        &mut self,
+        now: Duration,
+        req: &Request<'_>,
+        trusted: bool,
+        table: impl Fn(&Records) -> &table::Table,
+    ) {
+        self.table_query_relaxed(now, req, trusted, (0, 0), table);
+    }
+
+    /// A query over a table, with components ignored or matched as bit
+    /// sets (`Query::relax`).
+    fn table_query_relaxed(
+        &mut self,
+        now: Duration,
+        req: &Request<'_>,
+        trusted: bool,
+        (ignore, superset): (u64, u64),
+        table: impl Fn(&Records) -> &table::Table,
+    ) {
+        let Some(records) = self.records.as_ref() else { return };
+        let t = table(records);
+        let spec = t.spec();
+        let result =
+            Query::new(spec, req.data, req.mask, trusted, req.method == Method::Get, self.cfg.max_answer_bytes)
+                .and_then(|mut q| {
+                    q.relax(ignore, superset);
+                    t.scan(&mut q);
+                    q.finish()
+                });
+        self.answer(now, req, spec, result);
+    }
+
+    /// Answers a query: a Get with exactly one record, a GetTable with all.
+    fn answer(&mut self, now: Duration, req: &Request<'_>, spec: Spec, result: Result<(Vec<u8>, usize), QueryError>) {
+        let (bytes, n) = match result {
+            Ok(r) => r,
+            Err(QueryError::Invalid) => {
+                self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+                return;
+            }
+            Err(QueryError::TooLarge) => {
+                self.stats.drops.answer_too_large += 1;
+                let (attr, lid, cap) = (req.attribute, req.addr.lid, self.cfg.max_answer_bytes);
+                self.gate_warn(now, "answer_too_large", || {
+                    format!("{attr:?} query from LID {lid} matches over {cap} bytes: refused (ERR_NO_RESOURCES)")
+                });
+                self.refuse(now, req, wire::sa_error(sa_status::NO_RESOURCES));
+                return;
+            }
+        };
+        if req.method == Method::Get {
+            match n {
+                0 => self.refuse(now, req, wire::sa_error(sa_status::NO_RECORDS)),
+                1 => self.reply(now, req, 0, &bytes[..spec.len], 1),
+                _ => self.refuse(now, req, wire::sa_error(sa_status::TOO_MANY_RECORDS)),
+            }
+            return;
+        }
+        self.table_answer(now, req, spec.attribute_offset(), bytes, n);
+    }
+
+    /// A GetTableResp (or GetMultiResp) of `n` records spaced
+    /// `attribute_offset` words apart: one MAD when they fit, RMPP
+    /// otherwise. No record is an empty answer with status 0 (IBA
+    /// 15.2.5.1? as OpenSM: only a Get fails with ERR_NO_RECORDS).
+    fn table_answer(&mut self, now: Duration, req: &Request<'_>, attribute_offset: u16, bytes: Vec<u8>, n: usize) {
+        if bytes.len() <= SA_DATA_LEN {
+            let d = wire::single_answer(req, 0, attribute_offset, &bytes);
+            self.count_ok(req, n);
+            self.push(now, d);
+            return;
+        }
+        let template = wire::answer_header(req, 0, attribute_offset);
+        let key = SendKey::new(&req.addr, req.tid);
+        let cfg = self.rmpp_config();
+        match self.sends.start(
+            now,
+            key,
+            req.addr,
+            &template,
+            bytes,
+            cfg,
+            self.cfg.max_rmpp_sends,
+            self.cfg.max_rmpp_bytes,
+        ) {
+            Ok(()) => {
+                self.count_ok(req, n);
+                self.stats.rmpp.started += 1;
+                self.stats.rmpp.in_flight = self.sends.len() as u64;
+            }
+            Err(SendError::Busy) => {
+                self.stats.drops.rmpp_busy += 1;
+                let (sends, lid) = (self.sends.len(), req.addr.lid);
+                self.gate_warn(now, "rmpp_busy", || {
+                    format!("{sends} multi-MAD answers in flight: the one for LID {lid} refused (ERR_NO_RESOURCES)")
+                });
+                self.refuse(now, req, wire::sa_error(sa_status::NO_RESOURCES));
+            }
+            Err(SendError::Refused) => self.refuse(now, req, wire::sa_error(sa_status::NO_RESOURCES)),
+        }
+    }
+
+    fn rmpp_config(&self) -> RmppConfig {
+        RmppConfig {
+            segment_timeout: self.cfg.rmpp_timeout(),
+            retries: self.cfg.rmpp_retries,
+            total_timeout: self.cfg.rmpp_total_timeout(),
+            ..RmppConfig::default()
+        }
+    }
+
+    fn reap_sends(&mut self) {
+        let ended = self.sends.reap();
+        self.stats.rmpp.completed += ended.completed;
+        self.stats.rmpp.failed += ended.failed;
+        self.stats.rmpp.in_flight = self.sends.len() as u64;
+    }
+
+    /// ClassPortInfo (IBA 13.4.8.1, 15.2.5.1): what this SA really does.
+    fn class_port_info(&mut self, now: Duration, req: &Request<'_>) {
+        let cpi = ClassPortInfoRepr {
+            base_version: 1,
+            class_version: wire::SA_CLASS_VERSION,
+            capability_mask: class_cap::IS_CAPABILITY_MASK2_SUPPORTED
+                | sa_cap::IS_OPTIONAL_RECORDS_SUPPORTED
+                | sa_cap::IS_PORT_INFO_CAPMASK_MATCH_SUPPORTED,
+            capability_mask2: sa_cap2::IS_ALIAS_GUIDS_SUPPORTED
+                | sa_cap2::IS_FULL_PORT_INFO_RECORD_SUPPORTED
+                | sa_cap2::IS_PORT_INFO_CAPMASK2_MATCH_SUPPORTED,
+            resp_time_value: RESP_TIME_VALUE,
+            ..ClassPortInfoRepr::default()
+        };
+        let mut b = vec![0u8; ClassPortInfoRepr::LEN];
+        if cpi.emit(&mut b).is_ok() {
+            self.reply(now, req, 0, &b, 1);
+        }
+    }
+
+    /// GUIDInfoRecords: every LID-bearing port's table in blocks of 8
+    /// (GUIDCap GUIDs, at least one block), its GUID and alias GUIDs.
+    fn guid_info_records(&self, snap: &Snapshot, q: &mut Query<'_>) {
+        let subnet = &snap.sweep.subnet;
+        let one = |lid: u16| self.ports.by_lid(Lid(lid)).map(|p| vec![*p]).unwrap_or_default();
+        let ports: Vec<index::PortAt> = match q.key(0) {
+            Some(lid) => one(lid as u16).into_iter().filter(|p| p.base_lid.0 == lid as u16).collect(),
+            None => self.ports.all().copied().collect(),
+        };
+        let mut buf = [0u8; crate::mad::sa::GUID_INFO_RECORD_LEN];
+        for p in ports {
+            let cap = guid_cap(subnet, &p);
+            let blocks = cap.div_ceil(8).max(1);
+            let range = match q.key(1) {
+                Some(b) if b < u64::from(blocks) => b as u16..b as u16 + 1,
+                Some(_) => continue,
+                None => 0..blocks,
+            };
+            for block in range {
+                let r = GuidInfoRecordRepr {
+                    lid: p.base_lid,
+                    block_num: block as u8,
+                    guid_info: self.aliases.block(p.guid, block as u8),
+                };
+                if r.emit(&mut buf).is_err() || !q.offer(&buf) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// GUIDInfoRecord Set and Delete: alias GUIDs of one port, named by
+    /// LID (required) and BlockNum, the GUIDs by their mask bits. Only the
+    /// port itself or a trusted requester may change them.
+    fn guid_info_change(&mut self, now: Duration, req: &Request<'_>, trusted: bool) {
+        let Ok(rec) = GuidInfoRecordRepr::parse_bytes(req.data) else {
+            self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+            return;
+        };
+        if req.mask & guid_info_mask::LID == 0 || table::unknown_mask::<GuidInfoRecordRepr>(req.mask) {
+            self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+            return;
+        }
+        let Some(port) = self.ports.by_lid(rec.lid).copied().filter(|p| p.base_lid == rec.lid) else {
+            self.refuse(now, req, wire::sa_error(sa_status::NO_RECORDS));
+            return;
+        };
+        let requester = self.ports.by_lid(req.addr.lid).map(|p| p.guid);
+        if !trusted && requester != Some(port.guid) {
+            self.refuse(now, req, wire::sa_error(sa_status::DENIED));
+            return;
+        }
+        let block = if req.mask & guid_info_mask::BLOCK_NUM != 0 { rec.block_num } else { 0 };
+        let entries = (0..8).filter(|&i| req.mask & guid_info_mask::guid(i) != 0).fold(0u8, |m, i| m | 1 << i);
+        let Some(snap) = self.snapshot.clone() else { return };
+        let cap = guid_cap(&snap.sweep.subnet, &port);
+        if u16::from(block) * 8 >= cap.max(1) {
+            self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+            return;
+        }
+        if req.method == Method::Set {
+            let ports = &self.ports;
+            let refused = self.aliases.set(
+                port.guid,
+                block,
+                entries,
+                &rec.guid_info,
+                cap,
+                |g| ports.contains(g),
+                self.cfg.max_alias_guids_per_port,
+                self.cfg.max_alias_guids,
+            );
+            if refused > 0 {
+                self.stats.drops.alias_guid_cap += refused as u64;
+                let g = port.guid;
+                self.gate_warn(now, "alias_guid_cap", || {
+                    format!("alias GUIDs for port {g} over the cap: {refused} refused")
+                });
+            }
+        } else {
+            self.aliases.delete(port.guid, block, entries);
+        }
+        self.refresh_gauges();
+        let out = GuidInfoRecordRepr {
+            lid: port.base_lid,
+            block_num: block,
+            guid_info: self.aliases.block(port.guid, block),
+        };
+        let mut b = [0u8; crate::mad::sa::GUID_INFO_RECORD_LEN];
+        if out.emit(&mut b).is_ok() {
+            self.reply(now, req, 0, &b, 1);
+        }
+    }
+
+    /// ServiceRecord Set and Delete (see `services`).
+    fn service_change(&mut self, now: Duration, req: &Request<'_>, trusted: bool) {
+        let Ok(rec) = ServiceRecordRepr::parse_bytes(req.data) else {
+            self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+            return;
+        };
+        if table::unknown_mask::<ServiceRecordRepr>(req.mask) {
+            self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+            return;
+        }
+        let Some(owner) = self.ports.by_lid(req.addr.lid).map(|p| p.guid) else {
+            self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+            return;
+        };
+        let result = if req.method == Method::Set {
+            let (per, total) = (self.cfg.max_services_per_port, self.cfg.max_services);
+            self.services.set(now, rec, req.mask, owner, trusted, per, total).map(|r| {
+                let mut b = [0u8; crate::mad::sa::SERVICE_RECORD_LEN];
+                let _ = SaRecord::emit(&r, &mut b);
+                b
+            })
+        } else {
+            self.services.delete(&rec, req.mask, trusted)
+        };
+        self.refresh_gauges();
+        match result {
+            Ok(mut b) => {
+                if !trusted {
+                    for &i in services::SECRETS {
+                        table::zero_component(ServiceRecordRepr::COMPONENTS[i], &mut b);
+                    }
+                }
+                self.reply(now, req, 0, &b, 1);
+            }
+            Err(e) => {
+                let code = match e {
+                    ServiceError::Invalid => sa_status::REQ_INVALID,
+                    ServiceError::NoRecord => sa_status::NO_RECORDS,
+                    ServiceError::Denied => sa_status::DENIED,
+                    ServiceError::Full => {
+                        self.stats.drops.service_cap += 1;
+                        let lid = req.addr.lid;
+                        self.gate_warn(now, "service_cap", || format!("ServiceRecords from LID {lid} over the cap"));
+                        sa_status::NO_RESOURCES
+                    }
+                };
+                self.refuse(now, req, wire::sa_error(code));
+            }
+        }
+    }
+
+    /// SubnAdmSet(InformInfo): subscribe or unsubscribe the requester's
+    /// port; the answer echoes the InformInfo (IBA o13-12.1.1), with
+    /// Subscribe 0 when refused (o13-13.1.1).
+    fn inform_info(&mut self, now: Duration, req: &Request<'_>, trusted: bool) {
+        let Ok(info) = InformInfoRepr::parse_bytes(req.data) else {
+            self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+            return;
+        };
+        let refuse_echo = |agent: &mut Self, code: u16| {
+            let mut echo = info;
+            echo.subscribe = false;
+            let mut b = [0u8; crate::mad::sa::INFORM_INFO_LEN];
+            let _ = echo.emit(&mut b);
+            let status = wire::sa_error(code);
+            agent.stats.query(req.attr_raw(), req.method.into()).errors += 1;
+            agent.count_status(status);
+            let d = wire::single_answer(req, status, 0, &b);
+            agent.push(now, d);
+        };
+        let raw_subscribe = req.data.get(23).copied().unwrap_or(0);
+        if raw_subscribe > 1 {
+            refuse_echo(self, sa_status::REQ_INVALID);
+            return;
+        }
+        let Some(owner) = self.ports.by_lid(req.addr.lid).copied() else {
+            refuse_echo(self, sa_status::REQ_INVALID);
+            return;
+        };
+        if info.subscribe {
+            // A GID must name a port of the fabric (o13-14.1.1 as OpenSM).
+            if info.gid != [0; 16] && !self.ports.contains(index::gid_guid(&info.gid)) {
+                refuse_echo(self, sa_status::REQ_INVALID);
+                return;
+            }
+            let security = match info.kind {
+                crate::mad::sa::InformKind::Generic { trap_number, .. } => inform::is_security_trap(trap_number),
+                crate::mad::sa::InformKind::Vendor { .. } => false,
+            };
+            if security && !trusted {
+                refuse_echo(self, sa_status::DENIED);
+                return;
+            }
+        }
+        // Reports go to the QP the Set came from (OpenSM keeps the QPN
+        // field equal to it).
+        let mut stored = info;
+        stored.qpn = req.addr.qpn & 0x00FF_FFFF;
+        let sub =
+            Subscription { info: stored, subscriber_gid: owner.gid(), owner: owner.guid, addr: req.addr, trusted };
+        let (per, total) = (self.cfg.max_subscriptions_per_port, self.cfg.max_subscriptions);
+        match self.subscriptions.set(sub, per, total) {
+            Ok(()) => {
+                self.refresh_gauges();
+                let mut b = [0u8; crate::mad::sa::INFORM_INFO_LEN];
+                let _ = info.emit(&mut b);
+                self.reply(now, req, 0, &b, 1);
+            }
+            Err(InformError::NotSubscribed) => refuse_echo(self, sa_status::REQ_INVALID),
+            Err(InformError::Full) => {
+                self.stats.drops.subscription_cap += 1;
+                let lid = req.addr.lid;
+                self.gate_warn(now, "subscription_cap", || {
+                    format!("InformInfo subscriptions from LID {lid} over the cap")
+                });
+                refuse_echo(self, sa_status::NO_RESOURCES);
+            }
+        }
+    }
+
+    // ---- Reports.
+
+    /// Traps 64 and 65 for the end ports that entered or left service
+    /// between the last snapshot and `snap` (IBA 14.2.5.1, sent by the SM:
+    /// ProducerType class manager, issuer the SM's port, the port's GID at
+    /// DataDetails bytes 6-21).
+    fn report_service_changes(&mut self, now: Duration, old: &PortIndex, snap: &Snapshot) {
+        let gone: Vec<[u8; 16]> =
+            old.in_service().filter(|p| !self.ports.is_in_service(p.guid)).map(|p| p.gid()).collect();
+        let came: Vec<[u8; 16]> =
+            self.ports.in_service().filter(|p| !old.is_in_service(p.guid)).map(|p| p.gid()).collect();
+        let issuer_gid = self.ports.by_lid(snap.master_lid).map(|p| p.gid()).unwrap_or_default();
+        for (number, gids) in [(trap::GID_OUT_OF_SERVICE, gone), (trap::GID_IN_SERVICE, came)] {
+            for gid in gids {
+                if number == trap::GID_IN_SERVICE {
+                    self.stats.reports.gid_in_service += 1;
+                } else {
+                    self.stats.reports.gid_out_of_service += 1;
+                }
+                let mut data_details = [0u8; crate::mad::notice::DATA_DETAILS_LEN];
+                data_details[6..22].copy_from_slice(&gid);
+                let notice = NoticeRepr {
+                    is_generic: true,
+                    notice_type: NoticeType::Informational,
+                    producer_type: producer_type::CLASS_MANAGER,
+                    trap_number: number,
+                    issuer_lid: snap.master_lid,
+                    notice_toggle: false,
+                    notice_count: 0,
+                    data_details,
+                    issuer_gid,
+                };
+                self.forward(now, &notice);
+            }
+        }
+    }
+
+    /// Reports `notice` to every subscription it matches.
+    fn forward(&mut self, now: Duration, notice: &NoticeRepr) {
+        let targets: Vec<_> = self
+            .subscriptions
+            .iter()
+            .filter(|s| s.matches(notice, &notice.issuer_gid))
+            .map(|s| {
+                let mut to = s.addr;
+                to.qkey = crate::transport::MadAddress::QP1_QKEY;
+                to
+            })
+            .collect();
+        for to in targets {
+            self.stats.reports.queued += 1;
+            match self.reports.start(now, self.cfg.report_timeout(), to, notice, self.cfg.max_reports) {
+                Some(d) => {
+                    self.stats.reports.sent += 1;
+                    self.push(now, d);
+                }
+                None => {
+                    self.stats.drops.report_cap += 1;
+                    let n = self.reports.len();
+                    self.gate_warn(now, "report_cap", || format!("{n} Reports in flight: a Report was dropped"));
+                }
+            }
+        }
+    }
+
+    // ---- Answers.
 
     /// A status answer with no data.
     fn refuse(&mut self, now: Duration, req: &Request<'_>, status: u16) {
-        if req.method != Method::Report && req.method.is_response() {
-            return;
-        }
         self.stats.query(req.attr_raw(), req.method.into()).errors += 1;
         self.count_status(status);
         let d = wire::single_answer(req, status, 0, &[]);
         self.push(now, d);
     }
 
+    /// A successful one-MAD answer carrying `data` (`n` records).
+    fn reply(&mut self, now: Duration, req: &Request<'_>, attribute_offset: u16, data: &[u8], n: usize) {
+        self.count_ok(req, n);
+        let d = wire::single_answer(req, 0, attribute_offset, data);
+        self.push(now, d);
+    }
+
+    fn count_ok(&mut self, req: &Request<'_>, n: usize) {
+        let q = self.stats.query(req.attr_raw(), req.method.into());
+        q.ok += 1;
+        q.records += n as u64;
+    }
+
     fn count_status(&mut self, status: u16) {
         *self.stats.by_status.entry(status).or_default() += 1;
+    }
+
+    fn refresh_gauges(&mut self) {
+        self.stats.services = self.services.len() as u64;
+        self.stats.subscriptions = self.subscriptions.len() as u64;
+        self.stats.alias_guids = self.aliases.len() as u64;
     }
 
     /// Queues one MAD; a full queue drops it (counted).
@@ -274,9 +956,22 @@ impl SaAgent {
         }
     }
 
+    fn gate_info(&mut self, now: Duration, reason: &'static str, msg: impl FnOnce() -> String) {
+        if self.log.allow(now, self.cfg.log_period(), reason) {
+            info!(reason, "{}", msg());
+        }
+    }
+
     fn gate_debug(&mut self, now: Duration, reason: &'static str, msg: impl FnOnce() -> String) {
         if self.log.allow(now, self.cfg.log_period(), reason) {
             debug!(reason, "{}", msg());
         }
     }
+}
+
+/// A port's GUIDCap as its PortInfo says (at least 1: its own GUID).
+fn guid_cap(subnet: &crate::sweep::subnet::Subnet, p: &index::PortAt) -> u16 {
+    let node = subnet.node(p.node);
+    let info = node.ports.get(usize::from(p.port)).and_then(|s| s.info.as_ref());
+    u16::from(info.map_or(1, |i| i.guid_cap)).max(1)
 }

@@ -62,6 +62,8 @@ pub struct RmppCounts {
     pub failed: u64,
     /// Segments put on the wire, resends included.
     pub segments: u64,
+    /// Of `segments`, sent again after an ACK was late.
+    pub resent: u64,
     /// In flight now (a gauge).
     pub in_flight: u64,
 }

@@ -59,6 +59,11 @@ pub(crate) fn zero_component(c: Component, b: &mut [u8]) {
     }
 }
 
+/// Whether `mask` has a bit that names no component of `R`.
+pub(crate) fn unknown_mask<R: SaRecord>(mask: u64) -> bool {
+    unknown_components(R::COMPONENTS, mask) != 0
+}
+
 /// Why a query gets no records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum QueryError {
@@ -87,6 +92,9 @@ pub(crate) struct Query<'a> {
     /// A secret component an untrusted requester asked for with a non-zero
     /// value: nothing can match it.
     impossible: bool,
+    /// Components matched as "at least the query's bits set" instead of
+    /// equal, with the query's value.
+    superset: Vec<(Component, u64)>,
 }
 
 impl<'a> Query<'a> {
@@ -123,14 +131,24 @@ impl<'a> Query<'a> {
             count: 0,
             too_large: false,
             impossible,
+            superset: Vec::new(),
         })
     }
 
-    pub fn data(&self) -> &[u8] {
-        self.data
-    }
-    pub fn mask(&self) -> u64 {
-        self.mask
+    /// Leaves the components in `ignore` out of the match (request flags
+    /// that are no record field, such as PortInfoRecord.Options), and
+    /// matches those in `superset` as bit sets the record must contain
+    /// (PortInfoRecord's CapabilityMask match, IBA 15.2.5.3).
+    pub fn relax(&mut self, ignore: u64, superset: u64) {
+        self.mask &= !ignore;
+        for (i, &c) in self.spec.components.iter().enumerate() {
+            if (superset & self.mask) >> i & 1 == 1 {
+                if let Some(v) = component_value(c, self.data) {
+                    self.mask &= !(1 << i);
+                    self.superset.push((c, v));
+                }
+            }
+        }
     }
 
     /// The value the query asks for in component `i`, when the mask names
@@ -154,6 +172,9 @@ impl<'a> Query<'a> {
             return false;
         }
         if record.len() < self.spec.len || !components_match(self.spec.components, self.mask, self.data, record) {
+            return true;
+        }
+        if !self.superset.iter().all(|&(c, want)| component_value(c, record).is_some_and(|have| have & want == want)) {
             return true;
         }
         let stride = self.spec.stride();
@@ -351,6 +372,23 @@ mod tests {
         assert_eq!(run(&t, &rec(3, 0xdead, 0), 0b011, false, false, 1 << 20).unwrap().1, 0);
         assert_eq!(run(&t, &rec(3, 0, 0), 0b011, false, false, 1 << 20).unwrap().1, 2);
         assert_eq!(run(&t, &rec(3, 0xdead, 0), 0b011, true, false, 1 << 20).unwrap().1, 2);
+    }
+
+    #[test]
+    fn relaxed_components_are_ignored_or_matched_as_bit_sets() {
+        let t = table();
+        // Data bits 0b11 set: records whose data holds both bits (3, 7, ...).
+        let q = rec(0, 0, 0b11);
+        let mut query = Query::new(t.spec(), &q.0, 0b100, true, false, 1 << 20).unwrap();
+        query.relax(0, 0b100);
+        t.scan(&mut query);
+        let (_, n) = query.finish().unwrap();
+        assert_eq!(n, (0..100u32).filter(|k| k & 0b11 == 0b11).count());
+        let q = rec(5, 0, 12345);
+        let mut query = Query::new(t.spec(), &q.0, 0b101, true, false, 1 << 20).unwrap();
+        query.relax(0b100, 0);
+        t.scan(&mut query);
+        assert_eq!(query.finish().unwrap().1, 2, "the data is a flag, not matched");
     }
 
     #[test]

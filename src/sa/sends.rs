@@ -1,0 +1,155 @@
+//! Multi-MAD answers in flight: one [`RmppSender`] per answer, keyed by
+//! the requester's LID and QP and the request's TID (low 32 bits: a
+//! requester's kernel owns the high ones), so its ACK, STOP and ABORT find
+//! their transfer and a repeated request while the answer is still going
+//! out starts nothing new. Bounded in number and in bytes; segments of
+//! concurrent answers go out in turn.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::rmpp::{RmppConfig, RmppSender, TransferState};
+use crate::transport::{Datagram, MadAddress};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct SendKey {
+    pub lid: u16,
+    pub qpn: u32,
+    pub tid: u32,
+}
+
+impl SendKey {
+    pub fn new(addr: &MadAddress, tid: u64) -> Self {
+        SendKey { lid: addr.lid.0, qpn: addr.qpn, tid: tid as u32 }
+    }
+}
+
+#[derive(Debug)]
+struct Send {
+    addr: MadAddress,
+    sender: RmppSender,
+    bytes: usize,
+}
+
+/// Why an answer could not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SendError {
+    /// `max_rmpp_sends` or `max_rmpp_bytes` reached.
+    Busy,
+    /// The sender refused the payload (longer than RMPP can count).
+    Refused,
+}
+
+/// How transfers ended, for the stats.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ended {
+    pub completed: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Sends {
+    map: BTreeMap<SendKey, Send>,
+    bytes: usize,
+    /// The last transfer a segment came from (segments go out in turn).
+    cursor: Option<SendKey>,
+}
+
+impl Sends {
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn contains(&self, key: &SendKey) -> bool {
+        self.map.contains_key(key)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        &mut self,
+        now: Duration,
+        key: SendKey,
+        addr: MadAddress,
+        template: &[u8],
+        payload: Vec<u8>,
+        cfg: RmppConfig,
+        max_sends: usize,
+        max_bytes: usize,
+    ) -> Result<(), SendError> {
+        let bytes = payload.len();
+        if self.map.len() >= max_sends || self.bytes + bytes > max_bytes {
+            return Err(SendError::Busy);
+        }
+        let sender = RmppSender::new(now, template, payload, cfg).map_err(|_| SendError::Refused)?;
+        self.bytes += bytes;
+        self.map.insert(key, Send { addr, sender, bytes });
+        Ok(())
+    }
+
+    /// An ACK, STOP or ABORT from a receiver; `false` when no transfer has
+    /// that key.
+    pub fn handle_mad(&mut self, now: Duration, key: &SendKey, mad: &[u8]) -> bool {
+        match self.map.get_mut(key) {
+            Some(s) => {
+                // A refused MAD leaves the transfer as it was, or ends it;
+                // its state says which.
+                let _ = s.sender.handle_mad(now, mad);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The next segment (or ABORT) to send, taking transfers in turn.
+    pub fn poll_transmit(&mut self, now: Duration) -> Option<(Datagram, bool)> {
+        let keys: Vec<SendKey> = match self.cursor {
+            Some(c) => self.map.range(c..).skip(1).chain(self.map.range(..=c)).map(|(k, _)| *k).collect(),
+            None => self.map.keys().copied().collect(),
+        };
+        for key in keys {
+            let Some(s) = self.map.get_mut(&key) else { continue };
+            let resent_before = s.sender.stats().resent;
+            if let Some(mad) = s.sender.poll_transmit(now) {
+                self.cursor = Some(key);
+                let resent = s.sender.stats().resent > resent_before;
+                return Some((Datagram { addr: s.addr, mad }, resent));
+            }
+        }
+        None
+    }
+
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.map.values().filter_map(|s| s.sender.poll_timeout()).min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Duration) {
+        for s in self.map.values_mut() {
+            s.sender.handle_timeout(now);
+        }
+    }
+
+    /// Removes finished transfers.
+    pub fn reap(&mut self) -> Ended {
+        let mut ended = Ended::default();
+        let done: Vec<SendKey> = self.map.iter().filter(|(_, s)| s.sender.is_done()).map(|(k, _)| *k).collect();
+        for k in done {
+            if let Some(s) = self.map.remove(&k) {
+                self.bytes -= s.bytes;
+                match s.sender.state() {
+                    TransferState::Done => ended.completed += 1,
+                    _ => ended.failed += 1,
+                }
+            }
+        }
+        ended
+    }
+
+    /// Drops every transfer (the SA stopped serving); returns how many.
+    pub fn clear(&mut self) -> usize {
+        let n = self.map.len();
+        self.map.clear();
+        self.bytes = 0;
+        self.cursor = None;
+        n
+    }
+}
