@@ -35,6 +35,33 @@ fn all_records(mask: u64, data: &[u8]) {
     check::<GuidInfoRecordRepr>(mask, data);
     check::<PKeyTableRecordRepr>(mask, data);
     check::<SmInfoRecordRepr>(mask, data);
+    check::<LftRecordRepr>(mask, data);
+    check::<MftRecordRepr>(mask, data);
+    check::<SlToVlRecordRepr>(mask, data);
+    check::<VlArbRecordRepr>(mask, data);
+    check::<ServiceRecordRepr>(mask, data);
+    check::<InformInfoRepr>(mask, data);
+    check::<InformInfoRecordRepr>(mask, data);
+    multi_path(mask, data);
+}
+
+/// MultiPathRecord's length follows its counts (and `LEN` is the whole SA
+/// data area), so it is refused exactly when the buffer lacks the GIDs the
+/// counts announce or they overflow one data area; what parses comes back
+/// unchanged.
+fn multi_path(mask: u64, data: &[u8]) {
+    let announced = data.get(15..17).map_or(0, |c| usize::from(c[0]) + usize::from(c[1]));
+    let fits = data.len() >= 24 + 16 * announced && announced <= MULTI_PATH_MAX_GIDS;
+    let Ok(r) = MultiPathRecordRepr::parse_bytes(data) else {
+        assert!(!fits, "MultiPathRecord: {} bytes, {announced} GIDs refused", data.len());
+        return;
+    };
+    assert!(fits && r.check().is_ok());
+    let bytes = r.to_bytes();
+    assert_eq!(MultiPathRecordRepr::parse_bytes(&bytes).expect("emitted bytes parse"), r);
+    let c = MultiPathRecordRepr::COMPONENTS;
+    assert!(components_match(c, mask & !unknown_components(c, mask), &bytes, &bytes));
+    let _ = components_match(c, mask, data, &bytes);
 }
 
 fuzz_target!(|input: &[u8]| {
