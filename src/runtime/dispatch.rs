@@ -1,7 +1,10 @@
 //! The dispatcher: every MAD that is not a response to one of ours goes, by
 //! management class and method, to the agent that serves it, or gets the
 //! IBA's status answer (IBA 13.4.7: unsupported class or version, method,
-//! or method/attribute combination). Nothing here panics on any input.
+//! or method/attribute combination). The SA class goes whole to the SA
+//! agent, responses included (RMPP ACKs of its answers, ReportResps to its
+//! Reports), and it answers versions and methods itself. Nothing here
+//! panics on any input.
 
 use std::fmt;
 
@@ -23,6 +26,8 @@ pub enum Inbound {
     SmInfoSet { req: SmpRepr, control: SmControl, payload: Result<SmInfoRepr, WireError> },
     /// SubnTrap(Notice) sent to the master.
     Trap { req: SmpRepr },
+    /// Any subnet administration MAD (class 0x03): for the SA agent.
+    Sa,
     /// No agent serves this request: answer with `reply`.
     Refused { reply: Datagram, why: Refusal },
     /// Nothing to answer: not a request, or too broken to answer.
@@ -106,6 +111,9 @@ pub fn classify(dgram: &Datagram) -> Inbound {
         Err(e) => return Inbound::Ignored { why: format!("not a MAD: {e}") },
     };
     let (class, method, version) = (h.mgmt_class(), h.method(), h.class_version());
+    if class == MgmtClass::SubnAdm {
+        return Inbound::Sa;
+    }
     if method.is_response() {
         return Inbound::Ignored { why: format!("unmatched {class:?} {method:?}") };
     }
@@ -209,10 +217,15 @@ mod tests {
     }
 
     fn sa_get() -> Datagram {
+        gmp(0x03, 2)
+    }
+
+    /// A Get of `class`, PathRecord's attribute ID.
+    fn gmp(class: u8, version: u8) -> Datagram {
         let mut mad = vec![0u8; 256];
         mad[0] = 1;
-        mad[1] = 0x03;
-        mad[2] = 2;
+        mad[1] = class;
+        mad[2] = version;
         mad[3] = 0x01;
         mad[8..16].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
         mad[16..18].copy_from_slice(&0x0035u16.to_be_bytes()); // PathRecord
@@ -251,14 +264,15 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        // An SA query while no SA agent serves: unsupported class, same TID.
-        match classify(&sa_get()) {
-            Inbound::Refused { reply, why: Refusal::Class { class: 3, version: 2 } } => {
+        // A class no agent serves (communication management): unsupported
+        // class, same TID.
+        match classify(&gmp(0x07, 2)) {
+            Inbound::Refused { reply, why: Refusal::Class { class: 7, version: 2 } } => {
                 let h = MadHeader::new_checked(&reply.mad[..24]).unwrap();
                 assert_eq!(h.method(), Method::GetResp);
                 assert_eq!(h.status(), 0x0004);
                 assert_eq!(h.transaction_id(), 0x1122_3344_5566_7788);
-                assert_eq!(reply.addr, sa_get().addr);
+                assert_eq!(reply.addr, gmp(0x07, 2).addr);
             }
             other => panic!("{other:?}"),
         }
@@ -269,14 +283,23 @@ mod tests {
     }
 
     #[test]
+    fn every_sa_mad_goes_to_the_sa_agent() {
+        assert_eq!(classify(&sa_get()), Inbound::Sa);
+        let mut resp = sa_get();
+        resp.mad[3] = 0x93; // an RMPP ACK comes as a GetTableResp
+        assert_eq!(classify(&resp), Inbound::Sa);
+        assert_eq!(classify(&gmp(0x03, 1)), Inbound::Sa, "the SA answers a bad version itself");
+    }
+
+    #[test]
     fn garbage_responses_and_one_way_mads_are_ignored() {
         assert!(matches!(classify(&Datagram { addr: sa_get().addr, mad: vec![1, 2, 3] }), Inbound::Ignored { .. }));
-        let mut resp = sa_get();
+        let mut resp = gmp(0x07, 2);
         resp.mad[3] = 0x81;
         assert!(matches!(classify(&resp), Inbound::Ignored { .. }));
-        let mut report = sa_get();
-        report.mad[3] = 0x06;
-        assert!(matches!(classify(&report), Inbound::Ignored { .. }));
+        let mut one_way = gmp(0x07, 2);
+        one_way.mad[3] = 0x06;
+        assert!(matches!(classify(&one_way), Inbound::Ignored { .. }));
     }
 
     proptest::proptest! {

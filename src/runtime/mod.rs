@@ -23,6 +23,7 @@ pub mod backend;
 pub mod dispatch;
 pub mod driver;
 pub mod metrics;
+pub mod sa_task;
 pub mod snapshot;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -140,6 +141,12 @@ struct Owner<T: Transport + Clone> {
     discovery_problems: usize,
     /// Remote-SM read failures already logged (each once).
     logged_remote: HashSet<(crate::types::Guid, String)>,
+    /// The SA's task; it answers only while `master_swept`.
+    sa: sa_task::SaHandle,
+    /// MASTER, and a master sweep has published a snapshot since.
+    master_swept: bool,
+    /// When the last "SA queue full" line was logged.
+    sa_drop_logged: Option<Duration>,
 }
 
 /// Runs the SM until `shutdown` resolves (or, with `once`, until the subnet
@@ -157,6 +164,7 @@ pub async fn run<T: Transport + Clone>(
         SubnetManager::new(transport.clone(), config.sm.clone(), options.persist_lids).with_qos(config.qos.clone());
     sm.set_sm_key(config.sm.sm_key);
     let client = SmpClient::with_m_key(transport.clone(), config.sm.m_key);
+    let sa = sa_task::spawn(transport.clone(), config.sa.clone(), local.port_guid, options.snapshots.clone());
     info!(
         guid = %local.port_guid,
         priority = config.sm.priority,
@@ -183,6 +191,9 @@ pub async fn run<T: Transport + Clone>(
         published: 0,
         discovery_problems: 0,
         logged_remote: HashSet::new(),
+        sa,
+        master_swept: false,
+        sa_drop_logged: None,
     };
     let mut operator = if owner.options.operator_signals {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok()
@@ -321,6 +332,10 @@ impl<T: Transport + Clone> Owner<T> {
                 if to == State::Master && from != State::Master {
                     self.next_sweep = None;
                 }
+                if to != State::Master {
+                    self.master_swept = false;
+                }
+                self.sa.set_serving(self.sa_serving());
                 if self.options.once && matches!(to, State::Standby | State::NotActive) {
                     let master = self.election.master().map(|p| p.to_string()).unwrap_or_default();
                     return Some(Err(RunError::OtherMaster { master }));
@@ -482,7 +497,38 @@ impl<T: Transport + Clone> Owner<T> {
             sweep: report,
         });
         self.last = Some(published);
+        if self.election.state() == State::Master {
+            self.master_swept = true;
+            self.sa.set_serving(self.sa_serving());
+        }
         None
+    }
+
+    /// What the SA may answer (IBA C15-0.1.3: only the master SM's SA, and
+    /// only once its first sweep is done).
+    fn sa_serving(&self) -> crate::sa::Serving {
+        use crate::sa::Serving;
+        match (self.election.state(), self.master_swept) {
+            (State::Master, true) => Serving::Master,
+            (State::Master, false) => Serving::MasterNotSwept,
+            _ => Serving::NotMaster,
+        }
+    }
+
+    /// Hands an SA-class MAD (or a trap) to the SA task; a full queue drops
+    /// it, counted, with one log line per 10 s.
+    fn to_sa(&mut self, input: sa_task::SaInput) {
+        if self.sa.offer(input) {
+            return;
+        }
+        if let Some(m) = &self.options.metrics {
+            m.refused(u8::from(crate::mad::MgmtClass::SubnAdm));
+        }
+        let now = self.now();
+        if self.sa_drop_logged.is_none_or(|at| now.saturating_sub(at) >= Duration::from_secs(10)) {
+            self.sa_drop_logged = Some(now);
+            warn!(dropped = self.sa.dropped, queue = sa_task::SA_QUEUE, "SA queue full: SA MADs dropped");
+        }
     }
 
     /// One MAD from the dispatcher.
@@ -531,11 +577,16 @@ impl<T: Transport + Clone> Owner<T> {
                 if self.election.state() == State::Master {
                     info!(attr = ?req.header.attribute_id, lid = %dgram.addr.lid, "trap received; sweeping");
                     self.reply(&dgram, dispatch::smp_response(&req, Method::TrapRepress, 0, req.data));
+                    match crate::mad::NoticeRepr::parse_data(&req.data) {
+                        Ok(notice) => self.to_sa(sa_task::SaInput::Trap { notice, from: dgram.addr.lid }),
+                        Err(e) => debug!(lid = %dgram.addr.lid, error = %e, "trap with an unreadable Notice"),
+                    }
                     self.election.handle(now, Event::SweepWanted);
                 } else {
                     debug!(state = %self.election.state(), lid = %dgram.addr.lid, "trap ignored: not master");
                 }
             }
+            Inbound::Sa => self.to_sa(sa_task::SaInput::Mad(dgram)),
             Inbound::Refused { reply, why } => {
                 let n = self.refused.entry(why).or_default();
                 *n += 1;
