@@ -14,6 +14,8 @@ pub struct Config {
     pub transport: TransportConfig,
     pub port: PortSelection,
     pub metrics: MetricsConfig,
+    /// The subnet administrator (`[sa]`).
+    pub sa: crate::sa::SaConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
