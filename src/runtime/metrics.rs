@@ -31,6 +31,9 @@ pub struct Metrics {
     sm_state: IntGauge,
     refused: IntCounterVec,
     takeover_sets: IntGaugeVec,
+    sa_queries: IntGaugeVec,
+    sa_events: IntGaugeVec,
+    sa_registered: IntGaugeVec,
 }
 
 impl Metrics {
@@ -72,8 +75,26 @@ impl Metrics {
             &["kind"],
         )
         .unwrap();
+        let sa_queries = IntGaugeVec::new(
+            Opts::new("sa_queries", "SA requests since start by attribute, method and result (ok, error, records)"),
+            &["attribute", "method", "result"],
+        )
+        .unwrap();
+        let sa_events = IntGaugeVec::new(
+            Opts::new("sa_events", "SA events since start: drops by reason, RMPP transfers, Reports, leases"),
+            &["kind", "what"],
+        )
+        .unwrap();
+        let sa_registered = IntGaugeVec::new(
+            Opts::new("sa_registered", "ServiceRecords, InformInfo subscriptions and alias GUIDs held now"),
+            &["kind"],
+        )
+        .unwrap();
         for c in [
             Box::new(subnet_up.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(sa_queries.clone()),
+            Box::new(sa_events.clone()),
+            Box::new(sa_registered.clone()),
             Box::new(takeover_sets.clone()),
             Box::new(sm_state.clone()),
             Box::new(refused.clone()),
@@ -102,6 +123,64 @@ impl Metrics {
             sm_state,
             refused,
             takeover_sets,
+            sa_queries,
+            sa_events,
+            sa_registered,
+        }
+    }
+
+    /// What the SA counted (cumulative figures, set as they stand).
+    pub fn sa(&self, s: &crate::sa::SaStats) {
+        for (&(attribute, method), c) in &s.by_query {
+            let attr = format!("{:?}", crate::mad::SaAttributeId::from(attribute));
+            let method = format!("{:?}", crate::mad::Method::from(method));
+            for (result, v) in [("ok", c.ok), ("error", c.errors), ("records", c.records)] {
+                self.sa_queries.with_label_values(&[&attr, &method, result]).set(v as i64);
+            }
+        }
+        let d = &s.drops;
+        let r = &s.rmpp;
+        let rep = &s.reports;
+        for (kind, what, v) in [
+            ("drop", "malformed", d.malformed),
+            ("drop", "not_serving", d.not_serving),
+            ("drop", "bad_sm_key", d.bad_sm_key),
+            ("drop", "stray_response", d.stray_responses),
+            ("drop", "stray_rmpp", d.stray_rmpp),
+            ("drop", "duplicate_request", d.duplicate_requests),
+            ("drop", "segmented_request", d.segmented_requests),
+            ("drop", "rmpp_busy", d.rmpp_busy),
+            ("drop", "answer_too_large", d.answer_too_large),
+            ("drop", "service_cap", d.service_cap),
+            ("drop", "subscription_cap", d.subscription_cap),
+            ("drop", "alias_guid_cap", d.alias_guid_cap),
+            ("drop", "report_cap", d.report_cap),
+            ("drop", "queue_full", d.queue_full),
+            ("rmpp", "started", r.started),
+            ("rmpp", "completed", r.completed),
+            ("rmpp", "failed", r.failed),
+            ("rmpp", "segments", r.segments),
+            ("report", "queued", rep.queued),
+            ("report", "sent", rep.sent),
+            ("report", "resent", rep.resent),
+            ("report", "acknowledged", rep.acknowledged),
+            ("report", "given_up", rep.given_up),
+            ("report", "gid_in_service", rep.gid_in_service),
+            ("report", "gid_out_of_service", rep.gid_out_of_service),
+            ("trap", "received", rep.traps_received),
+            ("lease", "expired", s.leases_expired),
+            ("mad", "received", s.received),
+            ("mad", "answered", s.answered),
+        ] {
+            self.sa_events.with_label_values(&[kind, what]).set(v as i64);
+        }
+        for (kind, v) in [
+            ("service", s.services),
+            ("subscription", s.subscriptions),
+            ("alias_guid", s.alias_guids),
+            ("rmpp_in_flight", r.in_flight),
+        ] {
+            self.sa_registered.with_label_values(&[kind]).set(v as i64);
         }
     }
 
@@ -224,5 +303,19 @@ mod tests {
         let text = m.render();
         assert!(text.contains("ibsm_sm_state 2"), "{text}");
         assert!(text.contains("ibsm_mads_refused_total{class=\"SubnAdm\"} 2"), "{text}");
+    }
+
+    #[test]
+    fn sa_counts_are_exported() {
+        let m = Metrics::new();
+        let mut s = crate::sa::SaStats::default();
+        s.by_query.insert((0x0035, 0x01), crate::sa::stats::QueryCounts { requests: 5, ok: 4, errors: 1, records: 4 });
+        s.drops.bad_sm_key = 3;
+        s.services = 2;
+        m.sa(&s);
+        let text = m.render();
+        assert!(text.contains("ibsm_sa_queries{attribute=\"PathRecord\",method=\"Get\",result=\"ok\"} 4"), "{text}");
+        assert!(text.contains("ibsm_sa_events{kind=\"drop\",what=\"bad_sm_key\"} 3"), "{text}");
+        assert!(text.contains("ibsm_sa_registered{kind=\"service\"} 2"), "{text}");
     }
 }

@@ -164,7 +164,13 @@ pub async fn run<T: Transport + Clone>(
         SubnetManager::new(transport.clone(), config.sm.clone(), options.persist_lids).with_qos(config.qos.clone());
     sm.set_sm_key(config.sm.sm_key);
     let client = SmpClient::with_m_key(transport.clone(), config.sm.m_key);
-    let sa = sa_task::spawn(transport.clone(), config.sa.clone(), local.port_guid, options.snapshots.clone());
+    let sa = sa_task::spawn(
+        transport.clone(),
+        config.sa.clone(),
+        local.port_guid,
+        options.snapshots.clone(),
+        options.metrics.clone(),
+    );
     info!(
         guid = %local.port_guid,
         priority = config.sm.priority,

@@ -13,14 +13,20 @@
 //! counts what it could not queue. The task ends when the owner drops its
 //! [`SaHandle`].
 
+use std::time::Duration;
+
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
+use super::metrics::Metrics;
 use super::snapshot::Snapshots;
 use crate::mad::NoticeRepr;
 use crate::sa::{SaAgent, SaConfig, Serving};
 use crate::transport::{Datagram, Transport};
 use crate::types::{Guid, Lid};
+
+/// How often the SA's counters are copied to the metrics.
+const METRICS_PERIOD: Duration = Duration::from_secs(1);
 
 /// How many SA MADs may wait for the SA task; more are dropped and counted.
 pub const SA_QUEUE: usize = 4096;
@@ -66,11 +72,17 @@ impl SaHandle {
 }
 
 /// Starts the SA task on the current tokio runtime.
-pub fn spawn<T: Transport + Clone>(transport: T, config: SaConfig, own_port: Guid, snapshots: Snapshots) -> SaHandle {
+pub fn spawn<T: Transport + Clone>(
+    transport: T,
+    config: SaConfig,
+    own_port: Guid,
+    snapshots: Snapshots,
+    metrics: Option<Metrics>,
+) -> SaHandle {
     let (input, rx) = mpsc::channel(SA_QUEUE);
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
     let agent = SaAgent::new(config, own_port);
-    tokio::spawn(run(agent, transport, rx, serving_rx, snapshots));
+    tokio::spawn(run(agent, transport, rx, serving_rx, snapshots, metrics));
     SaHandle { input, serving, dropped: 0 }
 }
 
@@ -80,8 +92,12 @@ async fn run<T: Transport>(
     mut input: mpsc::Receiver<SaInput>,
     mut serving: watch::Receiver<Serving>,
     snapshots: Snapshots,
+    metrics: Option<Metrics>,
 ) {
     let started = tokio::time::Instant::now();
+    // Counters reach Prometheus at most once a second, not per MAD.
+    let mut export = tokio::time::interval(METRICS_PERIOD);
+    export.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let now = || started.elapsed();
     let mut published = snapshots.subscribe();
     // A snapshot published before the task started still counts.
@@ -130,6 +146,11 @@ async fn run<T: Transport>(
                 }
             }
             _ = sleep => agent.handle_timeout(now()),
+            _ = export.tick(), if metrics.is_some() => {
+                if let Some(m) = &metrics {
+                    m.sa(agent.stats());
+                }
+            }
         }
     }
 }
