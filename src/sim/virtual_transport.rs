@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::{SharedFabric, SimDevice};
-use crate::transport::txn::{Received, Transactions, TxnConfig};
+use crate::transport::txn::{Received, RequestKind, Transactions, TxnConfig};
 use crate::transport::{Datagram, LocalPort, MadDevice, MadSummary, Transport, TransportError, TransportStats};
 
 /// The fabric's time as tokio's: create one per fabric, before any
@@ -96,10 +96,12 @@ impl VirtualTransport {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-impl Transport for VirtualTransport {
-    fn request(&self, dgram: Datagram) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
+    fn submit(
+        &self,
+        dgram: Datagram,
+        kind: RequestKind,
+    ) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
         let (tx, rx) = oneshot::channel();
         let submitted = {
             let mut st = self.lock();
@@ -107,7 +109,7 @@ impl Transport for VirtualTransport {
                 let _ = tx.send(Err(TransportError::Closed));
                 Ok(())
             } else {
-                st.txns.submit(tx, dgram)
+                st.txns.submit_with(tx, dgram, kind)
             }
         };
         self.shared.clock.wake.notify_waiters();
@@ -115,6 +117,19 @@ impl Transport for VirtualTransport {
             submitted.map_err(TransportError::from)?;
             rx.await.map_err(|_| TransportError::Closed)?
         }
+    }
+}
+
+impl Transport for VirtualTransport {
+    fn request(&self, dgram: Datagram) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
+        self.submit(dgram, RequestKind::Single)
+    }
+
+    fn request_rmpp(
+        &self,
+        dgram: Datagram,
+    ) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
+        self.submit(dgram, RequestKind::Rmpp(crate::rmpp::RmppConfig::default()))
     }
 
     fn send(&self, dgram: Datagram) -> Result<(), TransportError> {
@@ -160,12 +175,15 @@ async fn pump(shared: Arc<Shared>, mut gone: oneshot::Receiver<()>) {
                             Received::Response { token, dgram } => {
                                 let _ = token.send(Ok(dgram));
                             }
+                            Received::Failed { token, error } => {
+                                let _ = token.send(Err(error.into()));
+                            }
                             Received::Unsolicited(d) => {
                                 if st.unsolicited.try_send(d).is_err() {
                                     st.stats.unsolicited_dropped += 1;
                                 }
                             }
-                            Received::Stray { .. } | Received::Malformed(_) => {}
+                            Received::Stray { .. } | Received::Segment { .. } | Received::Malformed(_) => {}
                         }
                     }
                     Ok(None) => break,

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
-use super::txn::{Received, Transactions, TxnConfig, TxnError};
+use super::txn::{Received, RequestKind, Transactions, TxnConfig, TxnError};
 use super::{Datagram, DeviceError, LocalPort, MadDevice, MadSummary, Transport, TransportError, TransportStats};
 use crate::mad::{MadHeader, MAD_HEADER_LEN};
 
@@ -52,7 +52,7 @@ const RECV_BURST: usize = 64;
 type Reply = oneshot::Sender<Result<Datagram, TransportError>>;
 
 enum Command {
-    Request { dgram: Datagram, reply: Reply, _permit: OwnedSemaphorePermit },
+    Request { dgram: Datagram, kind: RequestKind, reply: Reply, _permit: OwnedSemaphorePermit },
     Send { dgram: Datagram, _permit: OwnedSemaphorePermit },
 }
 
@@ -110,10 +110,12 @@ impl MadTransport {
     fn sender(&self) -> &SyncSender<Command> {
         self.shared.cmd.as_ref().expect("taken only when the last handle drops")
     }
-}
 
-impl Transport for MadTransport {
-    fn request(&self, dgram: Datagram) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
+    fn submit(
+        &self,
+        dgram: Datagram,
+        kind: RequestKind,
+    ) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
         let cmd = self.sender().clone();
         let permits = self.permits.clone();
         async move {
@@ -122,12 +124,25 @@ impl Transport for MadTransport {
             }
             let permit = permits.acquire_owned().await.map_err(|_| TransportError::Closed)?;
             let (reply, rx) = oneshot::channel();
-            let sent = cmd.try_send(Command::Request { dgram, reply, _permit: permit });
+            let sent = cmd.try_send(Command::Request { dgram, kind, reply, _permit: permit });
             // Not a handle: waiting for the reply must not keep the thread alive.
             drop(cmd);
             sent.map_err(|_| TransportError::Closed)?;
             rx.await.map_err(|_| TransportError::Closed)?
         }
+    }
+}
+
+impl Transport for MadTransport {
+    fn request(&self, dgram: Datagram) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
+        self.submit(dgram, RequestKind::Single)
+    }
+
+    fn request_rmpp(
+        &self,
+        dgram: Datagram,
+    ) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
+        self.submit(dgram, RequestKind::Rmpp(crate::rmpp::RmppConfig::default()))
     }
 
     fn send(&self, dgram: Datagram) -> Result<(), TransportError> {
@@ -204,7 +219,9 @@ impl<D: MadDevice> IoLoop<D> {
         let port = self.dev.local_port();
         tracing::debug!(ca = %port.ca_name, port = port.port_num, "MAD I/O thread started");
         while !self.closing {
-            if self.core.in_flight() == 0 {
+            // An RMPP transfer being reassembled is as busy as a request
+            // on the wire: its segments must be taken as they come.
+            if self.core.in_flight() + self.core.receiving() == 0 {
                 match self.cmds.recv_timeout(IDLE_WAIT) {
                     Ok(c) => self.accept(c),
                     Err(RecvTimeoutError::Timeout) => {}
@@ -221,9 +238,8 @@ impl<D: MadDevice> IoLoop<D> {
             let now = self.dev.now();
             for (token, e) in self.core.handle_timeout(now) {
                 self.dirty = true;
-                let TxnError::Timeout { attempts, mad } = e else { unreachable!("only timeouts expire") };
-                tracing::debug!(%mad, attempts, "request timed out");
-                self.finish(token, Err(TransportError::Timeout { attempts, mad }));
+                tracing::debug!(error = %e, "request failed");
+                self.finish(token, Err(e.into()));
             }
             self.transmit();
             self.publish();
@@ -238,10 +254,10 @@ impl<D: MadDevice> IoLoop<D> {
     fn accept(&mut self, c: Command) {
         self.dirty = true;
         match c {
-            Command::Request { dgram, reply, _permit } => {
+            Command::Request { dgram, kind, reply, _permit } => {
                 let token = self.next_token;
                 self.next_token += 1;
-                match self.core.submit(token, dgram) {
+                match self.core.submit_with(token, dgram, kind) {
                     Ok(()) => {
                         self.waiting.insert(token, (reply, _permit));
                     }
@@ -307,6 +323,8 @@ impl<D: MadDevice> IoLoop<D> {
         let now = self.dev.now();
         match self.core.handle_receive(now, d) {
             Received::Response { token, dgram } => self.finish(token, Ok(dgram)),
+            Received::Failed { token, error } => self.finish(token, Err(error.into())),
+            Received::Segment { .. } => {}
             Received::Unsolicited(d) => self.arrived.push(d),
             Received::Stray { tid } => {
                 tracing::debug!(tid = format_args!("{tid:#018x}"), "stray response")

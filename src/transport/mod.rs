@@ -26,7 +26,7 @@ pub mod umad;
 
 pub use io_thread::MadTransport;
 pub use smp_client::{SmpClient, SmpError, SmpTarget};
-pub use txn::{MadCounters, MadKey, Received, Transactions, TxnConfig, TxnError, TxnStats};
+pub use txn::{MadCounters, MadKey, Received, RequestKind, Transactions, TxnConfig, TxnError, TxnStats};
 
 /// Where a MAD goes or came from: the fields of `ib_mad_addr` that an SM uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +171,12 @@ pub enum TransportError {
     Busy { mad: Box<MadSummary> },
     #[error("not a MAD: {0}")]
     Malformed(WireError),
+    /// The response came as an RMPP transfer that failed.
+    #[error("{mad}: RMPP transfer failed: {error}")]
+    Rmpp { mad: Box<MadSummary>, error: crate::rmpp::RmppError },
+    /// [`Transport::request_rmpp`] on a transport that cannot reassemble.
+    #[error("{mad}: this transport does not reassemble RMPP answers")]
+    RmppUnsupported { mad: Box<MadSummary> },
 }
 
 impl From<TxnError> for TransportError {
@@ -178,6 +184,7 @@ impl From<TxnError> for TransportError {
         match e {
             TxnError::Timeout { attempts, mad } => TransportError::Timeout { attempts, mad },
             TxnError::Malformed(w) => TransportError::Malformed(w),
+            TxnError::Rmpp { mad, error } => TransportError::Rmpp { mad, error },
         }
     }
 }
@@ -197,6 +204,15 @@ pub trait Transport: Send + Sync + 'static {
     /// Sends a request and waits for its response, retrying on timeout.
     /// The TID is assigned underneath; whatever the caller put there is lost.
     fn request(&self, dgram: Datagram) -> impl Future<Output = Result<Datagram, TransportError>> + Send;
+    /// Like [`request`](Self::request), for a request whose answer may be
+    /// an RMPP transfer (a SubnAdmGetTable): resolves to the whole
+    /// reassembled MAD, the first segment's header followed by all the
+    /// data, or to the transfer's error. The request's timeout and retries
+    /// hold until the first segment arrives, the transfer's limits after.
+    /// Transports without RMPP (test fakes) refuse it.
+    fn request_rmpp(&self, dgram: Datagram) -> impl Future<Output = Result<Datagram, TransportError>> + Send {
+        std::future::ready(Err(TransportError::RmppUnsupported { mad: Box::new(MadSummary::of(&dgram)) }))
+    }
     /// Sends a MAD that expects no response (a GetResp, a TrapRepress).
     fn send(&self, dgram: Datagram) -> Result<(), TransportError>;
     fn local_port(&self) -> LocalPort;

@@ -24,13 +24,35 @@
 //! and a kernel-timed-out send may still be outstanding when our own timer
 //! fires. A response to any earlier attempt of a live transaction still
 //! completes it (a "late" response): the answer is as good as the retry's.
+//!
+//! RMPP: a request submitted as [`RequestKind::Rmpp`] (a SubnAdmGetTable)
+//! may be answered by a multi-segment transfer (IBA 13.6). Its first
+//! response with RMPP Active starts an [`RmppReceiver`]; from then on the
+//! request's own timer and retries stop, its window slot is free, and the
+//! receiver's limits apply. Segments go to the receiver, its ACKs leave
+//! through [`Transactions::poll_transmit`] ahead of any request (they are
+//! counted, never windowed), and the transaction completes with the whole
+//! reassembled MAD, or fails with the transfer's error. A finished
+//! receiver lingers [`RMPP_LINGER`] to repeat its final ACK to a sender
+//! that missed it, as the kernel does.
+//!
+//! A response that matches nothing is a stray, except in the SA class:
+//! there it is handed on as unsolicited, because the SA agent takes RMPP
+//! ACK/STOP/ABORT from its clients and ReportResps to its Reports.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
-use super::{Datagram, MadSummary};
+use super::{Datagram, MadAddress, MadSummary};
 use crate::mad::{AttributeId, MadHeader, Method, MgmtClass, WireError, MAD_HEADER_LEN};
+use crate::rmpp::{is_rmpp_active, RmppConfig, RmppError, RmppReceiver, TransferState};
+
+/// How long a finished RMPP receiver keeps answering repeats of its
+/// segments with the final ACK (the kernel's 10 s).
+pub const RMPP_LINGER: Duration = Duration::from_secs(10);
+/// Finished receivers kept lingering at most; the oldest goes first.
+const MAX_LINGERING: usize = 64;
 
 /// Knobs of the transaction layer; the SMP defaults are OpenSM's
 /// (`max_wire_smps` 4, `transaction_timeout` 200 ms, `transaction_retries` 3).
@@ -126,8 +148,14 @@ pub struct MadCounters {
     pub late: u64,
     /// Responses that matched no live transaction (dropped).
     pub strays: u64,
-    /// Requests, traps and reports from others.
+    /// Requests, traps and reports from others, and SA-class responses
+    /// that answer none of ours (for the SA agent).
     pub unsolicited: u64,
+    /// RMPP segments received for a transfer being reassembled (repeats
+    /// included).
+    pub segments: u64,
+    /// RMPP ACKs and ABORTs sent by our receivers (also in `sent`).
+    pub acks: u64,
 }
 
 /// A snapshot of the transaction layer's counters and gauges.
@@ -147,6 +175,8 @@ pub struct TxnStats {
     pub in_flight: usize,
     /// Transactions waiting for window space (new and retries).
     pub queued: usize,
+    /// Transactions whose RMPP answer is being reassembled.
+    pub receiving: usize,
 }
 
 fn by_mad_as_list<S: serde::Serializer>(m: &BTreeMap<MadKey, MadCounters>, s: S) -> Result<S::Ok, S::Error> {
@@ -174,6 +204,8 @@ impl TxnStats {
             t.late += c.late;
             t.strays += c.strays;
             t.unsolicited += c.unsolicited;
+            t.segments += c.segments;
+            t.acks += c.acks;
         }
         t
     }
@@ -187,6 +219,20 @@ pub enum TxnError {
     Timeout { attempts: u32, mad: Box<MadSummary> },
     #[error("cannot submit: {0}")]
     Malformed(WireError),
+    /// The response's RMPP transfer failed; `mad` is the request.
+    #[error("{mad}: RMPP transfer failed: {error}")]
+    Rmpp { mad: Box<MadSummary>, error: RmppError },
+}
+
+/// What a request expects back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RequestKind {
+    /// One response MAD completes it.
+    #[default]
+    Single,
+    /// The response may come as an RMPP transfer, to be reassembled
+    /// (SubnAdmGetTable); a response without RMPP Active completes it as is.
+    Rmpp(RmppConfig),
 }
 
 /// What a received MAD turned out to be.
@@ -199,6 +245,12 @@ pub enum Received<T> {
     /// A response that matches no live transaction (for instance one that
     /// arrives after its transaction failed). Counted and dropped.
     Stray { tid: u64 },
+    /// An RMPP segment taken by a transfer still under way, or repeated to
+    /// one just finished; any ACK it calls for waits in `poll_transmit`.
+    Segment { tid: u64 },
+    /// A transaction ended by what arrived: its RMPP transfer failed (the
+    /// sender aborted, or broke the protocol and was sent an ABORT).
+    Failed { token: T, error: TxnError },
     /// Too short to be a MAD. Counted and dropped.
     Malformed(WireError),
 }
@@ -206,7 +258,31 @@ pub enum Received<T> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Queued,
-    InFlight { sent_at: Duration, deadline: Duration },
+    InFlight {
+        sent_at: Duration,
+        deadline: Duration,
+    },
+    /// Reassembling an RMPP answer (`rx` is set); `deadline` is the
+    /// receiver's next timeout.
+    Receiving {
+        deadline: Duration,
+    },
+}
+
+/// A receiver and where its ACKs go: back to the segments' source.
+#[derive(Debug)]
+struct Rx {
+    receiver: RmppReceiver,
+    addr: MadAddress,
+}
+
+/// A finished receiver still answering repeats of its segments.
+#[derive(Debug)]
+struct Lingering {
+    tid: u32,
+    class: u8,
+    until: Duration,
+    rx: Rx,
 }
 
 #[derive(Debug)]
@@ -214,10 +290,12 @@ struct Txn<T> {
     token: T,
     dgram: Datagram,
     key: MadKey,
+    kind: RequestKind,
     attempts: u32,
     /// Every TID this transaction has used, the current one last.
     tids: Vec<u32>,
     state: State,
+    rx: Option<Rx>,
 }
 
 /// One class's send window.
@@ -243,6 +321,11 @@ pub struct Transactions<T> {
     /// served first when several have room.
     windows: BTreeMap<u8, Window>,
     deadlines: BTreeSet<(Duration, u64)>,
+    /// Receiver timeouts of the transactions in `State::Receiving`.
+    rmpp_deadlines: BTreeSet<(Duration, u64)>,
+    /// RMPP ACKs and ABORTs to send, ahead of any request.
+    outbox: VecDeque<Datagram>,
+    lingering: VecDeque<Lingering>,
     stats: TxnStats,
 }
 
@@ -268,6 +351,9 @@ impl<T> Transactions<T> {
             by_tid: HashMap::new(),
             windows: BTreeMap::new(),
             deadlines: BTreeSet::new(),
+            rmpp_deadlines: BTreeSet::new(),
+            outbox: VecDeque::new(),
+            lingering: VecDeque::new(),
             stats: TxnStats::default(),
         }
     }
@@ -278,10 +364,16 @@ impl<T> Transactions<T> {
 
     /// Queues a request. Its TID is assigned when it is transmitted.
     pub fn submit(&mut self, token: T, dgram: Datagram) -> Result<(), TxnError> {
+        self.submit_with(token, dgram, RequestKind::Single)
+    }
+
+    /// Queues a request that expects `kind` of answer.
+    pub fn submit_with(&mut self, token: T, dgram: Datagram, kind: RequestKind) -> Result<(), TxnError> {
         let key = MadKey::of(&header_of(&dgram.mad).map_err(TxnError::Malformed)?);
         let id = self.next_id;
         self.next_id += 1;
-        self.txns.insert(id, Txn { token, dgram, key, attempts: 0, tids: Vec::new(), state: State::Queued });
+        let txn = Txn { token, dgram, key, kind, attempts: 0, tids: Vec::new(), state: State::Queued, rx: None };
+        self.txns.insert(id, txn);
         self.window(key.class).queue.push_back(id);
         Ok(())
     }
@@ -303,11 +395,20 @@ impl<T> Transactions<T> {
         }
     }
 
-    /// The next MAD to put on the wire from a window with room: the SMPs'
-    /// window first (0x01 is the lowest class in use), then the others in
-    /// class order; within a class, retries first, then new requests in
-    /// submission order. A full window holds back only its own class.
+    /// The next MAD to put on the wire: RMPP ACKs and ABORTs first, then a
+    /// request from a window with room: the SMPs' window first (0x01 is
+    /// the lowest class in use), then the others in class order; within a
+    /// class, retries first, then new requests in submission order. A full
+    /// window holds back only its own class.
     pub fn poll_transmit(&mut self, now: Duration) -> Option<Datagram> {
+        if let Some(d) = self.outbox.pop_front() {
+            if let Ok(h) = header_of(&d.mad) {
+                let c = self.stats.by_mad.entry(MadKey::of(&h)).or_default();
+                c.sent += 1;
+                c.acks += 1;
+            }
+            return Some(d);
+        }
         let txns = &self.txns;
         let id = self.windows.values_mut().filter(|w| w.in_flight < w.size).find_map(|w| {
             while let Some(id) = w.queue.pop_front() {
@@ -367,13 +468,33 @@ impl<T> Transactions<T> {
         let class: u8 = h.mgmt_class().into();
         let id = match self.by_tid.get(&tid) {
             Some(&id) if self.txns[&id].key.class == class => id,
-            _ => {
-                self.stats.by_mad.entry(key).or_default().strays += 1;
-                tracing::debug!(tid = format_args!("{full_tid:#018x}"), mad = %key, "stray response dropped");
-                return Received::Stray { tid: full_tid };
-            }
+            _ => return self.unmatched(now, dgram, key),
         };
-        let txn = self.remove(id);
+        let rmpp = is_rmpp_active(&dgram.mad);
+        let txn = &self.txns[&id];
+        match (txn.kind, txn.state) {
+            (RequestKind::Rmpp(_), State::Receiving { .. }) if rmpp => self.feed(now, id, dgram),
+            (RequestKind::Rmpp(_), State::Receiving { .. }) => {
+                // Not part of the transfer under way (a non-RMPP answer to
+                // an earlier attempt, say).
+                self.stats.by_mad.entry(key).or_default().strays += 1;
+                Received::Stray { tid: full_tid }
+            }
+            (RequestKind::Rmpp(cfg), _) if rmpp => {
+                self.start_receiving(now, id, tid, cfg, dgram.addr);
+                self.feed(now, id, dgram)
+            }
+            _ => {
+                let txn = self.remove(id);
+                self.count_response(now, &txn, tid);
+                Received::Response { token: txn.token, dgram }
+            }
+        }
+    }
+
+    /// Counts the first response of `txn` (on attempt TID `tid`): RTT, and
+    /// whether it answers an earlier attempt.
+    fn count_response(&mut self, now: Duration, txn: &Txn<T>, tid: u32) {
         let c = self.stats.by_mad.entry(txn.key).or_default();
         c.responses += 1;
         if txn.tids.last() != Some(&tid) {
@@ -384,12 +505,135 @@ impl<T> Transactions<T> {
             self.stats.rtt_total += rtt;
             self.stats.rtt_max = self.stats.rtt_max.max(rtt);
         }
-        Received::Response { token: txn.token, dgram }
+    }
+
+    /// A response that matches no live transaction: a repeat for a
+    /// lingering receiver, an SA-class MAD for the SA agent, or a stray.
+    fn unmatched(&mut self, now: Duration, dgram: Datagram, key: MadKey) -> Received<T> {
+        let full_tid = header_of(&dgram.mad).map_or(0, |h| h.transaction_id());
+        while self.lingering.front().is_some_and(|l| l.until <= now) {
+            self.lingering.pop_front();
+        }
+        if is_rmpp_active(&dgram.mad) {
+            let found = self.lingering.iter_mut().find(|l| l.tid == full_tid as u32 && l.class == key.class);
+            if let Some(l) = found {
+                self.stats.by_mad.entry(key).or_default().segments += 1;
+                let _ = l.rx.receiver.handle_mad(now, &dgram.mad);
+                while let Some(mad) = l.rx.receiver.poll_transmit() {
+                    self.outbox.push_back(Datagram { addr: l.rx.addr, mad });
+                }
+                return Received::Segment { tid: full_tid };
+            }
+        }
+        let c = self.stats.by_mad.entry(key).or_default();
+        if key.class() == MgmtClass::SubnAdm {
+            c.unsolicited += 1;
+            return Received::Unsolicited(dgram);
+        }
+        c.strays += 1;
+        tracing::debug!(tid = format_args!("{full_tid:#018x}"), mad = %key, "stray response dropped");
+        Received::Stray { tid: full_tid }
+    }
+
+    /// The first RMPP segment answered transaction `id` (on attempt TID
+    /// `tid`): its request timer and window slot go, a receiver takes over.
+    fn start_receiving(&mut self, now: Duration, id: u64, tid: u32, cfg: RmppConfig, from: MadAddress) {
+        let txn = self.txns.get_mut(&id).expect("a live transaction");
+        if let State::InFlight { sent_at, deadline } = txn.state {
+            self.deadlines.remove(&(deadline, id));
+            self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window").in_flight -= 1;
+            let rtt = now.saturating_sub(sent_at);
+            self.stats.rtt_total += rtt;
+            self.stats.rtt_max = self.stats.rtt_max.max(rtt);
+        }
+        if txn.tids.last() != Some(&tid) {
+            self.stats.by_mad.entry(txn.key).or_default().late += 1;
+        }
+        // ACKs go back where the segments came from; QP1 always takes the
+        // well-known Q_Key (IBA 13.5.1), whatever the receive path reported.
+        let mut addr = from;
+        if addr.qpn == 1 {
+            addr.qkey = MadAddress::QP1_QKEY;
+        }
+        let receiver = RmppReceiver::new(now, cfg);
+        let deadline = receiver.poll_timeout().unwrap_or(now);
+        txn.rx = Some(Rx { receiver, addr });
+        txn.state = State::Receiving { deadline };
+        self.rmpp_deadlines.insert((deadline, id));
+    }
+
+    /// Moves the ACKs of transaction `id`'s receiver to the outbox and,
+    /// when its transfer has ended, completes the transaction.
+    fn settle(&mut self, now: Duration, id: u64) -> Option<Result<(T, Datagram), (T, TxnError)>> {
+        let txn = self.txns.get_mut(&id).expect("a live transaction");
+        let rx = txn.rx.as_mut().expect("a receiving transaction has a receiver");
+        while let Some(mad) = rx.receiver.poll_transmit() {
+            self.outbox.push_back(Datagram { addr: rx.addr, mad });
+        }
+        let State::Receiving { deadline } = txn.state else { unreachable!("only receiving transactions settle") };
+        match rx.receiver.state() {
+            TransferState::Active => {
+                let next = rx.receiver.poll_timeout().unwrap_or(now);
+                if next != deadline {
+                    self.rmpp_deadlines.remove(&(deadline, id));
+                    self.rmpp_deadlines.insert((next, id));
+                    txn.state = State::Receiving { deadline: next };
+                }
+                None
+            }
+            TransferState::Done | TransferState::Failed(_) => {
+                let mut txn = self.remove(id);
+                let mut rx = txn.rx.take().expect("checked above");
+                let result = rx.receiver.take_result().expect("an ended transfer has a result");
+                let c = self.stats.by_mad.entry(txn.key).or_default();
+                match result {
+                    Ok(mad) => {
+                        c.responses += 1;
+                        let tid = *txn.tids.last().expect("a received transaction was sent");
+                        if self.lingering.len() == MAX_LINGERING {
+                            self.lingering.pop_front();
+                        }
+                        let addr = rx.addr;
+                        let class = txn.key.class;
+                        self.lingering.push_back(Lingering { tid, class, until: now + RMPP_LINGER, rx });
+                        Some(Ok((txn.token, Datagram { addr, mad })))
+                    }
+                    Err(error) => {
+                        c.failed += 1;
+                        tracing::debug!(mad = %MadSummary::of(&txn.dgram), %error, "RMPP transfer failed");
+                        let err = TxnError::Rmpp { mad: Box::new(MadSummary::of(&txn.dgram)), error };
+                        Some(Err((txn.token, err)))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands a segment to transaction `id`'s receiver.
+    fn feed(&mut self, now: Duration, id: u64, dgram: Datagram) -> Received<T> {
+        let full_tid = header_of(&dgram.mad).map_or(0, |h| h.transaction_id());
+        let txn = self.txns.get_mut(&id).expect("a live transaction");
+        let rx = txn.rx.as_mut().expect("a receiving transaction has a receiver");
+        let from = dgram.addr;
+        if let Err(e) = rx.receiver.handle_mad(now, &dgram.mad) {
+            tracing::debug!(tid = format_args!("{full_tid:#018x}"), error = %e, "RMPP segment refused");
+        }
+        self.stats.by_mad.entry(txn.key).or_default().segments += 1;
+        match self.settle(now, id) {
+            None => Received::Segment { tid: full_tid },
+            Some(Ok((token, mut whole))) => {
+                // The answer comes from where its segments did.
+                whole.addr = from;
+                Received::Response { token, dgram: whole }
+            }
+            Some(Err((token, error))) => Received::Failed { token, error },
+        }
     }
 
     /// Expires attempts whose deadline is at or before `now`. Those with
     /// retries left go to the front of the queue (ahead of new requests, in
-    /// deadline order); the others fail and are returned.
+    /// deadline order); the others fail and are returned, with the RMPP
+    /// transfers that ran out of time (their ABORTs wait in the outbox).
     pub fn handle_timeout(&mut self, now: Duration) -> Vec<(T, TxnError)> {
         let mut expired = Vec::new();
         while let Some(&(deadline, id)) = self.deadlines.first() {
@@ -420,12 +664,22 @@ impl<T> Transactions<T> {
             let class = self.txns[&id].key.class;
             self.window(class).queue.push_front(id);
         }
+        let due: Vec<u64> = self.rmpp_deadlines.iter().take_while(|&&(d, _)| d <= now).map(|&(_, id)| id).collect();
+        for id in due {
+            let rx = self.txns.get_mut(&id).and_then(|t| t.rx.as_mut()).expect("a receiver deadline has a receiver");
+            rx.receiver.handle_timeout(now);
+            if let Some(Err(f)) = self.settle(now, id) {
+                failed.push(f);
+            }
+        }
         failed
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) next has work.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        self.deadlines.first().map(|&(d, _)| d)
+        let a = self.deadlines.first().map(|&(d, _)| d);
+        let b = self.rmpp_deadlines.first().map(|&(d, _)| d);
+        a.into_iter().chain(b).min()
     }
 
     /// Abandons the transaction whose current TID is `tid` (its send failed).
@@ -439,6 +693,9 @@ impl<T> Transactions<T> {
         self.by_tid.clear();
         self.windows.clear();
         self.deadlines.clear();
+        self.rmpp_deadlines.clear();
+        self.outbox.clear();
+        self.lingering.clear();
         self.txns.drain().map(|(_, t)| t.token).collect()
     }
 
@@ -447,9 +704,16 @@ impl<T> Transactions<T> {
         for tid in &txn.tids {
             self.by_tid.remove(tid);
         }
-        if let State::InFlight { deadline, .. } = txn.state {
-            self.deadlines.remove(&(deadline, id));
-            self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window").in_flight -= 1;
+        match txn.state {
+            State::InFlight { deadline, .. } => {
+                self.deadlines.remove(&(deadline, id));
+                let w = self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window");
+                w.in_flight -= 1;
+            }
+            State::Receiving { deadline } => {
+                self.rmpp_deadlines.remove(&(deadline, id));
+            }
+            State::Queued => {}
         }
         txn
     }
@@ -465,7 +729,12 @@ impl<T> Transactions<T> {
         self.windows.get(&window_of(class.into())).map_or(0, |w| w.in_flight)
     }
 
-    /// Transactions not yet complete (queued or on the wire).
+    /// Transactions whose RMPP answer is being reassembled.
+    pub fn receiving(&self) -> usize {
+        self.rmpp_deadlines.len()
+    }
+
+    /// Transactions not yet complete (queued, on the wire or receiving).
     pub fn pending(&self) -> usize {
         self.txns.len()
     }
@@ -474,7 +743,8 @@ impl<T> Transactions<T> {
     pub fn stats(&self) -> TxnStats {
         let mut s = self.stats.clone();
         s.in_flight = self.deadlines.len();
-        s.queued = self.txns.len() - s.in_flight;
+        s.receiving = self.rmpp_deadlines.len();
+        s.queued = self.txns.len() - s.in_flight - s.receiving;
         s
     }
 }
@@ -484,7 +754,7 @@ mod tests {
     use super::*;
     use crate::mad::smp::SmpRepr;
     use crate::mad::DrPath;
-    use crate::transport::MadAddress;
+    use crate::rmpp::RmppSender;
     use crate::types::Lid;
 
     const MS: Duration = Duration::from_millis(1);
@@ -601,6 +871,8 @@ mod tests {
                 match t.handle_receive(now, d) {
                     Received::Response { token, .. } => o.done.push((now, token)),
                     Received::Stray { .. } => {}
+                    // A late SA answer (to a retried query) goes to the SA agent.
+                    Received::Unsolicited(d) if tag(&d).0 == MgmtClass::SubnAdm => {}
                     other => panic!("unexpected {other:?}"),
                 }
             }
@@ -793,14 +1065,20 @@ mod tests {
         assert!(matches!(t.handle_receive(Duration::ZERO, trap), Received::Unsolicited(_)));
         // A response nobody asked for.
         assert!(matches!(t.handle_receive(Duration::ZERO, answer(&req)), Received::Stray { .. }));
+        // One in the SA class is for the SA agent: an RMPP ACK of one of its
+        // answers, a ReportResp to one of its Reports.
+        let mut report_resp = gmp(MgmtClass::SubnAdm, 0);
+        report_resp.mad[3] = u8::from(Method::ReportResp);
+        assert_eq!(t.handle_receive(Duration::ZERO, report_resp.clone()), Received::Unsolicited(report_resp));
         // Garbage.
         let short = Datagram { addr: req.addr, mad: vec![1, 2, 3] };
         assert!(matches!(t.handle_receive(Duration::ZERO, short.clone()), Received::Malformed(_)));
         assert!(matches!(t.submit(1, short), Err(TxnError::Malformed(_))));
         let s = t.stats();
         assert_eq!(s.malformed, 1);
-        assert_eq!(s.totals().unsolicited, 2);
+        assert_eq!(s.totals().unsolicited, 3);
         assert_eq!(s.totals().strays, 1);
+        assert_eq!(s.by_mad[&MadKey { class: 0x03, attribute: 0x12, method: 0x06 }].unsolicited, 1);
     }
 
     #[test]
@@ -809,8 +1087,10 @@ mod tests {
         t.submit(1u32, get(AttributeId::NodeInfo, &[])).unwrap();
         let d = t.poll_transmit(Duration::ZERO).unwrap();
         let mut r = answer(&d);
-        r.mad[1] = 0x03; // SubnAdm with the same TID
-        assert!(matches!(t.handle_receive(MS, r), Received::Stray { .. }));
+        r.mad[1] = 0x04; // PerfMgt with the same TID
+        assert!(matches!(t.handle_receive(MS, r.clone()), Received::Stray { .. }));
+        r.mad[1] = 0x03; // SubnAdm: not ours, so the SA agent's
+        assert!(matches!(t.handle_receive(MS, r), Received::Unsolicited(_)));
         assert_eq!(t.pending(), 1);
     }
 
@@ -1017,5 +1297,313 @@ mod tests {
         let t: Transactions<u32> = Transactions::new(cfg2(0, 0, 0));
         assert_eq!((t.config().window, t.config().gmp_window), (1, 1));
         assert_eq!(TxnConfig::default().window_for(MgmtClass::SubnMgmtDirected), 4, "OpenSM's max_wire_smps");
+    }
+
+    // RMPP answers (SubnAdmGetTable).
+
+    const SA_RMPP: RmppConfig = RmppConfig {
+        window: 4,
+        segment_timeout: Duration::from_millis(20),
+        retries: 5,
+        total_timeout: Duration::from_secs(2),
+    };
+
+    /// Where the SA's segments come from: its LID on QP1, with the Q_Key
+    /// a receive path may not report.
+    const FROM_SA: MadAddress = MadAddress { lid: Lid(1), qpn: 1, qkey: 0, sl: 0, pkey_index: 0 };
+
+    /// A SubnAdmGetTable told apart by its attribute modifier.
+    fn get_table(tag: u32) -> Datagram {
+        let mut d = gmp(MgmtClass::SubnAdm, tag);
+        d.mad[3] = u8::from(Method::GetTable);
+        d
+    }
+
+    /// The records the fake SA answers request `tag` with.
+    fn table(tag: u32) -> Vec<u8> {
+        (0..(tag as usize * 317) % 3000).map(|i| (i as u32 ^ tag) as u8).collect()
+    }
+
+    /// The SA's side of an answer to `req`: a GetTableResp with the TID's
+    /// high bits scribbled over, as the kernel does.
+    fn sa_sender(now: Duration, req: &Datagram) -> RmppSender {
+        let mut template = req.mad[..56].to_vec();
+        template[3] = u8::from(Method::GetTableResp);
+        template[8..12].copy_from_slice(&[0xab, 0xcd, 0x00, 0x01]);
+        let tag = header_of(&req.mad).unwrap().attribute_modifier();
+        RmppSender::new(now, &template, table(tag), SA_RMPP).unwrap()
+    }
+
+    fn seg(mad: Vec<u8>) -> Datagram {
+        Datagram { addr: FROM_SA, mad }
+    }
+
+    #[test]
+    fn an_rmpp_answer_completes_only_when_reassembled() {
+        let mut t = Transactions::new(cfg2(4, 4, 3));
+        t.submit_with(7u32, get_table(5), RequestKind::Rmpp(SA_RMPP)).unwrap();
+        let req = t.poll_transmit(Duration::ZERO).unwrap();
+        let mut sa = sa_sender(MS, &req);
+        assert_eq!(sa.segments(), 8, "1585 bytes of records");
+        let mut now = MS;
+        let mut acks = Vec::new();
+        let whole = loop {
+            now += MS;
+            let segs: Vec<Vec<u8>> = std::iter::from_fn(|| sa.poll_transmit(now)).collect();
+            assert!(!segs.is_empty(), "the SA stalled");
+            let mut done = None;
+            for m in segs {
+                match t.handle_receive(now, seg(m)) {
+                    Received::Segment { tid } => assert_eq!(tid as u32, tid_of(&req) as u32),
+                    Received::Response { token: 7, dgram } => done = Some(dgram),
+                    other => panic!("{other:?}"),
+                }
+            }
+            if done.is_none() {
+                assert_eq!((t.in_flight(), t.receiving()), (0, 1), "the request's window slot is free");
+                assert_eq!(t.in_flight_in(MgmtClass::SubnAdm), 0);
+            }
+            while let Some(ack) = t.poll_transmit(now) {
+                assert_eq!(ack.addr, MadAddress { qkey: MadAddress::QP1_QKEY, ..FROM_SA }, "back to the SA");
+                assert_eq!((ack.mad[3], &ack.mad[8..16]), (0x12, &[0xab, 0xcd, 0, 1, 0, 0, 0, 1][..]));
+                sa.handle_mad(now, &ack.mad).unwrap();
+                acks.push(ack);
+            }
+            if let Some(d) = done {
+                break d;
+            }
+        };
+        assert_eq!(sa.state(), &TransferState::Done);
+        assert_eq!(whole.addr, FROM_SA);
+        assert_eq!(whole.mad.len(), 56 + 1585);
+        assert_eq!(&whole.mad[56..], &table(5)[..]);
+        assert_eq!(whole.mad[3], 0x92);
+        assert_eq!(acks.len(), 3, "segment 1, the end of window 1+4, and the last");
+        assert_eq!((t.pending(), t.receiving(), t.poll_timeout()), (0, 0, None));
+        let c = t.stats().by_mad[&MadKey { class: 0x03, attribute: 0x12, method: 0x12 }];
+        assert_eq!((c.sent, c.acks, c.segments, c.responses, c.retries), (1 + 3, 3, 8, 1, 0));
+
+        // The SA missed the final ACK and repeats the last segment: the
+        // lingering receiver answers it again.
+        let last = acks.last().unwrap().clone();
+        let mut again = sa_sender(MS, &req);
+        let mut segs: Vec<Vec<u8>> = vec![again.poll_transmit(MS).unwrap()];
+        again.handle_mad(MS, &from_ack(1, 9, &last)).unwrap();
+        segs.extend(std::iter::from_fn(|| again.poll_transmit(MS)));
+        assert!(matches!(t.handle_receive(now, seg(segs.pop().unwrap())), Received::Segment { .. }));
+        assert_eq!(t.poll_transmit(now).map(|d| d.mad), Some(last.mad));
+        // Past the linger time it is the SA agent's business.
+        let later = now + RMPP_LINGER;
+        assert!(matches!(t.handle_receive(later, seg(segs.pop().unwrap())), Received::Unsolicited(_)));
+    }
+
+    /// An ACK like `model` with another segment and window.
+    fn from_ack(segment: u32, window: u32, model: &Datagram) -> Vec<u8> {
+        let mut m = model.mad.clone();
+        crate::mad::rmpp::RmppHeaderRepr::ack(segment, window).emit_bytes(&mut m).unwrap();
+        m
+    }
+
+    #[test]
+    fn until_the_first_segment_the_request_retries_and_then_it_does_not() {
+        let mut t = Transactions::new(cfg2(4, 4, 3));
+        t.submit_with(1u32, get_table(40), RequestKind::Rmpp(SA_RMPP)).unwrap();
+        let first = t.poll_transmit(Duration::ZERO).unwrap();
+        assert!(t.handle_timeout(100 * MS).is_empty());
+        let retry = t.poll_transmit(100 * MS).unwrap();
+        assert_ne!(tid_of(&first), tid_of(&retry));
+        // The answer to the first attempt arrives late: it is taken.
+        let mut sa = sa_sender(101 * MS, &first);
+        let one = sa.poll_transmit(101 * MS).unwrap();
+        assert!(matches!(t.handle_receive(101 * MS, seg(one)), Received::Segment { .. }));
+        assert_eq!(t.stats().totals().late, 1);
+        assert_eq!(t.poll_timeout(), Some(101 * MS + SA_RMPP.total_timeout), "the request's timer is gone");
+        assert!(t.handle_timeout(250 * MS).is_empty());
+        let out: Vec<Datagram> = std::iter::from_fn(|| t.poll_transmit(250 * MS)).collect();
+        assert_eq!(out.len(), 1, "the ACK, no further retry");
+        assert_eq!(out[0].mad[3], 0x12);
+        assert!(crate::rmpp::is_rmpp_active(&out[0].mad));
+        // The second attempt's answer is another transfer: refused.
+        let mut other = sa_sender(251 * MS, &retry);
+        assert!(matches!(
+            t.handle_receive(251 * MS, seg(other.poll_transmit(251 * MS).unwrap())),
+            Received::Segment { .. }
+        ));
+        assert!(t.poll_transmit(251 * MS).is_none(), "nothing acknowledged for it");
+        // The rest of the first one completes it.
+        sa.handle_mad(252 * MS, &out[0].mad).unwrap();
+        let mut done = None;
+        let mut now = 252 * MS;
+        while done.is_none() {
+            now += MS;
+            for m in std::iter::from_fn(|| sa.poll_transmit(now)).collect::<Vec<_>>() {
+                if let Received::Response { dgram, .. } = t.handle_receive(now, seg(m)) {
+                    done = Some(dgram);
+                }
+            }
+            while let Some(a) = t.poll_transmit(now) {
+                sa.handle_mad(now, &a.mad).unwrap();
+            }
+        }
+        assert_eq!(&done.unwrap().mad[56..], &table(40)[..]);
+    }
+
+    #[test]
+    fn a_failed_transfer_fails_its_transaction() {
+        // The SA aborts.
+        let mut t = Transactions::new(cfg2(4, 4, 3));
+        t.submit_with(3u32, get_table(9), RequestKind::Rmpp(SA_RMPP)).unwrap();
+        let req = t.poll_transmit(Duration::ZERO).unwrap();
+        let mut sa = sa_sender(MS, &req);
+        t.handle_receive(MS, seg(sa.poll_transmit(MS).unwrap()));
+        t.poll_transmit(MS).unwrap();
+        for _ in 0..=SA_RMPP.retries {
+            let now = sa.poll_timeout().unwrap();
+            sa.handle_timeout(now);
+        }
+        let abort = sa.poll_transmit(Duration::from_secs(1)).unwrap();
+        match t.handle_receive(Duration::from_secs(1), seg(abort)) {
+            Received::Failed { token: 3, error: TxnError::Rmpp { mad, error } } => {
+                assert_eq!(error, RmppError::Aborted { status: crate::mad::rmpp::RmppStatus::TooManyRetries });
+                assert_eq!(mad.method, Method::GetTable);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!((t.pending(), t.receiving()), (0, 0));
+        assert_eq!(t.stats().totals().failed, 1);
+
+        // The SA goes silent: the receiver's total limit, with an ABORT.
+        let mut t = Transactions::new(cfg2(4, 4, 3));
+        t.submit_with(4u32, get_table(9), RequestKind::Rmpp(SA_RMPP)).unwrap();
+        let req = t.poll_transmit(Duration::ZERO).unwrap();
+        let mut sa = sa_sender(MS, &req);
+        t.handle_receive(MS, seg(sa.poll_transmit(MS).unwrap()));
+        t.poll_transmit(MS).unwrap();
+        let limit = MS + SA_RMPP.total_timeout;
+        assert_eq!(t.poll_timeout(), Some(limit));
+        assert!(t.handle_timeout(limit - MS).is_empty());
+        let failed = t.handle_timeout(limit);
+        assert!(
+            matches!(&failed[..], [(4, TxnError::Rmpp { error: RmppError::TotalTimeout { .. }, .. })]),
+            "{failed:?}"
+        );
+        let abort = t.poll_transmit(limit).unwrap();
+        assert_eq!(abort.mad[25], 4, "an ABORT");
+        assert_eq!(
+            sa.handle_mad(limit, &abort.mad),
+            Err(RmppError::Aborted { status: crate::mad::rmpp::RmppStatus::TotalTimeTooLong })
+        );
+    }
+
+    #[test]
+    fn plain_answers_complete_as_before() {
+        // An RMPP request answered without RMPP (an error status, say).
+        let mut t = Transactions::new(cfg2(4, 4, 3));
+        t.submit_with(1u32, get_table(1), RequestKind::Rmpp(SA_RMPP)).unwrap();
+        let req = t.poll_transmit(Duration::ZERO).unwrap();
+        let mut refusal = answer(&req);
+        refusal.mad[4] = 0x03;
+        assert!(matches!(t.handle_receive(MS, refusal), Received::Response { token: 1, .. }));
+        // A plain request answered with RMPP: the first segment is the answer.
+        t.submit(2u32, get_table(2)).unwrap();
+        let req = t.poll_transmit(MS).unwrap();
+        let mut sa = sa_sender(MS, &req);
+        match t.handle_receive(2 * MS, seg(sa.poll_transmit(MS).unwrap())) {
+            Received::Response { token: 2, dgram } => assert_eq!(dgram.mad.len(), 256),
+            other => panic!("{other:?}"),
+        }
+        assert!(t.poll_transmit(2 * MS).is_none(), "no ACK");
+        assert_eq!(t.stats().totals().segments, 0);
+    }
+
+    #[test]
+    fn rmpp_answers_over_a_lossy_link() {
+        use rand::{Rng, SeedableRng};
+        for seed in 0..6u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut t = Transactions::new(cfg2(4, 3, 6));
+            for tag in 1..=12 {
+                t.submit_with(tag, get_table(tag), RequestKind::Rmpp(SA_RMPP)).unwrap();
+            }
+            let mut senders: HashMap<u32, RmppSender> = HashMap::new();
+            type Wire = Vec<(Duration, Datagram)>;
+            let (mut to_sa, mut to_t): (Wire, Wire) = (vec![], vec![]);
+            let (mut done, mut failed) = (BTreeMap::new(), Vec::new());
+            let mut now = Duration::ZERO;
+            for step in 0.. {
+                assert!(step < 100_000, "seed {seed}: livelock");
+                while let Some(d) = t.poll_transmit(now) {
+                    assert!(t.in_flight_in(MgmtClass::SubnAdm) <= 3, "seed {seed}: window");
+                    if !rng.gen_bool(0.1) {
+                        to_sa.push((now + MS, d));
+                    }
+                }
+                for s in senders.values_mut() {
+                    while let Some(m) = s.poll_transmit(now) {
+                        if !rng.gen_bool(0.1) {
+                            to_t.push((now + MS + rng.gen_range(Duration::ZERO..2 * MS), seg(m)));
+                        }
+                    }
+                }
+                if t.pending() == 0 {
+                    break;
+                }
+                let next = to_sa
+                    .iter()
+                    .chain(&to_t)
+                    .map(|w| w.0)
+                    .chain(t.poll_timeout())
+                    .chain(senders.values().filter_map(|s| s.poll_timeout()))
+                    .min()
+                    .expect("something pending");
+                now = now.max(next);
+                let (due, rest): (Vec<_>, Vec<_>) = to_sa.drain(..).partition(|w| w.0 <= now);
+                to_sa = rest;
+                for (_, d) in due {
+                    let tid = tid_of(&d) as u32;
+                    if crate::rmpp::is_rmpp_active(&d.mad) {
+                        if let Some(s) = senders.get_mut(&tid) {
+                            let _ = s.handle_mad(now, &d.mad);
+                        }
+                    } else {
+                        senders.entry(tid).or_insert_with(|| sa_sender(now, &d));
+                    }
+                }
+                let (due, rest): (Vec<_>, Vec<_>) = to_t.drain(..).partition(|w| w.0 <= now);
+                to_t = rest;
+                for (_, d) in due {
+                    match t.handle_receive(now, d) {
+                        Received::Response { token, dgram } => assert!(done.insert(token, dgram).is_none()),
+                        Received::Failed { token, error } => failed.push((token, error)),
+                        Received::Segment { .. } | Received::Unsolicited(_) | Received::Stray { .. } => {}
+                        Received::Malformed(e) => panic!("{e}"),
+                    }
+                }
+                failed.extend(t.handle_timeout(now));
+                for s in senders.values_mut() {
+                    s.handle_timeout(now);
+                }
+            }
+            for (token, error) in &failed {
+                assert!(
+                    matches!(
+                        error,
+                        TxnError::Rmpp { error: RmppError::Aborted { .. } | RmppError::TotalTimeout { .. }, .. }
+                            | TxnError::Timeout { .. }
+                    ),
+                    "seed {seed}: {token} failed with {error}"
+                );
+            }
+            assert_eq!(done.len() + failed.len(), 12, "seed {seed}: every request ended once");
+            assert!(done.len() >= 10, "seed {seed}: 10% loss each way, most complete: {failed:?}");
+            for (tag, d) in &done {
+                assert_eq!(&d.mad[56..], &table(*tag)[..], "seed {seed}: table {tag}");
+            }
+            let resent: u64 = senders.values().map(|s| s.stats().resent).sum();
+            assert!(resent > 0, "seed {seed}: segments were lost and sent again");
+            let s = t.stats();
+            assert!(s.totals().acks > 0 && s.totals().segments > 0);
+            assert_eq!((s.in_flight, s.receiving, s.queued), (0, 0, 0));
+        }
     }
 }
