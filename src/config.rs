@@ -369,6 +369,7 @@ mod tests {
         let text = include_str!("../deploy/ibsm.toml");
         let c = Config::parse(text, Path::new("deploy/ibsm.toml")).unwrap();
         assert_eq!(c.sm.sweep_interval_s, 10);
+        assert_eq!(c.sa, crate::sa::SaConfig::default(), "the sample shows the SA's defaults");
     }
 
     #[test]
