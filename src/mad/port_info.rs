@@ -17,7 +17,8 @@
 //! 44: M_KeyViolations (16)            | P_KeyViolations (16)
 //! 48: Q_KeyViolations (16)            | GUIDCap (8) | ClientReregister(1) MulticastPKeyTrapSuppressionEnabled(2) SubnetTimeOut(5)
 //! 52: rsvd(3) RespTimeValue(5) | LocalPhyErrors(4) OverrunErrors(4) | MaxCreditHint (16)
-//! 56: rsvd (8)                        | LinkRoundTripLatency (24)
+//! 56: rsvd(1) LinkSpeedExtActive2(2) LinkSpeedExtSupported2(2) LinkSpeedExtEnabled2(3)
+//!                                     | LinkRoundTripLatency (24)
 //! 60: CapabilityMask2 (16)            | LinkSpeedExtActive(4) LinkSpeedExtSupported(4) | rsvd(3) LinkSpeedExtEnabled(5)
 //! ```
 //!
@@ -91,6 +92,9 @@ mod field {
     pub const LOCAL_PHY_ERRORS: Bits = Bits::new(53, 4, 4);
     pub const OVERRUN_ERRORS: Bits = Bits::new(53, 0, 4);
     pub const MAX_CREDIT_HINT: usize = 54;
+    pub const LINK_SPEED_EXT_ACTIVE2: Bits = Bits::new(56, 5, 2);
+    pub const LINK_SPEED_EXT_SUPPORTED2: Bits = Bits::new(56, 3, 2);
+    pub const LINK_SPEED_EXT_ENABLED2: Bits = Bits::new(56, 0, 3);
     pub const LINK_ROUND_TRIP_LATENCY: usize = 57;
     pub const CAPABILITY_MASK2: usize = 60;
     pub const LINK_SPEED_EXT_ACTIVE: Bits = Bits::new(62, 4, 4);
@@ -223,6 +227,9 @@ pub mod CapabilityMask2 {
     pub const IS_PARTITION_TOP_SUPPORTED: u16 = 1 << 8;
     pub const IS_ENHANCED_QOS_ARBITER_SUPPORTED: u16 = 1 << 9;
     pub const IS_LINK_SPEED_NDR_SUPPORTED: u16 = 1 << 10;
+    /// The LinkSpeedExt*2 fields (byte 56) are valid (IBA 1.7, XDR).
+    pub const IS_EXTENDED_SPEEDS_2_SUPPORTED: u16 = 1 << 11;
+    pub const IS_LINK_SPEED_XDR_SUPPORTED: u16 = 1 << 12;
 }
 
 /// LinkWidth{Enabled,Supported,Active} bits (IBA 14.2.5.6).
@@ -333,6 +340,30 @@ pub mod link_speed_ext {
             EDR => Some("EDR"),
             HDR => Some("HDR"),
             NDR => Some("NDR"),
+            _ => None,
+        }
+    }
+}
+
+/// LinkSpeedExt{Active,Supported,Enabled}2 (byte 56, IBA 1.7; valid when
+/// `CapabilityMask2::IS_EXTENDED_SPEEDS_2_SUPPORTED`): the speeds beyond
+/// NDR. The layout and the one code are as infiniband-diags decodes them
+/// (libibmad `LinkSpeedExtActive2` at bit 449, width 2).
+pub mod link_speed_ext2 {
+    /// 212.5 Gb/s per lane.
+    pub const XDR: u8 = 1;
+
+    /// Per-lane data rate in Mb/s (200 Gb/s after coding).
+    pub fn lane_mbps(active: u8) -> Option<u32> {
+        match active {
+            XDR => Some(200_000),
+            _ => None,
+        }
+    }
+
+    pub fn name(active: u8) -> Option<&'static str> {
+        match active {
+            XDR => Some("XDR"),
             _ => None,
         }
     }
@@ -561,7 +592,20 @@ impl<T: AsRef<[u8]>> PortInfo<T> {
     pub fn max_credit_hint(&self) -> u16 {
         be::u16(self.buffer.as_ref(), field::MAX_CREDIT_HINT)
     }
-    /// Bytes 57-59: measured round trip in ns (24 bits). (Byte 56 is reserved.)
+    /// Byte 56 bits 6-5: the negotiated speed beyond NDR, one [`link_speed_ext2`] code; 0 = none. (Bit 7 is reserved.)
+    pub fn link_speed_ext_active2(&self) -> u8 {
+        field::LINK_SPEED_EXT_ACTIVE2.get(self.buffer.as_ref())
+    }
+    /// Byte 56 bits 4-3: supported speeds beyond NDR, a [`link_speed_ext2`] mask.
+    pub fn link_speed_ext_supported2(&self) -> u8 {
+        field::LINK_SPEED_EXT_SUPPORTED2.get(self.buffer.as_ref())
+    }
+    /// Byte 56 bits 2-0: enabled speeds beyond NDR (raw; a Set that writes
+    /// back what was read changes nothing).
+    pub fn link_speed_ext_enabled2(&self) -> u8 {
+        field::LINK_SPEED_EXT_ENABLED2.get(self.buffer.as_ref())
+    }
+    /// Bytes 57-59: measured round trip in ns (24 bits).
     pub fn link_round_trip_latency(&self) -> u32 {
         be::u24(self.buffer.as_ref(), field::LINK_ROUND_TRIP_LATENCY)
     }
@@ -722,6 +766,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> PortInfo<T> {
     pub fn set_max_credit_hint(&mut self, v: u16) {
         be::set_u16(self.buffer.as_mut(), field::MAX_CREDIT_HINT, v);
     }
+    pub fn set_link_speed_ext_active2(&mut self, v: u8) {
+        field::LINK_SPEED_EXT_ACTIVE2.set(self.buffer.as_mut(), v);
+    }
+    pub fn set_link_speed_ext_supported2(&mut self, v: u8) {
+        field::LINK_SPEED_EXT_SUPPORTED2.set(self.buffer.as_mut(), v);
+    }
+    pub fn set_link_speed_ext_enabled2(&mut self, v: u8) {
+        field::LINK_SPEED_EXT_ENABLED2.set(self.buffer.as_mut(), v);
+    }
     pub fn set_link_round_trip_latency(&mut self, v: u32) {
         be::set_u24(self.buffer.as_mut(), field::LINK_ROUND_TRIP_LATENCY, v);
     }
@@ -789,6 +842,9 @@ pub struct PortInfoRepr {
     pub local_phy_errors: u8,
     pub overrun_errors: u8,
     pub max_credit_hint: u16,
+    pub link_speed_ext_active2: u8,
+    pub link_speed_ext_supported2: u8,
+    pub link_speed_ext_enabled2: u8,
     pub link_round_trip_latency: u32,
     pub capability_mask2: u16,
     pub link_speed_ext_active: u8,
@@ -845,6 +901,9 @@ impl PortInfoRepr {
             local_phy_errors: v.local_phy_errors(),
             overrun_errors: v.overrun_errors(),
             max_credit_hint: v.max_credit_hint(),
+            link_speed_ext_active2: v.link_speed_ext_active2(),
+            link_speed_ext_supported2: v.link_speed_ext_supported2(),
+            link_speed_ext_enabled2: v.link_speed_ext_enabled2(),
             link_round_trip_latency: v.link_round_trip_latency(),
             capability_mask2: v.capability_mask2(),
             link_speed_ext_active: v.link_speed_ext_active(),
@@ -906,6 +965,9 @@ impl PortInfoRepr {
         v.set_local_phy_errors(self.local_phy_errors);
         v.set_overrun_errors(self.overrun_errors);
         v.set_max_credit_hint(self.max_credit_hint);
+        v.set_link_speed_ext_active2(self.link_speed_ext_active2);
+        v.set_link_speed_ext_supported2(self.link_speed_ext_supported2);
+        v.set_link_speed_ext_enabled2(self.link_speed_ext_enabled2);
         v.set_link_round_trip_latency(self.link_round_trip_latency);
         v.set_capability_mask2(self.capability_mask2);
         v.set_link_speed_ext_active(self.link_speed_ext_active);
@@ -922,10 +984,19 @@ impl PortInfoRepr {
         self.has_capability(CapabilityMask::IS_EXTENDED_SPEEDS_SUPPORTED)
     }
 
-    /// The active per-lane speed name, preferring the extended field when
-    /// the port supports it and reports one ("FDR", "QDR", ...).
+    /// Whether the speeds-beyond-NDR fields (byte 56) are meaningful: the
+    /// port has CapabilityMask2 and sets IsExtendedSpeeds2Supported in it.
+    pub fn extended_speeds2_supported(&self) -> bool {
+        self.has_capability(CapabilityMask::IS_CAPABILITY_MASK2_SUPPORTED)
+            && self.capability_mask2 & CapabilityMask2::IS_EXTENDED_SPEEDS_2_SUPPORTED != 0
+    }
+
+    /// The active per-lane speed name, preferring the newest field the port
+    /// supports and fills in ("XDR", "FDR", "QDR", ...).
     pub fn active_speed_name(&self) -> Option<&'static str> {
-        if self.extended_speeds_supported() && self.link_speed_ext_active != 0 {
+        if self.extended_speeds2_supported() && self.link_speed_ext_active2 != 0 {
+            link_speed_ext2::name(self.link_speed_ext_active2)
+        } else if self.extended_speeds_supported() && self.link_speed_ext_active != 0 {
             link_speed_ext::name(self.link_speed_ext_active)
         } else {
             link_speed::name(self.link_speed_active)
@@ -936,7 +1007,9 @@ impl PortInfoRepr {
     /// width and speed codes are known.
     pub fn active_rate_mbps(&self) -> Option<u32> {
         let lanes = link_width::lanes(self.link_width_active)?;
-        let lane = if self.extended_speeds_supported() && self.link_speed_ext_active != 0 {
+        let lane = if self.extended_speeds2_supported() && self.link_speed_ext_active2 != 0 {
+            link_speed_ext2::lane_mbps(self.link_speed_ext_active2)?
+        } else if self.extended_speeds_supported() && self.link_speed_ext_active != 0 {
             link_speed_ext::lane_mbps(self.link_speed_ext_active)?
         } else {
             link_speed::lane_mbps(self.link_speed_active)?
@@ -984,12 +1057,13 @@ mod tests {
     use proptest::prelude::*;
 
     /// Reserved bits per byte (IBA Table 157): byte 34 bits 5-3, byte 52
-    /// bits 7-5, byte 56, byte 63 bits 7-5.
+    /// bits 7-5, byte 56 bit 7 (the rest of it is IBA 1.7's XDR fields),
+    /// byte 63 bits 7-5.
     fn reserved_mask() -> [u8; 64] {
         let mut m = [0u8; 64];
         m[34] = 0x38;
         m[52] = 0xe0;
-        m[56] = 0xff;
+        m[56] = 0x80;
         m[63] = 0xe0;
         m
     }
@@ -1056,6 +1130,36 @@ mod tests {
         assert_eq!(r.active_rate_mbps(), Some(100_000));
         r.link_speed_ext_active = 0;
         assert_eq!(r.active_speed_name(), Some("QDR"));
+    }
+
+    #[test]
+    fn xdr_fields_in_byte_56() {
+        // 0x52 = reserved 0, Active2 2, Supported2 2, Enabled2 2: the
+        // layout infiniband-diags decodes (bits 6-5, 4-3, 2-0).
+        let mut b = [0u8; 64];
+        b[56] = 0x52;
+        let r = PortInfoRepr::parse_bytes(&b).unwrap();
+        assert_eq!((r.link_speed_ext_active2, r.link_speed_ext_supported2, r.link_speed_ext_enabled2), (2, 2, 2));
+        assert_eq!(r.link_round_trip_latency, 0, "byte 56 is not part of the latency");
+        assert_eq!(r.to_bytes(), b);
+        let mut x = PortInfoRepr {
+            capability_mask: CapabilityMask::IS_EXTENDED_SPEEDS_SUPPORTED
+                | CapabilityMask::IS_CAPABILITY_MASK2_SUPPORTED,
+            capability_mask2: CapabilityMask2::IS_EXTENDED_SPEEDS_2_SUPPORTED,
+            link_width_active: link_width::X2,
+            link_speed_active: link_speed::QDR,
+            link_speed_ext_active2: link_speed_ext2::XDR,
+            link_speed_ext_supported2: link_speed_ext2::XDR,
+            link_round_trip_latency: 0xABCDEF,
+            ..Default::default()
+        };
+        assert_eq!(x.active_speed_name(), Some("XDR"));
+        assert_eq!(x.active_rate_mbps(), Some(400_000));
+        assert_eq!(x.to_bytes()[56], 0x28);
+        assert_eq!(&x.to_bytes()[57..60], &[0xAB, 0xCD, 0xEF]);
+        // Without IsExtendedSpeeds2Supported the byte-56 fields mean nothing.
+        x.capability_mask2 = 0;
+        assert_eq!(x.active_speed_name(), Some("QDR"));
     }
 
     #[test]

@@ -291,6 +291,16 @@ impl Fabric {
                     pi.link_speed_enabled = s;
                 }
             }
+            // Speeds beyond QDR: both ends support and enable the cable's,
+            // and the node says so in its capabilities (a switch at port
+            // 0, which speaks for its external ports).
+            if l.ext_speed != 0 {
+                for me in [a, b] {
+                    profile::enable_ext_speed(&mut f.ports[me.0 as usize].pi, l.ext_speed);
+                    let caps = f.mgmt_port(me);
+                    profile::advertise_ext_speed(&mut f.ports[caps.0 as usize].pi, l.ext_speed);
+                }
+            }
             f.train(a, b);
         }
         Ok(f)
@@ -400,6 +410,8 @@ impl Fabric {
         let (wb, sb) = (self.port(b).pi.link_width_enabled, self.port(b).pi.link_speed_enabled);
         let width = profile::train_width(wa, wb);
         let speed = profile::train_speed(sa, sb);
+        let ext_of = |p: &SimPort| (p.pi.link_speed_ext_enabled, p.pi.link_speed_ext_enabled2);
+        let (ext, ext2) = profile::train_ext_speed(ext_of(self.port(a)), ext_of(self.port(b)));
         for id in [a, b] {
             let p = self.port_mut(id);
             let fresh_cap = p.kind == PortKind::EndPort;
@@ -407,6 +419,8 @@ impl Fabric {
             p.pi.port_physical_state = PhysState::LinkUp;
             p.pi.link_width_active = width;
             p.pi.link_speed_active = speed;
+            p.pi.link_speed_ext_active = ext;
+            p.pi.link_speed_ext_active2 = ext2;
             p.pi.local_phy_errors = 0;
             if fresh_cap {
                 p.pi.capability_mask |= crate::mad::port_info::CapabilityMask::IS_CAPABILITY_MASK_NOTICE_SUPPORTED;
@@ -492,6 +506,16 @@ impl Fabric {
         let mut pi = self.port(id).pi;
         pi.local_port_num = r.port;
         Ok(pi)
+    }
+    /// Gives one port a smaller (or larger) PortInfo.MTUCap than the
+    /// fabric's, as an older device would have: SMs read it at the next
+    /// sweep. The NeighborMTU the port holds drops to the new cap if above.
+    pub fn set_mtu_cap(&mut self, r: PortRef, code: u8) -> Result<(), SimError> {
+        let id = self.resolve(r)?;
+        let pi = &mut self.port_mut(id).pi;
+        pi.mtu_cap = code;
+        pi.neighbor_mtu = pi.neighbor_mtu.min(code);
+        Ok(())
     }
     /// The LID a port answers to: a switch's ports all report port 0's.
     pub fn lid_of(&self, r: PortRef) -> Result<Lid, SimError> {

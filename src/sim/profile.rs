@@ -7,7 +7,9 @@
 //! returns zeroed MFT blocks for a bad AttributeModifier) the simulator
 //! follows the IBA instead; those places say so.
 
-use crate::mad::port_info::{link_speed, link_width, mtu, CapabilityMask, CapabilityMask2};
+use crate::mad::port_info::{
+    link_speed, link_speed_ext, link_speed_ext2, link_width, mtu, CapabilityMask, CapabilityMask2,
+};
 use crate::mad::{LinkDownDefaultState, PhysState, PortInfoRepr, PortState, SwitchInfoRepr};
 use crate::types::Lid;
 
@@ -75,6 +77,64 @@ pub(crate) fn train_width(a: u8, b: u8) -> u8 {
 /// The link speed a pair of enabled masks trains to: the fastest common one.
 pub(crate) fn train_speed(a: u8, b: u8) -> u8 {
     highest_bit(a & b & 0x7, link_speed::SDR)
+}
+
+/// The extended speed a pair of enabled masks trains to, as
+/// (LinkSpeedExtActive, LinkSpeedExtActive2): XDR when both ends enable it
+/// (then none of FDR..NDR is active), else the fastest common FDR..NDR,
+/// else none (the link runs at its LinkSpeedActive).
+pub(crate) fn train_ext_speed(a: (u8, u8), b: (u8, u8)) -> (u8, u8) {
+    if a.1 & b.1 & link_speed_ext2::XDR != 0 {
+        return (0, link_speed_ext2::XDR);
+    }
+    (highest_bit(a.0 & b.0 & 0xF, 0), 0)
+}
+
+/// What a port of a cable running at `ext` (a topology
+/// [`LinkSpeedExtCode`](crate::topology::LinkSpeedExtCode)) supports and
+/// enables: every extended speed up to it supported, that one enabled, as
+/// for the base speed (`s=` in ibsim). An XDR port supports FDR..NDR too
+/// and enables only XDR.
+pub(crate) fn enable_ext_speed(pi: &mut PortInfoRepr, ext: u8) {
+    use crate::topology::{SPEED_EXT_NONE, SPEED_XDR};
+    let all = link_speed_ext::FDR | link_speed_ext::EDR | link_speed_ext::HDR | link_speed_ext::NDR;
+    match ext {
+        SPEED_EXT_NONE => {}
+        SPEED_XDR => {
+            pi.link_speed_ext_supported |= all;
+            pi.link_speed_ext_enabled = 0;
+            pi.link_speed_ext_supported2 |= link_speed_ext2::XDR;
+            pi.link_speed_ext_enabled2 = link_speed_ext2::XDR;
+        }
+        e => {
+            let e = e & all;
+            pi.link_speed_ext_supported |= e | (e.wrapping_sub(1) & all);
+            pi.link_speed_ext_enabled = e;
+        }
+    }
+}
+
+/// The capability bits a node advertises for a cable running at `ext`:
+/// extended speeds, CapabilityMask2 with the HDR, NDR or XDR bit (and
+/// IsExtendedSpeeds2Supported for XDR). A switch advertises at port 0.
+pub(crate) fn advertise_ext_speed(pi: &mut PortInfoRepr, ext: u8) {
+    use crate::topology::{SPEED_EXT_NONE, SPEED_HDR, SPEED_NDR, SPEED_XDR};
+    use CapabilityMask2 as C2;
+    if ext == SPEED_EXT_NONE {
+        return;
+    }
+    pi.capability_mask |= CapabilityMask::IS_EXTENDED_SPEEDS_SUPPORTED | CapabilityMask::IS_CAPABILITY_MASK2_SUPPORTED;
+    pi.capability_mask2 |= match ext {
+        SPEED_HDR => C2::IS_LINK_SPEED_HDR_SUPPORTED,
+        SPEED_NDR => C2::IS_LINK_SPEED_HDR_SUPPORTED | C2::IS_LINK_SPEED_NDR_SUPPORTED,
+        SPEED_XDR => {
+            C2::IS_LINK_SPEED_HDR_SUPPORTED
+                | C2::IS_LINK_SPEED_NDR_SUPPORTED
+                | C2::IS_EXTENDED_SPEEDS_2_SUPPORTED
+                | C2::IS_LINK_SPEED_XDR_SUPPORTED
+        }
+        _ => 0,
+    };
 }
 
 /// A fresh PortInfo for a port of `kind`; `cabled` says whether a live

@@ -69,6 +69,22 @@ pub const WIDTH_2X: LinkWidthCode = 16;
 pub const SPEED_SDR: LinkSpeedCode = 1;
 pub const SPEED_DDR: LinkSpeedCode = 2;
 pub const SPEED_QDR: LinkSpeedCode = 4;
+/// A link's speed beyond QDR, as the PortInfo of both ends reports it
+/// (IBA 14.2.5.6): LinkSpeedExtActive's FDR 1, EDR 2, HDR 4, NDR 8, or XDR,
+/// which lives in LinkSpeedExtActive2 (IBA 1.7) and is written 32 here (that
+/// field's bit 0 moved to bit 5, past the extended-speed bits, as
+/// infiniband-diags numbers it). 0: none, the link runs at its `speed`.
+/// FDR10 is not one: PortInfo reports it as QDR (only a vendor attribute
+/// tells them apart), so a topology says QDR for it.
+pub type LinkSpeedExtCode = u8;
+
+pub const SPEED_EXT_NONE: LinkSpeedExtCode = 0;
+pub const SPEED_FDR: LinkSpeedExtCode = 1;
+pub const SPEED_EDR: LinkSpeedExtCode = 2;
+pub const SPEED_HDR: LinkSpeedExtCode = 4;
+pub const SPEED_NDR: LinkSpeedExtCode = 8;
+pub const SPEED_XDR: LinkSpeedExtCode = 32;
+
 /// What ibsim gives a link when the file says nothing: 4x SDR.
 pub const DEFAULT_WIDTH: LinkWidthCode = WIDTH_4X;
 pub const DEFAULT_SPEED: LinkSpeedCode = SPEED_SDR;
@@ -81,6 +97,11 @@ pub fn is_width_code(w: LinkWidthCode) -> bool {
 /// Is `s` exactly one LinkSpeedActive value?
 pub fn is_speed_code(s: LinkSpeedCode) -> bool {
     matches!(s, SPEED_SDR | SPEED_DDR | SPEED_QDR)
+}
+
+/// Is `e` 0 or exactly one extended speed?
+pub fn is_ext_speed_code(e: LinkSpeedExtCode) -> bool {
+    matches!(e, SPEED_EXT_NONE | SPEED_FDR | SPEED_EDR | SPEED_HDR | SPEED_NDR | SPEED_XDR)
 }
 
 impl NodeKind {
@@ -152,6 +173,9 @@ pub struct Link {
     pub b: PortRef,
     pub width: LinkWidthCode,
     pub speed: LinkSpeedCode,
+    /// The speed the link runs at when it is beyond QDR (FDR..XDR); 0
+    /// otherwise. `speed` stays what LinkSpeedActive says (QDR, usually).
+    pub ext_speed: LinkSpeedExtCode,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -170,7 +194,21 @@ impl Topology {
     /// Cables `a` to `b`; returns the link's index. Checks nothing: see
     /// `validate`.
     pub fn connect(&mut self, a: PortRef, b: PortRef, width: LinkWidthCode, speed: LinkSpeedCode) -> usize {
-        self.links.push(Link { a, b, width, speed });
+        self.connect_ext(a, b, width, speed, SPEED_EXT_NONE)
+    }
+
+    /// Cables `a` to `b` running at an extended speed (`SPEED_FDR` ..
+    /// `SPEED_XDR`, or `SPEED_EXT_NONE`): "this link is NDR 4x" is
+    /// `connect_ext(a, b, WIDTH_4X, SPEED_QDR, SPEED_NDR)`.
+    pub fn connect_ext(
+        &mut self,
+        a: PortRef,
+        b: PortRef,
+        width: LinkWidthCode,
+        speed: LinkSpeedCode,
+        ext_speed: LinkSpeedExtCode,
+    ) -> usize {
+        self.links.push(Link { a, b, width, speed, ext_speed });
         self.links.len() - 1
     }
 

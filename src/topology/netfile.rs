@@ -703,6 +703,7 @@ impl<'l> Reader<'l> {
                             b: PortRef { node: NodeIdx(ri), port: rp },
                             width,
                             speed,
+                            ext_speed: super::SPEED_EXT_NONE,
                         });
                     }
                 }

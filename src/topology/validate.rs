@@ -5,7 +5,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
-use super::{is_speed_code, is_width_code, NodeKind, Problem, Topology};
+use super::{is_ext_speed_code, is_speed_code, is_width_code, NodeKind, Problem, Topology};
 use crate::types::{Guid, MAX_PORTS};
 
 impl Topology {
@@ -128,6 +128,14 @@ impl Topology {
                     value: l.speed,
                 });
             }
+            if !is_ext_speed_code(l.ext_speed) {
+                return Err(Problem::BadLinkRate {
+                    node: a_name.clone(),
+                    port: l.a.port,
+                    what: "extended speed",
+                    value: l.ext_speed,
+                });
+            }
         }
         Ok(())
     }
@@ -182,6 +190,13 @@ mod tests {
         let mut t = two_nodes();
         t.connect(p(0, 1), p(1, 1), 3, 1);
         assert!(matches!(t.validate(), Err(Problem::BadLinkRate { what: "width", value: 3, .. })));
+
+        let mut t = two_nodes();
+        t.connect_ext(p(0, 1), p(1, 1), 2, 4, 16);
+        assert!(matches!(t.validate(), Err(Problem::BadLinkRate { what: "extended speed", value: 16, .. })));
+        let mut t = two_nodes();
+        t.connect_ext(p(0, 1), p(1, 1), 16, 4, crate::topology::SPEED_XDR);
+        assert_eq!(t.validate(), Ok(()), "XDR 2x is a link");
 
         let mut t = two_nodes();
         t.nodes[1].name = "sw".into();

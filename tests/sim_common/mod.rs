@@ -41,7 +41,13 @@ pub fn ca(name: &str, guid: u64, ports: u8) -> Node {
 }
 
 pub fn link(a: usize, pa: u8, b: usize, pb: u8) -> Link {
-    Link { a: PortRef { node: NodeIdx(a), port: pa }, b: PortRef { node: NodeIdx(b), port: pb }, width: 2, speed: 1 }
+    Link {
+        a: PortRef { node: NodeIdx(a), port: pa },
+        b: PortRef { node: NodeIdx(b), port: pb },
+        width: 2,
+        speed: 1,
+        ext_speed: 0,
+    }
 }
 
 pub fn pr(node: usize, port: u8) -> PortRef {
