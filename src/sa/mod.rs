@@ -37,6 +37,7 @@
 //! the high ones).
 
 pub mod config;
+pub mod path;
 pub mod stats;
 
 mod guids;

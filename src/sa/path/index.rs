@@ -1,0 +1,350 @@
+//! [`PathIndex`]: what PathRecord queries need from one sweep, laid out
+//! for lookups, and the walk along the programmed forwarding tables.
+
+use std::collections::HashMap;
+
+use super::rate;
+use crate::mad::{PortInfoRepr, PortState};
+use crate::program::SweepReport;
+use crate::types::{Guid, Lid};
+
+/// Most links a route may cross before the walk calls it a loop (the
+/// directed-route limit, IBA 14.2.1.2; OpenSM's PathRecord uses 64 too).
+pub const MAX_HOPS: u8 = 64;
+
+/// No end port at this LID.
+const NONE: u32 = u32::MAX;
+
+/// One end of a cable, as the sweep left it.
+#[derive(Debug, Clone, Copy, Default)]
+struct LinkEnd {
+    /// (node index, port) at the other end.
+    remote: Option<(u32, u8)>,
+    /// PortState is Active.
+    active: bool,
+    /// MTU code the port carries ([`rate::port_mtu`]).
+    mtu: u8,
+    /// Rate code of its link ([`rate::port_rate`]).
+    rate: u8,
+}
+
+#[derive(Debug, Clone)]
+struct SwitchEntry {
+    /// Output port per LID, as programmed.
+    lft: Vec<u8>,
+    /// This switch's index in the routing engine's view (for path SLs).
+    routed: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+struct NodeEntry {
+    switch: Option<SwitchEntry>,
+    /// By port number; index 0 unused for CAs.
+    ports: Vec<LinkEnd>,
+}
+
+/// A port with LIDs: a CA or router port, or a switch's port 0.
+#[derive(Debug, Clone, Copy)]
+pub struct EndPort {
+    pub node: u32,
+    pub port: u8,
+    pub guid: Guid,
+    pub gid_prefix: u64,
+    pub base_lid: Lid,
+    pub lmc: u8,
+    /// Whether the node is a switch (then `port` is 0).
+    pub is_switch: bool,
+    /// CapabilityMask and CapabilityMask2 (of port 0 for a switch): which
+    /// rate codes the port knows ([`rate::port_knows_rate`]).
+    pub caps: PortInfoRepr,
+    /// MTUCap: what a loopback path, or a path ending at a switch's port 0,
+    /// carries at this end.
+    pub mtu_cap: u8,
+    /// The rate of the port's own link (a loopback path's rate).
+    pub rate: u8,
+    /// P_Key table block 0 as the sweep left it; `None` (a switch port 0,
+    /// or a read that failed) counts as the default P_Key, full member.
+    pub pkeys: Option<[u16; 32]>,
+}
+
+impl EndPort {
+    /// The 2^LMC LIDs the port answers to.
+    pub fn lids(&self) -> impl Iterator<Item = Lid> + Clone {
+        let base = self.base_lid.0;
+        (0..1u16 << self.lmc.min(7)).map(move |i| Lid(base + i))
+    }
+    pub fn owns(&self, lid: Lid) -> bool {
+        lid.0 >= self.base_lid.0 && u32::from(lid.0) < u32::from(self.base_lid.0) + (1u32 << self.lmc.min(7))
+    }
+    /// The valid P_Keys the port holds (IBA 10.9.1: the low 15 bits name
+    /// the partition, bit 15 says full member; 0 and 0x8000 are empty).
+    pub fn pkeys(&self) -> impl Iterator<Item = u16> + '_ {
+        const DEFAULT: [u16; 1] = [0xFFFF];
+        let table: &[u16] = self.pkeys.as_ref().map_or(&DEFAULT[..], |t| &t[..]);
+        table.iter().copied().filter(|p| p & 0x7FFF != 0)
+    }
+
+    /// The port's GID: the subnet prefix it holds, then its port GUID.
+    pub fn gid(&self) -> [u8; 16] {
+        let mut g = [0u8; 16];
+        g[..8].copy_from_slice(&self.gid_prefix.to_be_bytes());
+        g[8..].copy_from_slice(&self.guid.0.to_be_bytes());
+        g
+    }
+}
+
+/// A route the forwarding tables make from an end port to a LID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// The end port reached.
+    pub dest: u32,
+    /// Links crossed (0 for loopback).
+    pub hops: u8,
+    /// Smallest MTU code of every port on the way.
+    pub mtu: u8,
+    /// Slowest rate code of every link crossed.
+    pub rate: u8,
+}
+
+/// Why a route does not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Broken {
+    /// A switch on the way has no forwarding table (not routed, quarantined).
+    NoTable { node: u32 },
+    /// The table has no usable port for the LID (0xFF, beyond the table, or
+    /// a port the switch lacks).
+    Unrouted { node: u32, port: u8 },
+    /// A link on the way is uncabled or not Active at one end.
+    Down { node: u32, port: u8 },
+    /// The route reaches a port that does not own the LID.
+    WrongEnd { node: u32, port: u8 },
+    /// More than [`MAX_HOPS`] links: a loop.
+    Loop,
+}
+
+/// Everything PathRecord and MultiPathRecord queries need from one sweep.
+///
+/// Built once per snapshot in O(nodes + ports + LFT entries) time: end
+/// ports by LID (a dense table over the assigned LIDs, so a LID is one
+/// index) and by port GUID (a hash map), each cabled port's MTU, rate and
+/// state, and a copy of every switch's forwarding table, which is the
+/// largest part (switches × top LID bytes). A query then walks one route
+/// in O(hops) per (SLID, DLID) pair.
+#[derive(Debug, Clone, Default)]
+pub struct PathIndex {
+    nodes: Vec<NodeEntry>,
+    ends: Vec<EndPort>,
+    by_lid: Vec<u32>,
+    by_guid: HashMap<Guid, u32>,
+    path_sl: Option<ibsm_routing::lft::PathSl>,
+}
+
+impl PathIndex {
+    /// Lays out `report` for path queries. LIDs are the sweep's assignment
+    /// (`report.lids`), ports as the sweep last read them (after its Sets),
+    /// routes as it programmed them (`report.routes`).
+    pub fn build(report: &SweepReport) -> PathIndex {
+        let subnet = &report.subnet;
+        let routed: HashMap<Guid, u32> =
+            report.routes.switches.iter().enumerate().map(|(i, &g)| (g, i as u32)).collect();
+        let mut nodes = Vec::with_capacity(subnet.nodes.len());
+        for node in &subnet.nodes {
+            // A switch's capabilities live at its port 0.
+            let caps0 = node.ports.first().and_then(|p| p.info);
+            let ports = node
+                .ports
+                .iter()
+                .enumerate()
+                .map(|(num, slot)| match (&slot.info, num) {
+                    (Some(pi), n) if n > 0 => {
+                        let caps = if node.is_switch() { caps0.as_ref().unwrap_or(pi) } else { pi };
+                        LinkEnd {
+                            remote: slot.remote.map(|(id, p)| (id.0, p)),
+                            active: pi.port_state == PortState::Active,
+                            mtu: rate::port_mtu(pi),
+                            rate: rate::port_rate(pi, caps),
+                        }
+                    }
+                    _ => LinkEnd { remote: slot.remote.map(|(id, p)| (id.0, p)), ..LinkEnd::default() },
+                })
+                .collect();
+            let switch = node.is_switch().then(|| SwitchEntry {
+                lft: report.routes.lfts.get(&node.guid()).cloned().unwrap_or_default(),
+                routed: routed.get(&node.guid()).copied(),
+            });
+            nodes.push(NodeEntry { switch, ports });
+        }
+
+        let mut ends = Vec::new();
+        for (id, port) in subnet.lid_ports() {
+            let node = subnet.node(id);
+            let guid = node.port_guid(port);
+            let (Some(range), Some(pi)) =
+                (report.lids.ranges.get(&guid), node.ports.get(port as usize).and_then(|p| p.info.as_ref()))
+            else {
+                continue;
+            };
+            let caps = if node.is_switch() { node.ports.first().and_then(|p| p.info).unwrap_or(*pi) } else { *pi };
+            let own_rate = rate::port_rate(pi, &caps);
+            ends.push(EndPort {
+                node: id.0,
+                port,
+                guid,
+                gid_prefix: pi.gid_prefix,
+                base_lid: range.base(),
+                lmc: range.lmc(),
+                is_switch: node.is_switch(),
+                caps,
+                mtu_cap: if rate::is_mtu(pi.mtu_cap) { pi.mtu_cap } else { rate::MTU_MIN },
+                rate: own_rate,
+                pkeys: report.program.pkey_blocks.get(&(node.guid(), port)).map(|b| b.pkeys),
+            });
+        }
+        ends.sort_by_key(|e| e.base_lid);
+        let top = ends.iter().map(|e| u32::from(e.base_lid.0) + (1u32 << e.lmc.min(7))).max().unwrap_or(0);
+        let mut by_lid = vec![NONE; top as usize];
+        let mut by_guid = HashMap::with_capacity(ends.len());
+        for (i, e) in ends.iter().enumerate() {
+            for lid in e.lids() {
+                by_lid[lid.0 as usize] = i as u32;
+            }
+            by_guid.insert(e.guid, i as u32);
+        }
+        PathIndex { nodes, ends, by_lid, by_guid, path_sl: report.routes.path_sl.clone() }
+    }
+
+    /// Every end port, by base LID.
+    pub fn ends(&self) -> &[EndPort] {
+        &self.ends
+    }
+
+    pub fn end(&self, i: u32) -> &EndPort {
+        &self.ends[i as usize]
+    }
+
+    /// The end port answering to `lid` (any LID of its LMC range).
+    pub fn end_by_lid(&self, lid: Lid) -> Option<u32> {
+        self.by_lid.get(lid.0 as usize).copied().filter(|&i| i != NONE)
+    }
+
+    /// The end port with this port GUID.
+    pub fn end_by_guid(&self, guid: Guid) -> Option<u32> {
+        self.by_guid.get(&guid).copied()
+    }
+
+    fn link_end(&self, node: u32, port: u8) -> Option<&LinkEnd> {
+        self.nodes.get(node as usize)?.ports.get(port as usize)
+    }
+
+    /// Crosses the cable at (node, port): both ends must be Active.
+    fn cross(
+        &self,
+        node: u32,
+        port: u8,
+        route: &mut Route,
+        on_link: &mut impl FnMut(u32, u8),
+    ) -> Result<(u32, u8), Broken> {
+        let down = Broken::Down { node, port };
+        let here = self.link_end(node, port).ok_or(down)?;
+        let (far_node, far_port) = here.remote.ok_or(down)?;
+        let far = self.link_end(far_node, far_port).ok_or(down)?;
+        if !here.active || !far.active {
+            return Err(down);
+        }
+        route.hops += 1;
+        if route.hops > MAX_HOPS {
+            return Err(Broken::Loop);
+        }
+        on_link(node, port);
+        route.mtu = route.mtu.min(here.mtu).min(far.mtu);
+        route.rate = rate::slower(route.rate, rate::slower(here.rate, far.rate));
+        Ok((far_node, far_port))
+    }
+
+    fn is_switch(&self, node: u32) -> bool {
+        self.nodes.get(node as usize).is_some_and(|n| n.switch.is_some())
+    }
+
+    /// The route the forwarding tables make from end port `src` to `dlid`:
+    /// the source's cable, then at every switch the LFT's output port for
+    /// `dlid`, until a CA port that owns it or, at output port 0, the
+    /// switch itself. A loopback (`dlid` is the source's own) crosses
+    /// nothing. O(hops).
+    pub fn route(&self, src: u32, dlid: Lid) -> Result<Route, Broken> {
+        self.walk(src, dlid, &mut |_, _| {})
+    }
+
+    /// [`Self::route`], with every link crossed as the (node, port) it
+    /// leaves by, in order.
+    pub fn route_links(&self, src: u32, dlid: Lid) -> Result<(Route, Vec<(u32, u8)>), Broken> {
+        let mut links = Vec::new();
+        let route = self.walk(src, dlid, &mut |n, p| links.push((n, p)))?;
+        Ok((route, links))
+    }
+
+    fn walk(&self, src: u32, dlid: Lid, on_link: &mut impl FnMut(u32, u8)) -> Result<Route, Broken> {
+        let s = self.ends[src as usize];
+        let mut route = Route { dest: src, hops: 0, mtu: rate::MTU_MAX, rate: rate::RATE_MAX };
+        if s.owns(dlid) {
+            return Ok(Route { mtu: s.mtu_cap, rate: s.rate, ..route });
+        }
+        let dest = self.end_by_lid(dlid);
+        let mut node = s.node;
+        if s.is_switch {
+            route.mtu = route.mtu.min(s.mtu_cap);
+        } else {
+            let (far_node, far_port) = self.cross(s.node, s.port, &mut route, on_link)?;
+            if !self.is_switch(far_node) {
+                return self.arrive(dest, far_node, far_port, route);
+            }
+            node = far_node;
+        }
+        loop {
+            let entry = &self.nodes[node as usize];
+            let table = entry.switch.as_ref().filter(|sw| !sw.lft.is_empty()).ok_or(Broken::NoTable { node })?;
+            let out = table.lft.get(dlid.0 as usize).copied().unwrap_or(0xFF);
+            if out == 0 {
+                let d = dest.filter(|&d| self.ends[d as usize].node == node && self.ends[d as usize].port == 0);
+                let Some(d) = d else { return Err(Broken::WrongEnd { node, port: 0 }) };
+                route.mtu = route.mtu.min(self.ends[d as usize].mtu_cap);
+                return Ok(Route { dest: d, ..route });
+            }
+            if out as usize >= entry.ports.len() {
+                return Err(Broken::Unrouted { node, port: out });
+            }
+            let (far_node, far_port) = self.cross(node, out, &mut route, on_link)?;
+            if !self.is_switch(far_node) {
+                return self.arrive(dest, far_node, far_port, route);
+            }
+            node = far_node;
+        }
+    }
+
+    /// The route ends at CA port (node, port): it must own the LID.
+    fn arrive(&self, dest: Option<u32>, node: u32, port: u8, route: Route) -> Result<Route, Broken> {
+        match dest {
+            Some(d) if self.ends[d as usize].node == node && self.ends[d as usize].port == port => {
+                Ok(Route { dest: d, ..route })
+            }
+            _ => Err(Broken::WrongEnd { node, port }),
+        }
+    }
+
+    /// The SL the routing engine gave traffic from end port `src` to
+    /// `dlid`: the entry of the switch where it enters the fabric (the
+    /// source's own switch, or the one its cable reaches); 0 when the
+    /// engine uses no VLs or the source touches no switch.
+    pub fn path_sl(&self, src: u32, dlid: Lid) -> u8 {
+        let Some(sl) = &self.path_sl else { return 0 };
+        let s = &self.ends[src as usize];
+        let entry_switch = if s.is_switch {
+            Some(s.node)
+        } else {
+            self.link_end(s.node, s.port).and_then(|l| l.remote).map(|(n, _)| n).filter(|&n| self.is_switch(n))
+        };
+        entry_switch
+            .and_then(|n| self.nodes[n as usize].switch.as_ref()?.routed)
+            .and_then(|i| sl.sl(ibsm_routing::SwitchId(i), dlid.0))
+            .unwrap_or(0)
+    }
+}
