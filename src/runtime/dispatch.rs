@@ -2,8 +2,8 @@
 //! management class and method, to the agent that serves it, or gets the
 //! IBA's status answer (IBA 13.4.7: unsupported class or version, method,
 //! or method/attribute combination). The SA class goes whole to the SA
-//! agent, responses included (RMPP ACKs of its answers, ReportResps to its
-//! Reports), and it answers versions and methods itself. Nothing here
+//! agent, responses included (ReportResps to its Reports; RMPP ACKs of its
+//! answers come as requests), and it answers versions and methods itself. Nothing here
 //! panics on any input.
 
 use std::fmt;
@@ -285,8 +285,12 @@ mod tests {
     #[test]
     fn every_sa_mad_goes_to_the_sa_agent() {
         assert_eq!(classify(&sa_get()), Inbound::Sa);
+        let mut ack = sa_get();
+        ack.mad[3] = 0x12; // an RMPP ACK of a GetTableResp is a GetTable (the response bit flipped)
+        ack.mad[24..27].copy_from_slice(&[1, 2, 0x01]);
+        assert_eq!(classify(&ack), Inbound::Sa);
         let mut resp = sa_get();
-        resp.mad[3] = 0x93; // an RMPP ACK comes as a GetTableResp
+        resp.mad[3] = 0x86; // a ReportResp to one of the SA's Reports
         assert_eq!(classify(&resp), Inbound::Sa);
         assert_eq!(classify(&gmp(0x03, 1)), Inbound::Sa, "the SA answers a bad version itself");
     }
