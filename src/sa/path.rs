@@ -95,6 +95,17 @@ impl Default for PathConfig {
     }
 }
 
+impl PathConfig {
+    /// The SA's `[sa]` settings: its subnet timeout, and as many records
+    /// as its largest answer holds.
+    pub fn from_sa(sa: &super::SaConfig) -> Self {
+        PathConfig {
+            packet_life_time: sa.subnet_timeout,
+            max_records: sa.max_answer_bytes / crate::mad::sa::PATH_RECORD_LEN,
+        }
+    }
+}
+
 /// A PathRecord selector (IBA 15.2.5.16) bound to its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Bound {

@@ -664,3 +664,80 @@ fn multipath_spreads_over_ports_and_lmc_and_seeks_independence() {
     assert_eq!(bound.len(), 16);
     assert!(bound.iter().all(|r| r.mtu == 4 && rate::cmp_rates(r.rate, 17).is_lt()), "{bound:?}");
 }
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::OnceLock;
+
+    /// Fabric A swept once with LMC 1, for every case.
+    fn index() -> &'static PathIndex {
+        static INDEX: OnceLock<PathIndex> = OnceLock::new();
+        INDEX.get_or_init(|| PathIndex::build(&swept_a(1).report))
+    }
+
+    fn status_ok(e: u16) -> bool {
+        [
+            sa_status::REQ_INVALID,
+            sa_status::INVALID_GID,
+            sa_status::INSUFFICIENT_COMPONENTS,
+            sa_status::NO_RESOURCES,
+            sa_status::NO_RECORDS,
+            sa_status::TOO_MANY_RECORDS,
+        ]
+        .contains(&e)
+    }
+
+    proptest! {
+        /// Any PathRecord query (arbitrary bytes, any mask, any requester)
+        /// is answered or refused with an SA status; every record names
+        /// real ports and a LID each of them owns.
+        #[test]
+        fn any_path_query(bytes in proptest::collection::vec(any::<u8>(), 64), mask in any::<u64>(), small in 0u64..(1 << 24),
+                          use_small in any::<bool>(), requester in 0u16..64, real_gids in any::<bool>()) {
+            let index = index();
+            let mut q = PathRecordRepr::parse_bytes(&bytes).unwrap();
+            if real_gids {
+                let n = index.ends().len();
+                q.sgid = index.ends()[bytes[0] as usize % n].gid();
+                q.dgid = index.ends()[bytes[1] as usize % n].gid();
+            }
+            let mask = if use_small { small } else { mask };
+            let cfg = PathConfig { max_records: 200, ..PathConfig::default() };
+            match path_records(index, &q, mask, Lid(requester), &cfg) {
+                Ok(records) => for r in records {
+                    let s = index.end_by_lid(Lid(r.slid)).expect("a source port");
+                    let d = index.end_by_lid(Lid(r.dlid)).expect("a destination port");
+                    prop_assert!(index.route(s, Lid(r.dlid)).is_ok());
+                    prop_assert!(rate::is_mtu(r.mtu) && rate::is_rate(r.rate));
+                    prop_assert_eq!(index.end(d).owns(Lid(r.dlid)), true);
+                },
+                Err(e) => prop_assert!(status_ok(e), "status {}", e),
+            }
+            if let Err(e) = path_record_get(index, &q, mask, Lid(requester), &cfg) {
+                prop_assert!(status_ok(e), "status {}", e);
+            }
+        }
+
+        /// Any MultiPathRecord the wire parser accepts, with any mask.
+        #[test]
+        fn any_multipath_query(bytes in proptest::collection::vec(any::<u8>(), 24..200), mask in any::<u64>(),
+                               picks in proptest::collection::vec(any::<u8>(), 0..6), nsrc in 0usize..4) {
+            let index = index();
+            let Ok(mut req) = MultiPathRecordRepr::parse_bytes(&bytes) else { return Ok(()) };
+            if !picks.is_empty() {
+                let n = index.ends().len();
+                let gids: Vec<[u8; 16]> = picks.iter().map(|&i| index.ends()[i as usize % n].gid()).collect();
+                let k = nsrc.min(gids.len());
+                req = req.with_gids(&gids[..k], &gids[k..]).unwrap();
+            }
+            let cfg = PathConfig { max_records: 200, ..PathConfig::default() };
+            for mask in [mask, mask & 0x3F_FFFF, mm::SGID_COUNT | mm::DGID_COUNT | (mask & 0xFFFF)] {
+                match multipath_records(index, &req, mask, Lid(1), &cfg) {
+                    Ok(records) => prop_assert!(records.len() <= 127),
+                    Err(e) => prop_assert!(status_ok(e), "status {}", e),
+                }
+            }
+        }
+    }
+}
