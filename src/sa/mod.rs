@@ -68,8 +68,9 @@ use crate::mad::sa::{
     guid_info_mask, sa_status, GuidInfoRecordRepr, InformInfoRecordRepr, InformInfoRepr, LftRecordRepr, SaAttributeId,
     SaRecord, ServiceRecordRepr, SmInfoRecordRepr, SA_DATA_LEN,
 };
+use crate::mad::sa::{MultiPathRecordRepr, PathRecordRepr};
 use crate::mad::{Method, NoticeRepr, NoticeType, SmInfoRepr};
-use crate::rmpp::RmppConfig;
+use crate::rmpp::{RmppConfig, RmppReceiver};
 use crate::runtime::snapshot::Snapshot;
 use crate::transport::Datagram;
 use crate::types::{Guid, Lid};
@@ -108,6 +109,7 @@ pub struct SaAgent {
     snapshot: Option<Arc<Snapshot>>,
     ports: PortIndex,
     records: Option<Records>,
+    paths: Option<path::PathIndex>,
     qos: QosKnown,
     /// This SM's SMInfo as the runtime last told (for SMInfoRecords).
     sm_info: Option<SmInfoRepr>,
@@ -130,6 +132,7 @@ impl SaAgent {
             snapshot: None,
             ports: PortIndex::default(),
             records: None,
+            paths: None,
             qos: QosKnown::default(),
             sm_info: None,
             services: Services::default(),
@@ -186,6 +189,7 @@ impl SaAgent {
         let records = Records::build(&snap, &self.ports, &self.qos);
         self.stats.records = records.count() as u64;
         self.records = Some(records);
+        self.paths = Some(path::PathIndex::build(&snap.sweep));
         self.snapshot = Some(snap.clone());
 
         let (subs, services, aliases) = {
@@ -380,7 +384,9 @@ impl SaAgent {
             | A::SmInfoRecord
             | A::SlToVlMappingTableRecord
             | A::VlArbitrationTableRecord
-            | A::InformInfoRecord => read,
+            | A::InformInfoRecord
+            | A::PathRecord => read,
+            A::MultiPathRecord => req.method == M::GetMulti,
             A::GuidInfoRecord | A::ServiceRecord => read || matches!(req.method, M::Set | M::Delete),
             A::InformInfo => req.method == M::Set,
             _ => false,
@@ -389,7 +395,7 @@ impl SaAgent {
             self.refuse(now, req, wire::METHOD_ATTR_UNSUPPORTED);
             return;
         }
-        if req.method == M::GetTable && self.sends.contains(&SendKey::new(&req.addr, req.tid)) {
+        if matches!(req.method, M::GetTable | M::GetMulti) && self.sends.contains(&SendKey::new(&req.addr, req.tid)) {
             // The requester asked again while the answer is still going
             // out: the transfer in progress answers it.
             self.stats.drops.duplicate_requests += 1;
@@ -457,6 +463,8 @@ impl SaAgent {
             }
             A::ServiceRecord => self.service_change(now, req, trusted),
             A::InformInfo => self.inform_info(now, req, trusted),
+            A::PathRecord => self.path_record(now, req),
+            A::MultiPathRecord => self.multi_path_record(now, req),
             A::InformInfoRecord => {
                 let spec = Spec::of::<InformInfoRecordRepr>(&[]);
                 let records = self.subscriptions.records();
@@ -612,12 +620,20 @@ impl SaAgent {
         let cpi = ClassPortInfoRepr {
             base_version: 1,
             class_version: wire::SA_CLASS_VERSION,
+            // No TraceRecord, but MultiPathRecords: OpenSM sets the same
+            // bit for the same support, and clients read it for GetMulti.
             capability_mask: class_cap::IS_CAPABILITY_MASK2_SUPPORTED
                 | sa_cap::IS_OPTIONAL_RECORDS_SUPPORTED
+                | sa_cap::IS_MULTIPATH_SUPPORTED
                 | sa_cap::IS_PORT_INFO_CAPMASK_MATCH_SUPPORTED,
+            // PathRecord rates for every generation and width (`path::rate`).
             capability_mask2: sa_cap2::IS_ALIAS_GUIDS_SUPPORTED
                 | sa_cap2::IS_FULL_PORT_INFO_RECORD_SUPPORTED
-                | sa_cap2::IS_PORT_INFO_CAPMASK2_MATCH_SUPPORTED,
+                | sa_cap2::IS_EXTENDED_SPEEDS_SUPPORTED
+                | sa_cap2::IS_PORT_INFO_CAPMASK2_MATCH_SUPPORTED
+                | sa_cap2::IS_LINK_WIDTH_2X_SUPPORTED
+                | sa_cap2::IS_LINK_SPEED_HDR_SUPPORTED
+                | sa_cap2::IS_LINK_SPEED_NDR_SUPPORTED,
             resp_time_value: RESP_TIME_VALUE,
             ..ClassPortInfoRepr::default()
         };
@@ -625,6 +641,79 @@ impl SaAgent {
         if cpi.emit(&mut b).is_ok() {
             self.reply(now, req, 0, &b, 1);
         }
+    }
+
+    fn path_config(&self) -> path::PathConfig {
+        path::PathConfig {
+            packet_life_time: self.cfg.subnet_timeout,
+            max_records: self.cfg.max_answer_bytes / (usize::from(PathRecordRepr::attribute_offset()) * 8),
+        }
+    }
+
+    /// PathRecords (IBA 15.2.5.16) from `path`: a Get answers the one path
+    /// of a port pair, a GetTable every path asked for.
+    fn path_record(&mut self, now: Duration, req: &Request<'_>) {
+        let Ok(query) = PathRecordRepr::parse_bytes(req.data) else {
+            self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+            return;
+        };
+        let Some(paths) = self.paths.as_ref() else { return };
+        let cfg = self.path_config();
+        if req.method == Method::Get {
+            match path::path_record_get(paths, &query, req.mask, req.addr.lid, &cfg) {
+                Ok(r) => {
+                    let mut b = [0u8; crate::mad::sa::PATH_RECORD_LEN];
+                    let _ = r.emit(&mut b);
+                    self.reply(now, req, 0, &b, 1);
+                }
+                Err(code) => self.path_refusal(now, req, code),
+            }
+            return;
+        }
+        match path::path_records(paths, &query, req.mask, req.addr.lid, &cfg) {
+            Ok(records) => self.path_answer(now, req, &records),
+            Err(code) => self.path_refusal(now, req, code),
+        }
+    }
+
+    /// SubnAdmGetMulti(MultiPathRecord) (IBA 15.2.5.20): PathRecords
+    /// between sets of ports, answered as GetMultiResp. A request that came
+    /// as an RMPP segment (dual-sided RMPP) is ACKed first, as its receiver.
+    fn multi_path_record(&mut self, now: Duration, req: &Request<'_>) {
+        if req.rmpp {
+            let mut rx = RmppReceiver::new(now, self.rmpp_config());
+            if rx.handle_mad(now, req.mad).is_ok() {
+                while let Some(ack) = rx.poll_transmit() {
+                    self.push(now, Datagram { addr: req.addr, mad: ack });
+                }
+            }
+        }
+        let Ok(query) = MultiPathRecordRepr::parse_bytes(req.data) else {
+            self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+            return;
+        };
+        let Some(paths) = self.paths.as_ref() else { return };
+        let cfg = self.path_config();
+        match path::multipath_records(paths, &query, req.mask, req.addr.lid, &cfg) {
+            Ok(records) => self.path_answer(now, req, &records),
+            Err(code) => self.path_refusal(now, req, code),
+        }
+    }
+
+    fn path_answer(&mut self, now: Duration, req: &Request<'_>, records: &[PathRecordRepr]) {
+        let stride = usize::from(PathRecordRepr::attribute_offset()) * 8;
+        let mut bytes = vec![0u8; records.len() * stride];
+        for (r, out) in records.iter().zip(bytes.chunks_mut(stride)) {
+            let _ = r.emit(out);
+        }
+        self.table_answer(now, req, PathRecordRepr::attribute_offset(), bytes, records.len());
+    }
+
+    fn path_refusal(&mut self, now: Duration, req: &Request<'_>, code: u16) {
+        if code == sa_status::NO_RESOURCES {
+            self.stats.drops.answer_too_large += 1;
+        }
+        self.refuse(now, req, wire::sa_error(code));
     }
 
     /// GUIDInfoRecords: every LID-bearing port's table in blocks of 8
@@ -878,8 +967,12 @@ impl SaAgent {
         }
     }
 
-    /// Reports `notice` to every subscription it matches.
+    /// Reports `notice` to every subscription it matches (only a serving
+    /// SA sends Reports).
     fn forward(&mut self, now: Duration, notice: &NoticeRepr) {
+        if self.serving != Serving::Master {
+            return;
+        }
         let targets: Vec<_> = self
             .subscriptions
             .iter()

@@ -162,7 +162,7 @@ impl<'a> Query<'a> {
 
     /// Whether more candidates can change the answer.
     pub fn wants_more(&self) -> bool {
-        !self.too_large && !self.impossible && !(self.get && self.count >= 2)
+        !self.too_large && !self.impossible && (!self.get || self.count < 2)
     }
 
     /// Takes `record` into the answer if it matches. Returns whether to go

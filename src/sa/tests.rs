@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use super::*;
 use crate::config::SmConfig;
+use crate::mad::sa::*;
 use crate::mad::sa::{SaMad, SA_DATA_OFFSET};
 use crate::mad::{MadHeader, MAD_SIZE};
 use crate::program::{SubnetManager, SweepReport};
@@ -96,6 +97,114 @@ pub(super) fn ask(a: &mut SaAgent, d: &Datagram) -> Datagram {
     out.remove(0)
 }
 
+/// A request carrying `rec`'s wire bytes.
+pub(super) fn query<R: SaRecord>(method: u8, rec: &R, mask: u64, sm_key: u64, lid: u16) -> Datagram {
+    request(method, u16::from(R::ATTRIBUTE), mask, sm_key, &rec.to_bytes(), lid)
+}
+
+/// One whole answer as a requester reads it: its status, method,
+/// AttributeOffset and SA data (every RMPP segment reassembled, each ACKed
+/// back to the agent).
+#[derive(Debug)]
+pub(super) struct Answer {
+    pub status: u16,
+    pub method: u8,
+    pub attribute_offset: u16,
+    pub data: Vec<u8>,
+    pub segments: usize,
+}
+
+impl Answer {
+    /// The records, `attribute_offset` words apart, each cut to `len`.
+    pub fn records(&self, len: usize) -> Vec<&[u8]> {
+        let stride = usize::from(self.attribute_offset) * 8;
+        if stride == 0 {
+            // A GetResp: one record, when the status says so.
+            return if self.status == 0 { vec![&self.data[..len]] } else { Vec::new() };
+        }
+        self.data.chunks(stride).filter(|c| c.len() >= len).map(|c| &c[..len]).collect()
+    }
+    pub fn parse<R: SaRecord>(&self) -> Vec<R> {
+        self.records(R::LEN).into_iter().map(|b| R::parse_bytes(b).unwrap()).collect()
+    }
+}
+
+pub(super) fn fetch(a: &mut SaAgent, d: &Datagram) -> Answer {
+    fetch_at(a, d, Duration::ZERO)
+}
+
+pub(super) fn fetch_at(a: &mut SaAgent, d: &Datagram, start: Duration) -> Answer {
+    use crate::rmpp::{RmppConfig, RmppReceiver};
+    a.handle_mad(start, d);
+    let mut rx = RmppReceiver::new(start, RmppConfig::default());
+    let mut segments = 0;
+    let mut now = start;
+    for _ in 0..100_000 {
+        let mut moved = false;
+        while let Some(seg) = a.poll_transmit(now) {
+            moved = true;
+            segments += 1;
+            let h = MadHeader::new_checked(&seg.mad[..24]).unwrap();
+            let (status, method) = (h.status(), seg.mad[3]);
+            let attribute_offset = SaMad::new_checked(&seg.mad[..]).unwrap().attribute_offset();
+            let flags = seg.mad[26] & 0x07;
+            if flags & 1 == 0 || flags == 0x07 {
+                // One MAD (a GetResp, or the only RMPP segment).
+                let data = if flags == 0x07 {
+                    let payload = u32::from_be_bytes(seg.mad[32..36].try_into().unwrap()) as usize;
+                    seg.mad[SA_DATA_OFFSET..SA_DATA_OFFSET + payload.saturating_sub(20).min(200)].to_vec()
+                } else {
+                    seg.mad[SA_DATA_OFFSET..].to_vec()
+                };
+                assert!(drain(a, now).is_empty(), "nothing after a one-MAD answer");
+                return Answer { status, method, attribute_offset, data, segments };
+            }
+            rx.handle_mad(now, &seg.mad).unwrap();
+            while let Some(ack) = rx.poll_transmit() {
+                a.handle_mad(now, &Datagram { addr: d.addr, mad: ack });
+            }
+            if let Some(whole) = rx.take_result() {
+                let whole = whole.unwrap();
+                return Answer { status, method, attribute_offset, data: whole[SA_DATA_OFFSET..].to_vec(), segments };
+            }
+        }
+        if !moved {
+            now = a.poll_timeout().expect("a transfer in progress has a timeout").max(now);
+            a.handle_timeout(now);
+        }
+    }
+    panic!("no whole answer");
+}
+
+pub(super) fn sa_status_of(a: &Answer) -> u16 {
+    a.status >> 8
+}
+
+/// The SM's own port (the requester of most tests) and another host port.
+pub(super) fn sm_lid() -> u16 {
+    snapshot(1, swept().clone()).master_lid.0
+}
+
+pub(super) fn other_host() -> (Guid, u16) {
+    let r = swept();
+    let master = snapshot(1, r.clone()).master;
+    r.subnet
+        .ids()
+        .filter(|&id| !r.subnet.node(id).is_switch())
+        .map(|id| r.subnet.node(id).port_guid(1))
+        .filter(|&g| g != master)
+        .map(|g| (g, r.lids.ranges[&g].base().0))
+        .next()
+        .unwrap()
+}
+
+pub(super) fn a_switch() -> (Guid, u16) {
+    let r = swept();
+    let id = r.subnet.switches().next().unwrap();
+    let g = r.subnet.node(id).guid();
+    (g, r.lids.ranges[&r.subnet.node(id).port_guid(0)].base().0)
+}
+
 #[test]
 fn a_standby_or_unswept_sa_answers_busy_or_nothing() {
     let snap = snapshot(1, swept().clone());
@@ -141,25 +250,674 @@ fn versions_methods_and_keys() {
     assert_eq!(a.stats().drops.stray_responses, 2);
 }
 
+/// Attribute IDs the SA knows, and some it does not.
+const ATTRS: [u16; 20] = [
+    0x0001, 0x0002, 0x0003, 0x0011, 0x0012, 0x0013, 0x0014, 0x0015, 0x0016, 0x0017, 0x0018, 0x0020, 0x0030, 0x0031,
+    0x0033, 0x0035, 0x0036, 0x0038, 0x003A, 0x00F3,
+];
+const METHODS: [u8; 8] = [0x01, 0x02, 0x12, 0x14, 0x15, 0x06, 0x86, 0x92];
+
 proptest::proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(
         bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
         attr in proptest::prelude::any::<u16>(),
         method in proptest::prelude::any::<u8>(),
+        known in 0usize..20,
+        trusted in proptest::prelude::any::<bool>(),
+        rmpp in proptest::prelude::any::<[u8; 12]>(),
     ) {
         let mut a = agent();
         a.handle_mad(Duration::ZERO, &Datagram { addr: MadAddress::gsi(Lid(3), 0), mad: bytes.clone() });
         // The same bytes behind a valid SA header, so they reach the
-        // record handlers.
-        let mut mad = request(method, attr, 0, 0, &[], 3).mad;
-        let n = bytes.len().min(MAD_SIZE - 36);
-        mad[36..36 + n].copy_from_slice(&bytes[..n]);
-        if bytes.len() > 256 {
-            mad.extend_from_slice(&bytes[256..]);
+        // record handlers: a known attribute and method most of the time,
+        // an SM_Key the agent accepts, the rest (mask, data) arbitrary.
+        let attr = if known < ATTRS.len() && attr % 4 != 0 { ATTRS[known] } else { attr };
+        let method = if method % 4 != 0 { METHODS[usize::from(method) % METHODS.len()] } else { method };
+        let key = if trusted { SA_KEY } else { 0 };
+        let lid = sm_lid();
+        let mut mad = request(method, attr, 0, key, &[], lid).mad;
+        let n = bytes.len().min(MAD_SIZE - 44);
+        mad[44..44 + n].copy_from_slice(&bytes[..n]);
+        if bytes.len() > MAD_SIZE - 44 {
+            mad.extend_from_slice(&bytes[MAD_SIZE - 44..]);
         }
-        a.handle_mad(Duration::ZERO, &Datagram { addr: MadAddress::gsi(Lid(3), 0), mad });
-        a.handle_timeout(Duration::from_secs(1));
-        let _ = drain(&mut a, Duration::from_secs(1));
+        if rmpp[0] % 3 == 0 {
+            mad[24..36].copy_from_slice(&rmpp);
+        }
+        let d = Datagram { addr: MadAddress::gsi(Lid(lid), 0), mad };
+        let mut now = Duration::ZERO;
+        for _ in 0..3 {
+            a.handle_mad(now, &d);
+            let out = drain(&mut a, now);
+            // Whatever went out is a whole MAD of the SA class.
+            for m in &out {
+                proptest::prop_assert!(m.mad.len() == MAD_SIZE && m.mad[1] == 0x03);
+            }
+            now += Duration::from_secs(1);
+            a.handle_timeout(now);
+        }
+        let _ = drain(&mut a, now);
     }
+}
+
+// ---- Records.
+
+#[test]
+fn node_records_by_key_by_mask_and_whole() {
+    let mut a = agent();
+    let r = swept();
+    let lid = sm_lid();
+    let key = NodeRecordRepr { lid: Lid(lid), ..Default::default() };
+    let got = fetch(&mut a, &query(0x01, &key, node_mask::LID, 0, lid));
+    assert_eq!((got.status, got.method), (0, 0x81));
+    let rec = &got.parse::<NodeRecordRepr>()[0];
+    let (node, port) = r.subnet.sm_port.unwrap();
+    assert_eq!(rec.node_info.port_guid, r.subnet.node(node).port_guid(port));
+    assert_eq!(rec.node_info.local_port_num, port);
+    assert_eq!(rec.node_description.text, r.subnet.node(node).description.clone().unwrap_or_default());
+
+    // GetTable of everything: one per switch and one per CA port with a LID,
+    // more than one MAD holds.
+    let all = fetch(&mut a, &query(0x12, &key, 0, 0, lid));
+    assert_eq!((all.status, all.method, all.attribute_offset), (0, 0x92, 14));
+    let expected = r.lids.ranges.len();
+    assert_eq!(all.parse::<NodeRecordRepr>().len(), expected);
+    assert!(all.segments > 1, "{} records need RMPP", expected);
+    assert_eq!(a.stats().rmpp.completed, 1);
+
+    // Switches only, by NodeType.
+    let mut sw = NodeRecordRepr::default();
+    sw.node_info.node_type = crate::mad::NodeType::Switch;
+    let switches = fetch(&mut a, &query(0x12, &sw, node_mask::NODE_TYPE, 0, lid));
+    assert_eq!(switches.parse::<NodeRecordRepr>().len(), r.subnet.switches().count());
+    // By NodeGUID of a switch (indexed): exactly that switch.
+    let (sw_guid, sw_lid) = a_switch();
+    let mut by_guid = NodeRecordRepr::default();
+    by_guid.node_info.node_guid = sw_guid;
+    let one = fetch(&mut a, &query(0x01, &by_guid, node_mask::NODE_GUID, 0, lid));
+    assert_eq!(one.parse::<NodeRecordRepr>()[0].lid, Lid(sw_lid));
+    // A field outside the mask is ignored, one inside must match.
+    by_guid.lid = Lid(0x7777);
+    assert_eq!(fetch(&mut a, &query(0x01, &by_guid, node_mask::NODE_GUID, 0, lid)).status, 0);
+    let miss = fetch(&mut a, &query(0x01, &by_guid, node_mask::NODE_GUID | node_mask::LID, 0, lid));
+    assert_eq!(sa_status_of(&miss), sa_status::NO_RECORDS);
+    // Get of many, unknown bits, GetTable of none.
+    assert_eq!(sa_status_of(&fetch(&mut a, &query(0x01, &key, 0, 0, lid))), sa_status::TOO_MANY_RECORDS);
+    assert_eq!(sa_status_of(&fetch(&mut a, &query(0x12, &key, 1 << 15, 0, lid))), sa_status::REQ_INVALID);
+    let none = fetch(&mut a, &query(0x12, &by_guid, node_mask::NODE_GUID | node_mask::LID, 0, lid));
+    assert_eq!((none.status, none.method, none.data.len(), none.attribute_offset), (0, 0x92, 0, 14));
+    // A short record is invalid: cut the data area to 50 bytes.
+    let mut short = query(0x01, &key, node_mask::LID, 0, lid);
+    short.mad.truncate(SA_DATA_OFFSET + 50);
+    assert_eq!(sa_status_of(&fetch(&mut a, &short)), sa_status::REQ_INVALID);
+}
+
+#[test]
+fn port_info_records_cover_switch_ports_and_hide_m_keys() {
+    let mut report = swept().clone();
+    // Give every port an M_Key, so hiding it shows.
+    for n in &mut report.subnet.nodes {
+        for p in &mut n.ports {
+            if let Some(i) = p.info.as_mut() {
+                i.m_key = 0x1122_3344_5566_7788;
+            }
+        }
+    }
+    let snap = snapshot(2, report.clone());
+    let mut a = SaAgent::new(SaConfig { sa_key: SA_KEY, ..SaConfig::default() }, snap.master);
+    a.new_snapshot(Duration::ZERO, snap);
+    a.set_serving(Duration::ZERO, Serving::Master);
+    let lid = sm_lid();
+    let (sw_guid, sw_lid) = a_switch();
+    let key = PortInfoRecordRepr {
+        endport_lid: Lid(sw_lid),
+        port_num: 0,
+        options: 0,
+        port_info: report.subnet.nodes[0].ports.iter().find_map(|p| p.info).unwrap(),
+    };
+    let sw = fetch(&mut a, &query(0x12, &key, port_info_mask::ENDPORT_LID, 0, lid));
+    let recs = sw.parse::<PortInfoRecordRepr>();
+    let node = report.subnet.by_guid(sw_guid).unwrap();
+    assert_eq!(recs.len(), node.ports.iter().filter(|p| p.info.is_some()).count(), "port 0 and every port read");
+    assert!(recs.iter().any(|r| r.port_num == 0));
+    assert!(recs.iter().all(|r| r.endport_lid == Lid(sw_lid) && r.port_info.m_key == 0), "untrusted: M_Key zeroed");
+    let trusted = fetch(&mut a, &query(0x12, &key, port_info_mask::ENDPORT_LID, SA_KEY, lid));
+    assert!(trusted.parse::<PortInfoRecordRepr>().iter().all(|r| r.port_info.m_key == 0x1122_3344_5566_7788));
+    // An untrusted requester cannot find records by guessing the M_Key.
+    let mut guess = key;
+    guess.port_info.m_key = 0x1122_3344_5566_7788;
+    let mask = port_info_mask::ENDPORT_LID | port_info_mask::M_KEY;
+    assert_eq!(fetch(&mut a, &query(0x12, &guess, mask, 0, lid)).data.len(), 0);
+    assert_eq!(fetch(&mut a, &query(0x12, &guess, mask, SA_KEY, lid)).parse::<PortInfoRecordRepr>().len(), recs.len());
+    // Options is a request flag: any value matches.
+    let mut opt = key;
+    opt.options = 0x80;
+    let with_options = port_info_mask::ENDPORT_LID | port_info_mask::OPTIONS;
+    assert_eq!(fetch(&mut a, &query(0x12, &opt, with_options, 0, lid)).parse::<PortInfoRecordRepr>().len(), recs.len());
+    // The CapabilityMask match (AttributeModifier bit 31): ports with IsSM
+    // set, whatever their other bits.
+    let mut cap = key;
+    cap.port_info.capability_mask = crate::mad::CapabilityMask::IS_SM;
+    let mut d = query(0x12, &cap, port_info_mask::CAPABILITY_MASK, 0, lid);
+    d.mad[20..24].copy_from_slice(&(1u32 << 31).to_be_bytes());
+    let sms = fetch(&mut a, &d).parse::<PortInfoRecordRepr>();
+    assert!(!sms.is_empty());
+    assert!(sms.iter().all(|r| r.port_info.capability_mask & crate::mad::CapabilityMask::IS_SM != 0));
+    assert!(sms.iter().any(|r| r.endport_lid.0 == lid), "the SM's own port");
+    // Without the bit, the mask is compared exactly: none has only IsSM.
+    d.mad[20..24].fill(0);
+    assert_eq!(fetch(&mut a, &d).data.len(), 0);
+}
+
+#[test]
+fn switch_info_link_lft_and_mft_records() {
+    let mut a = agent();
+    let r = swept();
+    let lid = sm_lid();
+    let si = fetch(&mut a, &query(0x12, &SwitchInfoRecordRepr::default(), 0, 0, lid));
+    assert_eq!(si.parse::<SwitchInfoRecordRepr>().len(), r.subnet.switches().count());
+
+    // Both directions of every cable.
+    let links = fetch(&mut a, &query(0x12, &LinkRecordRepr::default(), 0, 0, lid)).parse::<LinkRecordRepr>();
+    assert_eq!(links.len(), r.subnet.cabled_ports().count());
+    for l in &links {
+        let back =
+            LinkRecordRepr { from_lid: l.to_lid, from_port: l.to_port, to_port: l.from_port, to_lid: l.from_lid };
+        assert!(links.contains(&back), "{l:?} has its way back");
+    }
+    let (node, port) = r.subnet.sm_port.unwrap();
+    let (far, far_port) = r.subnet.node(node).ports[port as usize].remote.unwrap();
+    let from = LinkRecordRepr { from_lid: Lid(lid), from_port: port, ..Default::default() };
+    let mine = fetch(&mut a, &query(0x01, &from, link_mask::FROM_LID | link_mask::FROM_PORT, 0, lid));
+    let l = mine.parse::<LinkRecordRepr>()[0];
+    assert_eq!(l.to_port, far_port);
+    assert_eq!(l.to_lid, r.lids.ranges[&r.subnet.node(far).port_guid(0)].base());
+
+    // The LFT of one switch, block by block, as routed.
+    let (sw_guid, sw_lid) = a_switch();
+    let table = &r.routes.lfts[&sw_guid];
+    let key = LftRecordRepr { lid: sw_lid, block_num: 0, block: Default::default() };
+    let b0 = fetch(&mut a, &query(0x01, &key, lft_mask::LID | lft_mask::BLOCK_NUM, 0, lid)).parse::<LftRecordRepr>();
+    let n = table.len().min(64);
+    assert_eq!(&b0[0].block.ports[..n], &table[..n]);
+    let blocks = fetch(&mut a, &query(0x12, &key, lft_mask::LID, 0, lid)).parse::<LftRecordRepr>();
+    assert_eq!(blocks.len(), usize::from(r.lids.max_lid.0) / 64 + 1);
+    let every = fetch(&mut a, &query(0x12, &key, 0, 0, lid)).parse::<LftRecordRepr>();
+    assert_eq!(every.len(), blocks.len() * r.subnet.switches().count());
+    let past = LftRecordRepr { block_num: 500, ..key };
+    assert_eq!(sa_status_of(&fetch(&mut a, &query(0x01, &past, lft_mask::LID | lft_mask::BLOCK_NUM, 0, lid))), 3);
+
+    // No multicast forwarding yet: an empty table.
+    let mft = fetch(&mut a, &query(0x12, &MftRecordRepr::default(), 0, 0, lid));
+    assert_eq!((mft.status, mft.data.len()), (0, 0));
+}
+
+#[test]
+fn p_key_tables_only_for_trusted_requesters() {
+    let mut a = agent();
+    let lid = sm_lid();
+    let key = PKeyTableRecordRepr { lid: Lid(lid), ..Default::default() };
+    let refused = fetch(&mut a, &query(0x01, &key, pkey_table_mask::LID, 0, lid));
+    assert_eq!(sa_status_of(&refused), sa_status::REQ_INVALID);
+    let got = fetch(&mut a, &query(0x01, &key, pkey_table_mask::LID, SA_KEY, lid)).parse::<PKeyTableRecordRepr>();
+    assert!(got[0].pkey_table.pkeys.contains(&0xFFFF), "the default partition the SM put there");
+    let all = fetch(&mut a, &query(0x12, &key, 0, SA_KEY, lid)).parse::<PKeyTableRecordRepr>();
+    assert_eq!(all.len(), swept().program.pkey_blocks.len());
+}
+
+#[test]
+fn sm_info_records_hide_the_key_from_untrusted_requesters() {
+    let mut a = agent();
+    let snap = snapshot(1, swept().clone());
+    let ours = SmInfoRepr {
+        guid: snap.master,
+        sm_key: 0xABCD,
+        act_count: 42,
+        priority: 5,
+        sm_state: crate::mad::SmState::Master,
+    };
+    a.set_sm_info(ours);
+    let lid = sm_lid();
+    let key = SmInfoRecordRepr { lid: Lid(lid), sm_info: ours };
+    let got = fetch(&mut a, &query(0x01, &key, sm_info_mask::LID, 0, lid)).parse::<SmInfoRecordRepr>();
+    assert_eq!((got[0].sm_info.guid, got[0].sm_info.priority, got[0].sm_info.sm_key), (snap.master, 5, 0));
+    let got = fetch(&mut a, &query(0x01, &key, sm_info_mask::LID, SA_KEY, lid)).parse::<SmInfoRecordRepr>();
+    assert_eq!(got[0].sm_info.sm_key, 0xABCD);
+    assert_eq!(fetch(&mut a, &query(0x12, &key, 0, 0, lid)).parse::<SmInfoRecordRepr>().len(), 1, "no other SM");
+}
+
+#[test]
+fn qos_tables_programmed_become_records_and_stay() {
+    use crate::mad::sl_to_vl::{ATTR_MOD_ALL_INPUT_PORTS, ATTR_MOD_ALL_OUTPUT_PORTS};
+    let mut report = swept().clone();
+    let (sw_guid, sw_lid) = a_switch();
+    let id = report.subnet.by_guid[&sw_guid];
+    let table = crate::program::qos::identity_table(4);
+    let path = report.subnet.node(id).path;
+    report.routes.qos = vec![
+        crate::program::qos::QosSet {
+            node: id,
+            path,
+            attr: crate::mad::AttributeId::SlToVlMappingTable,
+            amod: ATTR_MOD_ALL_INPUT_PORTS | ATTR_MOD_ALL_OUTPUT_PORTS,
+            data: crate::mad::SmpAttribute::to_data(&table),
+        },
+        crate::program::qos::QosSet {
+            node: id,
+            path,
+            attr: crate::mad::AttributeId::VlArbitrationTable,
+            amod: crate::mad::vl_arb::attribute_modifier(crate::mad::VlArbBlock::LowFirst, 3),
+            data: [0x01; 64],
+        },
+    ];
+    let snap = snapshot(2, report.clone());
+    let mut a = SaAgent::new(SaConfig::default(), snap.master);
+    a.new_snapshot(Duration::ZERO, snap);
+    a.set_serving(Duration::ZERO, Serving::Master);
+    let lid = sm_lid();
+    let key = SlToVlRecordRepr { lid: sw_lid, input_port_num: 1, output_port_num: 2, table: Default::default() };
+    let mask = sl_to_vl_mask::LID | sl_to_vl_mask::INPUT_PORT_NUM | sl_to_vl_mask::OUTPUT_PORT_NUM;
+    let one = fetch(&mut a, &query(0x01, &key, mask, 0, lid)).parse::<SlToVlRecordRepr>();
+    assert_eq!(one[0].table, table);
+    let n = report.subnet.node(id).ports.len();
+    let all = fetch(&mut a, &query(0x12, &key, sl_to_vl_mask::LID, 0, lid)).parse::<SlToVlRecordRepr>();
+    assert_eq!(all.len(), n * (n - 1) - (n - 1), "every input (port 0 too) to every other external port");
+    let vk = VlArbRecordRepr { lid: sw_lid, output_port_num: 3, block_num: 1, table: Default::default() };
+    let v = fetch(&mut a, &query(0x12, &vk, vl_arb_mask::LID, 0, lid)).parse::<VlArbRecordRepr>();
+    assert_eq!((v.len(), v[0].output_port_num, v[0].block_num), (1, 3, 1));
+    // The next sweep programs nothing new: the tables are still answered.
+    report.routes.qos.clear();
+    a.new_snapshot(Duration::ZERO, snapshot(3, report));
+    assert_eq!(
+        fetch(&mut a, &query(0x12, &key, sl_to_vl_mask::LID, 0, lid)).parse::<SlToVlRecordRepr>().len(),
+        all.len()
+    );
+}
+
+#[test]
+fn class_port_info_says_what_is_served() {
+    let mut a = agent();
+    let got = fetch(&mut a, &request(0x01, 0x0001, 0, 0, &[], sm_lid()));
+    let cpi = crate::mad::class_port_info::ClassPortInfoRepr::parse_bytes(&got.data).unwrap();
+    assert_eq!((got.status, cpi.base_version, cpi.class_version), (0, 1, 2));
+    use crate::mad::class_port_info::{sa_cap, sa_cap2};
+    assert_ne!(cpi.capability_mask & sa_cap::IS_PORT_INFO_CAPMASK_MATCH_SUPPORTED, 0);
+    assert_eq!(cpi.capability_mask & sa_cap::IS_UD_MULTICAST_SUPPORTED, 0, "no multicast yet");
+    assert_ne!(cpi.capability_mask2 & sa_cap2::IS_ALIAS_GUIDS_SUPPORTED, 0);
+    assert_eq!(status_of(&ask(&mut a, &request(0x12, 0x0001, 0, 0, &[], sm_lid()))), 0x000C, "Get only");
+}
+
+// ---- What requesters register.
+
+fn service(id: u64, gid: [u8; 16], lease: u32, key: u8) -> ServiceRecordRepr {
+    let mut r = ServiceRecordRepr::parse_bytes(&[0u8; SERVICE_RECORD_LEN]).unwrap();
+    r.service_id = id;
+    r.service_gid = gid;
+    r.service_lease = lease;
+    r.service_key = [key; 16];
+    r.service_name[..4].copy_from_slice(b"ibsm");
+    r
+}
+
+const RID: u64 = service_mask::SERVICE_ID | service_mask::SERVICE_GID;
+
+#[test]
+fn service_records_set_get_delete_and_lease() {
+    let mut a = agent();
+    let (host, host_lid) = other_host();
+    let gid = index::gid(index::DEFAULT_SUBNET_PREFIX, host);
+    let set_mask = RID | service_mask::SERVICE_LEASE | service_mask::SERVICE_KEY;
+    let rec = service(0x1000, gid, 30, 7);
+    let set = fetch(&mut a, &query(0x02, &rec, set_mask, 0, host_lid));
+    assert_eq!((set.status, set.method), (0, 0x81));
+    let stored = &set.parse::<ServiceRecordRepr>()[0];
+    assert_eq!((stored.service_pkey, stored.service_lease, stored.service_key), (0xFFFF, 30, [0; 16]));
+    // A second, with an infinite lease (no lease in the mask).
+    fetch(&mut a, &query(0x02, &service(0x2000, gid, 5, 0), RID, 0, host_lid));
+    assert_eq!(a.stats().services, 2);
+
+    let by_id = service(0x1000, [0; 16], 0, 0);
+    let got = fetch(&mut a, &query(0x01, &by_id, service_mask::SERVICE_ID, 0, sm_lid()));
+    let r = &got.parse::<ServiceRecordRepr>()[0];
+    assert_eq!((r.service_gid, r.service_key, &r.service_name[..4]), (gid, [0; 16], &b"ibsm"[..]), "key hidden");
+    let got = fetch(&mut a, &query(0x01, &by_id, service_mask::SERVICE_ID, SA_KEY, sm_lid()));
+    assert_eq!(got.parse::<ServiceRecordRepr>()[0].service_key, [7; 16], "a trusted requester sees it");
+    assert_eq!(fetch(&mut a, &query(0x12, &by_id, 0, 0, sm_lid())).parse::<ServiceRecordRepr>().len(), 2);
+
+    // The key protects it: a Delete without it is denied, with it done.
+    let denied = fetch(&mut a, &query(0x15, &rec, RID, 0, sm_lid()));
+    assert_eq!(sa_status_of(&denied), sa_status::DENIED);
+    let deleted = fetch(&mut a, &query(0x15, &rec, RID | service_mask::SERVICE_KEY, 0, sm_lid()));
+    assert_eq!((deleted.status, deleted.method), (0, 0x95));
+    assert_eq!(sa_status_of(&fetch(&mut a, &query(0x15, &rec, RID, 0, sm_lid()))), sa_status::NO_RECORDS);
+    let no_gid = fetch(&mut a, &query(0x02, &rec, service_mask::SERVICE_ID, 0, host_lid));
+    assert_eq!(sa_status_of(&no_gid), sa_status::REQ_INVALID, "Set needs ServiceID and ServiceGID");
+
+    // A lease runs out: the SA wakes for it and the record is gone.
+    fetch(&mut a, &query(0x02, &service(0x3000, gid, 2, 0), RID | service_mask::SERVICE_LEASE, 0, host_lid));
+    assert_eq!(a.poll_timeout(), Some(Duration::from_secs(2)));
+    a.handle_timeout(Duration::from_secs(2));
+    assert_eq!(a.stats().leases_expired, 1);
+    let gone = service(0x3000, [0; 16], 0, 0);
+    assert_eq!(sa_status_of(&fetch(&mut a, &query(0x01, &gone, service_mask::SERVICE_ID, 0, sm_lid()))), 3);
+    assert_eq!(a.stats().services, 1);
+}
+
+#[test]
+fn service_record_floods_are_capped_per_port_and_counted() {
+    let snap = snapshot(1, swept().clone());
+    let cfg = SaConfig { max_services_per_port: 4, max_services: 6, ..SaConfig::default() };
+    let mut a = SaAgent::new(cfg, snap.master);
+    a.new_snapshot(Duration::ZERO, snap);
+    a.set_serving(Duration::ZERO, Serving::Master);
+    let (host, host_lid) = other_host();
+    let gid = index::gid(index::DEFAULT_SUBNET_PREFIX, host);
+    let statuses: Vec<u16> =
+        (0..1000).map(|i| fetch(&mut a, &query(0x02, &service(i, gid, 0, 0), RID, 0, host_lid)).status).collect();
+    assert_eq!(statuses.iter().filter(|&&s| s == 0).count(), 4);
+    assert!(statuses[4..].iter().all(|&s| s >> 8 == sa_status::NO_RESOURCES));
+    assert_eq!(a.stats().drops.service_cap, 996);
+    // Another port still has room, up to the total.
+    let sm = sm_lid();
+    let ok = (0..5).filter(|&i| fetch(&mut a, &query(0x02, &service(5000 + i, gid, 0, 0), RID, 0, sm)).status == 0);
+    assert_eq!(ok.count(), 2, "six in all");
+}
+
+#[test]
+fn alias_guids_are_set_read_deleted_and_die_with_their_port() {
+    let mut a = agent();
+    let (host, host_lid) = other_host();
+    let mut rec = GuidInfoRecordRepr { lid: Lid(host_lid), block_num: 0, guid_info: Default::default() };
+    rec.guid_info.guids[1] = Guid(0xA11A5);
+    let mask = guid_info_mask::LID | guid_info_mask::BLOCK_NUM | guid_info_mask::guid(1);
+    // Another port may not give this one aliases; the port itself may.
+    let denied = fetch(&mut a, &query(0x02, &rec, mask, 0, sm_lid()));
+    assert_eq!(sa_status_of(&denied), sa_status::DENIED);
+    let set = fetch(&mut a, &query(0x02, &rec, mask, 0, host_lid));
+    assert_eq!(set.status, 0, "{set:?}");
+    let block = set.parse::<GuidInfoRecordRepr>()[0].guid_info;
+    // ibsim ports have GUIDCap 1 or more; past it the alias reads 0.
+    let cap = swept()
+        .subnet
+        .nodes
+        .iter()
+        .flat_map(|n| &n.ports)
+        .find_map(|p| p.info.filter(|i| i.lid.0 == host_lid))
+        .unwrap()
+        .guid_cap;
+    assert_eq!(block.guids[0], host);
+    if cap > 1 {
+        assert_eq!(block.guids[1], Guid(0xA11A5));
+        let key = GuidInfoRecordRepr { lid: Lid(host_lid), ..Default::default() };
+        let read = fetch(&mut a, &query(0x01, &key, guid_info_mask::LID | guid_info_mask::BLOCK_NUM, 0, sm_lid()));
+        let blocks = fetch(&mut a, &query(0x12, &key, guid_info_mask::LID, 0, sm_lid())).parse::<GuidInfoRecordRepr>();
+        assert_eq!(blocks.len(), usize::from(cap).div_ceil(8), "GUIDCap {cap} in blocks of 8");
+        assert_eq!(read.parse::<GuidInfoRecordRepr>()[0].guid_info.guids[1], Guid(0xA11A5));
+        // Kept across a snapshot with the port.
+        a.new_snapshot(Duration::ZERO, snapshot(2, swept().clone()));
+        assert_eq!(a.stats().alias_guids, 1);
+        let del = fetch(&mut a, &query(0x15, &rec, mask, SA_KEY, sm_lid()));
+        assert_eq!((del.method, del.parse::<GuidInfoRecordRepr>()[0].guid_info.guids[1]), (0x95, Guid(0)));
+        fetch(&mut a, &query(0x02, &rec, mask, 0, host_lid));
+        assert_eq!(a.stats().alias_guids, 1);
+        // Gone with its port.
+        let mut report = swept().clone();
+        report.lids.ranges.remove(&host);
+        a.new_snapshot(Duration::ZERO, snapshot(3, report));
+        assert_eq!(a.stats().alias_guids, 0);
+    } else {
+        assert_eq!(block.guids[1], Guid(0), "past GUIDCap");
+    }
+    // The port GUID itself cannot be changed.
+    let mut own = rec;
+    own.guid_info.guids[0] = Guid(0xBAD);
+    let out = fetch(&mut a, &query(0x02, &own, guid_info_mask::LID | guid_info_mask::guid(0), SA_KEY, sm_lid()));
+    assert_ne!(out.parse::<GuidInfoRecordRepr>().first().map(|r| r.guid_info.guids[0]), Some(Guid(0xBAD)));
+}
+
+fn inform(trap_number: u16, subscribe: bool) -> InformInfoRepr {
+    InformInfoRepr {
+        gid: [0; 16],
+        lid_range_begin: 0xFFFF,
+        lid_range_end: 0,
+        subscribe,
+        notice_type: 0xFFFF,
+        kind: InformKind::Generic { trap_number, producer_type: 0x00FF_FFFF },
+        qpn: 0,
+        resp_time_value: 0,
+    }
+}
+
+/// The Reports among `out`, with their notices.
+fn reports(out: &[Datagram]) -> Vec<(Datagram, NoticeRepr)> {
+    out.iter()
+        .filter(|d| d.mad[3] == 0x06)
+        .map(|d| (d.clone(), NoticeRepr::parse_bytes(&d.mad[SA_DATA_OFFSET..SA_DATA_OFFSET + 80]).unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_port_leaving_is_reported_as_trap_65_until_report_resp() {
+    let mut a = agent();
+    let sm = sm_lid();
+    let ok = fetch(&mut a, &query(0x02, &inform(65, true), 0, 0, sm));
+    assert_eq!((ok.status, ok.method), (0, 0x81));
+    assert!(InformInfoRepr::parse_bytes(&ok.data).unwrap().subscribe, "the InformInfo echoed");
+    assert_eq!(a.stats().subscriptions, 1);
+    let iir = fetch(&mut a, &query(0x12, &InformInfoRecordRepr::default(), 0, 0, sm)).parse::<InformInfoRecordRepr>();
+    assert_eq!(iir.len(), 1);
+
+    // Another host's port goes down by the next sweep.
+    let (host, _) = other_host();
+    let mut report = swept().clone();
+    for n in &mut report.subnet.nodes {
+        for (p, slot) in n.ports.iter_mut().enumerate() {
+            if !n.info.node_type.eq(&crate::mad::NodeType::Switch)
+                && n.port_guids.get(p).copied().flatten() == Some(host)
+            {
+                slot.info.as_mut().unwrap().port_state = crate::mad::PortState::Down;
+            }
+        }
+    }
+    a.new_snapshot(Duration::ZERO, snapshot(2, report));
+    let out = drain(&mut a, Duration::ZERO);
+    let sent = reports(&out);
+    assert_eq!(sent.len(), 1, "one Report: the subscription asked for 65 only");
+    let (d, n) = &sent[0];
+    assert_eq!((d.addr.lid.0, d.addr.qkey), (sm, crate::transport::MadAddress::QP1_QKEY));
+    assert_eq!((n.trap_number, n.producer_type, n.issuer_lid.0), (65, 4, sm));
+    assert_eq!(&n.data_details[6..22], &index::gid(index::DEFAULT_SUBNET_PREFIX, host)[..], "the GID gone");
+    let tid = u64::from_be_bytes(d.mad[8..16].try_into().unwrap());
+    assert_eq!(tid >> 31 & 1, 1, "TIDs with bit 31 set");
+
+    // No ReportResp: sent again after the timeout, then given up.
+    let t = a.config().report_timeout();
+    assert_eq!(a.poll_timeout(), Some(t));
+    a.handle_timeout(t);
+    let again = reports(&drain(&mut a, t));
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].0.mad, d.mad, "the same Report, same TID");
+    // A ReportResp (the kernel set the high TID bits) retires it.
+    let mut resp = again[0].0.clone();
+    resp.mad[3] = 0x86;
+    resp.mad[8..12].copy_from_slice(&[0xAB, 0xCD, 0, 1]);
+    a.handle_mad(t, &resp);
+    assert_eq!(a.stats().reports.acknowledged, 1);
+    assert_eq!(a.poll_timeout(), None);
+
+    // The port coming back is trap 64, which nobody asked for.
+    a.new_snapshot(t, snapshot(3, swept().clone()));
+    assert!(reports(&drain(&mut a, t)).is_empty());
+    assert_eq!(a.stats().reports.gid_in_service, 1);
+}
+
+#[test]
+fn reports_give_up_after_their_retries_and_subscriptions_die_with_their_port() {
+    let mut a = agent();
+    let (host, host_lid) = other_host();
+    fetch(&mut a, &query(0x02, &inform(0xFFFF, true), 0, 0, host_lid));
+    let (sw_guid, sw_lid) = a_switch();
+    let _ = sw_guid;
+    let notice = NoticeRepr {
+        is_generic: true,
+        notice_type: NoticeType::Urgent,
+        producer_type: 2,
+        trap_number: 128,
+        issuer_lid: Lid(sw_lid),
+        notice_toggle: false,
+        notice_count: 0,
+        data_details: [0; 54],
+        issuer_gid: [0; 16],
+    };
+    a.handle_trap(Duration::ZERO, &notice, Lid(sw_lid));
+    let sent = reports(&drain(&mut a, Duration::ZERO));
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0.addr.lid.0, host_lid);
+    assert_ne!(sent[0].1.issuer_gid, [0; 16], "IssuerGID filled in from the switch's port");
+    let t = a.config().report_timeout();
+    let mut now = Duration::ZERO;
+    let mut sends = 1;
+    while let Some(at) = a.poll_timeout() {
+        now = at;
+        a.handle_timeout(now);
+        sends += reports(&drain(&mut a, now)).len();
+        assert!(now <= t * 10, "bounded retries");
+    }
+    assert_eq!(sends as u32, 1 + a.config().report_retries);
+    assert_eq!(a.stats().reports.given_up, 1);
+    // Security traps go only to trusted subscribers.
+    let mut bad_key = notice;
+    bad_key.trap_number = 256;
+    a.handle_trap(now, &bad_key, Lid(sw_lid));
+    assert!(reports(&drain(&mut a, now)).is_empty());
+    let refused = fetch_at(&mut a, &query(0x02, &inform(256, true), 0, 0, host_lid), now);
+    assert_eq!(sa_status_of(&refused), sa_status::DENIED);
+    assert!(!InformInfoRepr::parse_bytes(&refused.data).unwrap().subscribe, "Subscribe 0 in the refusal");
+    assert_eq!(fetch_at(&mut a, &query(0x02, &inform(256, true), 0, SA_KEY, host_lid), now).status, 0);
+    // Unsubscribing what is not subscribed is invalid.
+    let bad = fetch_at(&mut a, &query(0x02, &inform(77, false), 0, 0, host_lid), now);
+    assert_eq!(sa_status_of(&bad), sa_status::REQ_INVALID);
+    assert_eq!(fetch_at(&mut a, &query(0x02, &inform(0xFFFF, false), 0, 0, host_lid), now).status, 0);
+    assert_eq!(a.stats().subscriptions, 1);
+    // The subscriber's port leaves the fabric: its subscription goes.
+    let mut report = swept().clone();
+    report.lids.ranges.remove(&host);
+    a.new_snapshot(now, snapshot(2, report));
+    assert_eq!(a.stats().subscriptions, 0);
+}
+
+// ---- Multi-MAD answers.
+
+fn pir_key() -> PortInfoRecordRepr {
+    let info = swept().subnet.nodes.iter().flat_map(|n| &n.ports).find_map(|p| p.info).unwrap();
+    PortInfoRecordRepr { endport_lid: Lid(0), port_num: 0, options: 0, port_info: info }
+}
+
+#[test]
+fn rmpp_answers_are_bounded_deduplicated_and_survive_loss() {
+    let snap = snapshot(1, swept().clone());
+    let cfg = SaConfig { max_rmpp_sends: 1, ..SaConfig::default() };
+    let mut a = SaAgent::new(cfg, snap.master);
+    a.new_snapshot(Duration::ZERO, snap);
+    a.set_serving(Duration::ZERO, Serving::Master);
+    let table = query(0x12, &pir_key(), 0, 0, sm_lid());
+    a.handle_mad(Duration::ZERO, &table);
+    let first = a.poll_transmit(Duration::ZERO).unwrap();
+    assert_eq!(first.mad[26] & 0x07, 0x03, "active and first, not last");
+    assert!(a.poll_transmit(Duration::ZERO).is_none(), "the window is one segment until an ACK");
+    // The same request again starts nothing; another requester finds the
+    // table full.
+    a.handle_mad(Duration::ZERO, &table);
+    assert_eq!(a.stats().drops.duplicate_requests, 1);
+    let (_, other) = other_host();
+    let busy = fetch(&mut a, &query(0x12, &pir_key(), 0, 0, other));
+    assert_eq!(sa_status_of(&busy), sa_status::NO_RESOURCES);
+    assert_eq!(a.stats().drops.rmpp_busy, 1);
+    // No ACK ever: the first segment is sent again, then the transfer ends.
+    let mut now = Duration::ZERO;
+    let mut resent = 0;
+    while let Some(at) = a.poll_timeout() {
+        now = at;
+        a.handle_timeout(now);
+        resent += drain(&mut a, now).len();
+        assert!(now < Duration::from_secs(60));
+    }
+    assert!(resent >= 1);
+    assert_eq!((a.stats().rmpp.failed, a.stats().rmpp.in_flight), (1, 0));
+    // With room again, the whole table comes through an ACKing receiver.
+    let whole = fetch_at(&mut a, &table, now);
+    assert_eq!(whole.parse::<PortInfoRecordRepr>().len(), a.records.as_ref().unwrap().port_info.len());
+    // An ACK for no transfer is counted, not answered.
+    let mut stray = first.clone();
+    stray.mad[25] = 2;
+    a.handle_mad(now, &stray);
+    assert_eq!(a.stats().drops.stray_rmpp, 1);
+}
+
+#[test]
+fn answers_over_the_cap_are_refused() {
+    let snap = snapshot(1, swept().clone());
+    let mut a = SaAgent::new(SaConfig { max_answer_bytes: 1000, ..SaConfig::default() }, snap.master);
+    a.new_snapshot(Duration::ZERO, snap);
+    a.set_serving(Duration::ZERO, Serving::Master);
+    let got = fetch(&mut a, &query(0x12, &NodeRecordRepr::default(), 0, 0, sm_lid()));
+    assert_eq!(sa_status_of(&got), sa_status::NO_RESOURCES);
+    assert_eq!(a.stats().drops.answer_too_large, 1);
+    let one = NodeRecordRepr { lid: Lid(sm_lid()), ..Default::default() };
+    assert_eq!(fetch(&mut a, &query(0x12, &one, node_mask::LID, 0, sm_lid())).status, 0, "small ones still go");
+}
+
+#[test]
+fn leaving_master_stops_sends_and_reports() {
+    let mut a = agent();
+    a.handle_mad(Duration::ZERO, &query(0x12, &NodeRecordRepr::default(), 0, 0, sm_lid()));
+    assert_eq!(a.stats().rmpp.in_flight, 1);
+    a.set_serving(Duration::ZERO, Serving::NotMaster);
+    assert_eq!(a.stats().rmpp.in_flight, 0);
+    assert!(a.poll_transmit(Duration::ZERO).is_none());
+    assert_eq!(a.poll_timeout(), None);
+}
+
+// ---- Paths (computed by `path`; here: how the agent answers them).
+
+#[test]
+fn path_records_by_get_get_table_and_get_multi() {
+    let mut a = agent();
+    let sm = sm_lid();
+    let (host, host_lid) = other_host();
+    let q = PathRecordRepr { slid: sm, dlid: host_lid, ..Default::default() };
+    let one = fetch(&mut a, &query(0x01, &q, path_mask::SLID | path_mask::DLID, 0, sm));
+    assert_eq!((one.status, one.method), (0, 0x81));
+    let p = one.parse::<PathRecordRepr>()[0];
+    assert_eq!((p.slid, p.dlid, p.packet_life_time), (sm, host_lid, a.config().subnet_timeout));
+    // From the requester to every port: one record per LID-bearing port.
+    let all = fetch(&mut a, &query(0x12, &q, path_mask::SLID, 0, sm));
+    assert_eq!((all.status, all.method, all.attribute_offset), (0, 0x92, 8));
+    assert_eq!(all.parse::<PathRecordRepr>().len(), swept().lids.ranges.len());
+    assert_eq!(sa_status_of(&fetch(&mut a, &query(0x01, &q, path_mask::SLID, 0, sm))), sa_status::TOO_MANY_RECORDS);
+    let bad_gid = PathRecordRepr { dgid: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99], ..q };
+    let e = fetch(&mut a, &query(0x01, &bad_gid, path_mask::DGID, 0, sm));
+    assert_eq!(sa_status_of(&e), sa_status::INVALID_GID);
+    assert_eq!(status_of(&ask(&mut a, &query(0x02, &q, 0, 0, sm))), 0x000C);
+
+    // GetMulti, sent as a dual-sided RMPP segment: ACKed, then answered.
+    let gid = |g: Guid| index::gid(index::DEFAULT_SUBNET_PREFIX, g);
+    let master = snapshot(1, swept().clone()).master;
+    let mut mpr = MultiPathRecordRepr::parse_bytes(&[0u8; 24]).unwrap();
+    mpr.sgid_count = 1;
+    mpr.dgid_count = 1;
+    mpr.gids = vec![gid(master), gid(host)];
+    let mut b = vec![0u8; SA_DATA_LEN];
+    mpr.emit(&mut b).unwrap();
+    let mut d = request(0x14, 0x003A, multi_path_mask::SGID_COUNT | multi_path_mask::DGID_COUNT, 0, &b, sm);
+    d.mad[24..36].copy_from_slice(&[1, 1, 0xF8 | 0x07, 0, 0, 0, 0, 1, 0, 0, 0, 20 + 56]);
+    a.handle_mad(Duration::ZERO, &d);
+    let out = drain(&mut a, Duration::ZERO);
+    assert_eq!(out.len(), 2, "an ACK and the answer");
+    assert_eq!(out[0].mad[25], 2, "RMPP ACK first");
+    assert_eq!((out[1].mad[3], status_of(&out[1])), (0x94, 0));
+    let paths: Vec<PathRecordRepr> =
+        vec![PathRecordRepr::parse_bytes(&out[1].mad[SA_DATA_OFFSET..SA_DATA_OFFSET + 64]).unwrap()];
+    assert_eq!((paths[0].slid, paths[0].dlid), (sm, host_lid));
 }

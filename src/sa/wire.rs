@@ -69,6 +69,10 @@ pub(crate) struct Request<'a> {
     pub data: &'a [u8],
     /// The MAD through ComponentMask, to echo into answers.
     header: &'a [u8],
+    /// The whole MAD as received.
+    pub mad: &'a [u8],
+    /// It came as an RMPP DATA segment (a dual-sided RMPP GetMulti).
+    pub rmpp: bool,
 }
 
 impl Request<'_> {
@@ -121,6 +125,8 @@ pub(crate) fn classify(dgram: &Datagram) -> Received<'_> {
         mask,
         data,
         header: &mad[..SA_DATA_OFFSET],
+        mad,
+        rmpp: rmpp_active,
     };
     let flags = if rmpp_active { mad[rmpp::TIME_FLAGS] } else { 0 };
     let whole = flags & (rmpp::FLAG_FIRST | rmpp::FLAG_LAST) == rmpp::FLAG_FIRST | rmpp::FLAG_LAST;
