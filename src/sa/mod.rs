@@ -365,8 +365,8 @@ impl SaAgent {
         use Method as M;
         use SaAttributeId as A;
         if !matches!(req.method, M::Get | M::Set | M::GetTable | M::Delete | M::GetMulti) {
-            // Report is only sent by the SA; GetTraceTable, Send and the
-            // rest are not SA requests it serves (IBA 15.2.2).
+            // GetTraceTable (TraceRecord) and methods no SA defines
+            // (IBA 15.2.2); one-way methods never get here.
             self.refuse(now, req, wire::METHOD_UNSUPPORTED);
             return;
         }

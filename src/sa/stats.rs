@@ -21,7 +21,8 @@ pub struct QueryCounts {
 /// Why a MAD got no answer, or an answer could not be sent whole.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Drops {
-    /// Shorter than a MAD header, or not of the SA class.
+    /// Shorter than a MAD header, not of the SA class, or a one-way method
+    /// the SA does not take (Send, Trap, Report, TrapRepress).
     pub malformed: u64,
     /// Requests while not serving and `not_serving = "silent"`.
     pub not_serving: u64,

@@ -233,8 +233,13 @@ fn versions_methods_and_keys() {
     let mut q = request(0x01, 0x0011, 0, 0, &[], 5);
     q.mad[2] = 1;
     assert_eq!(status_of(&ask(&mut a, &q)), 0x0004, "BAD_VERSION");
-    let r = ask(&mut a, &request(0x03, 0x0011, 0, 0, &[], 5));
-    assert_eq!(status_of(&r), 0x0008, "Send is no SA method");
+    let r = ask(&mut a, &request(0x7E, 0x0011, 0, 0, &[], 5));
+    assert_eq!(status_of(&r), 0x0008, "no such SA method");
+    // One-way methods are never answered.
+    a.handle_mad(Duration::ZERO, &request(0x03, 0x0011, 0, 0, &[], 5));
+    a.handle_mad(Duration::ZERO, &request(0x06, 0x0002, 0, 0, &[], 5));
+    assert!(drain(&mut a, Duration::ZERO).is_empty());
+    assert_eq!(a.stats().drops.malformed, 2);
     let r = ask(&mut a, &request(0x13, 0x0039, 0, 0, &[], 5));
     assert_eq!(status_of(&r), 0x0008, "GetTraceTable is not served");
     let r = ask(&mut a, &request(0x01, 0x0016, 0, 0, &[], 5));
@@ -920,4 +925,21 @@ fn path_records_by_get_get_table_and_get_multi() {
     let paths: Vec<PathRecordRepr> =
         vec![PathRecordRepr::parse_bytes(&out[1].mad[SA_DATA_OFFSET..SA_DATA_OFFSET + 64]).unwrap()];
     assert_eq!((paths[0].slid, paths[0].dlid), (sm, host_lid));
+}
+
+#[test]
+fn subscription_floods_are_capped_and_counted() {
+    let snap = snapshot(1, swept().clone());
+    let cfg = SaConfig { max_subscriptions_per_port: 3, max_subscriptions: 4, ..SaConfig::default() };
+    let mut a = SaAgent::new(cfg, snap.master);
+    a.new_snapshot(Duration::ZERO, snap);
+    a.set_serving(Duration::ZERO, Serving::Master);
+    let (_, host_lid) = other_host();
+    let ok = (0..500u16).filter(|&t| fetch(&mut a, &query(0x02, &inform(t, true), 0, 0, host_lid)).status == 0).count();
+    assert_eq!(ok, 3);
+    // Traps 256-259 are denied to an untrusted requester before any cap.
+    assert_eq!(a.stats().drops.subscription_cap, 497 - 4);
+    let sm = sm_lid();
+    let ok = (0..5u16).filter(|&t| fetch(&mut a, &query(0x02, &inform(t, true), 0, 0, sm)).status == 0).count();
+    assert_eq!((ok, a.stats().subscriptions), (1, 4), "four in all");
 }

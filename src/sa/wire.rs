@@ -108,6 +108,11 @@ pub(crate) fn classify(dgram: &Datagram) -> Received<'_> {
     if method.is_response() {
         return Received::Response { method, tid };
     }
+    if !expects_response(method.into()) {
+        // Send, Trap, Report: one-way methods the SA does not take, and
+        // never answered with a status (IBA 13.4.7).
+        return Received::Malformed;
+    }
     let Ok(sa) = SaMad::new_checked(mad) else {
         return Received::Malformed;
     };
@@ -292,6 +297,8 @@ mod tests {
         seg.mad[26] = 0x07;
         assert!(matches!(classify(&seg), Received::Request(_)));
         assert!(matches!(classify(&Datagram { addr: ack.addr, mad: vec![1, 3] }), Received::Malformed));
+        assert!(matches!(classify(&get(0x03, 2)), Received::Malformed), "Send is one-way");
+        assert!(matches!(classify(&get(0x06, 2)), Received::Malformed), "the SA takes no Report");
         let echo = status_echo(&get(0x01, 1), BAD_VERSION).unwrap();
         assert_eq!((&echo.mad[..4], &echo.mad[4..6]), (&[1, 0x03, 1, 0x81][..], &[0, 4][..]));
     }
