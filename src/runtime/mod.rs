@@ -166,7 +166,7 @@ pub async fn run<T: Transport + Clone>(
     let client = SmpClient::with_m_key(transport.clone(), config.sm.m_key);
     let sa = sa_task::spawn(
         transport.clone(),
-        config.sa.clone(),
+        crate::sa::SaConfig { subnet_timeout: config.sm.subnet_timeout, ..config.sa.clone() },
         local.port_guid,
         options.snapshots.clone(),
         options.metrics.clone(),
@@ -342,6 +342,7 @@ impl<T: Transport + Clone> Owner<T> {
                     self.master_swept = false;
                 }
                 self.sa.set_serving(self.sa_serving());
+                self.tell_sa_sm_info();
                 if self.options.once && matches!(to, State::Standby | State::NotActive) {
                     let master = self.election.master().map(|p| p.to_string()).unwrap_or_default();
                     return Some(Err(RunError::OtherMaster { master }));
@@ -507,7 +508,15 @@ impl<T: Transport + Clone> Owner<T> {
             self.master_swept = true;
             self.sa.set_serving(self.sa_serving());
         }
+        self.tell_sa_sm_info();
         None
+    }
+
+    /// Our SMInfo, key included: the SA shows the key to trusted
+    /// requesters only.
+    fn tell_sa_sm_info(&mut self) {
+        let info = self.election.sm_info(true);
+        self.hand_to_sa(sa_task::SaInput::SmInfo(info));
     }
 
     /// What the SA may answer (IBA C15-0.1.3: only the master SM's SA, and
@@ -523,7 +532,7 @@ impl<T: Transport + Clone> Owner<T> {
 
     /// Hands an SA-class MAD (or a trap) to the SA task; a full queue drops
     /// it, counted, with one log line per 10 s.
-    fn to_sa(&mut self, input: sa_task::SaInput) {
+    fn hand_to_sa(&mut self, input: sa_task::SaInput) {
         if self.sa.offer(input) {
             return;
         }
@@ -584,7 +593,7 @@ impl<T: Transport + Clone> Owner<T> {
                     info!(attr = ?req.header.attribute_id, lid = %dgram.addr.lid, "trap received; sweeping");
                     self.reply(&dgram, dispatch::smp_response(&req, Method::TrapRepress, 0, req.data));
                     match crate::mad::NoticeRepr::parse_data(&req.data) {
-                        Ok(notice) => self.to_sa(sa_task::SaInput::Trap { notice, from: dgram.addr.lid }),
+                        Ok(notice) => self.hand_to_sa(sa_task::SaInput::Trap { notice, from: dgram.addr.lid }),
                         Err(e) => debug!(lid = %dgram.addr.lid, error = %e, "trap with an unreadable Notice"),
                     }
                     self.election.handle(now, Event::SweepWanted);
@@ -592,7 +601,7 @@ impl<T: Transport + Clone> Owner<T> {
                     debug!(state = %self.election.state(), lid = %dgram.addr.lid, "trap ignored: not master");
                 }
             }
-            Inbound::Sa => self.to_sa(sa_task::SaInput::Mad(dgram)),
+            Inbound::Sa => self.hand_to_sa(sa_task::SaInput::Mad(dgram)),
             Inbound::Refused { reply, why } => {
                 let n = self.refused.entry(why).or_default();
                 *n += 1;

@@ -20,7 +20,7 @@ use tracing::{debug, warn};
 
 use super::metrics::Metrics;
 use super::snapshot::Snapshots;
-use crate::mad::NoticeRepr;
+use crate::mad::{NoticeRepr, SmInfoRepr};
 use crate::sa::{SaAgent, SaConfig, Serving};
 use crate::transport::{Datagram, Transport};
 use crate::types::{Guid, Lid};
@@ -38,6 +38,8 @@ pub enum SaInput {
     Mad(Datagram),
     /// A trap the master received, for the subscribers that asked for it.
     Trap { notice: NoticeRepr, from: Lid },
+    /// This SM's SMInfo as it stands, for its SMInfoRecord.
+    SmInfo(SmInfoRepr),
 }
 
 /// The owner's end: queue MADs, tell the role. Dropping it ends the task.
@@ -125,6 +127,7 @@ async fn run<T: Transport>(
             got = input.recv() => match got {
                 Some(SaInput::Mad(d)) => agent.handle_mad(now(), &d),
                 Some(SaInput::Trap { notice, from }) => agent.handle_trap(now(), &notice, from),
+                Some(SaInput::SmInfo(info)) => agent.set_sm_info(info),
                 None => {
                     debug!("SA task ends: the owner is gone");
                     return;

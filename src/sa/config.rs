@@ -29,8 +29,10 @@ pub struct SaConfig {
     /// with any other key is dropped (IBA C15-0.1.5, as OpenSM does).
     #[serde(deserialize_with = "hex_u64")]
     pub sa_key: u64,
-    /// PacketLifeTime and ClassPortInfo.RespTimeValue base, 4.096 µs × 2^n
-    /// (OpenSM `subnet_timeout`).
+    /// PacketLifeTime and ClassPortInfo.RespTimeValue base, 4.096 µs × 2^n.
+    /// Not a key of `[sa]`: the runtime copies `[sm] subnet_timeout`, the
+    /// one value OpenSM uses for both.
+    #[serde(skip)]
     pub subnet_timeout: u8,
     /// What a standby's SA, or the master's before its first sweep, does.
     pub not_serving: NotServing,
