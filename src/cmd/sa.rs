@@ -7,19 +7,30 @@
 //! read in seconds. `--path-sl-out` writes the answers' SLs in the path-SL
 //! format `ibsm analyze --path-sl` reads: how OpenSM's SL per (source port,
 //! destination) gets judged for deadlock freedom.
+//!
+//! `ibsm sa nodes` / `ibsm sa ports` read the NodeRecord / PortInfoRecord
+//! table whole (one GetTable, the answer reassembled from its RMPP
+//! segments). `ibsm sa flood` keeps `--concurrency` queries in flight for
+//! `--duration` seconds and reports what came back: answers, losses,
+//! errors, the rate and the latencies (`--sim` floods ibsm's own SA on the
+//! in-process fabric).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use clap::{Args as ClapArgs, Subcommand};
+use clap::{Args as ClapArgs, Subcommand, ValueEnum};
 use futures::stream::{self, StreamExt};
+use serde::Serialize;
 
+use crate::mad::sa::{NodeRecordRepr, PortInfoRecordRepr};
 use crate::mad::PathRecordRepr;
 use crate::runtime::backend::{self, PortArgs, Role};
 use crate::transport::sa_client::{SaClient, SaError};
-use crate::transport::TxnConfig;
+use crate::transport::{Transport, TransportError, TxnConfig};
 use crate::types::Lid;
 
 /// `ibsm sa` and its queries.
@@ -27,12 +38,21 @@ use crate::types::Lid;
 pub enum Args {
     /// PathRecords by SLID and DLID, many at once.
     Path(PathArgs),
+    /// The whole NodeRecord table (GetTable, reassembled from RMPP).
+    Nodes(TableArgs),
+    /// The whole PortInfoRecord table (GetTable, reassembled from RMPP).
+    Ports(TableArgs),
+    /// Keeps queries in flight for a while; reports rate, losses, latency.
+    Flood(FloodArgs),
 }
 
 /// `ibsm sa`.
 pub async fn run(args: Args) -> ExitCode {
     match args {
         Args::Path(a) => path(a).await,
+        Args::Nodes(a) => table(a, Table::Nodes).await,
+        Args::Ports(a) => table(a, Table::Ports).await,
+        Args::Flood(a) => flood_cmd(a).await,
     }
 }
 
@@ -205,6 +225,564 @@ pub fn path_sl_text(records: &[PathRecordRepr]) -> String {
     s
 }
 
+// ---------------------------------------------------------------------------
+// Whole tables
+
+#[derive(Debug, Clone, ClapArgs)]
+pub struct TableArgs {
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// Print JSON records instead of one line per record.
+    #[arg(long)]
+    pub json: bool,
+    /// Ask with this SM_Key (the SA's key makes the request trusted).
+    #[arg(long, value_name = "KEY", value_parser = parse_key)]
+    pub sm_key: Option<u64>,
+    /// Per-attempt timeout until the first segment arrives.
+    #[arg(long, default_value = "1000")]
+    pub timeout_ms: u64,
+    /// Retries after the first attempt.
+    #[arg(long, default_value = "3")]
+    pub retries: u32,
+}
+
+fn parse_key(s: &str) -> Result<u64, String> {
+    crate::config::parse_u64(s).ok_or_else(|| format!("`{s}` is not a 64-bit key (decimal or 0x-hex)"))
+}
+
+/// Which table `ibsm sa nodes` / `ports` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    Nodes,
+    Ports,
+}
+
+/// One NodeRecord, as printed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeRow {
+    pub lid: u16,
+    pub node_type: String,
+    pub num_ports: u8,
+    pub node_guid: String,
+    pub port_guid: String,
+    pub port_num: u8,
+    pub description: String,
+}
+
+impl From<&NodeRecordRepr> for NodeRow {
+    fn from(r: &NodeRecordRepr) -> Self {
+        let ni = &r.node_info;
+        NodeRow {
+            lid: r.lid.0,
+            node_type: format!("{:?}", ni.node_type),
+            num_ports: ni.num_ports,
+            node_guid: format!("{:#018x}", ni.node_guid.0),
+            port_guid: format!("{:#018x}", ni.port_guid.0),
+            port_num: ni.local_port_num,
+            description: r.node_description.text.clone(),
+        }
+    }
+}
+
+/// One PortInfoRecord, as printed: where it is and the link's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PortRow {
+    pub lid: u16,
+    pub port: u8,
+    pub port_lid: u16,
+    pub state: String,
+    pub phys_state: String,
+    pub width_active: u8,
+    pub speed_active: u8,
+    pub neighbor_mtu: u8,
+    pub capability_mask: String,
+}
+
+impl From<&PortInfoRecordRepr> for PortRow {
+    fn from(r: &PortInfoRecordRepr) -> Self {
+        let pi = &r.port_info;
+        PortRow {
+            lid: r.endport_lid.0,
+            port: r.port_num,
+            port_lid: pi.lid.0,
+            state: format!("{:?}", pi.port_state),
+            phys_state: format!("{:?}", pi.port_physical_state),
+            width_active: pi.link_width_active,
+            speed_active: pi.link_speed_active,
+            neighbor_mtu: pi.neighbor_mtu,
+            capability_mask: format!("{:#010x}", pi.capability_mask),
+        }
+    }
+}
+
+/// The rows of a whole table read from the SA at the port's SM LID.
+pub async fn read_table<T: Transport>(client: &SaClient<T>, which: Table) -> Result<TableRows, SaError> {
+    Ok(match which {
+        Table::Nodes => {
+            TableRows::Nodes(client.get_table(0, &NodeRecordRepr::default()).await?.iter().map(NodeRow::from).collect())
+        }
+        Table::Ports => TableRows::Ports(
+            client.get_table(0, &PortInfoRecordRepr::default()).await?.iter().map(PortRow::from).collect(),
+        ),
+    })
+}
+
+/// A table's rows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum TableRows {
+    Nodes(Vec<NodeRow>),
+    Ports(Vec<PortRow>),
+}
+
+impl TableRows {
+    pub fn len(&self) -> usize {
+        match self {
+            TableRows::Nodes(r) => r.len(),
+            TableRows::Ports(r) => r.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// JSON, or one line per record under a `#` header.
+    pub fn render(&self, json: bool) -> String {
+        if json {
+            return serde_json::to_string_pretty(self).unwrap_or_default() + "\n";
+        }
+        let mut s = String::new();
+        match self {
+            TableRows::Nodes(rows) => {
+                s.push_str("# lid node_type ports node_guid port_guid port description\n");
+                for r in rows {
+                    let _ = writeln!(
+                        s,
+                        "{} {} {} {} {} {} {:?}",
+                        r.lid, r.node_type, r.num_ports, r.node_guid, r.port_guid, r.port_num, r.description
+                    );
+                }
+            }
+            TableRows::Ports(rows) => {
+                s.push_str("# lid port port_lid state phys_state width speed mtu capability_mask\n");
+                for r in rows {
+                    let _ = writeln!(
+                        s,
+                        "{} {} {} {} {} {} {} {} {}",
+                        r.lid,
+                        r.port,
+                        r.port_lid,
+                        r.state,
+                        r.phys_state,
+                        r.width_active,
+                        r.speed_active,
+                        r.neighbor_mtu,
+                        r.capability_mask
+                    );
+                }
+            }
+        }
+        s
+    }
+}
+
+fn open_client(
+    port: &PortArgs,
+    cfg: TxnConfig,
+    what: &str,
+) -> Result<SaClient<crate::transport::io_thread::MadTransport>, String> {
+    if port.sim.is_some() {
+        return Err(format!("{what}: --sim is only for `ibsm sa flood` (it runs its own SA); run against a port"));
+    }
+    let opened = backend::open(port, cfg, Role::SaClient).map_err(|e| e.to_string())?;
+    SaClient::new(opened.transport).map_err(|e| e.to_string())
+}
+
+async fn table(args: TableArgs, which: Table) -> ExitCode {
+    let what = match which {
+        Table::Nodes => "ibsm sa nodes",
+        Table::Ports => "ibsm sa ports",
+    };
+    let cfg =
+        TxnConfig { timeout: Duration::from_millis(args.timeout_ms), retries: args.retries, ..TxnConfig::default() };
+    let client = match open_client(&args.port, cfg, what) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let client = match args.sm_key {
+        Some(k) => client.with_sm_key(k),
+        None => client,
+    };
+    match read_table(&client, which).await {
+        Ok(rows) => {
+            print!("{}", rows.render(args.json));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Flood
+
+/// What `ibsm sa flood` asks, over and over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FloodKind {
+    /// SubnAdmGet(PathRecord) by SLID and DLID, the pairs in turn.
+    Path,
+    /// SubnAdmGetTable(NodeRecord), the whole table each time.
+    Nodes,
+}
+
+#[derive(Debug, Clone, ClapArgs)]
+pub struct FloodArgs {
+    /// The port to flood from; with --sim, the fabric ibsm's own SM and SA
+    /// run on in-process (the SM on --sm-node, the flood from the last host).
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// Seconds to keep the queries coming.
+    #[arg(long, default_value = "10")]
+    pub duration: f64,
+    /// Queries in flight at once.
+    #[arg(long, default_value = "16")]
+    pub concurrency: usize,
+    #[arg(long, value_enum, default_value = "path")]
+    pub kind: FloodKind,
+    /// A path to ask for, `SLID:DLID`; repeatable.
+    #[arg(long = "src-to-dst", value_name = "SLID:DLID", value_parser = parse_pair)]
+    pub pairs: Vec<(u16, u16)>,
+    /// A file of `<SLID> <DLID>` lines.
+    #[arg(long, value_name = "FILE")]
+    pub pairs_file: Option<PathBuf>,
+    /// How long one query waits for its answer before it counts as lost.
+    #[arg(long, default_value = "1000")]
+    pub timeout_ms: u64,
+    /// Re-sends of a query before it counts as lost (0: a lost answer is
+    /// counted, not hidden).
+    #[arg(long, default_value = "0")]
+    pub retries: u32,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What to ask and for how long.
+#[derive(Debug, Clone)]
+pub struct FloodPlan {
+    pub kind: FloodKind,
+    /// (SLID, DLID) for PathRecords, asked in turn.
+    pub pairs: Vec<(u16, u16)>,
+    pub duration: Duration,
+    pub concurrency: usize,
+}
+
+/// Latency of the answered queries, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Latency {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Latency {
+    /// From microsecond samples (sorted here).
+    pub fn of(mut us: Vec<u64>) -> Latency {
+        if us.is_empty() {
+            return Latency::default();
+        }
+        us.sort_unstable();
+        let at = |q: f64| us[((us.len() as f64 * q).ceil() as usize).clamp(1, us.len()) - 1] as f64 / 1000.0;
+        Latency {
+            p50: at(0.50),
+            p90: at(0.90),
+            p99: at(0.99),
+            max: *us.last().unwrap() as f64 / 1000.0,
+            mean: us.iter().sum::<u64>() as f64 / us.len() as f64 / 1000.0,
+        }
+    }
+}
+
+/// What a flood saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FloodReport {
+    pub kind: String,
+    pub concurrency: usize,
+    /// From the first query sent to the last answer (or loss) in.
+    pub elapsed_s: f64,
+    pub sent: u64,
+    pub answered: u64,
+    /// Queries with no answer within the timeout (and retries).
+    pub lost: u64,
+    /// Answers that were errors (a status, an unreadable or cut table).
+    pub errors: u64,
+    /// Errors and losses by what they were.
+    pub failures: BTreeMap<String, u64>,
+    /// Answered queries per second.
+    pub qps: f64,
+    pub latency_ms: Latency,
+    /// Records per answer (tables: what a whole GetTable brought back).
+    pub records_min: u64,
+    pub records_max: u64,
+}
+
+impl FloodReport {
+    pub fn render(&self, json: bool) -> String {
+        if json {
+            return serde_json::to_string(self).unwrap_or_default() + "\n";
+        }
+        let mut s = format!(
+            "{}: {} answered in {:.2} s ({:.1}/s), {} lost, {} errors, {} in flight; latency ms p50 {:.3} p90 {:.3} p99 {:.3} max {:.3}; records per answer {}-{}\n",
+            self.kind,
+            self.answered,
+            self.elapsed_s,
+            self.qps,
+            self.lost,
+            self.errors,
+            self.concurrency,
+            self.latency_ms.p50,
+            self.latency_ms.p90,
+            self.latency_ms.p99,
+            self.latency_ms.max,
+            self.records_min,
+            self.records_max
+        );
+        for (what, n) in &self.failures {
+            let _ = writeln!(s, "  {n} x {what}");
+        }
+        s
+    }
+}
+
+/// One worker's tally.
+#[derive(Default)]
+struct Tally {
+    sent: u64,
+    answered: u64,
+    lost: u64,
+    errors: u64,
+    failures: BTreeMap<String, u64>,
+    latency_us: Vec<u64>,
+    records: Vec<u64>,
+}
+
+/// What an error is, for the tally: a loss or an error of some kind.
+fn classify(e: &SaError) -> (bool, String) {
+    match e {
+        SaError::Transport(TransportError::Timeout { .. }) => (true, "lost (no answer in time)".into()),
+        SaError::Transport(TransportError::Rmpp { error, .. }) => (false, format!("RMPP: {error}")),
+        SaError::Transport(t) => (false, format!("transport: {t}")),
+        SaError::Status { status, .. } => (false, format!("SA status {status:#06x}")),
+        SaError::Table { attribute_offset, data_len, .. } => {
+            (false, format!("table cut: {data_len} bytes at AttributeOffset {attribute_offset}"))
+        }
+        SaError::Unexpected { method, attribute, .. } => (false, format!("unexpected {method:?} {attribute:#06x}")),
+        SaError::Wire { .. } => (false, "unreadable answer".into()),
+        SaError::NoSm => (false, "no SM".into()),
+    }
+}
+
+/// Keeps `plan.concurrency` queries in flight on `client` for
+/// `plan.duration`; a query running when time is up is waited for. Time
+/// is tokio's, so this runs in virtual time too.
+pub async fn flood<T: Transport>(client: &SaClient<T>, plan: &FloodPlan) -> FloodReport {
+    let start = tokio::time::Instant::now();
+    let deadline = start + plan.duration;
+    let next = AtomicUsize::new(0);
+    let worker = || async {
+        let mut t = Tally::default();
+        while tokio::time::Instant::now() < deadline {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let t0 = tokio::time::Instant::now();
+            t.sent += 1;
+            let got: Result<u64, SaError> = match plan.kind {
+                FloodKind::Path => {
+                    let (s, d) = plan.pairs[i % plan.pairs.len()];
+                    client.path_record(Lid(s), Lid(d)).await.map(|_| 1)
+                }
+                FloodKind::Nodes => {
+                    client.get_table(0, &NodeRecordRepr::default()).await.map(|r: Vec<NodeRecordRepr>| r.len() as u64)
+                }
+            };
+            match got {
+                Ok(n) => {
+                    t.answered += 1;
+                    t.latency_us.push(t0.elapsed().as_micros() as u64);
+                    t.records.push(n);
+                }
+                Err(e) => {
+                    let (lost, what) = classify(&e);
+                    if lost {
+                        t.lost += 1;
+                    } else {
+                        t.errors += 1;
+                    }
+                    *t.failures.entry(what).or_default() += 1;
+                }
+            }
+        }
+        t
+    };
+    let tallies = futures::future::join_all((0..plan.concurrency.max(1)).map(|_| worker())).await;
+    let elapsed = start.elapsed().as_secs_f64();
+    let mut all = Tally::default();
+    for t in tallies {
+        all.sent += t.sent;
+        all.answered += t.answered;
+        all.lost += t.lost;
+        all.errors += t.errors;
+        for (k, n) in t.failures {
+            *all.failures.entry(k).or_default() += n;
+        }
+        all.latency_us.extend(t.latency_us);
+        all.records.extend(t.records);
+    }
+    FloodReport {
+        kind: format!("{:?}", plan.kind).to_lowercase(),
+        concurrency: plan.concurrency.max(1),
+        elapsed_s: elapsed,
+        sent: all.sent,
+        answered: all.answered,
+        lost: all.lost,
+        errors: all.errors,
+        failures: all.failures,
+        qps: if elapsed > 0.0 { all.answered as f64 / elapsed } else { 0.0 },
+        latency_ms: Latency::of(all.latency_us),
+        records_min: all.records.iter().copied().min().unwrap_or(0),
+        records_max: all.records.iter().copied().max().unwrap_or(0),
+    }
+}
+
+/// The flood's transactions: a window as wide as the concurrency, and a
+/// lost answer counted after `timeout` (no retries unless asked).
+fn flood_txn(args: &FloodArgs) -> TxnConfig {
+    TxnConfig {
+        gmp_window: args.concurrency.max(1),
+        timeout: Duration::from_millis(args.timeout_ms),
+        retries: args.retries,
+        ..TxnConfig::default()
+    }
+}
+
+fn flood_pairs(args: &FloodArgs) -> Result<Vec<(u16, u16)>, String> {
+    let mut pairs = args.pairs.clone();
+    if let Some(f) = &args.pairs_file {
+        let name = f.display().to_string();
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{name}: {e}"))?;
+        pairs.extend(parse_pairs(&text, &name)?);
+    }
+    Ok(pairs)
+}
+
+/// `ibsm sa flood` against the SA at a port's SM LID.
+pub async fn run_flood(args: &FloodArgs) -> Result<FloodReport, String> {
+    if args.port.sim.is_some() {
+        return sim::flood(args).await;
+    }
+    let pairs = flood_pairs(args)?;
+    if args.kind == FloodKind::Path && pairs.is_empty() {
+        return Err("no paths to ask for: give --src-to-dst SLID:DLID or --pairs-file FILE".into());
+    }
+    let client = open_client(&args.port, flood_txn(args), "ibsm sa flood")?;
+    let plan = FloodPlan {
+        kind: args.kind,
+        pairs,
+        duration: Duration::from_secs_f64(args.duration.max(0.0)),
+        concurrency: args.concurrency,
+    };
+    Ok(flood(&client, &plan).await)
+}
+
+async fn flood_cmd(args: FloodArgs) -> ExitCode {
+    match run_flood(&args).await {
+        Ok(report) => {
+            print!("{}", report.render(args.json));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ibsm sa flood: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `ibsm sa flood --sim`: ibsm's whole runtime on one port of the
+/// in-process fabric, the flood from another, in real time (the fabric
+/// delivers at once, so what is measured is the SA and the transports).
+mod sim {
+    use super::*;
+    use crate::config::Config;
+    use crate::runtime::snapshot::Snapshots;
+    use crate::runtime::{run, RunOptions};
+    use crate::sim::{FabricBuilder, SimDevice};
+    use crate::topology::{PortRef, Topology};
+    use crate::transport::io_thread::MadTransport;
+
+    pub async fn flood(args: &FloodArgs) -> Result<FloodReport, String> {
+        let spec = args.port.sim.as_deref().unwrap_or("builtin");
+        let spec = if spec == "builtin" { backend::BUILTIN_TOPOLOGY } else { spec };
+        let topo = Topology::from_spec_or_file(spec).map_err(|e| format!("topology {spec}: {e}"))?;
+        let fabric = FabricBuilder::new(&topo).seed(args.port.seed).build_shared().map_err(|e| e.to_string())?;
+        let hosts: Vec<_> = topo.hosts().collect();
+        let sm_node = match &args.port.sm_node {
+            Some(name) => topo.node_by_name(name).ok_or_else(|| format!("no node `{name}` in {spec}"))?,
+            None => *hosts.first().ok_or("the fabric has no host")?,
+        };
+        let client_node = *hosts.iter().rev().find(|&&h| h != sm_node).ok_or("the fabric needs a second host")?;
+
+        let dev = SimDevice::attach(&fabric, sm_node, 1).map_err(|e| e.to_string())?;
+        dev.set_is_sm(true);
+        let (transport, unsolicited) = MadTransport::spawn(dev, TxnConfig::default());
+        let snapshots = Snapshots::new();
+        let options = RunOptions { persist_lids: false, snapshots: snapshots.clone(), ..RunOptions::default() };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let sm = tokio::spawn(run(transport, unsolicited, Config::default(), options, async {
+            let _ = stopped.await;
+        }));
+        let t0 = tokio::time::Instant::now();
+        while !snapshots.latest().is_some_and(|s| s.sweep.subnet_up()) {
+            if sm.is_finished() || t0.elapsed() > Duration::from_secs(120) {
+                return Err(format!("ibsm did not bring {spec} up in-process"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        let pairs = match flood_pairs(args)? {
+            p if !p.is_empty() => p,
+            // Every host to every other, from the fabric's own LIDs.
+            _ => {
+                let f = fabric.lock().unwrap();
+                let lids: Vec<u16> =
+                    hosts.iter().filter_map(|&h| f.lid_of(PortRef { node: h, port: 1 }).ok()).map(|l| l.0).collect();
+                lids.iter().flat_map(|&a| lids.iter().filter(move |&&b| b != a).map(move |&b| (a, b))).collect()
+            }
+        };
+        let cdev = SimDevice::attach(&fabric, client_node, 1).map_err(|e| e.to_string())?;
+        let (ct, unsolicited) = MadTransport::spawn(cdev, flood_txn(args));
+        // Nothing comes unasked to a client; the receiver must stay open.
+        let _keep = unsolicited;
+        let client = SaClient::new(ct).map_err(|e| e.to_string())?;
+        let plan = FloodPlan {
+            kind: args.kind,
+            pairs,
+            duration: Duration::from_secs_f64(args.duration.max(0.0)),
+            concurrency: args.concurrency,
+        };
+        let report = super::flood(&client, &plan).await;
+        let _ = stop.send(());
+        let _ = sm.await;
+        Ok(report)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +794,27 @@ mod tests {
         assert!(parse_pairs("1 70000\n", "f").unwrap_err().starts_with("f:1: `1 70000` is not two LIDs"));
         assert_eq!(parse_pair("1:0x20"), Ok((1, 32)));
         assert!(parse_pair("1-2").is_err());
+    }
+
+    #[test]
+    fn latency_percentiles_are_of_the_samples() {
+        let l = Latency::of((1..=100).map(|ms| ms * 1000).collect());
+        assert_eq!((l.p50, l.p90, l.p99, l.max), (50.0, 90.0, 99.0, 100.0));
+        assert_eq!(l.mean, 50.5);
+        assert_eq!(Latency::of(vec![]), Latency::default());
+        assert_eq!(Latency::of(vec![7000]).p99, 7.0);
+    }
+
+    #[test]
+    fn losses_and_errors_are_told_apart() {
+        let status = SaError::Status { query: "q".into(), status: 0x0001 };
+        assert_eq!(classify(&status), (false, "SA status 0x0001".to_string()));
+        let cut = SaError::Table { query: "q".into(), attribute_offset: 14, data_len: 200, record_len: 108 };
+        assert_eq!(classify(&cut), (false, "table cut: 200 bytes at AttributeOffset 14".to_string()));
+        let report = FloodReport { kind: "path".into(), answered: 10, elapsed_s: 2.0, qps: 5.0, ..Default::default() };
+        assert!(report.render(false).starts_with("path: 10 answered in 2.00 s (5.0/s), 0 lost"));
+        let json: serde_json::Value = serde_json::from_str(&report.render(true)).unwrap();
+        assert_eq!(json["qps"], 5.0);
     }
 
     #[test]
