@@ -40,6 +40,7 @@
 #define UMAD_HDR 64 /* sizeof(struct ib_user_mad) */
 #define SIM_REQ_MAD 32 /* offset of mad[] in ibsim's struct sim_request */
 #define SIM_REQ_LEN (SIM_REQ_MAD + MAD_LEN)
+#define SA_CLASS 0x03 /* only SA MADs carry data past byte 224 here */
 
 #ifdef FIX_BACK
 
@@ -55,7 +56,7 @@ ssize_t read(int fd, void *buf, size_t count)
 	if (!next_read)
 		next_read = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
 	ssize_t n = next_read(fd, buf, count);
-	if (count == SIM_REQ_LEN && n == SIM_REQ_LEN) {
+	if (count == SIM_REQ_LEN && n == SIM_REQ_LEN && ((const uint8_t *)buf)[SIM_REQ_MAD + 1] == SA_CLASS) {
 		const uint8_t *mad = (const uint8_t *)buf + SIM_REQ_MAD;
 		pthread_mutex_lock(&lock);
 		unsigned i = next_slot++ % SLOTS;
@@ -126,7 +127,7 @@ ssize_t read(int fd, void *buf, size_t count)
 	if (!next_read)
 		next_read = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
 	ssize_t n = next_read(fd, buf, count);
-	if (fd >= 1024 && fd < 2048 && n >= UMAD_HDR + MAD_LEN) {
+	if (fd >= 1024 && fd < 2048 && n >= UMAD_HDR + MAD_LEN && ((uint8_t *)buf)[UMAD_HDR + 1] == SA_CLASS) {
 		if (!fix_tail)
 			fix_tail = (int (*)(const uint8_t *, uint8_t *))dlsym(RTLD_DEFAULT, "umad2sim_fix_tail");
 		uint8_t *mad = (uint8_t *)buf + UMAD_HDR;
