@@ -76,6 +76,12 @@ pub struct SaConfig {
     /// At most one log line per reason per this many seconds (floods,
     /// drops); counts are always kept in the stats.
     pub log_period_s: u64,
+    /// A standby reads the master's ServiceRecords, InformInfoRecords and
+    /// GUIDInfoRecords this often (trusted, with `sa_key`, which must be
+    /// the master's too) and takes them over if it becomes master
+    /// (`crate::sa::mirror`); 0 turns mirroring off. OpenSM has no such
+    /// thing: its state survives a failover only through a dump file.
+    pub mirror_interval_s: u64,
 }
 
 impl Default for SaConfig {
@@ -101,6 +107,7 @@ impl Default for SaConfig {
             rmpp_total_timeout_ms: 40_000,
             max_queued: 4096,
             log_period_s: 10,
+            mirror_interval_s: 10,
         }
     }
 }
@@ -117,6 +124,10 @@ impl SaConfig {
     }
     pub fn log_period(&self) -> Duration {
         Duration::from_secs(self.log_period_s)
+    }
+    /// How often a standby reads the master's SA state; `None` is off.
+    pub fn mirror_interval(&self) -> Option<Duration> {
+        (self.mirror_interval_s > 0).then(|| Duration::from_secs(self.mirror_interval_s))
     }
 }
 

@@ -13,6 +13,18 @@ use crate::mad::guid_info::GUID_BLOCK_ENTRIES;
 use crate::mad::GuidInfoBlockRepr;
 use crate::types::Guid;
 
+/// What became of one imported alias.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AliasImport {
+    Added,
+    /// The index holds an alias already; it stays.
+    Present,
+    /// Index 0, at or past GUIDCap, GUID 0, or a GUID in use.
+    Refused,
+    /// The port's or the SA's cap is reached.
+    OverCap,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct AliasGuids {
     /// By port GUID: index in the port's table -> alias.
@@ -87,6 +99,36 @@ impl AliasGuids {
         refused
     }
 
+    /// One alias taken over from the master's (`super::mirror`): `guid`
+    /// at `index` of `port`'s table, unless that index holds an alias
+    /// already. `cap` is the port's GUIDCap; `in_use` says whether a GUID
+    /// is some port's own.
+    #[allow(clippy::too_many_arguments)]
+    pub fn import(
+        &mut self,
+        port: Guid,
+        index: u16,
+        guid: Guid,
+        cap: u16,
+        in_use: impl Fn(Guid) -> bool,
+        per_port: usize,
+        total: usize,
+    ) -> AliasImport {
+        let aliases = self.by_port.get(&port);
+        if aliases.is_some_and(|a| a.contains_key(&index)) {
+            return AliasImport::Present;
+        }
+        if index == 0 || index >= cap || guid.0 == 0 || in_use(guid) || self.owner.contains_key(&guid) {
+            return AliasImport::Refused;
+        }
+        if aliases.map_or(0, |a| a.len()) >= per_port || self.owner.len() >= total {
+            return AliasImport::OverCap;
+        }
+        self.by_port.entry(port).or_default().insert(index, guid);
+        self.owner.insert(guid, port);
+        AliasImport::Added
+    }
+
     /// Removes the aliases at the indexes `entries` names in `block`.
     pub fn delete(&mut self, port: Guid, block: u8, entries: u8) {
         let Some(aliases) = self.by_port.get_mut(&port) else { return };
@@ -123,6 +165,26 @@ mod tests {
             b.guids[i] = Guid(g);
         }
         b
+    }
+
+    #[test]
+    fn imports_fill_free_indexes_only() {
+        let mut a = AliasGuids::default();
+        let port = Guid(0x100);
+        let none = |_| false;
+        a.set(port, 0, 0b10, &want(&[(1, 0x201)]), 32, none, 10, 100);
+        assert_eq!(a.import(port, 1, Guid(0x301), 32, none, 10, 100), AliasImport::Present);
+        assert_eq!(a.block(port, 0).guids[1], Guid(0x201), "not overwritten");
+        assert_eq!(a.import(port, 9, Guid(0x209), 32, none, 10, 100), AliasImport::Added);
+        assert_eq!(a.block(port, 1).guids[1], Guid(0x209));
+        assert_eq!(a.import(port, 0, Guid(0x300), 32, none, 10, 100), AliasImport::Refused, "the port GUID's index");
+        assert_eq!(a.import(port, 32, Guid(0x300), 32, none, 10, 100), AliasImport::Refused, "past GUIDCap");
+        assert_eq!(a.import(Guid(0x101), 1, Guid(0x209), 32, none, 10, 100), AliasImport::Refused, "another's alias");
+        assert_eq!(a.import(port, 2, Guid(0x999), 32, |g| g == Guid(0x999), 10, 100), AliasImport::Refused);
+        assert_eq!(a.import(port, 2, Guid(0x202), 32, none, 2, 100), AliasImport::OverCap, "per port");
+        assert_eq!(a.import(Guid(0x101), 1, Guid(0x202), 32, none, 2, 2), AliasImport::OverCap, "in all");
+        assert_eq!(a.import(Guid(0x101), 1, Guid(0x202), 32, none, 2, 3), AliasImport::Added);
+        assert_eq!(a.len(), 3);
     }
 
     #[test]

@@ -146,6 +146,22 @@ impl Subscriptions {
         Ok(())
     }
 
+    /// A subscription taken over from the master's (`super::mirror`),
+    /// unless the same one is here already (`Ok(false)`, nothing changed).
+    /// `Err(Full)` past a cap.
+    pub fn import(&mut self, sub: Subscription, per_port: usize, total: usize) -> Result<bool, InformError> {
+        if self.list.iter().any(|s| s.same(&sub)) {
+            return Ok(false);
+        }
+        let mine = self.per_owner.get(&sub.owner).copied().unwrap_or(0);
+        if mine >= per_port || self.list.len() >= total {
+            return Err(InformError::Full);
+        }
+        *self.per_owner.entry(sub.owner).or_default() += 1;
+        self.list.push(sub);
+        Ok(true)
+    }
+
     fn forget(&mut self, owner: Guid) {
         if let Some(n) = self.per_owner.get_mut(&owner) {
             *n -= 1;
@@ -380,6 +396,26 @@ mod tests {
         assert_eq!(s.records().len(), 1);
         assert_eq!(s.follow_ports(|_| None), 1);
         assert_eq!(s.len(), 0);
+    }
+
+    #[test]
+    fn imports_add_only_new_subscriptions_within_the_caps() {
+        let mut s = Subscriptions::default();
+        s.set(sub(64, 0xFFFF, 0), 2, 10).unwrap();
+        let mut again = sub(64, 0xFFFF, 0);
+        again.trusted = true;
+        assert_eq!(s.import(again, 2, 10), Ok(false), "the same subscription");
+        assert!(!s.iter().next().unwrap().trusted, "not overwritten");
+        assert_eq!(s.import(sub(65, 0xFFFF, 0), 2, 10), Ok(true));
+        assert_eq!(s.import(sub(66, 0xFFFF, 0), 2, 10), Err(InformError::Full), "per port");
+        let mut other = sub(66, 0xFFFF, 0);
+        other.owner = Guid(2);
+        other.addr.lid = Lid(4);
+        assert_eq!(s.import(other.clone(), 2, 2), Err(InformError::Full), "in all");
+        assert_eq!(s.import(other, 2, 3), Ok(true));
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.follow_ports(|g| (g == Guid(2)).then_some(9)), 2);
+        assert_eq!(s.iter().next().unwrap().addr.lid, Lid(9));
     }
 
     #[test]

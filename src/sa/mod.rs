@@ -7,7 +7,8 @@
 //!  runtime ── handle_mad(now, MAD) ──► SaAgent ── poll_transmit(now) ──► answers, RMPP segments, Reports
 //!          ── new_snapshot(now, snap)     │      poll_timeout / handle_timeout(now): RMPP resends,
 //!          ── set_serving(now, role)      │          Report retries, ServiceRecord leases
-//!          ── handle_trap(now, notice) ───┘
+//!          ── handle_trap(now, notice) ───┤
+//!          ── handle_mirror(now, read) ───┘   a standby's copy of the master's tables
 //! ```
 //!
 //! It never reads a clock or touches a socket: `now` is an argument
@@ -35,6 +36,12 @@
 //! (0x8000_0000 | n), which the transport reaches only after 2^31
 //! requests; ReportResps are matched on the low 32 bits (the kernel owns
 //! the high ones).
+//!
+//! # Failover
+//! A standby's runtime hands the agent copies of the master's
+//! ServiceRecord, InformInfoRecord and GUIDInfoRecord tables
+//! ([`handle_mirror`](SaAgent::handle_mirror)); when the agent starts
+//! serving as master it adds the last copy to its live state ([`mirror`]).
 
 pub mod config;
 pub mod path;
@@ -43,6 +50,7 @@ pub mod stats;
 mod guids;
 mod index;
 mod inform;
+pub mod mirror;
 mod records;
 mod sends;
 mod services;
@@ -59,6 +67,7 @@ use std::time::Duration;
 use tracing::{debug, info, warn};
 
 pub use config::{NotServing, SaConfig};
+pub use mirror::MirrorRead;
 pub use stats::SaStats;
 
 use crate::mad::class_port_info::{class_cap, sa_cap, sa_cap2, ClassPortInfoRepr};
@@ -121,6 +130,10 @@ pub struct SaAgent {
     out: VecDeque<Datagram>,
     stats: SaStats,
     log: LogGate,
+    /// The last copy of the master's tables (while not master).
+    mirror: mirror::Mirror,
+    /// Became master: import the copy once a snapshot is here.
+    take_over: bool,
 }
 
 impl SaAgent {
@@ -143,18 +156,22 @@ impl SaAgent {
             out: VecDeque::new(),
             stats: SaStats::default(),
             log: LogGate::default(),
+            mirror: mirror::Mirror::default(),
+            take_over: false,
         }
     }
 
     /// The role changes. Leaving MASTER stops what the SA was sending
     /// (multi-MAD answers, Reports, queued answers); what requesters
-    /// registered is kept.
+    /// registered is kept. Becoming MASTER takes over the mirror of the
+    /// previous master's tables, if one was kept (once a snapshot is here
+    /// to find the ports in).
     pub fn set_serving(&mut self, now: Duration, serving: Serving) {
-        let _ = now;
         if serving == self.serving {
             return;
         }
         info!(from = ?self.serving, to = ?serving, "SA serving state");
+        self.take_over = serving == Serving::Master;
         self.serving = serving;
         if serving != Serving::Master {
             self.out.clear();
@@ -162,6 +179,71 @@ impl SaAgent {
             self.stats.rmpp.failed += self.sends.clear() as u64;
             self.stats.rmpp.in_flight = 0;
         }
+        self.try_take_over(now);
+    }
+
+    /// A standby's read of the master's tables (see [`mirror`]): each table
+    /// that answered replaces the copy kept of it. Dropped while serving as
+    /// master: this SA's own state is the live one then.
+    pub fn handle_mirror(&mut self, now: Duration, read: MirrorRead) {
+        if self.serving == Serving::Master {
+            self.stats.mirror.ignored += 1;
+            return;
+        }
+        let over = self.mirror.keep(read, &self.cfg);
+        let m = &mut self.stats.mirror;
+        m.reads += 1;
+        m.over_cap += over as u64;
+        let (services, subscriptions, aliases) = self.mirror.counts();
+        (m.held_services, m.held_subscriptions, m.held_alias_guids) =
+            (services as u64, subscriptions as u64, aliases as u64);
+        if over > 0 {
+            self.gate_warn(now, "mirror_cap", || {
+                format!("the master's SA holds more than the [sa] caps: {over} records left out of the mirror")
+            });
+        }
+        debug!(services, subscriptions, alias_guids = aliases, "SA mirror of the master's tables");
+    }
+
+    /// Imports the mirror into the live state, once serving as master
+    /// with a snapshot.
+    fn try_take_over(&mut self, now: Duration) {
+        if !self.take_over || self.serving != Serving::Master {
+            return;
+        }
+        let Some(snap) = self.snapshot.clone() else { return };
+        self.take_over = false;
+        let Some(copy) = self.mirror.take() else {
+            debug!("SA became master with no mirror of a previous master's state");
+            return;
+        };
+        let live = mirror::Live {
+            services: &mut self.services,
+            subscriptions: &mut self.subscriptions,
+            aliases: &mut self.aliases,
+        };
+        let r = mirror::import(copy, now, &self.cfg, &self.ports, |p| guid_cap(&snap.sweep.subnet, p), live);
+        let m = &mut self.stats.mirror;
+        m.takeovers += 1;
+        m.imported_services += r.services as u64;
+        m.imported_subscriptions += r.subscriptions as u64;
+        m.imported_alias_guids += r.alias_guids as u64;
+        m.skipped_present += r.present as u64;
+        m.skipped_port_gone += r.port_gone as u64;
+        m.skipped_refused += r.refused as u64;
+        m.skipped_over_cap += r.over_cap as u64;
+        (m.held_services, m.held_subscriptions, m.held_alias_guids) = (0, 0, 0);
+        self.refresh_gauges();
+        info!(
+            present = r.present,
+            port_gone = r.port_gone,
+            refused = r.refused,
+            over_cap = r.over_cap,
+            "SA state taken over from the mirror: {} services, {} subscriptions, {} alias GUIDs",
+            r.services,
+            r.subscriptions,
+            r.alias_guids
+        );
     }
 
     pub fn serving(&self) -> Serving {
@@ -208,6 +290,9 @@ impl SaAgent {
             self.report_service_changes(now, &old, &snap);
         }
         debug!(sequence = snap.sequence, records = self.stats.records, "SA took a snapshot");
+        // After the Reports: a takeover's subscriptions hear of changes
+        // from this snapshot on.
+        self.try_take_over(now);
     }
 
     /// Any SA-class MAD: a request, an RMPP ACK/STOP/ABORT for one of our

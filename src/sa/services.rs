@@ -134,6 +134,37 @@ impl Services {
         Ok(rec)
     }
 
+    /// A record taken over from the master's (`super::mirror`): stored
+    /// as it is, its lease re-armed from `now`, unless a record with its
+    /// RID is here already (`Ok(false)`, nothing changed). `Err(Full)`
+    /// past a cap.
+    pub fn import(
+        &mut self,
+        now: Duration,
+        rec: ServiceRecordRepr,
+        owner: Guid,
+        per_port: usize,
+        total: usize,
+    ) -> Result<bool, ServiceError> {
+        let rid = rid_of(&rec);
+        if self.entries.contains_key(&rid) {
+            return Ok(false);
+        }
+        if self.entries.len() >= total || self.per_owner.get(&owner).copied().unwrap_or(0) >= per_port {
+            return Err(ServiceError::Full);
+        }
+        *self.per_owner.entry(owner).or_default() += 1;
+        let expires = (rec.service_lease != SERVICE_LEASE_INFINITE)
+            .then(|| now + Duration::from_secs(u64::from(rec.service_lease)));
+        if let Some(at) = expires {
+            self.leases.insert((at, rid));
+        }
+        let mut bytes = [0u8; SERVICE_RECORD_LEN];
+        let _ = SaRecord::emit(&rec, &mut bytes);
+        self.entries.insert(rid, Entry { bytes, key: rec.service_key, owner, expires });
+        Ok(true)
+    }
+
     /// Removes the record `rec` names; returns it as it was stored.
     pub fn delete(
         &mut self,
@@ -246,6 +277,32 @@ mod tests {
             s.set(Duration::ZERO, rec(3, 0), service_mask::SERVICE_ID, owner, false, 4, 100).unwrap_err(),
             ServiceError::Invalid
         );
+    }
+
+    #[test]
+    fn imports_add_what_is_missing_with_the_lease_rearmed() {
+        let mut s = Services::default();
+        s.set(Duration::ZERO, rec(1, 10), RID | service_mask::SERVICE_LEASE, Guid(1), false, 4, 100).unwrap();
+        // The same RID from the mirror (another lease, a key) changes nothing.
+        // Mirrored records are as the master stored them: P_Key filled in.
+        let stored = |id, lease| ServiceRecordRepr { service_pkey: DEFAULT_PKEY, ..rec(id, lease) };
+        let mut theirs = stored(1, 99);
+        theirs.service_key = [3; 16];
+        assert_eq!(s.import(20 * S, theirs, Guid(2), 4, 100), Ok(false));
+        assert_eq!(s.next_expiry(), Some(10 * S), "ours kept its lease");
+        assert_eq!(s.delete(&rec(1, 0), RID, false).map(|b| b[32]), Ok(0), "ours kept no key");
+        // A new one: its lease runs from the import, its key protects it.
+        let mut keyed = stored(2, 30);
+        keyed.service_key = [9; 16];
+        assert_eq!(s.import(5 * S, keyed, Guid(2), 1, 100), Ok(true));
+        assert_eq!(s.next_expiry(), Some(35 * S));
+        assert_eq!(s.delete(&rec(2, 0), RID, false), Err(ServiceError::Denied));
+        assert_eq!(s.import(5 * S, stored(3, u32::MAX), Guid(2), 1, 100), Err(ServiceError::Full), "per port");
+        assert_eq!(s.import(5 * S, stored(3, u32::MAX), Guid(3), 4, 1), Err(ServiceError::Full), "in all");
+        assert_eq!(s.import(5 * S, stored(3, u32::MAX), Guid(3), 4, 100), Ok(true));
+        assert_eq!(s.expire(35 * S), 1, "only the leased one expires");
+        assert_eq!(s.retain_owners(|g| g != Guid(3)), 1, "imports belong to their owner");
+        assert_eq!(s.len(), 0);
     }
 
     #[test]

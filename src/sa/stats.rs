@@ -88,6 +88,36 @@ pub struct ReportCounts {
     pub traps_received: u64,
 }
 
+/// A standby's mirror of the master's SA state, and what takeovers
+/// imported from it (`super::mirror`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MirrorCounts {
+    /// Mirror reads kept (at least one table answered).
+    pub reads: u64,
+    /// Reads that came while serving as master, dropped (one under way at
+    /// the takeover).
+    pub ignored: u64,
+    /// Records a read carried past the caps, left out of the copy.
+    pub over_cap: u64,
+    /// Held in the copy now (gauges).
+    pub held_services: u64,
+    pub held_subscriptions: u64,
+    pub held_alias_guids: u64,
+    /// Takeovers that found a copy to import.
+    pub takeovers: u64,
+    /// Added to the live state by takeovers.
+    pub imported_services: u64,
+    pub imported_subscriptions: u64,
+    pub imported_alias_guids: u64,
+    /// Left out by takeovers: already present (not overwritten), their
+    /// port gone from the fabric, refused (an alias GUID in use or past
+    /// GUIDCap), over a live cap.
+    pub skipped_present: u64,
+    pub skipped_port_gone: u64,
+    pub skipped_refused: u64,
+    pub skipped_over_cap: u64,
+}
+
 /// Everything the SA counts; see [`super::SaAgent::stats`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SaStats {
@@ -112,6 +142,7 @@ pub struct SaStats {
     pub alias_guids: u64,
     /// ServiceRecords whose lease ran out.
     pub leases_expired: u64,
+    pub mirror: MirrorCounts,
 }
 
 impl SaStats {
