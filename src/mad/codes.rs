@@ -65,6 +65,50 @@ impl Method {
     pub fn is_response(self) -> bool {
         u8::from(self) & 0x80 != 0 || self == Method::TrapRepress
     }
+
+    /// Whether a MAD of this method is a request that gets an answer, so
+    /// a refusal is a status answer (IBA 13.4.5, 13.4.7): Get, Set and the
+    /// class-specific requests 0x10..=0x7F (GetTable, GetMulti, Delete,
+    /// ...). Send, Trap, Report and TrapRepress are one-way, responses are
+    /// answers, and the other codes below 0x10 (0x00, 0x04, 0x08..=0x0F)
+    /// are no request Table 106 defines: none of them is ever answered.
+    pub fn expects_response(self) -> bool {
+        let raw = u8::from(self);
+        matches!(self, Method::Get | Method::Set) || (raw & 0x80 == 0 && raw >= 0x10)
+    }
+
+    /// The method that answers this one (IBA 13.4.5, Table 106: a Set is
+    /// answered by GetResp, every other request by its code with the
+    /// response bit set).
+    pub fn response(self) -> Method {
+        match self {
+            Method::Set => Method::GetResp,
+            other => Method::from(u8::from(other) | 0x80),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_answers_and_one_way_methods() {
+        let expecting: Vec<u8> = (0..=255u8).filter(|&m| Method::from(m).expects_response()).collect();
+        let mut want = vec![0x01, 0x02];
+        want.extend(0x10..=0x7F);
+        assert_eq!(expecting, want, "Get, Set and the class requests; not Send/Trap/Report/TrapRepress");
+        for m in [Method::Send, Method::Trap, Method::Report, Method::TrapRepress, Method::GetResp] {
+            assert!(!m.expects_response(), "{m:?}");
+        }
+        assert_eq!(Method::Set.response(), Method::GetResp);
+        assert_eq!(Method::Get.response(), Method::GetResp);
+        assert_eq!(Method::GetTable.response(), Method::GetTableResp);
+        assert_eq!(Method::GetMulti.response(), Method::GetMultiResp);
+        assert_eq!(Method::Delete.response(), Method::DeleteResp);
+        assert_eq!(Method::Report.response(), Method::ReportResp);
+        assert_eq!(Method::from(0x7E).response(), Method::Unknown(0xFE));
+    }
 }
 
 open_enum! {

@@ -89,20 +89,6 @@ impl fmt::Display for Refusal {
     }
 }
 
-/// Methods that expect an answer (IBA 13.4.5): the others (Send, Trap,
-/// Report, responses) are never answered with a status.
-fn expects_response(m: Method) -> bool {
-    matches!(m, Method::Get | Method::Set | Method::GetTable) || (u8::from(m) & 0x80 == 0 && u8::from(m) >= 0x10)
-}
-
-/// The response method to a request (IBA 13.4.5: a Set is answered by GetResp).
-fn response_method(m: Method) -> Method {
-    match m {
-        Method::Set => Method::GetResp,
-        other => Method::from(u8::from(other) | 0x80),
-    }
-}
-
 /// Classifies one unsolicited MAD.
 pub fn classify(dgram: &Datagram) -> Inbound {
     let head = &dgram.mad[..dgram.mad.len().min(MAD_HEADER_LEN)];
@@ -119,7 +105,7 @@ pub fn classify(dgram: &Datagram) -> Inbound {
     }
     match class {
         MgmtClass::SubnMgmtLid | MgmtClass::SubnMgmtDirected => classify_smp(dgram),
-        _ if expects_response(method) => {
+        _ if method.expects_response() => {
             let why = Refusal::Class { class: class.into(), version };
             refuse(dgram, why)
         }
@@ -150,7 +136,7 @@ fn classify_smp(dgram: &Datagram) -> Inbound {
         (Method::Get | Method::Set, attr) => {
             refuse(dgram, Refusal::Attribute { class, method, attribute: attr.into() })
         }
-        (m, _) if expects_response(m) => refuse(dgram, Refusal::Method { class, method }),
+        (m, _) if m.expects_response() => refuse(dgram, Refusal::Method { class, method }),
         (m, a) => Inbound::Ignored { why: format!("SMP {m:?} {a:?} needs no answer") },
     }
 }
@@ -167,7 +153,7 @@ fn refuse(dgram: &Datagram, why: Refusal) -> Inbound {
 /// the direction bit set.
 pub fn status_reply(req: &Datagram, status: u16) -> Option<Datagram> {
     if let Ok(mut smp) = SmpRepr::parse_bytes(&req.mad) {
-        smp.header.method = response_method(smp.header.method);
+        smp.header.method = smp.header.method.response();
         smp.header.status = status;
         if let SmpRoute::Directed { inbound, .. } = &mut smp.route {
             *inbound = true;
@@ -180,7 +166,7 @@ pub fn status_reply(req: &Datagram, status: u16) -> Option<Datagram> {
     let mut mad = req.mad.clone();
     let mut h = MadHeader::new_checked(&mut mad[..MAD_HEADER_LEN]).ok()?;
     let method = h.method();
-    h.set_method(response_method(method));
+    h.set_method(method.response());
     h.set_status(status);
     Some(Datagram { addr: req.addr, mad })
 }

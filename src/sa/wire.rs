@@ -81,12 +81,6 @@ impl Request<'_> {
     }
 }
 
-/// Methods that expect an answer (IBA 13.4.5): requests, not Send, Trap
-/// or Report.
-fn expects_response(method: u8) -> bool {
-    method & 0x80 == 0 && !matches!(method, 0x03 | 0x05 | 0x06 | 0x07)
-}
-
 /// Classifies a received MAD. Never panics.
 pub(crate) fn classify(dgram: &Datagram) -> Received<'_> {
     let mad = &dgram.mad[..];
@@ -99,7 +93,7 @@ pub(crate) fn classify(dgram: &Datagram) -> Received<'_> {
     let method = h.method();
     let tid = h.transaction_id();
     if h.class_version() != SA_CLASS_VERSION {
-        return Received::BadVersion { version: h.class_version(), answerable: expects_response(method.into()) };
+        return Received::BadVersion { version: h.class_version(), answerable: method.expects_response() };
     }
     let rmpp_active = mad.len() > rmpp::TIME_FLAGS && mad[rmpp::TIME_FLAGS] & rmpp::FLAG_ACTIVE != 0;
     if rmpp_active && mad[rmpp::TYPE] != rmpp::TYPE_DATA {
@@ -108,9 +102,10 @@ pub(crate) fn classify(dgram: &Datagram) -> Received<'_> {
     if method.is_response() {
         return Received::Response { method, tid };
     }
-    if !expects_response(method.into()) {
+    if !method.expects_response() {
         // Send, Trap, Report: one-way methods the SA does not take, and
-        // never answered with a status (IBA 13.4.7).
+        // codes no request has; never answered with a status (IBA 13.4.7,
+        // as the dispatcher).
         return Received::Malformed;
     }
     let Ok(sa) = SaMad::new_checked(mad) else {
@@ -141,14 +136,6 @@ pub(crate) fn classify(dgram: &Datagram) -> Received<'_> {
     Received::Request(request)
 }
 
-/// The response method to `method` (IBA 15.2.2, Table 190).
-pub(crate) fn response_method(method: Method) -> Method {
-    match method {
-        Method::Set => Method::GetResp,
-        other => Method::from(u8::from(other) | 0x80),
-    }
-}
-
 /// The header of an answer to `req`: its header with the response method,
 /// `status`, no RMPP, SM_Key 0 (IBA 15.2.1.1: the SA does not reveal its
 /// key) and `attribute_offset`; the ComponentMask is echoed.
@@ -158,7 +145,7 @@ pub(crate) fn answer_header(req: &Request<'_>, status: u16, attribute_offset: u1
     let repr = MadHeaderRepr {
         mgmt_class: MgmtClass::SubnAdm,
         class_version: SA_CLASS_VERSION,
-        method: response_method(req.method),
+        method: req.method.response(),
         status,
         class_specific: 0,
         transaction_id: req.tid,
@@ -211,7 +198,7 @@ pub(crate) fn status_echo(dgram: &Datagram, status_word: u16) -> Option<Datagram
     mad.resize(MAD_SIZE, 0);
     let mut h = MadHeader::new_checked(&mut mad[..MAD_HEADER_LEN]).ok()?;
     let method = h.method();
-    h.set_method(response_method(method));
+    h.set_method(method.response());
     h.set_status(status_word);
     Some(Datagram { addr: dgram.addr, mad })
 }
@@ -299,6 +286,10 @@ mod tests {
         assert!(matches!(classify(&Datagram { addr: ack.addr, mad: vec![1, 3] }), Received::Malformed));
         assert!(matches!(classify(&get(0x03, 2)), Received::Malformed), "Send is one-way");
         assert!(matches!(classify(&get(0x06, 2)), Received::Malformed), "the SA takes no Report");
+        for undefined in [0x00, 0x04, 0x08, 0x0F] {
+            assert!(matches!(classify(&get(undefined, 2)), Received::Malformed), "{undefined:#x} is no request");
+        }
+        assert!(matches!(classify(&get(0x04, 1)), Received::BadVersion { answerable: false, .. }));
         let echo = status_echo(&get(0x01, 1), BAD_VERSION).unwrap();
         assert_eq!((&echo.mad[..4], &echo.mad[4..6]), (&[1, 0x03, 1, 0x81][..], &[0, 4][..]));
     }
