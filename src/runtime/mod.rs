@@ -10,8 +10,10 @@
 //!        ├──────────── sweep slot (one job) ◄────────┤   discover | take_charge | light sweep,
 //!        │                                           │   each owning the SubnetManager while it runs
 //!        └──────────── side jobs (FuturesUnordered) ◄┘   polls of the master, SMInfo Sets,
-//!                                                        own-port checks: each ends as an Event
-//!  timers: Election::poll_timeout and the sweep interval, one sleep in the owner's select
+//!                                                        own-port checks: each ends as an Event;
+//!                                                        a standby's mirror read of the master's
+//!                                                        SA (one at a time) ends as SaInput::Mirror
+//!  timers: Election::poll_timeout, the sweep interval and the mirror interval, one sleep in the owner's select
 //! ```
 //!
 //! The owner loop: carry out the election's actions, then wait for the
@@ -113,7 +115,25 @@ enum SweepWork {
 }
 
 type SweepJob<T> = Pin<Box<dyn Future<Output = (SubnetManager<T>, SweepDone)> + Send>>;
-type SideJob = Pin<Box<dyn Future<Output = Option<Event>> + Send>>;
+type SideJob = Pin<Box<dyn Future<Output = Option<SideDone>> + Send>>;
+
+/// What a side job ended with.
+enum SideDone {
+    Election(Event),
+    Mirror(sa_task::MirrorOutcome),
+}
+
+/// A standby's mirror reads of the master's SA (`crate::sa::mirror`).
+#[derive(Debug, Default)]
+struct MirrorReads {
+    /// When the next read starts (only while STANDBY, with mirroring on).
+    next: Option<Duration>,
+    /// A read is under way (never two at once).
+    running: bool,
+    /// The reads are failing: the first failure of a run was logged as a
+    /// warning, the others at debug until a read works again.
+    failing: bool,
+}
 
 /// Everything the owner task owns.
 struct Owner<T: Transport + Clone> {
@@ -147,6 +167,7 @@ struct Owner<T: Transport + Clone> {
     master_swept: bool,
     /// When the last "SA queue full" line was logged.
     sa_drop_logged: Option<Duration>,
+    mirror: MirrorReads,
 }
 
 /// Runs the SM until `shutdown` resolves (or, with `once`, until the subnet
@@ -200,6 +221,7 @@ pub async fn run<T: Transport + Clone>(
         sa,
         master_swept: false,
         sa_drop_logged: None,
+        mirror: MirrorReads::default(),
     };
     let mut operator = if owner.options.operator_signals {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok()
@@ -218,8 +240,14 @@ pub async fn run<T: Transport + Clone>(
         if job.is_none() {
             job = owner.next_job();
         }
-        let wake =
-            [owner.election.poll_timeout(), owner.next_sweep.filter(|_| job.is_none())].into_iter().flatten().min();
+        let wake = [
+            owner.election.poll_timeout(),
+            owner.next_sweep.filter(|_| job.is_none()),
+            owner.mirror.next.filter(|_| !owner.mirror.running),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let sleep = async {
             match wake {
                 Some(at) => tokio::time::sleep_until(owner.started + at).await,
@@ -254,13 +282,15 @@ pub async fn run<T: Transport + Clone>(
                     return end;
                 }
             }
-            Some(event) = side.next(), if !side.is_empty() => {
-                if let Some(e) = event {
+            Some(done) = side.next(), if !side.is_empty() => match done {
+                Some(SideDone::Election(e)) => {
                     let now = owner.now();
                     owner.election.handle(now, e);
                 }
-            }
-            _ = sleep => owner.on_wake(job.is_some()),
+                Some(SideDone::Mirror(outcome)) => owner.on_mirror_read(outcome),
+                None => {}
+            },
+            _ = sleep => owner.on_wake(job.is_some(), &mut side),
             Some(()) = operator_asks => {
                 info!("operator asks for a handover (SIGUSR1)");
                 let now = owner.now();
@@ -341,6 +371,13 @@ impl<T: Transport + Clone> Owner<T> {
                 if to != State::Master {
                     self.master_swept = false;
                 }
+                // A standby mirrors the master's SA, the first read one
+                // interval after it became standby.
+                if to != State::Standby {
+                    self.mirror.next = None;
+                } else if from != State::Standby {
+                    self.mirror.next = self.config.sa.mirror_interval().map(|i| self.now() + i);
+                }
                 self.sa.set_serving(self.sa_serving());
                 self.tell_sa_sm_info();
                 if self.options.once && matches!(to, State::Standby | State::NotActive) {
@@ -356,9 +393,18 @@ impl<T: Transport + Clone> Owner<T> {
 
     /// Timers. The sweep interval waits while a sweep runs or is queued: a
     /// light sweep must not slip between a discovery and its programming.
-    fn on_wake(&mut self, sweeping: bool) {
+    fn on_wake(&mut self, sweeping: bool, side: &mut FuturesUnordered<SideJob>) {
         let now = self.now();
         self.election.handle_timeout(now);
+        if !self.mirror.running && self.mirror.next.is_some_and(|at| at <= now) {
+            self.mirror.next = None;
+            if self.election.state() == State::Standby && self.election.master().is_some() {
+                self.mirror.running = true;
+                side.push(self.mirror_read());
+            } else if self.election.state() == State::Standby {
+                self.mirror.next = self.config.sa.mirror_interval().map(|i| now + i);
+            }
+        }
         if !sweeping && self.queue.is_empty() && self.next_sweep.is_some_and(|at| at <= now) {
             self.next_sweep = None;
             if self.election.state() != State::Master {
@@ -633,13 +679,15 @@ impl<T: Transport + Clone> Owner<T> {
             let answer = match (master.addr.path, master.addr.lid) {
                 (Some(path), _) => client.dr_get_with_data(&path, AttributeId::SmInfo, 0, data).await,
                 (None, lid) if lid.is_unicast() => client.lid_get(lid, AttributeId::SmInfo, 0).await,
-                (None, _) => return Some(Event::PollFailed { why: format!("no route to {master}") }),
+                (None, _) => {
+                    return Some(SideDone::Election(Event::PollFailed { why: format!("no route to {master}") }))
+                }
             };
-            Some(match answer.map(|smp| SmInfoRepr::parse_bytes(&smp.data)) {
+            Some(SideDone::Election(match answer.map(|smp| SmInfoRepr::parse_bytes(&smp.data)) {
                 Ok(Ok(info)) => Event::PollAnswered { info },
                 Ok(Err(e)) => Event::PollFailed { why: format!("unreadable SMInfo: {e}") },
                 Err(e) => Event::PollFailed { why: e.to_string() },
-            })
+            }))
         })
     }
 
@@ -658,7 +706,7 @@ impl<T: Transport + Clone> Owner<T> {
                 .map_err(|e| e.to_string())
                 .and_then(|smp| SmInfoRepr::parse_bytes(&smp.data).map_err(|e| format!("unreadable SMInfo: {e}")));
             match control {
-                SmControl::Handover => Some(Event::HandoverSent { to: to.info.guid, result }),
+                SmControl::Handover => Some(SideDone::Election(Event::HandoverSent { to: to.info.guid, result })),
                 _ => {
                     if let Err(e) = result {
                         debug!(to = %to, control = ?control, error = %e, "SubnSet(SMInfo) not accepted");
@@ -674,14 +722,50 @@ impl<T: Transport + Clone> Owner<T> {
         let client = self.client.clone();
         Box::pin(async move {
             let r = client.dr_get(&DrPath::local(), AttributeId::PortInfo, 0).await;
-            Some(match r.map(|smp| PortInfoRepr::parse_data(&smp.data)) {
+            Some(SideDone::Election(match r.map(|smp| PortInfoRepr::parse_data(&smp.data)) {
                 Ok(Ok(pi)) if pi.port_state == PortState::Down => {
                     Event::OwnPort { up: false, why: "PortState is Down".into() }
                 }
                 Ok(Ok(pi)) => Event::OwnPort { up: true, why: format!("PortState {:?}", pi.port_state) },
                 Ok(Err(e)) => Event::OwnPort { up: false, why: format!("unreadable PortInfo: {e}") },
                 Err(e) => Event::OwnPort { up: false, why: e.to_string() },
-            })
+            }))
         })
+    }
+
+    /// One read of the master's SA tables (see `sa_task::read_mirror`).
+    fn mirror_read(&self) -> SideJob {
+        let (smp, transport, key) = (self.client.clone(), self.transport.clone(), self.config.sa.sa_key);
+        Box::pin(async move { Some(SideDone::Mirror(sa_task::read_mirror(smp, transport, key).await)) })
+    }
+
+    /// A mirror read ended: what answered goes to the SA (while still
+    /// STANDBY), and the next read is due one interval later.
+    fn on_mirror_read(&mut self, outcome: sa_task::MirrorOutcome) {
+        self.mirror.running = false;
+        let standby = self.election.state() == State::Standby;
+        if standby {
+            self.mirror.next = self.config.sa.mirror_interval().map(|i| self.now() + i);
+        }
+        let lid = outcome.master_lid;
+        if !outcome.errors.is_empty() {
+            let errors = outcome.errors.join("; ");
+            if self.mirror.failing {
+                debug!(master_lid = %lid, errors = %errors, "mirror read of the master's SA failed again");
+            } else {
+                self.mirror.failing = true;
+                warn!(
+                    master_lid = %lid,
+                    errors = %errors,
+                    "mirror read of the master's SA failed; the previous mirror is kept (more failures at debug level)"
+                );
+            }
+        } else if self.mirror.failing {
+            self.mirror.failing = false;
+            info!(master_lid = %lid, "mirror reads of the master's SA work again");
+        }
+        if standby && !outcome.read.is_empty() {
+            self.hand_to_sa(sa_task::SaInput::Mirror(outcome.read));
+        }
     }
 }

@@ -6,23 +6,33 @@
 //!  owner task ── SaInput (bounded mpsc) ──► SA task ── SaAgent (crate::sa)
 //!  Snapshots ─── watch (sequence) ───────►    │        answers, RMPP, Reports
 //!  owner task ── watch (Serving) ────────►    └──► Transport::send
+//!
+//!  owner side job (standby): read_mirror ── SaClient GetTables of the master's SA
+//!                                          └──► the owner ── SaInput::Mirror ──► SA task
 //! ```
 //!
 //! A separate task, so a flood of queries never delays the owner's sweep
 //! and election work; the queue in front of it is bounded and the owner
 //! counts what it could not queue. The task ends when the owner drops its
 //! [`SaHandle`].
+//!
+//! [`read_mirror`] is the standby's read of the master's SA state
+//! (`crate::sa::mirror`); the owner runs it as a side job, one at a time.
 
 use std::time::Duration;
+
+use std::future::Future;
 
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
 use super::metrics::Metrics;
 use super::snapshot::Snapshots;
-use crate::mad::{NoticeRepr, SmInfoRepr};
-use crate::sa::{SaAgent, SaConfig, Serving};
-use crate::transport::{Datagram, Transport};
+use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, SaRecord, ServiceRecordRepr};
+use crate::mad::{AttributeId, DrPath, NoticeRepr, PortInfoRepr, SmInfoRepr, SmpAttribute};
+use crate::sa::{MirrorRead, SaAgent, SaConfig, Serving};
+use crate::transport::sa_client::{SaClient, SaError};
+use crate::transport::{Datagram, LocalPort, SmpClient, Transport, TransportError, TransportStats};
 use crate::types::{Guid, Lid};
 
 /// How often the SA's counters are copied to the metrics.
@@ -40,6 +50,8 @@ pub enum SaInput {
     Trap { notice: NoticeRepr, from: Lid },
     /// This SM's SMInfo as it stands, for its SMInfoRecord.
     SmInfo(SmInfoRepr),
+    /// A standby's read of the master's SA tables.
+    Mirror(MirrorRead),
 }
 
 /// The owner's end: queue MADs, tell the role. Dropping it ends the task.
@@ -128,6 +140,7 @@ async fn run<T: Transport>(
                 Some(SaInput::Mad(d)) => agent.handle_mad(now(), &d),
                 Some(SaInput::Trap { notice, from }) => agent.handle_trap(now(), &notice, from),
                 Some(SaInput::SmInfo(info)) => agent.set_sm_info(info),
+                Some(SaInput::Mirror(read)) => agent.handle_mirror(now(), read),
                 None => {
                     debug!("SA task ends: the owner is gone");
                     return;
@@ -136,6 +149,15 @@ async fn run<T: Transport>(
             changed = serving.changed() => {
                 if changed.is_err() {
                     return;
+                }
+                // The owner publishes a master sweep's snapshot before it
+                // says MASTER: take the snapshot first, so a takeover
+                // finds its ports in the new master's fabric.
+                if published.has_changed().unwrap_or(false) {
+                    published.borrow_and_update();
+                    if let Some(s) = snapshots.latest() {
+                        agent.new_snapshot(now(), s);
+                    }
                 }
                 let s = *serving.borrow_and_update();
                 agent.set_serving(now(), s);
@@ -155,5 +177,112 @@ async fn run<T: Transport>(
                 }
             }
         }
+    }
+}
+
+/// What one mirror read found: the tables that answered, and why the
+/// others (or the whole read) failed.
+#[derive(Debug, Default)]
+pub struct MirrorOutcome {
+    /// The master's LID, as our port's MasterSMLID says (0 if unread).
+    pub master_lid: Lid,
+    pub read: MirrorRead,
+    pub errors: Vec<String>,
+}
+
+/// Reads the master's ServiceRecord, InformInfoRecord and GUIDInfoRecord
+/// tables (GetTable, every record, trusted with `sa_key` so ServiceKeys and
+/// subscriber QPNs are shown). The master is the SM our port's PortInfo
+/// names (MasterSMLID), read first: the transport's own idea of the SM LID
+/// dates from when it opened.
+///
+/// With ibsm as the master the tables come whole through RMPP. OpenSM
+/// answers the same GetTables, but on ibsim its multi-MAD answers (the
+/// kernel's RMPP) reach us truncated to the first segment, so with OpenSM
+/// on ibsim only tables that fit one MAD mirror (a truncated transfer
+/// fails and keeps the previous copy of that table).
+pub async fn read_mirror<T: Transport + Clone>(smp: SmpClient<T>, transport: T, sa_key: u64) -> MirrorOutcome {
+    let mut out = MirrorOutcome::default();
+    let read = smp.dr_get(&DrPath::local(), AttributeId::PortInfo, 0).await;
+    let master_lid = match read.map(|r| PortInfoRepr::parse_data(&r.data)) {
+        Ok(Ok(pi)) if pi.master_sm_lid.is_unicast() => pi.master_sm_lid,
+        Ok(Ok(pi)) => {
+            out.errors.push(format!("our port's MasterSMLID is {}: no master to read", pi.master_sm_lid));
+            return out;
+        }
+        Ok(Err(e)) => {
+            out.errors.push(format!("our PortInfo is unreadable: {e}"));
+            return out;
+        }
+        Err(e) => {
+            out.errors.push(format!("reading our PortInfo: {e}"));
+            return out;
+        }
+    };
+    out.master_lid = master_lid;
+    let sa = match SaClient::new(AtMaster { inner: transport, master_lid }) {
+        Ok(c) => c.with_sm_key(sa_key),
+        Err(e) => {
+            out.errors.push(e.to_string());
+            return out;
+        }
+    };
+    let mut silent = false;
+    out.read.services = table::<_, ServiceRecordRepr>(&sa, &mut out.errors, &mut silent).await;
+    out.read.subscriptions = table::<_, InformInfoRecordRepr>(&sa, &mut out.errors, &mut silent).await;
+    out.read.guid_info = table::<_, GuidInfoRecordRepr>(&sa, &mut out.errors, &mut silent).await;
+    out
+}
+
+/// Every record of one table (component mask 0), or `None` with the error
+/// noted. After a request got no answer at all (`silent`), the next
+/// tables are not asked: a master that died, or one whose `sa_key`
+/// differs from ours (it drops our requests), would not answer them
+/// either.
+async fn table<T: Transport, R: SaRecord + Default>(
+    sa: &SaClient<T>,
+    errors: &mut Vec<String>,
+    silent: &mut bool,
+) -> Option<Vec<R>> {
+    if *silent {
+        return None;
+    }
+    match sa.get_table::<R>(0, &R::default()).await {
+        Ok(records) => Some(records),
+        Err(e) => {
+            if matches!(e, SaError::Transport(TransportError::Timeout { .. })) {
+                *silent = true;
+                errors.push(format!("{e} (a dead master, or one with another [sa] sa_key, answers nothing)"));
+            } else {
+                errors.push(e.to_string());
+            }
+            None
+        }
+    }
+}
+
+/// The transport with `master_lid` as its port's SM LID, which is where
+/// [`SaClient`] sends.
+#[derive(Clone)]
+struct AtMaster<T> {
+    inner: T,
+    master_lid: Lid,
+}
+
+impl<T: Transport> Transport for AtMaster<T> {
+    fn request(&self, dgram: Datagram) -> impl Future<Output = Result<Datagram, TransportError>> + Send {
+        self.inner.request(dgram)
+    }
+    fn request_rmpp(&self, dgram: Datagram) -> impl Future<Output = Result<Datagram, TransportError>> + Send {
+        self.inner.request_rmpp(dgram)
+    }
+    fn send(&self, dgram: Datagram) -> Result<(), TransportError> {
+        self.inner.send(dgram)
+    }
+    fn local_port(&self) -> LocalPort {
+        LocalPort { sm_lid: self.master_lid, ..self.inner.local_port() }
+    }
+    fn stats(&self) -> TransportStats {
+        self.inner.stats()
     }
 }
