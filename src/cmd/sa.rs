@@ -714,72 +714,162 @@ async fn flood_cmd(args: FloodArgs) -> ExitCode {
     }
 }
 
-/// `ibsm sa flood --sim`: ibsm's whole runtime on one port of the
-/// in-process fabric, the flood from another, in real time (the fabric
-/// delivers at once, so what is measured is the SA and the transports).
+/// `ibsm sa flood --sim`: the SA's own ceiling, no transport in between.
+/// ibsm's runtime brings the in-process fabric up (in virtual time, on a
+/// thread of its own) and publishes its snapshot; then the SA core
+/// ([`crate::sa::SaAgent`], what the SA task runs) is handed the queries
+/// one after another on this thread and every answer is taken out, timed
+/// with the wall clock. `--concurrency` has no meaning here (one core, one
+/// query at a time); the report says 1.
 mod sim {
+    use std::sync::Arc;
+    use std::time::Instant;
+
     use super::*;
     use crate::config::Config;
-    use crate::runtime::snapshot::Snapshots;
+    use crate::mad::header::MadHeader;
+    use crate::mad::sa::{path_mask, SaMad};
+    use crate::mad::{AttributeId, MadHeaderRepr, Method, MgmtClass, MAD_SIZE};
+    use crate::runtime::snapshot::{Snapshot, Snapshots};
     use crate::runtime::{run, RunOptions};
+    use crate::sa::{SaAgent, SaConfig, Serving};
     use crate::sim::{FabricBuilder, SimDevice};
     use crate::topology::{PortRef, Topology};
     use crate::transport::io_thread::MadTransport;
+    use crate::transport::{Datagram, MadAddress};
+    use crate::types::Guid;
 
-    pub async fn flood(args: &FloodArgs) -> Result<FloodReport, String> {
-        let spec = args.port.sim.as_deref().unwrap_or("builtin");
-        let spec = if spec == "builtin" { backend::BUILTIN_TOPOLOGY } else { spec };
+    /// The fabric up and its snapshot, with the host LIDs and the SM
+    /// port's GUID: the runtime as `ibsm run --sim` runs it (its port's
+    /// I/O thread drives the fabric's time), stopped once it published.
+    async fn swept(spec: &str, seed: u64, sm_node: Option<&str>) -> Result<(Arc<Snapshot>, Vec<u16>, Guid), String> {
         let topo = Topology::from_spec_or_file(spec).map_err(|e| format!("topology {spec}: {e}"))?;
-        let fabric = FabricBuilder::new(&topo).seed(args.port.seed).build_shared().map_err(|e| e.to_string())?;
+        let fabric = FabricBuilder::new(&topo).seed(seed).build_shared().map_err(|e| e.to_string())?;
         let hosts: Vec<_> = topo.hosts().collect();
-        let sm_node = match &args.port.sm_node {
+        let sm = match sm_node {
             Some(name) => topo.node_by_name(name).ok_or_else(|| format!("no node `{name}` in {spec}"))?,
             None => *hosts.first().ok_or("the fabric has no host")?,
         };
-        let client_node = *hosts.iter().rev().find(|&&h| h != sm_node).ok_or("the fabric needs a second host")?;
-
-        let dev = SimDevice::attach(&fabric, sm_node, 1).map_err(|e| e.to_string())?;
+        let dev = SimDevice::attach(&fabric, sm, 1).map_err(|e| e.to_string())?;
         dev.set_is_sm(true);
         let (transport, unsolicited) = MadTransport::spawn(dev, TxnConfig::default());
         let snapshots = Snapshots::new();
         let options = RunOptions { persist_lids: false, snapshots: snapshots.clone(), ..RunOptions::default() };
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let sm = tokio::spawn(run(transport, unsolicited, Config::default(), options, async {
-            let _ = stopped.await;
-        }));
-        let t0 = tokio::time::Instant::now();
-        while !snapshots.latest().is_some_and(|s| s.sweep.subnet_up()) {
-            if sm.is_finished() || t0.elapsed() > Duration::from_secs(120) {
+        let task = tokio::spawn(run(transport, unsolicited, Config::default(), options, std::future::pending::<()>()));
+        let t0 = std::time::Instant::now();
+        let snap = loop {
+            if let Some(s) = snapshots.latest().filter(|s| s.sweep.subnet_up()) {
+                break s;
+            }
+            if task.is_finished() || t0.elapsed() > Duration::from_secs(600) {
                 return Err(format!("ibsm did not bring {spec} up in-process"));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        };
+        task.abort();
+        let f = fabric.lock().unwrap();
+        let lids = hosts.iter().filter_map(|&h| f.lid_of(PortRef { node: h, port: 1 }).ok()).map(|l| l.0).collect();
+        Ok((snap, lids, topo.node(sm).port_guid(1)))
+    }
 
+    /// A SubnAdmGet(PathRecord) or GetTable(NodeRecord) from `from`.
+    fn query(kind: FloodKind, tid: u64, from: u16, pair: (u16, u16)) -> Datagram {
+        let mut mad = vec![0u8; MAD_SIZE];
+        let (method, attribute, mask) = match kind {
+            FloodKind::Path => (Method::Get, 0x0035, path_mask::SLID | path_mask::DLID),
+            FloodKind::Nodes => (Method::GetTable, 0x0011, 0),
+        };
+        let header = MadHeaderRepr {
+            mgmt_class: MgmtClass::SubnAdm,
+            class_version: 2,
+            method,
+            status: 0,
+            class_specific: 0,
+            transaction_id: tid,
+            attribute_id: AttributeId::from(attribute),
+            attribute_modifier: 0,
+        };
+        header.emit(&mut MadHeader::new_checked(&mut mad[..]).expect("a whole MAD holds a header"));
+        let mut sa = SaMad::new_checked(&mut mad[..]).expect("a whole MAD holds the SA header");
+        sa.set_component_mask(mask);
+        if kind == FloodKind::Path {
+            let rec = PathRecordRepr { slid: pair.0, dlid: pair.1, ..Default::default() };
+            let _ = rec.emit(&mut sa.data_mut()[..crate::mad::sa::PATH_RECORD_LEN]);
+        }
+        Datagram { addr: MadAddress::gsi(Lid(from), 0), mad }
+    }
+
+    pub async fn flood(args: &FloodArgs) -> Result<FloodReport, String> {
+        let spec = args.port.sim.as_deref().unwrap_or("builtin");
+        let spec = if spec == "builtin" { backend::BUILTIN_TOPOLOGY } else { spec };
+        let (snap, lids, sm_guid) = swept(spec, args.port.seed, args.port.sm_node.as_deref()).await?;
+        let records = match args.kind {
+            FloodKind::Path => 1,
+            FloodKind::Nodes => snap.sweep.subnet.nodes.len() as u64,
+        };
         let pairs = match flood_pairs(args)? {
             p if !p.is_empty() => p,
-            // Every host to every other, from the fabric's own LIDs.
-            _ => {
-                let f = fabric.lock().unwrap();
-                let lids: Vec<u16> =
-                    hosts.iter().filter_map(|&h| f.lid_of(PortRef { node: h, port: 1 }).ok()).map(|l| l.0).collect();
-                lids.iter().flat_map(|&a| lids.iter().filter(move |&&b| b != a).map(move |&b| (a, b))).collect()
+            // Every host to the host half the fabric away.
+            _ => (0..lids.len()).map(|i| (lids[i], lids[(i + lids.len() / 2) % lids.len()])).collect(),
+        };
+        let from = *lids.last().ok_or("no host")?;
+
+        let mut agent = SaAgent::new(SaConfig::default(), sm_guid);
+        let start = Instant::now();
+        let now = || start.elapsed();
+        agent.set_serving(now(), Serving::Master);
+        agent.new_snapshot(now(), snap);
+        let deadline = Duration::from_secs_f64(args.duration.max(0.0));
+        let mut t = Tally::default();
+        let mut tid = 0u64;
+        while now() < deadline {
+            tid += 1;
+            let d = query(args.kind, tid, from, pairs[tid as usize % pairs.len()]);
+            let t0 = Instant::now();
+            agent.handle_mad(now(), &d);
+            // The answer (a GetTable's first RMPP window too) is what the
+            // SA task would send next.
+            let mut got = None;
+            while let Some(out) = agent.poll_transmit(now()) {
+                got.get_or_insert(out);
             }
-        };
-        let cdev = SimDevice::attach(&fabric, client_node, 1).map_err(|e| e.to_string())?;
-        let (ct, unsolicited) = MadTransport::spawn(cdev, flood_txn(args));
-        // Nothing comes unasked to a client; the receiver must stay open.
-        let _keep = unsolicited;
-        let client = SaClient::new(ct).map_err(|e| e.to_string())?;
-        let plan = FloodPlan {
-            kind: args.kind,
-            pairs,
-            duration: Duration::from_secs_f64(args.duration.max(0.0)),
-            concurrency: args.concurrency,
-        };
-        let report = super::flood(&client, &plan).await;
-        let _ = stop.send(());
-        let _ = sm.await;
-        Ok(report)
+            let took = t0.elapsed();
+            t.sent += 1;
+            match got.as_ref().and_then(|g| MadHeader::new_checked(&g.mad[..]).ok().map(|h| h.status())) {
+                Some(0) => {
+                    t.answered += 1;
+                    t.latency_us.push(took.as_micros() as u64);
+                }
+                Some(status) => {
+                    t.errors += 1;
+                    *t.failures.entry(format!("SA status {status:#06x}")).or_default() += 1;
+                }
+                None => {
+                    t.lost += 1;
+                    *t.failures.entry("no answer".into()).or_default() += 1;
+                }
+            }
+            if args.kind == FloodKind::Nodes {
+                // Nobody ACKs: end the transfer so the next one starts.
+                agent.set_serving(now(), Serving::NotMaster);
+                agent.set_serving(now(), Serving::Master);
+            }
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        Ok(FloodReport {
+            kind: format!("{:?} (SA core, one thread)", args.kind).to_lowercase(),
+            concurrency: 1,
+            elapsed_s: elapsed,
+            sent: t.sent,
+            answered: t.answered,
+            lost: t.lost,
+            errors: t.errors,
+            failures: t.failures,
+            qps: if elapsed > 0.0 { t.answered as f64 / elapsed } else { 0.0 },
+            latency_ms: Latency::of(t.latency_us),
+            records_min: records,
+            records_max: records,
+        })
     }
 }
 
