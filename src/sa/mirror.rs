@@ -535,6 +535,9 @@ mod tests {
         let iir = fetch(&mut a, &query(0x12, &InformInfoRecordRepr::default(), 0, SA_KEY, sm_lid()));
         let rec = &iir.parse::<InformInfoRecordRepr>()[0];
         assert_eq!((rec.subscriber_gid, rec.inform_info.qpn), (gid(h1), 0x42));
+        // Untrusted requesters are not shown the subscriber's QP.
+        let iir = fetch(&mut a, &query(0x12, &InformInfoRecordRepr::default(), 0, 0, sm_lid()));
+        assert_eq!(iir.parse::<InformInfoRecordRepr>()[0].inform_info.qpn, 0);
     }
 
     #[test]

@@ -105,6 +105,10 @@ pub enum Serving {
     Master,
 }
 
+/// InformInfoRecord components untrusted requesters never see: the QPN
+/// (component 11, `inform_info_record_mask::QPN`).
+const INFORM_INFO_RECORD_SECRETS: &[usize] = &[11];
+
 /// ClassPortInfo.RespTimeValue: 4.096 µs × 2^16 ≈ 268 ms, the first step
 /// above a 200 ms transaction timeout (how OpenSM derives it). The agent
 /// itself answers in microseconds; the margin is the runtime's queue.
@@ -551,7 +555,9 @@ impl SaAgent {
             A::PathRecord => self.path_record(now, req),
             A::MultiPathRecord => self.multi_path_record(now, req),
             A::InformInfoRecord => {
-                let spec = Spec::of::<InformInfoRecordRepr>(&[]);
+                // QPN 0 to untrusted requesters (IBA C15-0.2-1.16, as
+                // OpenSM): a subscriber's QP is for the SA's Reports.
+                let spec = Spec::of::<InformInfoRecordRepr>(INFORM_INFO_RECORD_SECRETS);
                 let records = self.subscriptions.records();
                 let result = self.run(req, spec, trusted, |_, q| {
                     for r in &records {
