@@ -31,9 +31,9 @@
 
 use std::time::Duration;
 
-use crate::mad::rmpp::{RmppHeader, RmppStatus, RmppType, RMPP_DATA_OFFSET};
+use crate::mad::rmpp::{RmppHeader, RmppStatus, RmppType, RMPP_DATA_OFFSET, RMPP_SEGMENT_DATA};
 use crate::mad::sa::SA_DATA_OFFSET;
-use crate::mad::{MadHeader, MgmtClass, WireError, MAD_HEADER_LEN};
+use crate::mad::{MadHeader, MgmtClass, WireError, MAD_HEADER_LEN, MAD_SIZE};
 
 pub mod receiver;
 pub mod sender;
@@ -164,6 +164,56 @@ pub fn describe(status: RmppStatus) -> &'static str {
         RmppStatus::Unspecified => "unspecified",
         RmppStatus::Unknown(128..=191) => "class specific",
         RmppStatus::Unknown(_) => "reserved",
+    }
+}
+
+/// How one transfer's data splits into segments, and the PayloadLength
+/// each segment carries (IBA 13.6.2.3, counted as the kernel counts it):
+/// every segment repeats a `header_len`-byte header (common, RMPP and
+/// class header: 56 for SA) and carries `256 - header_len` bytes of data;
+/// PayloadLength counts RMPP payload, everything after byte 36, so the
+/// first segment says `segments × 220 - pad` (the whole transfer), the
+/// last `220 - pad` (its own share), the others 0, `pad` being the unused
+/// tail of the last segment's data. One segment is first and last at
+/// once: its own share is the whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segmentation {
+    /// Data bytes per segment.
+    pub data_per_segment: usize,
+    /// At least 1: no data is one segment carrying only the header.
+    pub segments: u32,
+    /// Unused bytes at the end of the last segment's data.
+    pub pad: usize,
+}
+
+impl Segmentation {
+    /// The segments of `data_len` bytes behind a `header_len`-byte header.
+    /// Errors: a header outside 36..=255 bytes (`Template`), or more data
+    /// than a 32-bit PayloadLength counts (`PayloadTooLong`).
+    pub fn new(header_len: usize, data_len: usize) -> Result<Self, RmppError> {
+        if !(RMPP_DATA_OFFSET..MAD_SIZE).contains(&header_len) {
+            return Err(RmppError::Template { len: header_len });
+        }
+        let data_per_segment = MAD_SIZE - header_len;
+        let segments = data_len.div_ceil(data_per_segment).max(1);
+        let pad = segments * data_per_segment - data_len;
+        let total = (segments as u64) * (RMPP_SEGMENT_DATA as u64) - pad as u64;
+        if total > u64::from(u32::MAX) {
+            return Err(RmppError::PayloadTooLong { len: data_len });
+        }
+        Ok(Segmentation { data_per_segment, segments: segments as u32, pad })
+    }
+
+    /// PayloadLength of segment `n` (1-based).
+    pub fn payload_length(&self, n: u32) -> u32 {
+        let per = RMPP_SEGMENT_DATA as u32;
+        if n == self.segments {
+            per - self.pad as u32
+        } else if n == 1 {
+            self.segments * per - self.pad as u32
+        } else {
+            0
+        }
     }
 }
 

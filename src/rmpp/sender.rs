@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
-use super::{identity, same_tid, RmppConfig, RmppError, TransferState};
-use crate::mad::rmpp::{RmppHeaderRepr, RmppStatus, RmppType, RMPP_DATA_OFFSET, RMPP_SEGMENT_DATA};
+use super::{identity, same_tid, RmppConfig, RmppError, Segmentation, TransferState};
+use crate::mad::rmpp::{RmppHeaderRepr, RmppStatus, RmppType};
 use crate::mad::MAD_SIZE;
 
 /// What a sender did, for tests and counters.
@@ -35,11 +35,9 @@ pub struct RmppSender {
     /// The header every segment repeats (its RMPP bytes are rewritten).
     template: Vec<u8>,
     payload: Vec<u8>,
-    /// Data bytes per segment: 256 minus the template.
-    seg_data: usize,
+    /// Segments and their PayloadLengths.
+    layout: Segmentation,
     segments: u32,
-    /// Unused bytes at the end of the last segment's data.
-    pad: usize,
     started: Duration,
     /// Every segment up to this one is acknowledged.
     last_ack: u32,
@@ -63,24 +61,13 @@ impl RmppSender {
     /// of every segment (common MAD header and class header; N = 56 for
     /// SA). The template's bytes 24..36 are overwritten in each segment.
     pub fn new(now: Duration, template: &[u8], payload: Vec<u8>, cfg: RmppConfig) -> Result<Self, RmppError> {
-        if !(RMPP_DATA_OFFSET..MAD_SIZE).contains(&template.len()) {
-            return Err(RmppError::Template { len: template.len() });
-        }
-        let seg_data = MAD_SIZE - template.len();
-        let segments = payload.len().div_ceil(seg_data).max(1);
-        let pad = segments * seg_data - payload.len();
-        // The first PayloadLength counts every segment's RMPP payload.
-        let total = (segments as u64) * (RMPP_SEGMENT_DATA as u64) - pad as u64;
-        if total > u64::from(u32::MAX) {
-            return Err(RmppError::PayloadTooLong { len: payload.len() });
-        }
+        let layout = Segmentation::new(template.len(), payload.len())?;
         Ok(RmppSender {
             cfg,
             template: template.to_vec(),
             payload,
-            seg_data,
-            segments: segments as u32,
-            pad,
+            layout,
+            segments: layout.segments,
             started: now,
             last_ack: 0,
             window_last: 1,
@@ -150,17 +137,11 @@ impl RmppSender {
         let hdr = self.template.len();
         mad[..hdr].copy_from_slice(&self.template);
         let (first, last) = (n == 1, n == self.segments);
-        let rmpp_data = RMPP_SEGMENT_DATA as u32;
-        let payload_length = if last {
-            rmpp_data - self.pad as u32
-        } else if first {
-            self.segments * rmpp_data - self.pad as u32
-        } else {
-            0
-        };
+        let payload_length = self.layout.payload_length(n);
         RmppHeaderRepr::data(n, payload_length, first, last).emit_bytes(&mut mad).expect("a whole MAD");
-        let start = (n as usize - 1) * self.seg_data;
-        let end = (start + self.seg_data).min(self.payload.len());
+        let per = self.layout.data_per_segment;
+        let start = (n as usize - 1) * per;
+        let end = (start + per).min(self.payload.len());
         if start < end {
             mad[hdr..hdr + end - start].copy_from_slice(&self.payload[start..end]);
         }

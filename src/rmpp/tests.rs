@@ -655,3 +655,29 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn segmentation_and_payload_lengths() {
+    // SA: 56-byte header, 200 bytes of data per segment, 220 of payload.
+    let none = Segmentation::new(56, 0).unwrap();
+    assert_eq!((none.segments, none.payload_length(1)), (1, 20), "a header-only answer");
+    let full = Segmentation::new(56, 200).unwrap();
+    assert_eq!((full.segments, full.pad, full.payload_length(1)), (1, 0, 220));
+    let two = Segmentation::new(56, 201).unwrap();
+    assert_eq!((two.segments, two.pad), (2, 199));
+    assert_eq!((two.payload_length(1), two.payload_length(2)), (241, 21), "the total first, the last its share");
+    // The kernel's 5-segment example (mad::rmpp tests): PayloadLength 0x428.
+    let five = Segmentation::new(56, 5 * 200 - 36).unwrap();
+    assert_eq!(
+        (five.segments, five.payload_length(1), five.payload_length(3), five.payload_length(5)),
+        (5, 0x428, 0, 184)
+    );
+    // Other classes: device management repeats 64 bytes.
+    assert_eq!(Segmentation::new(64, 192).unwrap().payload_length(1), 220);
+    assert!(matches!(Segmentation::new(35, 1), Err(RmppError::Template { len: 35 })));
+    assert!(matches!(Segmentation::new(256, 1), Err(RmppError::Template { len: 256 })));
+    // The sender's segments say the same.
+    let mut s = RmppSender::new(Duration::ZERO, &template(), vec![7; 201], cfg()).unwrap();
+    let first = s.poll_transmit(Duration::ZERO).unwrap();
+    assert_eq!(RmppHeaderRepr::parse_bytes(&first).unwrap().payload_length(), 241);
+}

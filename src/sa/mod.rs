@@ -651,9 +651,12 @@ impl SaAgent {
 
     /// A GetTableResp (or GetMultiResp) of `n` records spaced
     /// `attribute_offset` words apart: one MAD when they fit, RMPP
-    /// otherwise. No record is an empty answer with status 0 (IBA
-    /// 15.2.5.1? as OpenSM: only a Get fails with ERR_NO_RECORDS).
+    /// otherwise. No record is an empty answer with status 0 and
+    /// AttributeOffset 0 (as OpenSM's osm_sa_respond: only a Get fails with
+    /// ERR_NO_RECORDS, and saquery counts the records as the payload over
+    /// the offset, so a non-zero offset over no data would read as one).
     fn table_answer(&mut self, now: Duration, req: &Request<'_>, attribute_offset: u16, bytes: Vec<u8>, n: usize) {
+        let attribute_offset = if n == 0 { 0 } else { attribute_offset };
         if bytes.len() <= SA_DATA_LEN {
             let d = wire::single_answer(req, 0, attribute_offset, &bytes);
             self.count_ok(req, n);

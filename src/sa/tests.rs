@@ -119,8 +119,10 @@ impl Answer {
     pub fn records(&self, len: usize) -> Vec<&[u8]> {
         let stride = usize::from(self.attribute_offset) * 8;
         if stride == 0 {
-            // A GetResp: one record, when the status says so.
-            return if self.status == 0 { vec![&self.data[..len]] } else { Vec::new() };
+            // A GetResp or DeleteResp: one record, when the status says
+            // so; an empty GetTableResp or GetMultiResp: none.
+            let table = matches!(self.method, 0x92 | 0x94);
+            return if self.status == 0 && !table { vec![&self.data[..len]] } else { Vec::new() };
         }
         self.data.chunks(stride).filter(|c| c.len() >= len).map(|c| &c[..len]).collect()
     }
@@ -351,7 +353,9 @@ fn node_records_by_key_by_mask_and_whole() {
     assert_eq!(sa_status_of(&fetch(&mut a, &query(0x01, &key, 0, 0, lid))), sa_status::TOO_MANY_RECORDS);
     assert_eq!(sa_status_of(&fetch(&mut a, &query(0x12, &key, 1 << 15, 0, lid))), sa_status::REQ_INVALID);
     let none = fetch(&mut a, &query(0x12, &by_guid, node_mask::NODE_GUID | node_mask::LID, 0, lid));
-    assert_eq!((none.status, none.method, none.data.len(), none.attribute_offset), (0, 0x92, 0, 14));
+    // AttributeOffset 0 in an empty GetTableResp (as OpenSM; saquery
+    // divides the payload by it).
+    assert_eq!((none.status, none.method, none.data.len(), none.attribute_offset), (0, 0x92, 0, 0));
     // A short record is invalid: cut the data area to 50 bytes.
     let mut short = query(0x01, &key, node_mask::LID, 0, lid);
     short.mad.truncate(SA_DATA_OFFSET + 50);
@@ -455,7 +459,7 @@ fn switch_info_link_lft_and_mft_records() {
 
     // No multicast forwarding yet: an empty table.
     let mft = fetch(&mut a, &query(0x12, &MftRecordRepr::default(), 0, 0, lid));
-    assert_eq!((mft.status, mft.data.len()), (0, 0));
+    assert_eq!((mft.status, mft.data.len(), mft.attribute_offset), (0, 0, 0));
 }
 
 #[test]
@@ -922,6 +926,7 @@ fn path_records_by_get_get_table_and_get_multi() {
     assert_eq!(out.len(), 2, "an ACK and the answer");
     assert_eq!(out[0].mad[25], 2, "RMPP ACK first");
     assert_eq!((out[1].mad[3], status_of(&out[1])), (0x94, 0));
+    assert_eq!(&out[1].mad[16..18], &[0, 0x35], "a GetMultiResp carries PathRecord (o15-0.2.7)");
     let paths: Vec<PathRecordRepr> =
         vec![PathRecordRepr::parse_bytes(&out[1].mad[SA_DATA_OFFSET..SA_DATA_OFFSET + 64]).unwrap()];
     assert_eq!((paths[0].slid, paths[0].dlid), (sm, host_lid));

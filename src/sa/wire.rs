@@ -7,33 +7,15 @@
 //! ComponentMask 48..56, then 200 bytes of SA data.
 
 use crate::mad::header::status;
+use crate::mad::rmpp::{RmppHeaderRepr, RmppType};
 use crate::mad::sa::{SaAttributeId, SaMad, SA_DATA_LEN, SA_DATA_OFFSET};
 use crate::mad::{AttributeId, NoticeRepr};
 use crate::mad::{MadHeader, MadHeaderRepr, Method, MgmtClass, MAD_HEADER_LEN, MAD_SIZE};
+use crate::rmpp::Segmentation;
 use crate::transport::{Datagram, MadAddress};
 
 /// The SA class version (IBA 15.2.1.1).
 pub const SA_CLASS_VERSION: u8 = 2;
-
-/// RMPP header fields (IBA 13.6.2.1, Figure 178), offsets in the MAD.
-pub(crate) mod rmpp {
-    pub const VERSION: usize = 24;
-    pub const TYPE: usize = 25;
-    /// RRespTime (bits 7-3) | RMPPFlags (bits 2-0).
-    pub const TIME_FLAGS: usize = 26;
-    pub const SEGMENT: usize = 28;
-    pub const PAYLOAD_LEN: usize = 32;
-    pub const FLAG_ACTIVE: u8 = 0x01;
-    pub const FLAG_FIRST: u8 = 0x02;
-    pub const FLAG_LAST: u8 = 0x04;
-    pub const TYPE_DATA: u8 = 1;
-    /// RRespTime 0x1F: no response time given.
-    pub const NO_RESP_TIME: u8 = 0x1F << 3;
-    /// The SA header after the RMPP header (SM_Key through
-    /// ComponentMask), which the first segment's PayloadLength counts
-    /// (IBA 13.6.2.3).
-    pub const SA_HEADER_AFTER_RMPP: u32 = 20;
-}
 
 /// What one received SA-class MAD is.
 #[derive(Debug)]
@@ -95,10 +77,13 @@ pub(crate) fn classify(dgram: &Datagram) -> Received<'_> {
     if h.class_version() != SA_CLASS_VERSION {
         return Received::BadVersion { version: h.class_version(), answerable: method.expects_response() };
     }
-    let rmpp_active = mad.len() > rmpp::TIME_FLAGS && mad[rmpp::TIME_FLAGS] & rmpp::FLAG_ACTIVE != 0;
-    if rmpp_active && mad[rmpp::TYPE] != rmpp::TYPE_DATA {
+    // The RMPP header (IBA 13.6.2.1); a MAD too short to hold one is no
+    // RMPP segment (and is refused below as too short for the SA header).
+    let rmpp = RmppHeaderRepr::parse_bytes(mad).ok().filter(|r| r.flags.active);
+    if rmpp.is_some_and(|r| r.rmpp_type != RmppType::Data) {
         return Received::RmppControl { tid };
     }
+    let rmpp_active = rmpp.is_some();
     if method.is_response() {
         return Received::Response { method, tid };
     }
@@ -128,17 +113,28 @@ pub(crate) fn classify(dgram: &Datagram) -> Received<'_> {
         mad,
         rmpp: rmpp_active,
     };
-    let flags = if rmpp_active { mad[rmpp::TIME_FLAGS] } else { 0 };
-    let whole = flags & (rmpp::FLAG_FIRST | rmpp::FLAG_LAST) == rmpp::FLAG_FIRST | rmpp::FLAG_LAST;
+    let whole = rmpp.is_some_and(|r| r.flags.first && r.flags.last);
     if rmpp_active && !whole && mad.len() <= MAD_SIZE {
         return Received::Segmented { request };
     }
     Received::Request(request)
 }
 
+/// The attribute an answer to a request for `attribute` carries: the
+/// same, except that a GetMultiResp to a MultiPathRecord query, and its
+/// refusal, carry PathRecord (IBA o15-0.2.7: the answer is a set of
+/// PathRecords; OpenSM's answers and errors do the same).
+pub(crate) fn answer_attribute(attribute: SaAttributeId) -> SaAttributeId {
+    match attribute {
+        SaAttributeId::MultiPathRecord => SaAttributeId::PathRecord,
+        other => other,
+    }
+}
+
 /// The header of an answer to `req`: its header with the response method,
-/// `status`, no RMPP, SM_Key 0 (IBA 15.2.1.1: the SA does not reveal its
-/// key) and `attribute_offset`; the ComponentMask is echoed.
+/// the answer's attribute ([`answer_attribute`]), `status`, no RMPP,
+/// SM_Key 0 (IBA C15-0.1.5: the SA never reveals its key) and
+/// `attribute_offset`; the ComponentMask is echoed.
 pub(crate) fn answer_header(req: &Request<'_>, status: u16, attribute_offset: u16) -> [u8; SA_DATA_OFFSET] {
     let mut h = [0u8; SA_DATA_OFFSET];
     h.copy_from_slice(req.header);
@@ -149,11 +145,11 @@ pub(crate) fn answer_header(req: &Request<'_>, status: u16, attribute_offset: u1
         status,
         class_specific: 0,
         transaction_id: req.tid,
-        attribute_id: AttributeId::from(req.attr_raw()),
+        attribute_id: AttributeId::from(u16::from(answer_attribute(req.attribute))),
         attribute_modifier: req.attribute_modifier,
     };
     repr.emit(&mut MadHeader::new_checked(&mut h[..MAD_HEADER_LEN]).expect("24 bytes hold a header"));
-    h[rmpp::VERSION..36].fill(0);
+    RmppHeaderRepr::INACTIVE.emit_bytes(&mut h).expect("56 bytes hold the RMPP header");
     let mut sa = SaMad::new_checked(&mut h[..]).expect("56 bytes hold the SA header");
     sa.set_sm_key(0);
     sa.set_attribute_offset(attribute_offset);
@@ -167,28 +163,29 @@ pub(crate) fn single_answer(req: &Request<'_>, status: u16, attribute_offset: u1
     let n = data.len().min(SA_DATA_LEN);
     mad[SA_DATA_OFFSET..SA_DATA_OFFSET + n].copy_from_slice(&data[..n]);
     if req.method == Method::GetTable || req.method == Method::GetMulti {
-        // GetTableResp and GetMultiResp always travel as RMPP (IBA
-        // 15.2.5? and 13.6): one whole segment, First and Last, which a
-        // receiver ACKs and we need not wait for.
+        // GetTableResp and GetMultiResp always travel as RMPP (IBA 13.6;
+        // OpenSM marks a one-MAD GetTableResp the same way): one whole
+        // segment, First and Last, which a receiver ACKs and we need not
+        // wait for.
         mark_single_segment(&mut mad, n);
     }
     Datagram { addr: req.addr, mad }
 }
 
-/// Marks a one-MAD answer as the only RMPP DATA segment of `data_len`
-/// bytes of SA data.
+/// Marks a one-MAD answer as the only RMPP DATA segment (First and
+/// Last) of `data_len` bytes of SA data, with the PayloadLength the
+/// sender's segments carry (`crate::rmpp::Segmentation`).
 fn mark_single_segment(mad: &mut [u8], data_len: usize) {
-    mad[rmpp::VERSION] = 1;
-    mad[rmpp::TYPE] = rmpp::TYPE_DATA;
-    mad[rmpp::TIME_FLAGS] = rmpp::NO_RESP_TIME | rmpp::FLAG_ACTIVE | rmpp::FLAG_FIRST | rmpp::FLAG_LAST;
-    mad[rmpp::SEGMENT..rmpp::SEGMENT + 4].copy_from_slice(&1u32.to_be_bytes());
-    let payload = rmpp::SA_HEADER_AFTER_RMPP + data_len as u32;
-    mad[rmpp::PAYLOAD_LEN..rmpp::PAYLOAD_LEN + 4].copy_from_slice(&payload.to_be_bytes());
+    let Ok(layout) = Segmentation::new(SA_DATA_OFFSET, data_len.min(SA_DATA_LEN)) else { return };
+    let header = RmppHeaderRepr::data(1, layout.payload_length(1), true, true);
+    header.emit_bytes(mad).expect("a whole MAD holds the RMPP header");
 }
 
 /// The status answer to a MAD whose class version is not 2 (IBA 13.4.7:
 /// BAD_VERSION), or any request the SA refuses before reading it: the
-/// MAD echoed with the response method and `status`.
+/// MAD echoed with the response method, the answer's attribute
+/// ([`answer_attribute`]), `status` and SM_Key 0 (IBA C15-0.1.5, as every
+/// answer).
 pub(crate) fn status_echo(dgram: &Datagram, status_word: u16) -> Option<Datagram> {
     if dgram.mad.len() < MAD_HEADER_LEN {
         return None;
@@ -200,11 +197,14 @@ pub(crate) fn status_echo(dgram: &Datagram, status_word: u16) -> Option<Datagram
     let method = h.method();
     h.set_method(method.response());
     h.set_status(status_word);
+    let attribute = answer_attribute(SaAttributeId::from(u16::from(h.attribute_id())));
+    h.set_attribute_id(AttributeId::from(u16::from(attribute)));
+    SaMad::new_checked(&mut mad[..]).ok()?.set_sm_key(0);
     Some(Datagram { addr: dgram.addr, mad })
 }
 
-/// A SubnAdmReport(Notice) (IBA 13.4.8.2, 15.2.5.1? Table 193 methods) to
-/// `to` with TID `tid`, carrying the 80-byte Notice.
+/// A SubnAdmReport(Notice) (IBA 13.4.8.2) to `to` with TID `tid`,
+/// carrying the 80-byte Notice.
 pub(crate) fn report(to: MadAddress, tid: u64, notice: &NoticeRepr) -> Datagram {
     let mut mad = vec![0u8; MAD_SIZE];
     let repr = MadHeaderRepr {
@@ -292,6 +292,29 @@ mod tests {
         assert!(matches!(classify(&get(0x04, 1)), Received::BadVersion { answerable: false, .. }));
         let echo = status_echo(&get(0x01, 1), BAD_VERSION).unwrap();
         assert_eq!((&echo.mad[..4], &echo.mad[4..6]), (&[1, 0x03, 1, 0x81][..], &[0, 4][..]));
+        assert_eq!(&echo.mad[36..44], &[0; 8], "SM_Key 0 in a status answer too (the request said 7)");
+        assert_eq!(&echo.mad[16..18], &[0, 0x11], "the attribute echoed");
+        assert_eq!(&echo.mad[48..56], &1u64.to_be_bytes(), "the rest echoed");
+    }
+
+    #[test]
+    fn multipath_answers_and_refusals_carry_path_record() {
+        let mut d = get(0x14, 2);
+        d.mad[16..18].copy_from_slice(&0x003Au16.to_be_bytes());
+        let Received::Request(r) = classify(&d) else { panic!() };
+        assert_eq!(r.attribute, SaAttributeId::MultiPathRecord);
+        let ok = single_answer(&r, 0, 8, &[0; 64]);
+        assert_eq!((ok.mad[3], &ok.mad[16..18]), (0x94, &[0, 0x35][..]), "GetMultiResp(PathRecord)");
+        let refused = single_answer(&r, sa_error(crate::mad::sa::sa_status::REQ_INVALID), 0, &[]);
+        let invalid = sa_error(crate::mad::sa::sa_status::REQ_INVALID).to_be_bytes();
+        assert_eq!((&refused.mad[16..18], &refused.mad[4..6]), (&[0, 0x35][..], &invalid[..]));
+        assert_eq!(answer_header(&r, 0, 8)[16..18], [0, 0x35]);
+        let busy = status_echo(&d, BUSY).unwrap();
+        assert_eq!((busy.mad[3], &busy.mad[16..18], &busy.mad[36..44]), (0x94, &[0, 0x35][..], &[0; 8][..]));
+        // Every other attribute is answered as asked.
+        let table = get(0x12, 2);
+        let Received::Request(n) = classify(&table) else { panic!() };
+        assert_eq!(single_answer(&n, 0, 0, &[]).mad[16..18], [0, 0x11]);
     }
 
     #[test]
