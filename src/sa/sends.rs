@@ -6,6 +6,7 @@
 //! concurrent answers go out in turn.
 
 use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Unbounded};
 use std::time::Duration;
 
 use crate::rmpp::{RmppConfig, RmppSender, TransferState};
@@ -103,7 +104,7 @@ impl Sends {
     /// The next segment (or ABORT) to send, taking transfers in turn.
     pub fn poll_transmit(&mut self, now: Duration) -> Option<(Datagram, bool)> {
         let keys: Vec<SendKey> = match self.cursor {
-            Some(c) => self.map.range(c..).skip(1).chain(self.map.range(..=c)).map(|(k, _)| *k).collect(),
+            Some(c) => self.map.range((Excluded(c), Unbounded)).chain(self.map.range(..=c)).map(|(k, _)| *k).collect(),
             None => self.map.keys().copied().collect(),
         };
         for key in keys {
@@ -151,5 +152,46 @@ impl Sends {
         self.bytes = 0;
         self.cursor = None;
         n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mad::rmpp::RmppHeaderRepr;
+    use crate::mad::sa::SA_DATA_OFFSET;
+    use crate::types::Lid;
+
+    fn template(tid: u64) -> Vec<u8> {
+        let mut t = vec![0u8; SA_DATA_OFFSET];
+        t[..4].copy_from_slice(&[1, 0x03, 2, 0x92]);
+        t[8..16].copy_from_slice(&tid.to_be_bytes());
+        t
+    }
+
+    /// Found by fuzz/fuzz_targets/sa_agent.rs (seed `flood`): once the
+    /// transfer the round-robin cursor points at has ended and been
+    /// reaped, the next transfer after it was skipped, so a lone one
+    /// never sent again (its segments nor its ABORT) and held its slot
+    /// for good.
+    #[test]
+    fn a_reaped_cursor_skips_no_transfer() {
+        let now = Duration::ZERO;
+        let mut s = Sends::default();
+        let (a, b) = (MadAddress::gsi(Lid(1), 0), MadAddress::gsi(Lid(2), 0));
+        let (ka, kb) = (SendKey::new(&a, 7), SendKey::new(&b, 7));
+        for (k, addr) in [(ka, a), (kb, b)] {
+            s.start(now, k, addr, &template(7), vec![0xAB; 10], RmppConfig::default(), 4, 1 << 20).unwrap();
+        }
+        let (first, _) = s.poll_transmit(now).expect("A's only segment");
+        assert_eq!(first.addr, a);
+        let mut ack = template(7);
+        ack.resize(256, 0);
+        ack[3] = 0x12;
+        RmppHeaderRepr::ack(1, 1).emit_bytes(&mut ack).unwrap();
+        assert!(s.handle_mad(now, &ka, &ack));
+        assert_eq!(s.reap(), Ended { completed: 1, failed: 0 });
+        let (next, _) = s.poll_transmit(now).expect("B's segment still goes out");
+        assert_eq!(next.addr, b);
     }
 }
