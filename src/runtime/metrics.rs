@@ -171,6 +171,17 @@ impl Metrics {
             ("lease", "expired", s.leases_expired),
             ("mad", "received", s.received),
             ("mad", "answered", s.answered),
+            ("mirror", "reads", s.mirror.reads),
+            ("mirror", "ignored", s.mirror.ignored),
+            ("mirror", "over_cap", s.mirror.over_cap),
+            ("mirror", "takeovers", s.mirror.takeovers),
+            ("mirror", "imported_services", s.mirror.imported_services),
+            ("mirror", "imported_subscriptions", s.mirror.imported_subscriptions),
+            ("mirror", "imported_alias_guids", s.mirror.imported_alias_guids),
+            ("mirror", "skipped_present", s.mirror.skipped_present),
+            ("mirror", "skipped_port_gone", s.mirror.skipped_port_gone),
+            ("mirror", "skipped_refused", s.mirror.skipped_refused),
+            ("mirror", "skipped_over_cap", s.mirror.skipped_over_cap),
         ] {
             self.sa_events.with_label_values(&[kind, what]).set(v as i64);
         }
@@ -179,6 +190,9 @@ impl Metrics {
             ("subscription", s.subscriptions),
             ("alias_guid", s.alias_guids),
             ("rmpp_in_flight", r.in_flight),
+            ("mirrored_service", s.mirror.held_services),
+            ("mirrored_subscription", s.mirror.held_subscriptions),
+            ("mirrored_alias_guid", s.mirror.held_alias_guids),
         ] {
             self.sa_registered.with_label_values(&[kind]).set(v as i64);
         }
@@ -312,10 +326,12 @@ mod tests {
         s.by_query.insert((0x0035, 0x01), crate::sa::stats::QueryCounts { requests: 5, ok: 4, errors: 1, records: 4 });
         s.drops.bad_sm_key = 3;
         s.services = 2;
+        s.mirror.held_services = 5;
         m.sa(&s);
         let text = m.render();
         assert!(text.contains("ibsm_sa_queries{attribute=\"PathRecord\",method=\"Get\",result=\"ok\"} 4"), "{text}");
         assert!(text.contains("ibsm_sa_events{kind=\"drop\",what=\"bad_sm_key\"} 3"), "{text}");
         assert!(text.contains("ibsm_sa_registered{kind=\"service\"} 2"), "{text}");
+        assert!(text.contains("ibsm_sa_registered{kind=\"mirrored_service\"} 5"), "{text}");
     }
 }
