@@ -57,6 +57,14 @@ pub struct RmppConfig {
     /// The longest a whole transfer may take, either side (the kernel's
     /// receiver allows 40 s); past it the transfer ends with ABORT 118.
     pub total_timeout: Duration,
+    /// The most data a receiver reassembles from one transfer (the
+    /// segments' data; the headers they repeat not counted). A first segment
+    /// whose PayloadLength announces more, or a transfer of unannounced
+    /// length that grows past it, is ended with STOP, status 1 (ResX,
+    /// resources exhausted): the receiver's way to refuse what it has no
+    /// room for (IBA 13.6.2.2; an ABORT only carries 118..=191), which a
+    /// kernel sender takes as the end of its send. A sender ignores it.
+    pub max_bytes: usize,
 }
 
 impl Default for RmppConfig {
@@ -66,6 +74,9 @@ impl Default for RmppConfig {
             segment_timeout: Duration::from_millis(200),
             retries: 3,
             total_timeout: Duration::from_secs(40),
+            // The SA's largest answer (`[sa] max_answer_bytes`) with room
+            // to spare: every PortInfoRecord of a 50,000-port fabric.
+            max_bytes: 16 << 20,
         }
     }
 }
@@ -111,6 +122,10 @@ pub enum RmppError {
     WindowTooSmall { segment: u32, new_window_last: u32 },
     #[error("ACK of segment {segment}, but only {sent} of {segments} were sent")]
     SegmentTooBig { segment: u32, sent: u32, segments: u32 },
+
+    // This receiver has no room; answered with a STOP.
+    #[error("a transfer of {bytes} bytes or more, past the receiver's limit of {limit}")]
+    TooLarge { bytes: usize, limit: usize },
 
     // Not a MAD of this transfer: refused, the transfer goes on.
     #[error("not an active RMPP MAD")]

@@ -16,6 +16,10 @@
 //! 0 it fixes the segment count, so Last must come exactly there. The
 //! total-time limit ends it with 118.
 //!
+//! Memory is bounded by `max_bytes`: a first segment announcing more data,
+//! or a transfer without an announced length that grows past it, is ended
+//! with a STOP of status 1 (ResX), the receiver's refusal (IBA 13.6.2.2).
+//!
 //! After the transfer completes the receiver still answers a repeat of its
 //! segments with the final ACK, in case that ACK was lost (the kernel keeps
 //! a finished receive 10 s for this).
@@ -25,7 +29,16 @@ use std::time::Duration;
 
 use super::{data_offset, identity, same_tid, RmppConfig, RmppError, TransferState};
 use crate::mad::rmpp::{RmppHeaderRepr, RmppStatus, RmppType, RMPP_DATA_OFFSET, RMPP_SEGMENT_DATA, RMPP_VERSION};
-use crate::mad::{MgmtClass, MAD_SIZE};
+use crate::mad::{MadHeader, Method, MgmtClass, MAD_HEADER_LEN, MAD_SIZE};
+
+/// The data a first segment's PayloadLength announces: the RMPP payload
+/// of every segment less the class header each repeats (0 when the
+/// sender did not say).
+fn announced_data(first_payload_length: u32, header_len: usize) -> usize {
+    let class_header = header_len.saturating_sub(RMPP_DATA_OFFSET);
+    let segments = (first_payload_length as usize).div_ceil(RMPP_SEGMENT_DATA);
+    (first_payload_length as usize).saturating_sub(segments * class_header)
+}
 
 /// What a receiver did, for tests and counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -154,7 +167,9 @@ impl RmppReceiver {
         let Some(header) = self.origin.as_ref().map(|o| &o.header).or(self.peer_header.as_ref()) else { return };
         let mut mad = vec![0u8; MAD_SIZE];
         mad[..header.len()].copy_from_slice(header);
-        mad[3] ^= 0x80;
+        let mut h = MadHeader::new_checked(&mut mad[..MAD_HEADER_LEN]).expect("a whole MAD");
+        let method = u8::from(h.method());
+        h.set_method(Method::from(method ^ 0x80));
         rmpp.emit_bytes(&mut mad).expect("a whole MAD");
         self.outbox.push_back(mad);
         self.stats.sent += 1;
@@ -164,9 +179,12 @@ impl RmppReceiver {
         self.reply(RmppHeaderRepr::ack(self.expected - 1, self.window_last));
     }
 
-    /// Ends the transfer with `e`, queueing the ABORT it calls for.
+    /// Ends the transfer with `e`, queueing the ABORT (or, out of room,
+    /// the STOP) it calls for.
     fn fail(&mut self, e: RmppError) -> RmppError {
-        if let Some(status) = e.abort_status() {
+        if let RmppError::TooLarge { .. } = e {
+            self.reply(RmppHeaderRepr::stop(RmppStatus::ResourcesExhausted));
+        } else if let Some(status) = e.abort_status() {
             self.reply(RmppHeaderRepr::abort(status));
         }
         self.state = TransferState::Failed(e.clone());
@@ -242,6 +260,10 @@ impl RmppReceiver {
                 header: mad[..header_len].to_vec(),
                 first_payload_length: h.payload_length(),
             });
+            let announced = announced_data(h.payload_length(), header_len);
+            if announced > self.cfg.max_bytes {
+                return Err(self.fail(RmppError::TooLarge { bytes: announced, limit: self.cfg.max_bytes }));
+            }
         }
         if segment < self.expected {
             self.stats.duplicates += 1;
@@ -280,12 +302,12 @@ impl RmppReceiver {
             return Err(self.fail(e));
         }
         let chunk = &mad[header_len..MAD_SIZE];
-        if last {
-            let keep = (h.payload_length() - class_header) as usize;
-            self.data.extend_from_slice(&chunk[..keep.min(chunk.len())]);
-        } else {
-            self.data.extend_from_slice(chunk);
+        let keep = if last { ((h.payload_length() - class_header) as usize).min(chunk.len()) } else { chunk.len() };
+        if self.data.len() + keep > self.cfg.max_bytes {
+            let bytes = self.data.len() + keep;
+            return Err(self.fail(RmppError::TooLarge { bytes, limit: self.cfg.max_bytes }));
         }
+        self.data.extend_from_slice(&chunk[..keep]);
         self.stats.segments += 1;
         self.expected += 1;
         if last {

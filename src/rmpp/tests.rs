@@ -30,7 +30,13 @@ fn template() -> Vec<u8> {
 }
 
 fn cfg() -> RmppConfig {
-    RmppConfig { window: 8, segment_timeout: 50 * MS, retries: 4, total_timeout: Duration::from_secs(40) }
+    RmppConfig {
+        window: 8,
+        segment_timeout: 50 * MS,
+        retries: 4,
+        total_timeout: Duration::from_secs(40),
+        max_bytes: 1 << 20,
+    }
 }
 
 /// What the receiver must hand over: the first segment's header (its RMPP
@@ -680,4 +686,57 @@ fn segmentation_and_payload_lengths() {
     let mut s = RmppSender::new(Duration::ZERO, &template(), vec![7; 201], cfg()).unwrap();
     let first = s.poll_transmit(Duration::ZERO).unwrap();
     assert_eq!(RmppHeaderRepr::parse_bytes(&first).unwrap().payload_length(), 241);
+}
+
+#[test]
+fn a_receiver_stops_transfers_past_its_limit() {
+    let limit = RmppConfig { max_bytes: 1000, ..cfg() };
+    // Exactly the limit announced: taken whole.
+    let o = transfer(1, &payload(1, 1000), CLEAN, CLEAN, limit);
+    assert_eq!(o.result.as_ref().map(|r| r.as_ref().map(|m| m.len())), Some(Ok(56 + 1000)));
+    // One byte more announced by segment 1: STOP with ResX at once, before
+    // any data is kept, and the sender ends on it.
+    let mut s = RmppSender::new(Duration::ZERO, &template(), payload(2, 1001), limit).unwrap();
+    let mut r = RmppReceiver::new(Duration::ZERO, limit);
+    let first = s.poll_transmit(Duration::ZERO).unwrap();
+    let e = r.handle_mad(Duration::ZERO, &first).unwrap_err();
+    assert_eq!(e, RmppError::TooLarge { bytes: 1001, limit: 1000 });
+    assert!(matches!(r.state(), TransferState::Failed(RmppError::TooLarge { .. })));
+    let stop = r.poll_transmit().unwrap();
+    let h = rmpp(&stop);
+    assert_eq!((h.rmpp_type, h.status), (RmppType::Stop, RmppStatus::ResourcesExhausted));
+    assert_eq!(stop[3], 0x12, "to the sender, method flipped");
+    assert!(r.poll_transmit().is_none());
+    assert!(s.handle_mad(Duration::ZERO, &stop).is_err());
+    assert_eq!(s.state(), &TransferState::Failed(RmppError::Stopped { status: RmppStatus::ResourcesExhausted }));
+    // No length announced (PayloadLength 0 on segment 1): stopped once the
+    // data passes the limit, at segment 6 of 200 bytes each.
+    let mut s =
+        RmppSender::new(Duration::ZERO, &template(), payload(3, 3000), RmppConfig { window: 64, ..limit }).unwrap();
+    let mut r = RmppReceiver::new(Duration::ZERO, RmppConfig { window: 64, ..limit });
+    let mut stopped_at = None;
+    for n in 1..=15u32 {
+        let mut seg = loop {
+            let m = s.poll_transmit(Duration::ZERO).expect("the window lets segments out");
+            if rmpp(&m).rmpp_type == RmppType::Data {
+                break m;
+            }
+        };
+        if n == 1 {
+            seg[32..36].fill(0);
+        }
+        let res = r.handle_mad(Duration::ZERO, &seg);
+        while let Some(back) = r.poll_transmit() {
+            let _ = s.handle_mad(Duration::ZERO, &back);
+            if rmpp(&back).rmpp_type == RmppType::Stop {
+                stopped_at = Some(n);
+            }
+        }
+        if res.is_err() {
+            assert_eq!(res.unwrap_err(), RmppError::TooLarge { bytes: 1200, limit: 1000 });
+            break;
+        }
+    }
+    assert_eq!(stopped_at, Some(6));
+    assert!(r.result().is_some_and(|r| r.is_err()));
 }

@@ -1306,6 +1306,7 @@ mod tests {
         segment_timeout: Duration::from_millis(20),
         retries: 5,
         total_timeout: Duration::from_secs(2),
+        max_bytes: 1 << 20,
     };
 
     /// Where the SA's segments come from: its LID on QP1, with the Q_Key
