@@ -61,6 +61,31 @@ impl Refusal {
             Refusal::Attribute { .. } => status::METHOD_ATTR_UNSUPPORTED,
         }
     }
+    /// The key this refusal is counted under (and the class label of its
+    /// metric): a class, method or attribute code that names nothing this
+    /// crate knows is folded into one "other" value (class 0xFF, version 0,
+    /// method 0xFF, attribute 0xFFFF), so a flood of made-up codes adds
+    /// one key, not one per code.
+    pub fn counted_as(self) -> Refusal {
+        const OTHER_CLASS: u8 = 0xFF;
+        const OTHER_METHOD: u8 = 0xFF;
+        const OTHER_ATTRIBUTE: u16 = 0xFFFF;
+        let class = |c: u8| if let MgmtClass::Unknown(_) = MgmtClass::from(c) { OTHER_CLASS } else { c };
+        let method = |m: u8| if let Method::Unknown(_) = Method::from(m) { OTHER_METHOD } else { m };
+        match self {
+            Refusal::Class { class: c, .. } if class(c) == OTHER_CLASS => {
+                Refusal::Class { class: OTHER_CLASS, version: 0 }
+            }
+            Refusal::Class { .. } => self,
+            Refusal::Method { class: c, method: m } => Refusal::Method { class: class(c), method: method(m) },
+            Refusal::Attribute { class: c, method: m, attribute: a } => Refusal::Attribute {
+                class: class(c),
+                method: method(m),
+                attribute: if let AttributeId::Unknown(_) = AttributeId::from(a) { OTHER_ATTRIBUTE } else { a },
+            },
+        }
+    }
+
     /// The management class, for counters.
     pub fn class(self) -> u8 {
         match self {
@@ -216,6 +241,38 @@ mod tests {
         mad[8..16].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
         mad[16..18].copy_from_slice(&0x0035u16.to_be_bytes()); // PathRecord
         Datagram { addr: MadAddress::gsi(crate::types::Lid(7), 0), mad }
+    }
+
+    #[test]
+    fn refusals_of_made_up_codes_count_under_one_key() {
+        let keys: std::collections::BTreeSet<Refusal> = (0..=255u8)
+            .flat_map(|x| {
+                [
+                    Refusal::Class { class: 0x60 ^ (x & 0x0F), version: x },
+                    Refusal::Method { class: 0x81, method: 0x20 | (x & 0x5F) },
+                    Refusal::Attribute { class: 0x01, method: 0x01, attribute: 0xFF00 | u16::from(x) },
+                    Refusal::Attribute { class: 0x01, method: 0x40 | (x & 0x3F), attribute: 0x0015 },
+                ]
+            })
+            .map(Refusal::counted_as)
+            .collect();
+        assert_eq!(
+            keys.into_iter().collect::<Vec<_>>(),
+            vec![
+                Refusal::Class { class: 0xFF, version: 0 },
+                Refusal::Method { class: 0x81, method: 0xFF },
+                Refusal::Attribute { class: 0x01, method: 0x01, attribute: 0xFFFF },
+                Refusal::Attribute { class: 0x01, method: 0xFF, attribute: 0x0015 },
+            ]
+        );
+        // What the crate knows is counted as itself.
+        for known in [
+            Refusal::Class { class: 0x04, version: 2 },
+            Refusal::Method { class: 0x81, method: 0x07 },
+            Refusal::Attribute { class: 0x81, method: 0x02, attribute: 0x0019 },
+        ] {
+            assert_eq!(known.counted_as(), known);
+        }
     }
 
     #[test]

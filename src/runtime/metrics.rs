@@ -132,8 +132,15 @@ impl Metrics {
     /// What the SA counted (cumulative figures, set as they stand).
     pub fn sa(&self, s: &crate::sa::SaStats) {
         for (&(attribute, method), c) in &s.by_query {
-            let attr = format!("{:?}", crate::mad::SaAttributeId::from(attribute));
-            let method = format!("{:?}", crate::mad::Method::from(method));
+            let (attr, method) = if (attribute, method) == crate::sa::SaStats::OTHER_QUERY {
+                // Every code the SA does not know, one series.
+                ("other".to_string(), "other".to_string())
+            } else {
+                (
+                    format!("{:?}", crate::mad::SaAttributeId::from(attribute)),
+                    format!("{:?}", crate::mad::Method::from(method)),
+                )
+            };
             for (result, v) in [("ok", c.ok), ("error", c.errors), ("records", c.records)] {
                 self.sa_queries.with_label_values(&[&attr, &method, result]).set(v as i64);
             }
@@ -324,12 +331,15 @@ mod tests {
         let m = Metrics::new();
         let mut s = crate::sa::SaStats::default();
         s.by_query.insert((0x0035, 0x01), crate::sa::stats::QueryCounts { requests: 5, ok: 4, errors: 1, records: 4 });
+        let other = crate::sa::stats::QueryCounts { requests: 7, ok: 0, errors: 7, records: 0 };
+        s.by_query.insert(crate::sa::SaStats::OTHER_QUERY, other);
         s.drops.bad_sm_key = 3;
         s.services = 2;
         s.mirror.held_services = 5;
         m.sa(&s);
         let text = m.render();
         assert!(text.contains("ibsm_sa_queries{attribute=\"PathRecord\",method=\"Get\",result=\"ok\"} 4"), "{text}");
+        assert!(text.contains("ibsm_sa_queries{attribute=\"other\",method=\"other\",result=\"error\"} 7"), "{text}");
         assert!(text.contains("ibsm_sa_events{kind=\"drop\",what=\"bad_sm_key\"} 3"), "{text}");
         assert!(text.contains("ibsm_sa_registered{kind=\"service\"} 2"), "{text}");
         assert!(text.contains("ibsm_sa_registered{kind=\"mirrored_service\"} 5"), "{text}");

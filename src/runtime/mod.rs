@@ -649,13 +649,16 @@ impl<T: Transport + Clone> Owner<T> {
             }
             Inbound::Sa => self.hand_to_sa(sa_task::SaInput::Mad(dgram)),
             Inbound::Refused { reply, why } => {
-                let n = self.refused.entry(why).or_default();
+                // Counted by kind, made-up codes folded into one key: a
+                // flood of them neither grows the map nor the metric labels.
+                let key = why.counted_as();
+                let n = self.refused.entry(key).or_default();
                 *n += 1;
                 if *n == 1 {
                     info!(from = %dgram.addr.lid, refusal = %why, status = format_args!("{:#06x}", why.status()), "request refused");
                 }
                 if let Some(m) = &self.options.metrics {
-                    m.refused(why.class());
+                    m.refused(key.class());
                 }
                 if let Err(e) = self.transport.send(reply) {
                     warn!(error = %e, "could not send a status answer");

@@ -459,7 +459,7 @@ impl SaAgent {
             self.refuse(now, req, wire::METHOD_UNSUPPORTED);
             return;
         }
-        self.stats.query(req.attr_raw(), req.method.into()).requests += 1;
+        self.stats.query(req.attribute, req.method).requests += 1;
         let read = matches!(req.method, M::Get | M::GetTable);
         let supported = match req.attribute {
             A::ClassPortInfo => req.method == M::Get,
@@ -969,7 +969,7 @@ impl SaAgent {
             let mut b = [0u8; crate::mad::sa::INFORM_INFO_LEN];
             let _ = echo.emit(&mut b);
             let status = wire::sa_error(code);
-            agent.stats.query(req.attr_raw(), req.method.into()).errors += 1;
+            agent.stats.query(req.attribute, req.method).errors += 1;
             agent.count_status(status);
             let d = wire::single_answer(req, status, 0, &b);
             agent.push(now, d);
@@ -1097,7 +1097,7 @@ impl SaAgent {
 
     /// A status answer with no data.
     fn refuse(&mut self, now: Duration, req: &Request<'_>, status: u16) {
-        self.stats.query(req.attr_raw(), req.method.into()).errors += 1;
+        self.stats.query(req.attribute, req.method).errors += 1;
         self.count_status(status);
         let d = wire::single_answer(req, status, 0, &[]);
         self.push(now, d);
@@ -1111,7 +1111,7 @@ impl SaAgent {
     }
 
     fn count_ok(&mut self, req: &Request<'_>, n: usize) {
-        let q = self.stats.query(req.attr_raw(), req.method.into());
+        let q = self.stats.query(req.attribute, req.method);
         q.ok += 1;
         q.records += n as u64;
     }

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::mad::{Method, SaAttributeId};
+
 /// Counters of one (attribute, method) pair of requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueryCounts {
@@ -126,7 +128,8 @@ pub struct SaStats {
     /// Answer MADs emitted (one per single-MAD answer; RMPP segments are
     /// in `rmpp.segments`).
     pub answered: u64,
-    /// Requests by (attribute ID, method).
+    /// Requests by (attribute ID, method); codes the SA does not know
+    /// under [`SaStats::OTHER_QUERY`].
     pub by_query: BTreeMap<(u16, u8), QueryCounts>,
     /// Non-zero status words sent, by value.
     pub by_status: BTreeMap<u16, u64>,
@@ -146,8 +149,19 @@ pub struct SaStats {
 }
 
 impl SaStats {
-    pub(crate) fn query(&mut self, attribute: u16, method: u8) -> &mut QueryCounts {
-        self.by_query.entry((attribute, method)).or_default()
+    /// The `by_query` key of requests whose attribute or method is no code
+    /// the SA knows: all of them count here, so made-up IDs add one key
+    /// (and one metric series), not one each.
+    pub const OTHER_QUERY: (u16, u8) = (0xFFFF, 0xFF);
+
+    /// The counters of one (attribute, method) pair; unknown codes share
+    /// [`Self::OTHER_QUERY`].
+    pub(crate) fn query(&mut self, attribute: SaAttributeId, method: Method) -> &mut QueryCounts {
+        let key = match (attribute, method) {
+            (SaAttributeId::Unknown(_), _) | (_, Method::Unknown(_)) => Self::OTHER_QUERY,
+            (a, m) => (a.into(), m.into()),
+        };
+        self.by_query.entry(key).or_default()
     }
 }
 
@@ -174,6 +188,26 @@ impl LogGate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn made_up_attributes_and_methods_share_one_key() {
+        let mut s = SaStats::default();
+        for raw in 0..=u16::MAX {
+            s.query(SaAttributeId::from(raw), Method::Get).requests += 1;
+            s.query(SaAttributeId::NodeRecord, Method::from(raw as u8)).requests += 1;
+        }
+        let known_attributes = (0..=u16::MAX).filter(|&a| !matches!(SaAttributeId::from(a), SaAttributeId::Unknown(_)));
+        let known_methods = (0..=255u8).filter(|&m| !matches!(Method::from(m), Method::Unknown(_)));
+        let (na, nm) = (known_attributes.count(), known_methods.count());
+        // Each known attribute with Get, each known method with NodeRecord
+        // (one pair in both), and the one bucket for the rest.
+        assert_eq!(s.by_query.len(), na + nm - 1 + 1);
+        let unknown = (1 << 16) - na as u64 + 256 * (256 - nm as u64);
+        assert_eq!(s.by_query[&SaStats::OTHER_QUERY].requests, unknown);
+        // NodeRecord Get: once as an attribute, 256 times as a method.
+        assert_eq!(s.by_query[&(0x0011, 0x01)].requests, 1 + 256);
+        assert!(!s.by_query.contains_key(&(0x0035, 0x12)), "untouched pairs are absent");
+    }
 
     #[test]
     fn the_gate_lets_one_line_per_reason_per_period() {

@@ -57,12 +57,6 @@ pub(crate) struct Request<'a> {
     pub rmpp: bool,
 }
 
-impl Request<'_> {
-    pub fn attr_raw(&self) -> u16 {
-        self.attribute.into()
-    }
-}
-
 /// Classifies a received MAD. Never panics.
 pub(crate) fn classify(dgram: &Datagram) -> Received<'_> {
     let mad = &dgram.mad[..];
