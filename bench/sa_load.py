@@ -245,10 +245,14 @@ def bench_sm(kind, args, sock, hosts, work, cache, pairs):
     if kind == "ibsm":
         m_after = metrics(METRICS)
         r["flood_sweeps"] = tuple(b - a for a, b in zip(sweeps(m_before), sweeps(m_after)))
-        r["sa_drops"] = {k[1]: v for k, v in m_after.items() if k[0] == "ibsm_sa_events" and 'kind="drop"' in k[1]}
+        r["sa_drops"] = {re.sub(r'.*what="([^"]*)".*', r"\1", k[1]): v for k, v in m_after.items()
+                         if k[0] == "ibsm_sa_events" and 'kind="drop"' in k[1] and v}
     if cpu0 is not None and cpu1 is not None:
         r["cpu_s"] = cpu1 - cpu0
         r["cpu_share"] = (cpu1 - cpu0) / max(t1 - t0, 1e-9)
+    # One query at a time: the SA's answer time with nothing queued.
+    r["path1"] = combine(flood(sock, flood_hosts[:1], work, args.ibsm, "path", 1, min(args.duration, 5.0), pairs,
+                               args.timeout_ms))
     r["nodes"] = combine(flood(sock, flood_hosts[:1], work, args.ibsm, "nodes", 4, min(args.duration, 5.0), pairs,
                                args.timeout_ms))
     r["running"] = sm.proc.poll() is None
@@ -290,6 +294,11 @@ def report(name, spec, args, res, sim):
     ci = i.get("cpu_s") / max(ip.get("answered", 0), 1) * 1000 if i.get("cpu_s") is not None else None
     print(f"| SM CPU s per 1000 answers | {fmt(co, 3)} | {fmt(ci, 3)} | {ratio(ci, co)} |")
     print(f"| SM CPU share during the flood | {fmt(o.get('cpu_share'), 2)} | {fmt(i.get('cpu_share'), 2)} | |")
+    o1, i1 = o["path1"], i["path1"]
+    print(f"| one client, 1 in flight: answered per second | {fmt(o1.get('qps'), 0)} | {fmt(i1.get('qps'), 0)} "
+          f"| {ratio(i1.get('qps'), o1.get('qps'))} |")
+    print(f"| one client, 1 in flight: p50 latency (ms) | {fmt(o1.get('p50'), 3)} | {fmt(i1.get('p50'), 3)} "
+          f"| {ratio(i1.get('p50'), o1.get('p50'))} |")
     print()
     on, inn = o["nodes"], i["nodes"]
     print("| GetTable NodeRecord (1 client x 4) | OpenSM | ibsm |")

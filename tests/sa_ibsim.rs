@@ -93,6 +93,12 @@ const NODES: usize = 13;
 /// Where the SMs run (one after the other), and where the diags run.
 const SM_HOST: &str = "leaf0-h0";
 const OBSERVER: &str = "leaf2-h1";
+/// Where the ServiceRecord and the InformInfo subscription come from
+/// (not OBSERVER: a Report the SA sends there would reach whichever diag
+/// is attached, and umad2sim crashes one that has no SA agent).
+const SETTER: &str = "leaf0-h2";
+const SERVICE_ID: &str = "0x1000000000000abc";
+const SERVICE_NAME: &str = "ibsm-sa-test";
 /// OpenSM's default sa_key, which ibsm is given too: a query with this
 /// SM_Key is trusted.
 const SA_KEY: &str = "0x1";
@@ -755,9 +761,37 @@ fn device_diffs(f: &Fabric, l: &Layout, phase: &Phase) -> Vec<Diff> {
             (a.records.len() == 1).then(|| a.records[0].clone())
         };
         match *q {
-            Q::ClassPortInfo | Q::Services | Q::Informs => {
-                // Nothing on a device to check these against: compared
+            Q::ClassPortInfo => {
+                // Nothing on a device to check it against: compared
                 // between the SAs only.
+            }
+            Q::Services => {
+                // What SETTER registered, and nothing else.
+                let Some(r) = one(&mut d, a) else { continue };
+                let gid = gid(0xfe80_0000_0000_0000, l.guid(l.lid(SETTER))).to_string();
+                d.check("ServiceID", r.field("ServiceID"), SERVICE_ID);
+                d.check("ServiceGID", r.field("ServiceGID"), &gid);
+                d.check("ServiceP_Key", r.field("ServiceP_Key"), "0xFFFF");
+                // No lease in the mask: infinite (IBA 15.2.5.14).
+                d.check("ServiceLease", r.field("ServiceLease"), "0xFFFFFFFF");
+                d.check("ServiceName", r.field("ServiceName"), SERVICE_NAME);
+                // Untrusted: the key is not shown (and zeroed by the SA).
+                d.check("ServiceKey", r.field("ServiceKey"), "<not displayed>");
+            }
+            Q::Informs => {
+                let Some(r) = one(&mut d, a) else { continue };
+                let gid = gid(0xfe80_0000_0000_0000, l.guid(l.lid(SETTER))).to_string();
+                d.check("SubscriberGID", r.field("SubscriberGID"), &gid);
+                for (field, want) in [
+                    ("lid_range_begin", "65535"),
+                    ("is_generic", "1"),
+                    ("subscribe", "1"),
+                    ("trap_type", "0xFFFF"),
+                    ("trap_num", "64"),
+                    ("node_type", "0xFFFFFF"),
+                ] {
+                    d.check(field, r.field(field), want);
+                }
             }
             Q::Node(999) => {
                 d.check_num("records", a.records.len(), 0);
@@ -1278,6 +1312,16 @@ fn phase(f: &Fabric, sm: Sm, cache: &Path) -> (Phase, Layout, Vec<Diff>) {
     while ask(f, OBSERVER, &Q::ClassPortInfo.args(), true).code != Some(0) {
         assert!(t0.elapsed() < Duration::from_secs(10), "{}: the SA does not answer\n{}", daemon.label, daemon.tail());
         std::thread::sleep(Duration::from_millis(100));
+    }
+    // Something for `saquery SR` and `IIR` to find: a ServiceRecord and a
+    // subscription to trap 64, both from SETTER's port.
+    for args in
+        [&["sa", "service", "--id", SERVICE_ID, "--name", SERVICE_NAME][..], &["sa", "subscribe", "--trap", "64"][..]]
+    {
+        let mut c = f.client(Path::new(env!("CARGO_BIN_EXE_ibsm")), SETTER);
+        c.args(args);
+        let o = run_to_files(c, Duration::from_secs(30));
+        assert!(o.status.success(), "{}: ibsm {args:?}: {}", daemon.label, ibsim::stderr(&o));
     }
     let t0 = Instant::now();
     let answers: Vec<(Q, Answer)> = questions(&layout)

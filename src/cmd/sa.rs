@@ -44,6 +44,10 @@ pub enum Args {
     Ports(TableArgs),
     /// Keeps queries in flight for a while; reports rate, losses, latency.
     Flood(FloodArgs),
+    /// Registers a ServiceRecord for this port (SubnAdmSet).
+    Service(ServiceArgs),
+    /// Subscribes this port to a trap's Reports (SubnAdmSet(InformInfo)).
+    Subscribe(SubscribeArgs),
 }
 
 /// `ibsm sa`.
@@ -53,6 +57,8 @@ pub async fn run(args: Args) -> ExitCode {
         Args::Nodes(a) => table(a, Table::Nodes).await,
         Args::Ports(a) => table(a, Table::Ports).await,
         Args::Flood(a) => flood_cmd(a).await,
+        Args::Service(a) => set_cmd(&a.port, "ibsm sa service", service_set(&a)).await,
+        Args::Subscribe(a) => set_cmd(&a.port, "ibsm sa subscribe", subscribe_set(&a)).await,
     }
 }
 
@@ -871,6 +877,152 @@ mod sim {
             records_max: records,
         })
     }
+}
+
+// ---------------------------------------------------------------------------
+// Sets: a ServiceRecord, an InformInfo subscription
+
+#[derive(Debug, Clone, ClapArgs)]
+pub struct ServiceArgs {
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// ServiceID (decimal or 0x-hex).
+    #[arg(long, value_parser = parse_key)]
+    pub id: u64,
+    /// ServiceName (at most 64 bytes).
+    #[arg(long, default_value = "")]
+    pub name: String,
+    /// ServiceLease in seconds; absent: infinite.
+    #[arg(long)]
+    pub lease: Option<u32>,
+    /// ServiceP_Key.
+    #[arg(long, default_value = "0xffff", value_parser = parse_key)]
+    pub pkey: u64,
+}
+
+#[derive(Debug, Clone, ClapArgs)]
+pub struct SubscribeArgs {
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// The generic trap whose Reports this port wants (64: a port in
+    /// service, 65: out of service).
+    #[arg(long, default_value = "64")]
+    pub trap: u16,
+    /// Unsubscribe instead.
+    #[arg(long)]
+    pub remove: bool,
+}
+
+/// What a Set sends: attribute, component mask, the record's bytes, from
+/// the opened port's GID.
+type SetRequest = Box<dyn FnOnce(&crate::transport::LocalPort) -> Result<(u16, u64, Vec<u8>), String> + Send>;
+
+fn service_set(a: &ServiceArgs) -> SetRequest {
+    use crate::mad::sa::{service_mask as m, ServiceRecordRepr};
+    let a = a.clone();
+    Box::new(move |port| {
+        let mut rec = ServiceRecordRepr {
+            service_id: a.id,
+            service_gid: port_gid(port),
+            service_pkey: a.pkey as u16,
+            service_lease: a.lease.unwrap_or(crate::mad::sa::service_record::SERVICE_LEASE_INFINITE),
+            ..ServiceRecordRepr::default()
+        };
+        let name = a.name.as_bytes();
+        if name.len() > rec.service_name.len() {
+            return Err(format!("--name is {} bytes; a ServiceName holds {}", name.len(), rec.service_name.len()));
+        }
+        rec.service_name[..name.len()].copy_from_slice(name);
+        let mut data = vec![0u8; crate::mad::sa::SERVICE_RECORD_LEN];
+        rec.emit(&mut data).map_err(|e| e.to_string())?;
+        let lease = if a.lease.is_some() { m::SERVICE_LEASE } else { 0 };
+        Ok((0x0031, m::SERVICE_ID | m::SERVICE_GID | m::SERVICE_PKEY | m::SERVICE_NAME | lease, data))
+    })
+}
+
+fn subscribe_set(a: &SubscribeArgs) -> SetRequest {
+    use crate::mad::sa::{inform_wildcard as w, InformInfoRepr, InformKind, INFORM_INFO_LEN};
+    let a = a.clone();
+    Box::new(move |_port| {
+        let info = InformInfoRepr {
+            gid: [0; 16],
+            lid_range_begin: w::LID,
+            lid_range_end: 0,
+            subscribe: !a.remove,
+            notice_type: w::TYPE,
+            kind: InformKind::Generic { trap_number: a.trap, producer_type: w::PRODUCER_TYPE },
+            qpn: 1,
+            resp_time_value: 18,
+        };
+        let mut data = vec![0u8; INFORM_INFO_LEN];
+        info.emit(&mut data).map_err(|e| e.to_string())?;
+        Ok((0x0003, 0, data))
+    })
+}
+
+/// The port's GID: the default subnet prefix and its port GUID.
+fn port_gid(port: &crate::transport::LocalPort) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[..8].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+    g[8..].copy_from_slice(&port.port_guid.0.to_be_bytes());
+    g
+}
+
+/// One SubnAdmSet to the SA at the port's SM LID; prints the SA's echo of
+/// the record in hex.
+async fn set_cmd(port: &PortArgs, what: &str, build: SetRequest) -> ExitCode {
+    match sa_set(port, build).await {
+        Ok(echo) => {
+            println!("{what}: set; the SA answered {}", echo.iter().map(|b| format!("{b:02x}")).collect::<String>());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn sa_set(port: &PortArgs, build: SetRequest) -> Result<Vec<u8>, String> {
+    use crate::mad::header::MadHeader;
+    use crate::mad::sa::SaMad;
+    use crate::mad::{AttributeId, MadHeaderRepr, Method, MgmtClass, MAD_SIZE};
+    use crate::transport::{Datagram, MadAddress};
+    if port.sim.is_some() {
+        return Err("--sim has no SA to register with; run against a port".into());
+    }
+    let opened = backend::open(port, TxnConfig::default(), Role::SaClient).map_err(|e| e.to_string())?;
+    let t = opened.transport;
+    let local = t.local_port();
+    if local.sm_lid == Lid(0) {
+        return Err(SaError::NoSm.to_string());
+    }
+    let (attribute, mask, data) = build(&local)?;
+    let mut mad = vec![0u8; MAD_SIZE];
+    let header = MadHeaderRepr {
+        mgmt_class: MgmtClass::SubnAdm,
+        class_version: 2,
+        method: Method::Set,
+        status: 0,
+        class_specific: 0,
+        transaction_id: 0,
+        attribute_id: AttributeId::from(attribute),
+        attribute_modifier: 0,
+    };
+    header.emit(&mut MadHeader::new_checked(&mut mad[..]).expect("a whole MAD holds a header"));
+    let mut sa = SaMad::new_checked(&mut mad[..]).expect("a whole MAD holds the SA header");
+    sa.set_component_mask(mask);
+    sa.data_mut()[..data.len()].copy_from_slice(&data);
+    let reply = t.request(Datagram { addr: MadAddress::gsi(local.sm_lid, 0), mad }).await.map_err(|e| e.to_string())?;
+    let h = MadHeaderRepr::parse(&MadHeader::new_checked(&reply.mad[..]).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    if h.status != 0 {
+        return Err(
+            SaError::Status { query: format!("Set of attribute {attribute:#06x}"), status: h.status }.to_string()
+        );
+    }
+    let view = SaMad::new_checked(&reply.mad[..]).map_err(|e| e.to_string())?;
+    Ok(view.data()[..data.len()].to_vec())
 }
 
 #[cfg(test)]
