@@ -14,8 +14,12 @@
 //! does change on every end port is PortInfo.MasterSMLID, the new master's
 //! LID; Sets that change only that are counted apart
 //! (`ProgramReport::sm_lid_only_sets`).
+//!
+//! Alias GUIDs (GUIDInfo blocks, [`super::guids`]) ride in the first pass
+//! too; the runtime also sends them alone ([`program_aliases`]) when the
+//! SA's table changes between sweeps.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::sweep::core::{SmpCore, SmpRequest};
 use tracing::debug;
@@ -23,12 +27,15 @@ use tracing::debug;
 use crate::config::SmConfig;
 use crate::mad::SmpAttribute;
 use crate::mad::{
-    AttributeId, CapabilityMask, DrPath, LftBlockRepr, PKeyTableBlockRepr, PortInfoRepr, PortState, SwitchInfoRepr,
+    AttributeId, CapabilityMask, DrPath, GuidInfoBlockRepr, LftBlockRepr, PKeyTableBlockRepr, PortInfoRepr, PortState,
+    SwitchInfoRepr,
 };
 use crate::sweep::subnet::{NodeId, Problem, Subnet, SweepProblem};
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::Transport;
 use crate::types::{Guid, Lid};
+
+use super::guids::{GuidInfoSet, GuidMemo, GuidMemos};
 
 /// What the SM wants the fabric to hold after this sweep.
 #[derive(Debug, Clone, Default)]
@@ -50,6 +57,10 @@ pub struct Plan {
     pub qos: Vec<super::qos::QosSet>,
     /// PortInfo.VLHighLimit for every port, when QoS is on.
     pub vl_high_limit: Option<u8>,
+    /// GUIDInfo blocks with alias GUIDs ([`super::guids::wanted_blocks`]);
+    /// with `read_before_write`, those the cache knows nothing of are read
+    /// first.
+    pub guid_info: Vec<GuidInfoSet>,
 }
 
 /// One port's last PortInfo Set, see [`LftCache::ports`].
@@ -73,6 +84,9 @@ pub struct LftCache {
     pub ports: HashMap<(Guid, u8), PortMemo>,
     /// SLtoVLMapping and VLArbitration tables written.
     pub qos: super::qos::QosCache,
+    /// GUIDInfo blocks written (or read before writing), by port GUID and
+    /// block.
+    pub guid_info: GuidMemos,
 }
 
 /// What programming sent, by kind; every count but `failures`, `*_reads`
@@ -96,6 +110,10 @@ pub struct ProgramReport {
     pub lft_reads: usize,
     /// SLtoVLMapping and VLArbitration tables read before writing (takeover).
     pub qos_reads: usize,
+    /// GUIDInfo blocks (alias GUIDs) written.
+    pub guid_info_sets: usize,
+    /// GUIDInfo blocks read before writing (takeover).
+    pub guid_info_reads: usize,
     /// SMPs (Gets or Sets) that got no usable answer.
     pub failures: usize,
     /// P_Key block 0 of every end port read, by node GUID and port, as the
@@ -103,12 +121,22 @@ pub struct ProgramReport {
     /// SA's P_KeyTableRecords answer from. Ports whose read failed are
     /// absent; switches' tables are not read.
     pub pkey_blocks: HashMap<(Guid, u8), PKeyTableBlockRepr>,
+    /// The alias GUIDs ports hold, by port GUID and GUIDInfo index, as they
+    /// answered this SM's GUIDInfo Sets and reads (this one's and earlier
+    /// ones'). Ports whose table the SM never wrote are absent.
+    pub alias_guids: HashMap<Guid, BTreeMap<u16, Guid>>,
 }
 
 impl ProgramReport {
     /// Every Set the fabric answered.
     pub fn sets(&self) -> usize {
-        self.port_sets + self.switch_info_sets + self.lft_blocks + self.pkey_sets + self.sl2vl_sets + self.vlarb_sets
+        self.port_sets
+            + self.switch_info_sets
+            + self.lft_blocks
+            + self.pkey_sets
+            + self.sl2vl_sets
+            + self.vlarb_sets
+            + self.guid_info_sets
     }
     /// Sets that changed something besides PortInfo.MasterSMLID: zero for a
     /// takeover of a fabric that needed nothing else.
@@ -140,6 +168,10 @@ enum Target {
     },
     /// Index into `Plan::qos`.
     Qos {
+        index: u32,
+    },
+    /// Index into `Plan::guid_info`.
+    GuidInfo {
         index: u32,
     },
 }
@@ -181,6 +213,7 @@ pub async fn program<T: Transport>(
     if plan.read_before_write {
         read_lfts(client, subnet, plan, &switches, blocks, &mut report, cache).await;
         read_qos(client, subnet, plan, &mut qos_held, &mut report, cache).await;
+        read_guid_info(client, subnet, plan, &mut report, cache).await;
     }
 
     // Pass 1: parameters + ARMED, SwitchInfo, LFTs; all independent. LFT
@@ -195,8 +228,9 @@ pub async fn program<T: Transport>(
         .map(|i| Target::Lft { node: switches[i % switches.len()], block: (i / switches.len()) as u32 });
     let sl2vl_targets =
         (0..plan.qos.len() as u32).filter(|&i| !qos_held[i as usize]).map(|index| Target::Qos { index });
+    let guid_targets = (0..plan.guid_info.len() as u32).map(|index| Target::GuidInfo { index });
     let first = Work::Prepared(pkey_fixes.into_iter());
-    let rest = targets.into_iter().chain(sl2vl_targets).chain(lft_targets);
+    let rest = targets.into_iter().chain(sl2vl_targets).chain(guid_targets).chain(lft_targets);
     let ctx = Ctx { plan, config, state: PortState::Armed };
     execute(client, subnet, first, rest, &ctx, &mut report, cache).await;
 
@@ -212,6 +246,24 @@ pub async fn program<T: Transport>(
         .collect();
     let ctx = Ctx { plan, config, state: PortState::Active };
     execute(client, subnet, Work::Prepared(Vec::new().into_iter()), armed.into_iter(), &ctx, &mut report, cache).await;
+    report.alias_guids = super::guids::held_aliases(&cache.guid_info);
+    report
+}
+
+/// Only the GUIDInfo blocks of `plan` (alias GUIDs changed between
+/// sweeps), those the cache says differ; the rest of the plan is ignored.
+pub async fn program_aliases<T: Transport>(
+    client: &SmpClient<T>,
+    subnet: &mut Subnet,
+    plan: &Plan,
+    config: &SmConfig,
+    cache: &mut LftCache,
+) -> ProgramReport {
+    let mut report = ProgramReport::default();
+    let targets = (0..plan.guid_info.len() as u32).map(|index| Target::GuidInfo { index });
+    let ctx = Ctx { plan, config, state: PortState::Armed };
+    execute(client, subnet, Work::Prepared(Vec::new().into_iter()), targets, &ctx, &mut report, cache).await;
+    report.alias_guids = super::guids::held_aliases(&cache.guid_info);
     report
 }
 
@@ -356,6 +408,46 @@ async fn read_qos<T: Transport>(
     .await;
 }
 
+/// Reads the GUIDInfo blocks `plan` would write that the cache knows
+/// nothing of, and remembers what they hold as if the SM had asked for it,
+/// so only blocks that differ are sent. A block that could not be read is
+/// written.
+async fn read_guid_info<T: Transport>(
+    client: &SmpClient<T>,
+    subnet: &mut Subnet,
+    plan: &Plan,
+    report: &mut ProgramReport,
+    cache: &mut LftCache,
+) {
+    let reads = plan
+        .guid_info
+        .iter()
+        .filter(|s| !cache.guid_info.contains_key(&(s.port_guid, s.block)))
+        .map(|s| (*s, s.path, AttributeId::GuidInfo, u32::from(s.block)))
+        .collect::<Vec<_>>();
+    read_all(client, reads.into_iter(), |set, path, result| {
+        match result
+            .map_err(|e| e.to_string())
+            .and_then(|d| GuidInfoBlockRepr::parse_data(&d).map_err(|e| e.to_string()))
+        {
+            Ok(held) => {
+                report.guid_info_reads += 1;
+                cache.guid_info.insert((set.port_guid, set.block), GuidMemo { held, wanted: held });
+            }
+            Err(e) => {
+                report.failures += 1;
+                let what = Problem::ReadFailed {
+                    attr: AttributeId::GuidInfo,
+                    amod: u32::from(set.block),
+                    error: format!("port {}: {e}", set.port),
+                };
+                subnet.problems.push(SweepProblem { path, guid: Some(subnet.node(set.node).guid()), what });
+            }
+        }
+    })
+    .await;
+}
+
 /// What a pass needs to turn a target into its Set.
 struct Ctx<'a> {
     plan: &'a Plan,
@@ -387,6 +479,21 @@ fn make(subnet: &Subnet, target: Target, ctx: &Ctx, cache: &LftCache) -> Option<
                 attr: set.attr,
                 amod: set.amod,
                 data: set.data,
+                sm_lid_only: false,
+                port_before: None,
+            })
+        }
+        Target::GuidInfo { index } => {
+            let set = ctx.plan.guid_info.get(index as usize)?;
+            if cache.guid_info.get(&(set.port_guid, set.block)).is_some_and(|m| m.wanted == set.want) {
+                return None;
+            }
+            Some(SetRequest {
+                target,
+                path: set.path,
+                attr: AttributeId::GuidInfo,
+                amod: u32::from(set.block),
+                data: set.want.to_data(),
                 sm_lid_only: false,
                 port_before: None,
             })
@@ -457,6 +564,11 @@ impl<I: Iterator<Item = Target>> SmpCore for SetPass<'_, '_, I> {
                         self.cache.tables.remove(&self.subnet.node(node).guid());
                         (node, None)
                     }
+                    Target::GuidInfo { index } => {
+                        let set = &self.ctx.plan.guid_info[index as usize];
+                        self.cache.guid_info.remove(&(set.port_guid, set.block));
+                        (set.node, Some(set.port))
+                    }
                 };
                 let what = Problem::SetFailed { attr: req.attr, amod: req.amod, port, error: e.to_string() };
                 self.subnet.problems.push(SweepProblem {
@@ -499,6 +611,15 @@ impl<I: Iterator<Item = Target>> SmpCore for SetPass<'_, '_, I> {
                 }
             }
             Target::PKeys { .. } => self.report.pkey_sets += 1,
+            Target::GuidInfo { index } => {
+                self.report.guid_info_sets += 1;
+                let set = &self.ctx.plan.guid_info[index as usize];
+                // What the port answered is what it holds (a device may
+                // keep fewer entries than asked); asking the same again
+                // would not change that, so the memo keeps both.
+                let held = GuidInfoBlockRepr::parse_data(&data).unwrap_or(set.want);
+                self.cache.guid_info.insert((set.port_guid, set.block), GuidMemo { held, wanted: set.want });
+            }
             Target::Qos { index } => {
                 let set = &self.ctx.plan.qos[index as usize];
                 match set.attr {

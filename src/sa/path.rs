@@ -49,9 +49,14 @@
 //! else the requester's own (the port owning the request's SLID); the
 //! destination the port of DGID or DLID, else every port of the subnet,
 //! the source included (a GetTable "from me to all"). OpenSM differs when
-//! a side is missing: it answers every source (or every pair). An SGID or
-//! DGID no port has, or with another subnet prefix than the port's (the
-//! link-local fe80::/64 always accepted): ERR_REQ_INVALID_GID. A LID no
+//! a side is missing: it answers every source (or every pair). A GID names
+//! a port by its port GUID or by one of its alias GUIDs (additional port
+//! GUIDs handed out through GUIDInfoRecord, IBA 15.2.5.18; the record then
+//! carries the GID as asked). An SGID or DGID no port has, or with another
+//! subnet prefix than the port's (the link-local fe80::/64 always
+//! accepted): ERR_REQ_INVALID_GID. (OpenSM also answers a query without a
+//! destination with one record per alias GID of every port; here each
+//! port once, by its port GID.) A LID no
 //! port has: no records. A multicast DGID: no records here (multicast
 //! PathRecords are the multicast issue's).
 //!
@@ -313,10 +318,15 @@ fn gid_prefix_ok(index: &PathIndex, e: u32, gid: &[u8; 16]) -> bool {
     gid[..8] == LINK_LOCAL || gid[..8] == index.end(e).gid_prefix.to_be_bytes()
 }
 
-/// The end port of a unicast GID, or ERR_REQ_INVALID_GID.
+/// The end port of a unicast GID, or ERR_REQ_INVALID_GID: the port whose
+/// GUID, or one of whose alias GUIDs, is the GID's interface ID.
 pub(crate) fn end_by_gid(index: &PathIndex, gid: &[u8; 16]) -> Result<u32, u16> {
     let guid = crate::types::Guid(u64::from_be_bytes(gid[8..].try_into().expect("8 bytes")));
-    index.end_by_guid(guid).filter(|&e| gid_prefix_ok(index, e, gid)).ok_or(sa_status::INVALID_GID)
+    index
+        .end_by_guid(guid)
+        .or_else(|| index.end_by_alias(guid))
+        .filter(|&e| gid_prefix_ok(index, e, gid))
+        .ok_or(sa_status::INVALID_GID)
 }
 
 fn side(index: &PathIndex, gid: Option<&[u8; 16]>, lid: Option<u16>) -> Result<Side, u16> {
@@ -341,7 +351,7 @@ pub fn path_records(
     requester_lid: Lid,
     cfg: &PathConfig,
 ) -> Result<Vec<PathRecordRepr>, u16> {
-    collect(index, query, mask, requester_lid, cfg, None)
+    collect(index, query, mask, requester_lid, cfg, None, usize::MAX)
 }
 
 /// The one PathRecord a SubnAdmGet asks for: NumbPath is 1 per port pair
@@ -355,7 +365,9 @@ pub fn path_record_get(
     requester_lid: Lid,
     cfg: &PathConfig,
 ) -> Result<PathRecordRepr, u16> {
-    let mut records = collect(index, query, mask, requester_lid, cfg, Some(1))?;
+    // Two records are enough to know the answer is TOO_MANY_RECORDS: a
+    // Get without a destination stops walking there, not at every port.
+    let mut records = collect(index, query, mask, requester_lid, cfg, Some(1), 2)?;
     match records.len() {
         0 => Err(sa_status::NO_RECORDS),
         1 => Ok(records.remove(0)),
@@ -363,6 +375,8 @@ pub fn path_record_get(
     }
 }
 
+/// The records of a query, at most `per_pair` per port pair, and no more
+/// than `most` in all: gathering stops there (a Get needs two to refuse).
 fn collect(
     index: &PathIndex,
     q: &PathRecordRepr,
@@ -370,6 +384,7 @@ fn collect(
     requester_lid: Lid,
     cfg: &PathConfig,
     per_pair: Option<usize>,
+    most: usize,
 ) -> Result<Vec<PathRecordRepr>, u16> {
     if unknown_components(PathRecordRepr::COMPONENTS, mask) != 0 {
         return Err(sa_status::REQ_INVALID);
@@ -397,6 +412,9 @@ fn collect(
     let sgid = if has(pm::SGID) { q.sgid } else { index.end(src).gid() };
     let mut out = Vec::new();
     for dst in dsts {
+        if out.len() >= most {
+            break;
+        }
         let dlids: Vec<Lid> = if has(pm::DLID) { vec![Lid(q.dlid)] } else { index.end(dst).lids().collect() };
         let dgid = if has(pm::DGID) { q.dgid } else { index.end(dst).gid() };
         let mut taken = 0;

@@ -2,6 +2,7 @@
 //! for lookups, and the walk along the programmed forwarding tables.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::rate;
 use crate::mad::{PortInfoRepr, PortState};
@@ -30,8 +31,9 @@ struct LinkEnd {
 
 #[derive(Debug, Clone)]
 struct SwitchEntry {
-    /// Output port per LID, as programmed.
-    lft: Vec<u8>,
+    /// Output port per LID, as programmed: the snapshot's own table,
+    /// shared, never copied.
+    lft: Arc<Vec<u8>>,
     /// This switch's index in the routing engine's view (for path SLs).
     routed: Option<u32>,
 }
@@ -124,25 +126,30 @@ pub enum Broken {
 
 /// Everything PathRecord and MultiPathRecord queries need from one sweep.
 ///
-/// Built once per snapshot in O(nodes + ports + LFT entries) time: end
-/// ports by LID (a dense table over the assigned LIDs, so a LID is one
-/// index) and by port GUID (a hash map), each cabled port's MTU, rate and
-/// state, and a copy of every switch's forwarding table, which is the
-/// largest part (switches × top LID bytes). A query then walks one route
-/// in O(hops) per (SLID, DLID) pair.
+/// Built once per snapshot in O(nodes + ports + top LID) time: end ports
+/// by LID (a dense table over the assigned LIDs, so a LID is one index),
+/// by port GUID and by alias GUID (hash maps), each cabled port's MTU, rate
+/// and state, and every switch's forwarding table, shared with the
+/// snapshot (`SweptRoutes::lfts` holds them behind an `Arc`), so the index
+/// adds no copy of the largest part (switches × top LID bytes). A query
+/// then walks one route in O(hops) per (SLID, DLID) pair.
 #[derive(Debug, Clone, Default)]
 pub struct PathIndex {
     nodes: Vec<NodeEntry>,
     ends: Vec<EndPort>,
     by_lid: Vec<u32>,
     by_guid: HashMap<Guid, u32>,
+    /// Alias GUIDs (additional port GUIDs, IBA 15.2.5.18) to their end port.
+    by_alias: HashMap<Guid, u32>,
     path_sl: Option<ibsm_routing::lft::PathSl>,
 }
 
 impl PathIndex {
     /// Lays out `report` for path queries. LIDs are the sweep's assignment
     /// (`report.lids`), ports as the sweep last read them (after its Sets),
-    /// routes as it programmed them (`report.routes`).
+    /// routes as it programmed them (`report.routes`), alias GUIDs as the
+    /// ports hold them (`report.program.alias_guids`; the SA puts its own
+    /// registry in their place, [`Self::set_aliases`]).
     pub fn build(report: &SweepReport) -> PathIndex {
         let subnet = &report.subnet;
         let routed: HashMap<Guid, u32> =
@@ -169,7 +176,7 @@ impl PathIndex {
                 })
                 .collect();
             let switch = node.is_switch().then(|| SwitchEntry {
-                lft: report.routes.lfts.get(&node.guid()).cloned().unwrap_or_default(),
+                lft: report.routes.lfts.get(&node.guid()).map(Arc::clone).unwrap_or_default(),
                 routed: routed.get(&node.guid()).copied(),
             });
             nodes.push(NodeEntry { switch, ports });
@@ -210,7 +217,46 @@ impl PathIndex {
             }
             by_guid.insert(e.guid, i as u32);
         }
-        PathIndex { nodes, ends, by_lid, by_guid, path_sl: report.routes.path_sl.clone() }
+        let mut index = PathIndex {
+            nodes,
+            ends,
+            by_lid,
+            by_guid,
+            by_alias: HashMap::new(),
+            path_sl: report.routes.path_sl.clone(),
+        };
+        index.set_aliases(
+            report.program.alias_guids.iter().flat_map(|(&port, held)| held.values().map(move |&alias| (alias, port))),
+        );
+        index
+    }
+
+    /// Replaces the alias GUIDs the index knows with `aliases`, (alias,
+    /// port GUID) pairs. An alias whose port is no end port here, or that is
+    /// some end port's own GUID (the port's GUID wins), is left out. O(aliases).
+    pub fn set_aliases(&mut self, aliases: impl IntoIterator<Item = (Guid, Guid)>) {
+        self.by_alias.clear();
+        self.update_aliases(std::iter::empty(), aliases);
+    }
+
+    /// Forgets the aliases `removed`, then learns `added` as
+    /// [`Self::set_aliases`] does: one port's change in O(its aliases).
+    pub fn update_aliases(
+        &mut self,
+        removed: impl IntoIterator<Item = Guid>,
+        added: impl IntoIterator<Item = (Guid, Guid)>,
+    ) {
+        for alias in removed {
+            self.by_alias.remove(&alias);
+        }
+        for (alias, port) in added {
+            if self.by_guid.contains_key(&alias) {
+                continue;
+            }
+            if let Some(&e) = self.by_guid.get(&port) {
+                self.by_alias.insert(alias, e);
+            }
+        }
     }
 
     /// Every end port, by base LID.
@@ -230,6 +276,16 @@ impl PathIndex {
     /// The end port with this port GUID.
     pub fn end_by_guid(&self, guid: Guid) -> Option<u32> {
         self.by_guid.get(&guid).copied()
+    }
+
+    /// The end port this alias GUID was given to.
+    pub fn end_by_alias(&self, guid: Guid) -> Option<u32> {
+        self.by_alias.get(&guid).copied()
+    }
+
+    /// Alias GUIDs known, in all.
+    pub fn aliases(&self) -> usize {
+        self.by_alias.len()
     }
 
     fn link_end(&self, node: u32, port: u8) -> Option<&LinkEnd> {

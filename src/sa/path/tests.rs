@@ -491,7 +491,7 @@ fn broken_and_one_way_routes() {
     // S2 forgets H1: H1 still reaches H3, but not back.
     let mut report = s.report.clone();
     let s2 = s.topo.node(NodeIdx(S2)).node_guid;
-    report.routes.lfts.get_mut(&s2).unwrap()[lid(h1).0 as usize] = 0xFF;
+    std::sync::Arc::make_mut(report.routes.lfts.get_mut(&s2).unwrap())[lid(h1).0 as usize] = 0xFF;
     let index = PathIndex::build(&report);
     let (e1, e3) = (end_of(&index, &s.topo, h1), end_of(&index, &s.topo, h3));
     let there = ask(&index, between(&index, e1, e3, 0, |_| {})).unwrap();
@@ -507,8 +507,8 @@ fn broken_and_one_way_routes() {
     // A loop: S1 and S2 send H3's LID to each other.
     let mut report = s.report.clone();
     let s1 = s.topo.node(NodeIdx(S1)).node_guid;
-    report.routes.lfts.get_mut(&s1).unwrap()[lid(h3).0 as usize] = 3;
-    report.routes.lfts.get_mut(&s2).unwrap()[lid(h3).0 as usize] = 1;
+    std::sync::Arc::make_mut(report.routes.lfts.get_mut(&s1).unwrap())[lid(h3).0 as usize] = 3;
+    std::sync::Arc::make_mut(report.routes.lfts.get_mut(&s2).unwrap())[lid(h3).0 as usize] = 1;
     let index = PathIndex::build(&report);
     assert_eq!(index.route(e1, lid(h3)), Err(Broken::Loop));
     assert_eq!(ask(&index, between(&index, e1, e3, 0, |_| {})).unwrap(), vec![]);
@@ -663,6 +663,120 @@ fn multipath_spreads_over_ports_and_lmc_and_seeks_independence() {
     let bound = multipath_records(&index, &req, mask, Lid(0), &cfg).unwrap();
     assert_eq!(bound.len(), 16);
     assert!(bound.iter().all(|r| r.mtu == 4 && rate::cmp_rates(r.rate, 17).is_lt()), "{bound:?}");
+}
+
+fn alias_gid(index: &PathIndex, e: u32, alias: u64) -> [u8; 16] {
+    let mut g = gid(index, e);
+    g[8..].copy_from_slice(&alias.to_be_bytes());
+    g
+}
+
+/// The SM programs the SA's alias GUIDs; the sweep's snapshot knows them
+/// and PathRecords resolve a GID made of one to its port.
+#[test]
+fn alias_gids_name_their_port() {
+    let mut s = swept_a(0);
+    let (g3, g5) = (s.topo.node(NodeIdx(H3)).port_guid(1), s.topo.node(NodeIdx(H5)).port_guid(1));
+    let table: crate::program::guids::AliasTable =
+        [(g3, 1, Guid(0xa1)), (g3, 12, Guid(0xa12)), (g5, 2, Guid(0xb2))].into_iter().collect();
+    let (_tx, rx) = tokio::sync::watch::channel(std::sync::Arc::new(table));
+    s.sm.set_alias_source(rx);
+    resweep(&mut s);
+    assert_eq!(s.report.program.guid_info_sets, 3, "H3's blocks 0 and 1, H5's block 0");
+    let index = PathIndex::build(&s.report);
+    assert_eq!(index.aliases(), 3);
+    let (h1, h3, h5) =
+        (end_of(&index, &s.topo, p(H1, 1)), end_of(&index, &s.topo, p(H3, 1)), end_of(&index, &s.topo, p(H5, 1)));
+    assert_eq!((index.end_by_alias(Guid(0xa12)), index.end_by_alias(Guid(0xb2))), (Some(h3), Some(h5)));
+    assert_eq!(index.end_by_guid(Guid(0xa1)), None, "port GUIDs and aliases are apart");
+
+    // To an alias GID: H3's path, answered with the GID as asked.
+    let plain = ask(&index, between(&index, h1, h3, 0, |_| {})).unwrap();
+    let to_alias = ask(&index, between(&index, h1, h3, 0, |q| q.dgid = alias_gid(&index, h3, 0xa1))).unwrap();
+    assert_eq!(to_alias.len(), 1);
+    assert_eq!(to_alias[0].dgid, alias_gid(&index, h3, 0xa1));
+    assert_eq!(PathRecordRepr { dgid: plain[0].dgid, ..to_alias[0] }, plain[0]);
+    // From one, and between two, link-local prefix or the port's.
+    let both = |q: &mut PathRecordRepr| (q.sgid, q.dgid) = (alias_gid(&index, h5, 0xb2), alias_gid(&index, h3, 0xa12));
+    let r = ask(&index, between(&index, h5, h3, 0, both)).unwrap();
+    assert_eq!((r.len(), r[0].slid, r[0].dlid), (1, index.end(h5).base_lid.0, index.end(h3).base_lid.0));
+    let mut ll = alias_gid(&index, h3, 0xa1);
+    ll[..8].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+    assert_eq!(ask(&index, between(&index, h1, h3, 0, |q| q.dgid = ll)).unwrap().len(), 1);
+    // A Get too, by DGID alone from the requester.
+    let q = PathRecordRepr { dgid: alias_gid(&index, h3, 0xa1), ..Default::default() };
+    let got = path_record_get(&index, &q, pm::DGID, index.end(h1).base_lid, &PathConfig::default()).unwrap();
+    assert_eq!(got.dlid, index.end(h3).base_lid.0);
+    // Another subnet's prefix, an alias nobody holds, an alias GID with
+    // another port's LID: refused as for port GIDs.
+    let mut other = alias_gid(&index, h3, 0xa1);
+    other[..8].copy_from_slice(&0xfec0_0000_0000_0001u64.to_be_bytes());
+    assert_eq!(ask(&index, between(&index, h1, h3, 0, |q| q.dgid = other)), Err(sa_status::INVALID_GID));
+    let nobody = alias_gid(&index, h3, 0xa2);
+    assert_eq!(ask(&index, between(&index, h1, h3, 0, |q| q.dgid = nobody)), Err(sa_status::INVALID_GID));
+    let q = PathRecordRepr { dgid: alias_gid(&index, h3, 0xa1), dlid: index.end(h5).base_lid.0, ..Default::default() };
+    assert_eq!(
+        path_records(&index, &q, pm::DGID | pm::DLID, index.end(h1).base_lid, &PathConfig::default()),
+        Err(sa_status::REQ_INVALID)
+    );
+    // MultiPathRecords take alias GIDs too.
+    let req = MultiPathRecordRepr::default().with_gids(&[gid(&index, h1)], &[alias_gid(&index, h3, 0xa12)]).unwrap();
+    let got = multipath_records(&index, &req, mm::SGID_COUNT | mm::DGID_COUNT, Lid(0), &PathConfig::default()).unwrap();
+    assert_eq!((got.len(), got[0].dlid), (1, index.end(h3).base_lid.0));
+}
+
+/// The SA's registry replaces what the sweep saw, whole or one port at a
+/// time; an alias that is some port's GUID, or of a port not here, is left
+/// out.
+#[test]
+fn the_sa_sets_the_aliases_the_index_knows() {
+    let s = swept_a(0);
+    let mut index = PathIndex::build(&s.report);
+    assert_eq!(index.aliases(), 0, "no alias programmed");
+    let (h1, h2) = (end_of(&index, &s.topo, p(H1, 1)), end_of(&index, &s.topo, p(H2, 1)));
+    let (g1, g2) = (index.end(h1).guid, index.end(h2).guid);
+    index.set_aliases([(Guid(0xa1), g1), (g2, g1), (Guid(0xa2), Guid(0xdead)), (Guid(0xa3), g2)]);
+    assert_eq!(index.aliases(), 2);
+    assert_eq!((index.end_by_alias(Guid(0xa1)), index.end_by_alias(Guid(0xa3))), (Some(h1), Some(h2)));
+    assert_eq!(end_by_gid(&index, &gid(&index, h2)), Ok(h2), "H2's own GUID still names H2");
+    assert_eq!(index.end_by_alias(Guid(0xa2)), None);
+    index.update_aliases([Guid(0xa1)], [(Guid(0xa4), g1)]);
+    assert_eq!((index.end_by_alias(Guid(0xa1)), index.end_by_alias(Guid(0xa4))), (None, Some(h1)));
+    assert_eq!(index.aliases(), 2);
+    index.set_aliases([]);
+    assert_eq!(index.aliases(), 0);
+}
+
+/// The index shares the snapshot's forwarding tables rather than copying
+/// them (reviewer F3).
+#[test]
+fn the_index_shares_the_forwarding_tables() {
+    let s = swept_a(0);
+    let tables = &s.report.routes.lfts;
+    assert!(!tables.is_empty());
+    assert!(tables.values().all(|t| std::sync::Arc::strong_count(t) == 1));
+    let index = PathIndex::build(&s.report);
+    assert!(tables.values().all(|t| std::sync::Arc::strong_count(t) == 2), "one more owner each, no copy");
+    drop(index);
+    assert!(tables.values().all(|t| std::sync::Arc::strong_count(t) == 1));
+}
+
+/// A Get without a destination stops at the second record (reviewer F1):
+/// enough to answer TOO_MANY_RECORDS.
+#[test]
+fn a_get_to_everyone_stops_at_two_records() {
+    let s = swept_a(1);
+    let index = PathIndex::build(&s.report);
+    let me = index.end(end_of(&index, &s.topo, p(H2, 1))).base_lid;
+    let cfg = PathConfig::default();
+    let q = PathRecordRepr::default();
+    assert_eq!(collect(&index, &q, 0, me, &cfg, Some(1), 2).unwrap().len(), 2);
+    assert_eq!(collect(&index, &q, 0, me, &cfg, Some(1), usize::MAX).unwrap().len(), index.ends().len());
+    assert_eq!(path_record_get(&index, &q, 0, me, &cfg), Err(sa_status::TOO_MANY_RECORDS));
+    // Even with the cap on records below what everyone would take.
+    let small = PathConfig { max_records: 3, ..cfg };
+    assert_eq!(path_record_get(&index, &q, 0, me, &small), Err(sa_status::TOO_MANY_RECORDS));
+    assert_eq!(path_records(&index, &q, 0, me, &small), Err(sa_status::NO_RESOURCES));
 }
 
 mod never_panics {
