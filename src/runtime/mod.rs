@@ -14,6 +14,7 @@
 //!                                                        a standby's mirror read of the master's
 //!                                                        SA (one at a time) ends as SaInput::Mirror
 //!  timers: Election::poll_timeout, the sweep interval and the mirror interval, one sleep in the owner's select
+//!  SA task ── watch (alias GUIDs) ──► owner: queues an alias pass (GUIDInfo Sets only) in the sweep slot
 //! ```
 //!
 //! The owner loop: carry out the election's actions, then wait for the
@@ -104,14 +105,20 @@ enum SweepDone {
     Discovered(Result<Box<Discovered>, SweepError>),
     Programmed(Result<Box<SweepReport>, SweepError>),
     LightSwept(Option<crate::sweep::light::LightFinding>),
+    /// The alias pass (`None`: the SM has not programmed the fabric yet).
+    AliasesProgrammed(Option<crate::program::sets::ProgramReport>),
 }
 
 /// Work for the sweep slot, queued while it is busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SweepWork {
     Discover,
-    TakeCharge { takeover: bool },
+    TakeCharge {
+        takeover: bool,
+    },
     Light,
+    /// The SA's alias GUIDs changed: write the GUIDInfo blocks that differ.
+    Aliases,
 }
 
 type SweepJob<T> = Pin<Box<dyn Future<Output = (SubnetManager<T>, SweepDone)> + Send>>;
@@ -184,6 +191,9 @@ pub async fn run<T: Transport + Clone>(
     let mut sm =
         SubnetManager::new(transport.clone(), config.sm.clone(), options.persist_lids).with_qos(config.qos.clone());
     sm.set_sm_key(config.sm.sm_key);
+    // The SA hands out alias GUIDs; the SM writes them into the ports.
+    let (alias_tx, mut alias_changes) = tokio::sync::watch::channel(Arc::default());
+    sm.set_alias_source(alias_changes.clone());
     let client = SmpClient::with_m_key(transport.clone(), config.sm.m_key);
     let sa = sa_task::spawn(
         transport.clone(),
@@ -191,6 +201,7 @@ pub async fn run<T: Transport + Clone>(
         local.port_guid,
         options.snapshots.clone(),
         options.metrics.clone(),
+        alias_tx,
     );
     info!(
         guid = %local.port_guid,
@@ -290,6 +301,7 @@ pub async fn run<T: Transport + Clone>(
                 Some(SideDone::Mirror(outcome)) => owner.on_mirror_read(outcome),
                 None => {}
             },
+            Ok(()) = alias_changes.changed() => owner.on_aliases_changed(),
             _ = sleep => owner.on_wake(job.is_some(), &mut side),
             Some(()) = operator_asks => {
                 info!("operator asks for a handover (SIGUSR1)");
@@ -342,6 +354,16 @@ impl<T: Transport + Clone> Owner<T> {
             SweepWork::Light => Box::pin(async move {
                 let r = sm.light_sweep().await;
                 (sm, SweepDone::LightSwept(r))
+            }),
+            // A discovery waiting for its programming: that heavy sweep
+            // reads the alias table itself (and nothing slips in between).
+            SweepWork::Aliases if self.discovered.is_some() => {
+                self.sm = Some(sm);
+                return self.next_job();
+            }
+            SweepWork::Aliases => Box::pin(async move {
+                let r = sm.program_aliases().await;
+                (sm, SweepDone::AliasesProgrammed(r))
             }),
         })
     }
@@ -418,9 +440,24 @@ impl<T: Transport + Clone> Owner<T> {
         }
     }
 
+    /// The SA's alias GUIDs changed: a master that programmed the fabric
+    /// writes them now, without a sweep (as OpenSM's SA asks its state
+    /// manager for just those GUIDInfo Sets). A heavy sweep already queued
+    /// reads the table itself.
+    fn on_aliases_changed(&mut self) {
+        let queued = self.queue.iter().any(|w| !matches!(w, SweepWork::Light));
+        if self.master_swept && !queued {
+            self.queue.push_back(SweepWork::Aliases);
+        }
+    }
+
     fn on_sweep_done(&mut self, done: SweepDone) -> Option<Result<SweepReport, RunError>> {
         let now = self.now();
         match done {
+            SweepDone::AliasesProgrammed(Some(p)) if p.guid_info_sets + p.failures > 0 => {
+                info!(sets = p.guid_info_sets, failures = p.failures, "alias GUIDs programmed");
+            }
+            SweepDone::AliasesProgrammed(_) => {}
             SweepDone::Discovered(Ok(found)) => {
                 // Discovery's problems are logged here, standby or not;
                 // programming's after it.

@@ -6,6 +6,7 @@
 //!  owner task ── SaInput (bounded mpsc) ──► SA task ── SaAgent (crate::sa)
 //!  Snapshots ─── watch (sequence) ───────►    │        answers, RMPP, Reports
 //!  owner task ── watch (Serving) ────────►    └──► Transport::send
+//!  owner task ◄── watch (alias GUIDs) ───────┘  the SM programs them into the ports
 //!
 //!  owner side job (standby): read_mirror ── SaClient GetTables of the master's SA
 //!                                          └──► the owner ── SaInput::Mirror ──► SA task
@@ -19,6 +20,7 @@
 //! [`read_mirror`] is the standby's read of the master's SA state
 //! (`crate::sa::mirror`); the owner runs it as a side job, one at a time.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::future::Future;
@@ -30,6 +32,7 @@ use super::metrics::Metrics;
 use super::snapshot::Snapshots;
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, SaRecord, ServiceRecordRepr};
 use crate::mad::{AttributeId, DrPath, NoticeRepr, PortInfoRepr, SmInfoRepr, SmpAttribute};
+use crate::program::guids::AliasTable;
 use crate::sa::{MirrorRead, SaAgent, SaConfig, Serving};
 use crate::transport::sa_client::{SaClient, SaError};
 use crate::transport::{Datagram, LocalPort, SmpClient, Transport, TransportError, TransportStats};
@@ -85,18 +88,20 @@ impl SaHandle {
     }
 }
 
-/// Starts the SA task on the current tokio runtime.
+/// Starts the SA task on the current tokio runtime. Every change of the
+/// SA's alias GUIDs is sent on `aliases` (the SM's `AliasSource`).
 pub fn spawn<T: Transport + Clone>(
     transport: T,
     config: SaConfig,
     own_port: Guid,
     snapshots: Snapshots,
     metrics: Option<Metrics>,
+    aliases: watch::Sender<Arc<AliasTable>>,
 ) -> SaHandle {
     let (input, rx) = mpsc::channel(SA_QUEUE);
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
     let agent = SaAgent::new(config, own_port);
-    tokio::spawn(run(agent, transport, rx, serving_rx, snapshots, metrics));
+    tokio::spawn(run(agent, transport, rx, serving_rx, snapshots, metrics, aliases));
     SaHandle { input, serving, dropped: 0 }
 }
 
@@ -107,6 +112,7 @@ async fn run<T: Transport>(
     mut serving: watch::Receiver<Serving>,
     snapshots: Snapshots,
     metrics: Option<Metrics>,
+    aliases: watch::Sender<Arc<AliasTable>>,
 ) {
     let started = tokio::time::Instant::now();
     // Counters reach Prometheus at most once a second, not per MAD.
@@ -119,7 +125,14 @@ async fn run<T: Transport>(
         agent.new_snapshot(now(), s);
     }
     let mut send_failures = 0u64;
+    let mut alias_version = agent.alias_version();
     loop {
+        // A Set or Delete of GUIDInfoRecords (or ports gone, or a
+        // takeover's import) changed the aliases: the SM programs them.
+        if agent.alias_version() != alias_version {
+            alias_version = agent.alias_version();
+            aliases.send_replace(Arc::new(agent.alias_table()));
+        }
         while let Some(d) = agent.poll_transmit(now()) {
             if let Err(e) = transport.send(d) {
                 send_failures += 1;

@@ -31,11 +31,34 @@ pub(crate) struct AliasGuids {
     by_port: HashMap<Guid, BTreeMap<u16, Guid>>,
     /// Alias -> its port.
     owner: HashMap<Guid, Guid>,
+    /// Bumped by every change, so readers (the SM programming the ports,
+    /// the path index) know when to look again.
+    version: u64,
 }
 
 impl AliasGuids {
     pub fn len(&self) -> usize {
         self.owner.len()
+    }
+
+    /// Changes so far.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// `port`'s aliases by index.
+    pub fn of_port(&self, port: Guid) -> impl Iterator<Item = (u16, Guid)> + '_ {
+        self.by_port.get(&port).into_iter().flat_map(|m| m.iter().map(|(&i, &g)| (i, g)))
+    }
+
+    /// Every alias with its port: (alias, port GUID).
+    pub fn iter(&self) -> impl Iterator<Item = (Guid, Guid)> + '_ {
+        self.owner.iter().map(|(&a, &p)| (a, p))
+    }
+
+    /// The table the SM programs into the ports (`crate::program::guids`).
+    pub fn table(&self) -> crate::program::guids::AliasTable {
+        self.by_port.iter().flat_map(|(&p, m)| m.iter().map(move |(&i, &g)| (p, i, g))).collect()
     }
 
     /// Block `block` of `port`'s table: its GUID at index 0, its aliases.
@@ -95,6 +118,7 @@ impl AliasGuids {
                 self.owner.remove(&old);
             }
             self.owner.insert(g, port);
+            self.version += 1;
         }
         refused
     }
@@ -126,6 +150,7 @@ impl AliasGuids {
         }
         self.by_port.entry(port).or_default().insert(index, guid);
         self.owner.insert(guid, port);
+        self.version += 1;
         AliasImport::Added
     }
 
@@ -137,6 +162,7 @@ impl AliasGuids {
                 let index = u16::from(block) * GUID_BLOCK_ENTRIES as u16 + slot as u16;
                 if let Some(g) = aliases.remove(&index) {
                     self.owner.remove(&g);
+                    self.version += 1;
                 }
             }
         }
@@ -151,7 +177,9 @@ impl AliasGuids {
         self.by_port.retain(|p, _| alive(*p));
         let by_port = &self.by_port;
         self.owner.retain(|_, p| by_port.contains_key(p));
-        before - self.owner.len()
+        let dropped = before - self.owner.len();
+        self.version += (dropped > 0) as u64;
+        dropped
     }
 }
 
@@ -185,6 +213,35 @@ mod tests {
         assert_eq!(a.import(Guid(0x101), 1, Guid(0x202), 32, none, 2, 2), AliasImport::OverCap, "in all");
         assert_eq!(a.import(Guid(0x101), 1, Guid(0x202), 32, none, 2, 3), AliasImport::Added);
         assert_eq!(a.len(), 3);
+    }
+
+    #[test]
+    fn every_change_bumps_the_version_and_shows_in_the_table() {
+        let mut a = AliasGuids::default();
+        let (port, none) = (Guid(0x100), |_| false);
+        let v0 = a.version();
+        a.set(port, 0, 0b110, &want(&[(1, 0x201), (2, 0x202)]), 32, none, 10, 100);
+        assert_eq!(a.version(), v0 + 2);
+        a.set(port, 0, 0b10, &want(&[(1, 0x201)]), 32, none, 10, 100);
+        assert_eq!(a.version(), v0 + 2, "the same again changes nothing");
+        let t = a.table();
+        assert_eq!(t.aliases(port).collect::<Vec<_>>(), vec![(1, Guid(0x201)), (2, Guid(0x202))]);
+        assert_eq!(t.block(port, 0, 32), a.block(port, 0), "the SM writes what the SA answers");
+        let mut pairs: Vec<_> = a.iter().collect();
+        pairs.sort();
+        assert_eq!(pairs, vec![(Guid(0x201), port), (Guid(0x202), port)]);
+        assert_eq!(a.of_port(port).count(), 2);
+        a.delete(port, 0, 0b100);
+        assert_eq!(a.version(), v0 + 3);
+        a.delete(port, 0, 0b100);
+        assert_eq!(a.version(), v0 + 3, "nothing left to delete");
+        assert_eq!(a.import(port, 5, Guid(0x205), 32, none, 10, 100), AliasImport::Added);
+        assert_eq!(a.version(), v0 + 4);
+        assert_eq!(a.retain_ports(|_| true), 0);
+        assert_eq!(a.version(), v0 + 4);
+        assert_eq!(a.retain_ports(|_| false), 2);
+        assert_eq!(a.version(), v0 + 5);
+        assert!(a.table().is_empty());
     }
 
     #[test]

@@ -237,6 +237,7 @@ impl SaAgent {
         m.skipped_refused += r.refused as u64;
         m.skipped_over_cap += r.over_cap as u64;
         (m.held_services, m.held_subscriptions, m.held_alias_guids) = (0, 0, 0);
+        self.index_path_aliases();
         self.refresh_gauges();
         info!(
             present = r.present,
@@ -259,6 +260,34 @@ impl SaAgent {
     /// GUID, MASTER, priority 0 and ActCount the snapshot sequence.
     pub fn set_sm_info(&mut self, info: SmInfoRepr) {
         self.sm_info = Some(info);
+    }
+
+    /// Bumped by every change of the alias GUIDs: the runtime then sends
+    /// [`Self::alias_table`] to the SM, which programs the ports.
+    pub fn alias_version(&self) -> u64 {
+        self.aliases.version()
+    }
+
+    /// The alias GUIDs handed out, for the SM to program
+    /// (`crate::program::guids`).
+    pub fn alias_table(&self) -> crate::program::guids::AliasTable {
+        self.aliases.table()
+    }
+
+    /// PathRecords resolve the alias GIDs this SA answers GUIDInfoRecords
+    /// with, from the moment they are set (as OpenSM's).
+    fn index_path_aliases(&mut self) {
+        if let Some(paths) = self.paths.as_mut() {
+            paths.set_aliases(self.aliases.iter());
+        }
+    }
+
+    /// [`Self::index_path_aliases`] after one port's change (`before`: its
+    /// aliases until then), in O(its aliases).
+    fn index_port_aliases(&mut self, port: Guid, before: &[Guid]) {
+        if let Some(paths) = self.paths.as_mut() {
+            paths.update_aliases(before.iter().copied(), self.aliases.of_port(port).map(|(_, g)| (g, port)));
+        }
     }
 
     /// A new sweep snapshot: rebuilds the records and indexes from it;
@@ -286,6 +315,7 @@ impl SaAgent {
                 self.aliases.retain_ports(|g| ports.contains(g)),
             )
         };
+        self.index_path_aliases();
         if subs + services + aliases > 0 {
             info!(subscriptions = subs, services, alias_guids = aliases, "SA dropped what ports gone had registered");
         }
@@ -870,6 +900,7 @@ impl SaAgent {
             self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
             return;
         }
+        let before: Vec<Guid> = self.aliases.of_port(port.guid).map(|(_, g)| g).collect();
         if req.method == Method::Set {
             let ports = &self.ports;
             let refused = self.aliases.set(
@@ -892,6 +923,7 @@ impl SaAgent {
         } else {
             self.aliases.delete(port.guid, block, entries);
         }
+        self.index_port_aliases(port.guid, &before);
         self.refresh_gauges();
         let out = GuidInfoRecordRepr {
             lid: port.base_lid,
