@@ -157,6 +157,7 @@ impl Metrics {
             ("drop", "duplicate_request", d.duplicate_requests),
             ("drop", "segmented_request", d.segmented_requests),
             ("drop", "rmpp_busy", d.rmpp_busy),
+            ("drop", "rmpp_requester_cap", d.rmpp_requester_cap),
             ("drop", "answer_too_large", d.answer_too_large),
             ("drop", "service_cap", d.service_cap),
             ("drop", "subscription_cap", d.subscription_cap),

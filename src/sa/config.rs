@@ -39,6 +39,10 @@ pub struct SaConfig {
     /// Multi-MAD (RMPP) answers being sent at once; one more is refused
     /// with ERR_NO_RESOURCES and counted.
     pub max_rmpp_sends: usize,
+    /// Of those, to one requester (by LID), so one busy client cannot
+    /// hold every slot; one more is refused with ERR_NO_RESOURCES and
+    /// counted. OpenSM has no such cap.
+    pub max_rmpp_sends_per_requester: usize,
     /// The largest answer, in bytes of SA data (records × AttributeOffset
     /// × 8). 16 MiB holds every PortInfoRecord of a 50,000-port fabric; a
     /// query that would match more is refused with ERR_NO_RESOURCES before
@@ -91,6 +95,7 @@ impl Default for SaConfig {
             subnet_timeout: 18,
             not_serving: NotServing::Busy,
             max_rmpp_sends: 64,
+            max_rmpp_sends_per_requester: 4,
             max_answer_bytes: 16 << 20,
             max_rmpp_bytes: 64 << 20,
             max_services_per_port: 64,

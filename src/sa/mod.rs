@@ -610,8 +610,8 @@ impl SaAgent {
         trusted: bool,
         fill: impl FnOnce(&Self, &mut Query<'_>),
     ) -> Result<(Vec<u8>, usize), QueryError> {
-        let mut q =
-            Query::new(spec, req.data, req.mask, trusted, req.method == Method::Get, self.cfg.max_answer_bytes)?;
+        let max = self.budget(req).bytes;
+        let mut q = Query::new(spec, req.data, req.mask, trusted, req.method == Method::Get, max)?;
         fill(self, &mut q);
         q.finish()
     }
@@ -640,13 +640,12 @@ impl SaAgent {
         let Some(records) = self.records.as_ref() else { return };
         let t = table(records);
         let spec = t.spec();
-        let result =
-            Query::new(spec, req.data, req.mask, trusted, req.method == Method::Get, self.cfg.max_answer_bytes)
-                .and_then(|mut q| {
-                    q.relax(ignore, superset);
-                    t.scan(&mut q);
-                    q.finish()
-                });
+        let max = self.budget(req).bytes;
+        let result = Query::new(spec, req.data, req.mask, trusted, req.method == Method::Get, max).and_then(|mut q| {
+            q.relax(ignore, superset);
+            t.scan(&mut q);
+            q.finish()
+        });
         self.answer(now, req, spec, result);
     }
 
@@ -659,6 +658,11 @@ impl SaAgent {
                 return;
             }
             Err(QueryError::TooLarge) => {
+                if let Some(e) = self.budget(req).rmpp {
+                    // Cut by the RMPP room left, not by the answer cap.
+                    self.rmpp_refusal(now, req, e);
+                    return;
+                }
                 self.stats.drops.answer_too_large += 1;
                 let (attr, lid, cap) = (req.attribute, req.addr.lid, self.cfg.max_answer_bytes);
                 self.gate_warn(now, "answer_too_large", || {
@@ -693,6 +697,12 @@ impl SaAgent {
             self.push(now, d);
             return;
         }
+        let limits = (self.cfg.max_rmpp_sends, self.cfg.max_rmpp_bytes, self.cfg.max_rmpp_sends_per_requester);
+        match self.sends.room(req.addr.lid.0, limits.0, limits.1, limits.2) {
+            Ok(left) if bytes.len() <= left => {}
+            Ok(_) => return self.rmpp_refusal(now, req, SendError::Busy),
+            Err(e) => return self.rmpp_refusal(now, req, e),
+        }
         let template = wire::answer_header(req, 0, attribute_offset);
         let key = SendKey::new(&req.addr, req.tid);
         let cfg = self.rmpp_config();
@@ -711,16 +721,46 @@ impl SaAgent {
                 self.stats.rmpp.started += 1;
                 self.stats.rmpp.in_flight = self.sends.len() as u64;
             }
-            Err(SendError::Busy) => {
-                self.stats.drops.rmpp_busy += 1;
-                let (sends, lid) = (self.sends.len(), req.addr.lid);
-                self.gate_warn(now, "rmpp_busy", || {
-                    format!("{sends} multi-MAD answers in flight: the one for LID {lid} refused (ERR_NO_RESOURCES)")
-                });
-                self.refuse(now, req, wire::sa_error(sa_status::NO_RESOURCES));
-            }
             Err(SendError::Refused) => self.refuse(now, req, wire::sa_error(sa_status::NO_RESOURCES)),
+            Err(e) => self.rmpp_refusal(now, req, e),
         }
+    }
+
+    /// What a GetTable or GetMulti answer may be built to, known before it
+    /// is built: `max_answer_bytes`, cut to the RMPP bytes still free, and
+    /// to one MAD (which needs no RMPP send) when no send slot is free for
+    /// this requester. `rmpp` says why it was cut, if it was.
+    fn budget(&self, req: &Request<'_>) -> Budget {
+        let cap = self.cfg.max_answer_bytes;
+        if !matches!(req.method, Method::GetTable | Method::GetMulti) {
+            return Budget { bytes: cap, rmpp: None };
+        }
+        let (sends, bytes, per) =
+            (self.cfg.max_rmpp_sends, self.cfg.max_rmpp_bytes, self.cfg.max_rmpp_sends_per_requester);
+        match self.sends.room(req.addr.lid.0, sends, bytes, per) {
+            Ok(left) if left >= cap => Budget { bytes: cap, rmpp: None },
+            Ok(left) => Budget { bytes: left.max(SA_DATA_LEN).min(cap), rmpp: Some(SendError::Busy) },
+            Err(e) => Budget { bytes: SA_DATA_LEN.min(cap), rmpp: Some(e) },
+        }
+    }
+
+    /// ERR_NO_RESOURCES for an answer that finds no RMPP room: counted by
+    /// why, one log line per period.
+    fn rmpp_refusal(&mut self, now: Duration, req: &Request<'_>, why: SendError) {
+        let (sends, lid) = (self.sends.len(), req.addr.lid);
+        if why == SendError::RequesterBusy {
+            self.stats.drops.rmpp_requester_cap += 1;
+            let per = self.cfg.max_rmpp_sends_per_requester;
+            self.gate_warn(now, "rmpp_requester_cap", || {
+                format!("LID {lid} has {per} multi-MAD answers in flight: one more refused (ERR_NO_RESOURCES)")
+            });
+        } else {
+            self.stats.drops.rmpp_busy += 1;
+            self.gate_warn(now, "rmpp_busy", || {
+                format!("{sends} multi-MAD answers in flight: the one for LID {lid} refused (ERR_NO_RESOURCES)")
+            });
+        }
+        self.refuse(now, req, wire::sa_error(sa_status::NO_RESOURCES));
     }
 
     fn rmpp_config(&self) -> RmppConfig {
@@ -767,10 +807,11 @@ impl SaAgent {
         }
     }
 
-    fn path_config(&self) -> path::PathConfig {
+    /// PathRecord settings for answers of at most `max_bytes`.
+    fn path_config(&self, max_bytes: usize) -> path::PathConfig {
         path::PathConfig {
             packet_life_time: self.cfg.subnet_timeout,
-            max_records: self.cfg.max_answer_bytes / (usize::from(PathRecordRepr::attribute_offset()) * 8),
+            max_records: max_bytes / (usize::from(PathRecordRepr::attribute_offset()) * 8),
         }
     }
 
@@ -782,7 +823,7 @@ impl SaAgent {
             return;
         };
         let Some(paths) = self.paths.as_ref() else { return };
-        let cfg = self.path_config();
+        let cfg = self.path_config(self.budget(req).bytes);
         if req.method == Method::Get {
             match path::path_record_get(paths, &query, req.mask, req.addr.lid, &cfg) {
                 Ok(r) => {
@@ -817,7 +858,9 @@ impl SaAgent {
             return;
         };
         let Some(paths) = self.paths.as_ref() else { return };
-        let cfg = self.path_config();
+        // Not cut to the RMPP room: MultiPath answers are short (NumbPath
+        // at most 127), and `multipath` would cut them silently.
+        let cfg = self.path_config(self.cfg.max_answer_bytes);
         match path::multipath_records(paths, &query, req.mask, req.addr.lid, &cfg) {
             Ok(records) => self.path_answer(now, req, &records),
             Err(code) => self.path_refusal(now, req, code),
@@ -835,6 +878,9 @@ impl SaAgent {
 
     fn path_refusal(&mut self, now: Duration, req: &Request<'_>, code: u16) {
         if code == sa_status::NO_RESOURCES {
+            if let Some(e) = self.budget(req).rmpp.filter(|_| req.method == Method::GetTable) {
+                return self.rmpp_refusal(now, req, e);
+            }
             self.stats.drops.answer_too_large += 1;
         }
         self.refuse(now, req, wire::sa_error(code));
@@ -1187,6 +1233,14 @@ impl SaAgent {
             debug!(reason, "{}", msg());
         }
     }
+}
+
+/// How large an answer may be built (`SaAgent::budget`).
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    bytes: usize,
+    /// The RMPP room that cut `bytes` below `max_answer_bytes`.
+    rmpp: Option<SendError>,
 }
 
 /// A port's GUIDCap as its PortInfo says (at least 1: its own GUID).

@@ -2,8 +2,8 @@
 //! the requester's LID and QP and the request's TID (low 32 bits: a
 //! requester's kernel owns the high ones), so its ACK, STOP and ABORT find
 //! their transfer and a repeated request while the answer is still going
-//! out starts nothing new. Bounded in number and in bytes; segments of
-//! concurrent answers go out in turn.
+//! out starts nothing new. Bounded in number, in bytes and per requester;
+//! segments of concurrent answers go out in turn.
 
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Unbounded};
@@ -37,6 +37,8 @@ struct Send {
 pub(crate) enum SendError {
     /// `max_rmpp_sends` or `max_rmpp_bytes` reached.
     Busy,
+    /// The requester (by LID) has `max_rmpp_sends_per_requester` in flight.
+    RequesterBusy,
     /// The sender refused the payload (longer than RMPP can count).
     Refused,
 }
@@ -63,6 +65,25 @@ impl Sends {
 
     pub fn contains(&self, key: &SendKey) -> bool {
         self.map.contains_key(key)
+    }
+
+    /// Transfers in flight to the requester at `lid` (any QP, any TID).
+    pub fn to_requester(&self, lid: u16) -> usize {
+        let (lo, hi) = (SendKey { lid, qpn: 0, tid: 0 }, SendKey { lid, qpn: u32::MAX, tid: u32::MAX });
+        self.map.range(lo..=hi).count()
+    }
+
+    /// Whether one more answer to the requester at `lid` may start, and
+    /// then the bytes of `max_bytes` still free for it: checked before an
+    /// answer is built, so a full table costs no building.
+    pub fn room(&self, lid: u16, max_sends: usize, max_bytes: usize, per_requester: usize) -> Result<usize, SendError> {
+        if self.map.len() >= max_sends || self.bytes >= max_bytes {
+            return Err(SendError::Busy);
+        }
+        if self.to_requester(lid) >= per_requester {
+            return Err(SendError::RequesterBusy);
+        }
+        Ok(max_bytes - self.bytes)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -174,6 +195,26 @@ mod tests {
     /// reaped, the next transfer after it was skipped, so a lone one
     /// never sent again (its segments nor its ABORT) and held its slot
     /// for good.
+    #[test]
+    fn room_counts_slots_bytes_and_each_requester() {
+        let now = Duration::ZERO;
+        let mut s = Sends::default();
+        let (a, b) = (MadAddress::gsi(Lid(1), 0), MadAddress::gsi(Lid(2), 0));
+        assert_eq!(s.room(1, 3, 1000, 2), Ok(1000));
+        for tid in [7, 8] {
+            s.start(now, SendKey::new(&a, tid), a, &template(tid), vec![0; 300], RmppConfig::default(), 3, 1000)
+                .unwrap();
+        }
+        assert_eq!(s.to_requester(1), 2);
+        assert_eq!(s.room(1, 3, 1000, 2), Err(SendError::RequesterBusy), "LID 1 has its two");
+        assert_eq!(s.room(2, 3, 1000, 2), Ok(400), "another requester gets what is left");
+        s.start(now, SendKey::new(&b, 7), b, &template(7), vec![0; 400], RmppConfig::default(), 3, 1000).unwrap();
+        assert_eq!(s.room(3, 4, 1000, 2), Err(SendError::Busy), "no byte left");
+        assert_eq!(s.room(3, 3, 2000, 2), Err(SendError::Busy), "no slot left");
+        assert_eq!(s.clear(), 3);
+        assert_eq!(s.room(1, 3, 1000, 2), Ok(1000));
+    }
+
     #[test]
     fn a_reaped_cursor_skips_no_transfer() {
         let now = Duration::ZERO;

@@ -41,6 +41,9 @@ pub struct Drops {
     /// Answers refused because `max_rmpp_sends` or `max_rmpp_bytes` was
     /// reached (answered ERR_NO_RESOURCES).
     pub rmpp_busy: u64,
+    /// Answers refused because their requester had
+    /// `max_rmpp_sends_per_requester` in flight (ERR_NO_RESOURCES).
+    pub rmpp_requester_cap: u64,
     /// Answers over `max_answer_bytes` (answered ERR_NO_RESOURCES).
     pub answer_too_large: u64,
     /// ServiceRecord Sets over a cap (answered ERR_NO_RESOURCES).

@@ -865,6 +865,62 @@ fn rmpp_answers_are_bounded_deduplicated_and_survive_loss() {
 }
 
 #[test]
+fn rmpp_room_is_checked_before_building_and_each_requester_is_capped() {
+    let snap = snapshot(1, swept().clone());
+    let cfg = SaConfig { max_rmpp_sends_per_requester: 2, ..SaConfig::default() };
+    let mut a = SaAgent::new(cfg, snap.master);
+    a.new_snapshot(Duration::ZERO, snap.clone());
+    a.set_serving(Duration::ZERO, Serving::Master);
+    let (sm, (_, other)) = (sm_lid(), other_host());
+    // TIDs apart from `request`'s (its low 32 bits are the LID).
+    let table = |tid: u64, lid: u16| {
+        let mut d = query(0x12, &pir_key(), 0, 0, lid);
+        d.mad[8..16].copy_from_slice(&(0x1000_0000 | tid).to_be_bytes());
+        d
+    };
+    for tid in [1, 2] {
+        a.handle_mad(Duration::ZERO, &table(tid, sm));
+    }
+    assert_eq!((a.stats().rmpp.in_flight, drain(&mut a, Duration::ZERO).len()), (2, 2), "two first segments");
+    // A third from the same LID: no room for it, known before building.
+    let third = table(3, sm);
+    let wire::Received::Request(r) = wire::classify(&third) else { panic!() };
+    let b = a.budget(&r);
+    assert_eq!((b.bytes, b.rmpp), (SA_DATA_LEN, Some(SendError::RequesterBusy)));
+    assert_eq!(sa_status_of(&fetch(&mut a, &third)), sa_status::NO_RESOURCES);
+    assert_eq!((a.stats().drops.rmpp_requester_cap, a.stats().drops.answer_too_large), (1, 0));
+    // An answer of one MAD needs no send: still answered.
+    let one = NodeRecordRepr { lid: Lid(sm), ..Default::default() };
+    assert_eq!(fetch(&mut a, &query(0x12, &one, node_mask::LID, 0, sm)).status, 0);
+    // Another requester has room.
+    a.handle_mad(Duration::ZERO, &table(1, other));
+    assert_eq!(a.stats().rmpp.in_flight, 3);
+
+    // Bytes: the first table leaves 1000 bytes of max_rmpp_bytes; a query
+    // is built to that and refused as RMPP-busy, not as too large.
+    let pir_bytes = fetch(&mut agent(), &table(1, sm)).data.len();
+    let cfg = SaConfig { max_rmpp_bytes: pir_bytes + 1000, ..SaConfig::default() };
+    let mut a = SaAgent::new(cfg, snap.master);
+    a.new_snapshot(Duration::ZERO, snap);
+    a.set_serving(Duration::ZERO, Serving::Master);
+    a.handle_mad(Duration::ZERO, &table(1, sm));
+    assert_eq!((a.stats().rmpp.in_flight, drain(&mut a, Duration::ZERO).len()), (1, 1));
+    let nodes = query(0x12, &NodeRecordRepr::default(), 0, 0, other);
+    let wire::Received::Request(r) = wire::classify(&nodes) else { panic!() };
+    let b = a.budget(&r);
+    assert_eq!((b.bytes, b.rmpp), (1000, Some(SendError::Busy)));
+    assert!(swept().subnet.nodes.len() * 112 > 1000, "the node table is larger");
+    assert_eq!(sa_status_of(&fetch(&mut a, &nodes)), sa_status::NO_RESOURCES);
+    let paths = query(0x12, &PathRecordRepr { slid: other, ..Default::default() }, path_mask::SLID, 0, other);
+    assert_eq!(sa_status_of(&fetch(&mut a, &paths)), sa_status::NO_RESOURCES, "PathRecords too");
+    assert_eq!((a.stats().drops.rmpp_busy, a.stats().drops.answer_too_large), (2, 0));
+    // A Get is never cut.
+    let get = query(0x01, &one, node_mask::LID, 0, other);
+    let wire::Received::Request(g) = wire::classify(&get) else { panic!() };
+    assert_eq!(a.budget(&g).bytes, a.config().max_answer_bytes);
+}
+
+#[test]
 fn answers_over_the_cap_are_refused() {
     let snap = snapshot(1, swept().clone());
     let mut a = SaAgent::new(SaConfig { max_answer_bytes: 1000, ..SaConfig::default() }, snap.master);
