@@ -163,6 +163,7 @@ impl Metrics {
             ("drop", "subscription_cap", d.subscription_cap),
             ("drop", "alias_guid_cap", d.alias_guid_cap),
             ("drop", "report_cap", d.report_cap),
+            ("drop", "report_subscriber_cap", d.report_subscriber_cap),
             ("drop", "queue_full", d.queue_full),
             ("rmpp", "started", r.started),
             ("rmpp", "completed", r.completed),

@@ -62,6 +62,10 @@ pub struct SaConfig {
     /// Reports waiting for a ReportResp or a retry, in all; a Report that
     /// finds no room is dropped and counted.
     pub max_reports: usize,
+    /// Of those, to one subscriber (by LID), so one that never answers
+    /// cannot fill `max_reports` for everyone; past it its Reports are
+    /// dropped and counted. OpenSM has no such cap.
+    pub max_reports_per_subscriber: usize,
     /// A Report is sent again after this long without a ReportResp.
     pub report_timeout_ms: u64,
     /// Resends after the first Report before giving up.
@@ -105,6 +109,7 @@ impl Default for SaConfig {
             max_alias_guids_per_port: 127,
             max_alias_guids: 65_536,
             max_reports: 4096,
+            max_reports_per_subscriber: 64,
             report_timeout_ms: 1000,
             report_retries: 3,
             rmpp_timeout_ms: 200,

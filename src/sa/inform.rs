@@ -13,7 +13,9 @@
 //!
 //! Reports are resent every `report_timeout` until a ReportResp with their
 //! TID comes or `report_retries` resends are spent; all in flight are
-//! capped at `max_reports`.
+//! capped at `max_reports`, and those to one subscriber (by LID) at
+//! `max_reports_per_subscriber`, so a subscriber that never answers holds
+//! its own share and not the SA's whole room.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
@@ -216,11 +218,22 @@ struct Pending {
     deadline: Duration,
 }
 
+/// Why a Report could not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReportFull {
+    /// `max_reports` are in flight.
+    Total,
+    /// `max_reports_per_subscriber` are in flight to this subscriber.
+    Subscriber,
+}
+
 /// Reports in flight.
 #[derive(Debug)]
 pub(crate) struct Reports {
     pending: BTreeMap<u32, Pending>,
     deadlines: BTreeSet<(Duration, u32)>,
+    /// Reports in flight per destination LID.
+    per_lid: HashMap<u16, usize>,
     /// Next TID (low 32 bits); always has bit 31 set.
     next_tid: u32,
 }
@@ -231,7 +244,7 @@ const TID_BASE: u32 = 0x8000_0000;
 
 impl Default for Reports {
     fn default() -> Self {
-        Reports { pending: BTreeMap::new(), deadlines: BTreeSet::new(), next_tid: TID_BASE }
+        Reports { pending: BTreeMap::new(), deadlines: BTreeSet::new(), per_lid: HashMap::new(), next_tid: TID_BASE }
     }
 }
 
@@ -251,7 +264,8 @@ impl Reports {
     }
 
     /// A new Report of `notice` to `to`; returns the MAD to send now, or
-    /// `None` when `max` are already in flight.
+    /// why not: `max` in flight in all, or `max_per_subscriber` to `to`'s
+    /// LID.
     pub fn start(
         &mut self,
         now: Duration,
@@ -259,16 +273,36 @@ impl Reports {
         to: MadAddress,
         notice: &NoticeRepr,
         max: usize,
-    ) -> Option<Datagram> {
+        max_per_subscriber: usize,
+    ) -> Result<Datagram, ReportFull> {
         if self.pending.len() >= max {
-            return None;
+            return Err(ReportFull::Total);
         }
+        let mine = self.per_lid.entry(to.lid.0).or_default();
+        if *mine >= max_per_subscriber {
+            return Err(ReportFull::Subscriber);
+        }
+        *mine += 1;
         let tid = self.alloc_tid();
         let dgram = super::wire::report(to, u64::from(tid), notice);
         let deadline = now + timeout;
         self.deadlines.insert((deadline, tid));
         self.pending.insert(tid, Pending { dgram: dgram.clone(), sent: 1, deadline });
-        Some(dgram)
+        Ok(dgram)
+    }
+
+    /// Reports in flight to the subscriber at `lid`.
+    pub fn to_subscriber(&self, lid: u16) -> usize {
+        self.per_lid.get(&lid).copied().unwrap_or(0)
+    }
+
+    fn forget(&mut self, p: &Pending) {
+        if let Some(n) = self.per_lid.get_mut(&p.dgram.addr.lid.0) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_lid.remove(&p.dgram.addr.lid.0);
+            }
+        }
     }
 
     /// A ReportResp with `tid`: whether it answered one of ours.
@@ -277,6 +311,7 @@ impl Reports {
         match self.pending.remove(&tid) {
             Some(p) => {
                 self.deadlines.remove(&(p.deadline, tid));
+                self.forget(&p);
                 true
             }
             None => false,
@@ -299,7 +334,9 @@ impl Reports {
             self.deadlines.pop_first();
             let Some(p) = self.pending.get_mut(&tid) else { continue };
             if p.sent > retries {
-                self.pending.remove(&tid);
+                if let Some(p) = self.pending.remove(&tid) {
+                    self.forget(&p);
+                }
                 given_up += 1;
                 continue;
             }
@@ -315,6 +352,7 @@ impl Reports {
     pub fn clear(&mut self) {
         self.pending.clear();
         self.deadlines.clear();
+        self.per_lid.clear();
     }
 }
 
@@ -422,16 +460,39 @@ mod tests {
     fn reports_retry_then_give_up_and_tids_keep_bit_31() {
         let mut r = Reports::default();
         let t = Duration::from_secs(1);
-        let d = r.start(Duration::ZERO, t, MadAddress::gsi(Lid(3), 0), &notice(65, 1), 10).unwrap();
+        let d = r.start(Duration::ZERO, t, MadAddress::gsi(Lid(3), 0), &notice(65, 1), 10, 10).unwrap();
         let tid = u64::from_be_bytes(d.mad[8..16].try_into().unwrap());
         assert_eq!(tid >> 31, 1);
         assert_eq!(r.expire(t, t, 2).0.len(), 1);
         assert_eq!(r.expire(2 * t, t, 2).0.len(), 1);
         assert_eq!(r.expire(3 * t, t, 2), (vec![], 1), "three sends, then given up");
-        let d = r.start(Duration::ZERO, t, MadAddress::gsi(Lid(3), 0), &notice(65, 1), 10).unwrap();
+        let d = r.start(Duration::ZERO, t, MadAddress::gsi(Lid(3), 0), &notice(65, 1), 10, 10).unwrap();
         let tid = u64::from_be_bytes(d.mad[8..16].try_into().unwrap());
         assert!(r.acknowledge(0xFFFF_0000_0000_0000 | tid), "matched on the low 32 bits");
         assert!(!r.acknowledge(tid));
         assert_eq!(r.next_deadline(), None);
+    }
+
+    #[test]
+    fn one_silent_subscriber_fills_only_its_share() {
+        let mut r = Reports::default();
+        let t = Duration::from_secs(1);
+        let (silent, other) = (MadAddress::gsi(Lid(3), 0), MadAddress::gsi(Lid(4), 0));
+        for _ in 0..3 {
+            assert!(r.start(Duration::ZERO, t, silent, &notice(65, 1), 10, 3).is_ok());
+        }
+        assert_eq!(r.start(Duration::ZERO, t, silent, &notice(65, 1), 10, 3), Err(ReportFull::Subscriber));
+        assert_eq!(r.to_subscriber(3), 3);
+        let d = r.start(Duration::ZERO, t, other, &notice(65, 1), 10, 3).unwrap();
+        assert_eq!((r.len(), r.to_subscriber(4)), (4, 1), "others still have room");
+        assert_eq!(r.start(Duration::ZERO, t, other, &notice(65, 1), 4, 3), Err(ReportFull::Total));
+        // An answer frees the answerer's share; giving up frees the silent one's.
+        assert!(r.acknowledge(u64::from_be_bytes(d.mad[8..16].try_into().unwrap())));
+        assert_eq!(r.to_subscriber(4), 0);
+        assert_eq!(r.expire(t, t, 0), (vec![], 3), "no retries: all three given up");
+        assert_eq!((r.len(), r.to_subscriber(3)), (0, 0));
+        assert!(r.start(t, t, silent, &notice(65, 1), 10, 3).is_ok(), "room again");
+        r.clear();
+        assert_eq!(r.to_subscriber(3), 0);
     }
 }

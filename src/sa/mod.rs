@@ -85,7 +85,7 @@ use crate::transport::Datagram;
 use crate::types::{Guid, Lid};
 use guids::AliasGuids;
 use index::PortIndex;
-use inform::{InformError, Reports, Subscription, Subscriptions};
+use inform::{InformError, ReportFull, Reports, Subscription, Subscriptions};
 use records::{QosKnown, Records};
 use sends::{SendError, SendKey, Sends};
 use services::{ServiceError, Services};
@@ -1157,15 +1157,23 @@ impl SaAgent {
             .collect();
         for to in targets {
             self.stats.reports.queued += 1;
-            match self.reports.start(now, self.cfg.report_timeout(), to, notice, self.cfg.max_reports) {
-                Some(d) => {
+            let (max, per) = (self.cfg.max_reports, self.cfg.max_reports_per_subscriber);
+            match self.reports.start(now, self.cfg.report_timeout(), to, notice, max, per) {
+                Ok(d) => {
                     self.stats.reports.sent += 1;
                     self.push(now, d);
                 }
-                None => {
+                Err(ReportFull::Total) => {
                     self.stats.drops.report_cap += 1;
                     let n = self.reports.len();
                     self.gate_warn(now, "report_cap", || format!("{n} Reports in flight: a Report was dropped"));
+                }
+                Err(ReportFull::Subscriber) => {
+                    self.stats.drops.report_subscriber_cap += 1;
+                    let lid = to.lid;
+                    self.gate_warn(now, "report_subscriber_cap", || {
+                        format!("{per} Reports to LID {lid} wait for a ReportResp: a Report to it was dropped")
+                    });
                 }
             }
         }

@@ -54,6 +54,8 @@ pub struct Drops {
     pub alias_guid_cap: u64,
     /// Reports with no room in `max_reports`.
     pub report_cap: u64,
+    /// Reports to a subscriber with `max_reports_per_subscriber` waiting.
+    pub report_subscriber_cap: u64,
     /// Answers with no room in `max_queued`.
     pub queue_full: u64,
 }

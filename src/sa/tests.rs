@@ -816,6 +816,41 @@ fn reports_give_up_after_their_retries_and_subscriptions_die_with_their_port() {
     assert_eq!(a.stats().subscriptions, 0);
 }
 
+#[test]
+fn a_subscriber_that_never_answers_holds_only_its_share_of_reports() {
+    let snap = snapshot(1, swept().clone());
+    let cfg = SaConfig { max_reports_per_subscriber: 2, ..SaConfig::default() };
+    let mut a = SaAgent::new(cfg, snap.master);
+    a.new_snapshot(Duration::ZERO, snap);
+    a.set_serving(Duration::ZERO, Serving::Master);
+    let ((_, host_lid), sm) = (other_host(), sm_lid());
+    fetch(&mut a, &query(0x02, &inform(0xFFFF, true), 0, 0, host_lid));
+    let (_, sw_lid) = a_switch();
+    let trap = |n: u16| NoticeRepr {
+        is_generic: true,
+        notice_type: NoticeType::Urgent,
+        producer_type: 2,
+        trap_number: n,
+        issuer_lid: Lid(sw_lid),
+        notice_toggle: false,
+        notice_count: 0,
+        data_details: [0; 54],
+        issuer_gid: [0; 16],
+    };
+    for n in [128, 129, 130] {
+        a.handle_trap(Duration::ZERO, &trap(n), Lid(sw_lid));
+    }
+    let sent = reports(&drain(&mut a, Duration::ZERO));
+    assert_eq!(sent.iter().map(|(_, n)| n.trap_number).collect::<Vec<_>>(), vec![128, 129]);
+    assert_eq!((a.stats().drops.report_subscriber_cap, a.stats().drops.report_cap), (1, 0));
+    // Another subscriber still hears of the next trap.
+    fetch(&mut a, &query(0x02, &inform(0xFFFF, true), 0, 0, sm));
+    a.handle_trap(Duration::ZERO, &trap(131), Lid(sw_lid));
+    let sent = reports(&drain(&mut a, Duration::ZERO));
+    assert_eq!(sent.iter().map(|(d, _)| d.addr.lid.0).collect::<Vec<_>>(), vec![sm]);
+    assert_eq!(a.stats().drops.report_subscriber_cap, 2);
+}
+
 // ---- Multi-MAD answers.
 
 fn pir_key() -> PortInfoRecordRepr {
