@@ -17,6 +17,7 @@
 //! `max_reports_per_subscriber`, so a subscriber that never answers holds
 //! its own share and not the SA's whole room.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
@@ -114,6 +115,9 @@ pub(crate) enum InformError {
 pub(crate) struct Subscriptions {
     list: Vec<Subscription>,
     per_owner: HashMap<Guid, usize>,
+    /// The InformInfoRecords as emitted, built at the first query after a
+    /// change: a flood of queries costs no emitting.
+    emitted: OnceCell<Vec<[u8; INFORM_INFO_RECORD_LEN]>>,
 }
 
 impl Subscriptions {
@@ -127,6 +131,7 @@ impl Subscriptions {
 
     /// Subscribes (a repeat renews) or unsubscribes.
     pub fn set(&mut self, sub: Subscription, per_port: usize, total: usize) -> Result<(), InformError> {
+        self.emitted.take();
         let existing = self.list.iter().position(|s| s.same(&sub));
         if !sub.info.subscribe {
             let i = existing.ok_or(InformError::NotSubscribed)?;
@@ -152,6 +157,7 @@ impl Subscriptions {
     /// unless the same one is here already (`Ok(false)`, nothing changed).
     /// `Err(Full)` past a cap.
     pub fn import(&mut self, sub: Subscription, per_port: usize, total: usize) -> Result<bool, InformError> {
+        self.emitted.take();
         if self.list.iter().any(|s| s.same(&sub)) {
             return Ok(false);
         }
@@ -176,6 +182,7 @@ impl Subscriptions {
     /// Drops the subscriptions of ports that are gone and follows the LID
     /// changes of the others (`lid_of` gives an owner's base LID now).
     pub fn follow_ports(&mut self, lid_of: impl Fn(Guid) -> Option<u16>) -> usize {
+        self.emitted.take();
         let before = self.list.len();
         let mut kept = Vec::with_capacity(before);
         for mut s in std::mem::take(&mut self.list) {
@@ -193,19 +200,23 @@ impl Subscriptions {
 
     /// The InformInfoRecords (IBA 15.2.5.12): Enum numbers each
     /// subscriber's subscriptions from 0, in the order they were made.
-    pub fn records(&self) -> Vec<[u8; INFORM_INFO_RECORD_LEN]> {
-        let mut next: BTreeMap<[u8; 16], u16> = BTreeMap::new();
-        self.list
-            .iter()
-            .map(|s| {
-                let n = next.entry(s.subscriber_gid).or_default();
-                let r = InformInfoRecordRepr { subscriber_gid: s.subscriber_gid, enumeration: *n, inform_info: s.info };
-                *n = n.wrapping_add(1);
-                let mut b = [0u8; INFORM_INFO_RECORD_LEN];
-                let _ = SaRecord::emit(&r, &mut b);
-                b
-            })
-            .collect()
+    /// Emitted once per change of the subscriptions, not per query.
+    pub fn records(&self) -> &[[u8; INFORM_INFO_RECORD_LEN]] {
+        self.emitted.get_or_init(|| {
+            let mut next: BTreeMap<[u8; 16], u16> = BTreeMap::new();
+            self.list
+                .iter()
+                .map(|s| {
+                    let n = next.entry(s.subscriber_gid).or_default();
+                    let r =
+                        InformInfoRecordRepr { subscriber_gid: s.subscriber_gid, enumeration: *n, inform_info: s.info };
+                    *n = n.wrapping_add(1);
+                    let mut b = [0u8; INFORM_INFO_RECORD_LEN];
+                    let _ = SaRecord::emit(&r, &mut b);
+                    b
+                })
+                .collect()
+        })
     }
 }
 
@@ -434,6 +445,29 @@ mod tests {
         assert_eq!(s.records().len(), 1);
         assert_eq!(s.follow_ports(|_| None), 1);
         assert_eq!(s.len(), 0);
+    }
+
+    #[test]
+    fn records_are_emitted_once_per_change() {
+        let mut s = Subscriptions::default();
+        assert!(s.records().is_empty());
+        s.set(sub(64, 0xFFFF, 0), 2, 10).unwrap();
+        let first = s.records().as_ptr();
+        assert_eq!(s.records().len(), 1);
+        assert!(std::ptr::eq(first, s.records().as_ptr()), "no change, no new emission");
+        s.set(sub(65, 0xFFFF, 0), 2, 10).unwrap();
+        let enums: Vec<u16> =
+            s.records().iter().map(|b| InformInfoRecordRepr::parse_bytes(b).unwrap().enumeration).collect();
+        assert_eq!(enums, vec![0, 1], "rebuilt after a Set");
+        let mut off = sub(64, 0xFFFF, 0);
+        off.info.subscribe = false;
+        s.set(off, 2, 10).unwrap();
+        let left = InformInfoRecordRepr::parse_bytes(&s.records()[0]).unwrap();
+        assert_eq!((s.records().len(), left.enumeration), (1, 0), "and after an unsubscribe");
+        assert!(s.import(sub(66, 0xFFFF, 0), 2, 10).unwrap());
+        assert_eq!(s.records().len(), 2, "and after an import");
+        s.follow_ports(|_| None);
+        assert!(s.records().is_empty(), "and when ports go");
     }
 
     #[test]

@@ -588,9 +588,10 @@ impl SaAgent {
                 // QPN 0 to untrusted requesters (IBA C15-0.2-1.16, as
                 // OpenSM): a subscriber's QP is for the SA's Reports.
                 let spec = Spec::of::<InformInfoRecordRepr>(INFORM_INFO_RECORD_SECRETS);
+                // Emitted once per change of the subscriptions.
                 let records = self.subscriptions.records();
                 let result = self.run(req, spec, trusted, |_, q| {
-                    for r in &records {
+                    for r in records {
                         if !q.offer(r) {
                             break;
                         }
