@@ -64,7 +64,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, trace, warn, Level};
 
 pub use config::{NotServing, SaConfig};
 pub use mirror::MirrorRead;
@@ -202,7 +202,7 @@ impl SaAgent {
         (m.held_services, m.held_subscriptions, m.held_alias_guids) =
             (services as u64, subscriptions as u64, aliases as u64);
         if over > 0 {
-            self.gate_warn(now, "mirror_cap", || {
+            self.gate(now, Level::WARN, "mirror_cap", || {
                 format!("the master's SA holds more than the [sa] caps: {over} records left out of the mirror")
             });
         }
@@ -337,7 +337,9 @@ impl SaAgent {
             Received::Malformed => self.stats.drops.malformed += 1,
             Received::BadVersion { version, answerable } => {
                 if answerable {
-                    self.gate_debug(now, "bad_version", || format!("SA MAD of class version {version} refused"));
+                    self.gate(now, Level::DEBUG, "bad_version", || {
+                        format!("SA MAD of class version {version} refused")
+                    });
                     if let Some(reply) = wire::status_echo(dgram, wire::BAD_VERSION) {
                         self.count_status(wire::BAD_VERSION);
                         self.push(now, reply);
@@ -423,7 +425,9 @@ impl SaAgent {
         let (again, given_up) = self.reports.expire(now, self.cfg.report_timeout(), self.cfg.report_retries);
         self.stats.reports.given_up += given_up as u64;
         if given_up > 0 {
-            self.gate_info(now, "report_given_up", || format!("{given_up} Reports got no ReportResp; given up"));
+            self.gate(now, Level::INFO, "report_given_up", || {
+                format!("{given_up} Reports got no ReportResp; given up")
+            });
         }
         for d in again {
             self.stats.reports.sent += 1;
@@ -470,7 +474,9 @@ impl SaAgent {
         if req.sm_key != 0 && req.sm_key != self.cfg.sa_key {
             self.stats.drops.bad_sm_key += 1;
             let (lid, key) = (req.addr.lid, req.sm_key);
-            self.gate_warn(now, "bad_sm_key", || format!("SA request from LID {lid} with SM_Key {key:#x} dropped"));
+            self.gate(now, Level::WARN, "bad_sm_key", || {
+                format!("SA request from LID {lid} with SM_Key {key:#x} dropped")
+            });
             return false;
         }
         true
@@ -666,7 +672,7 @@ impl SaAgent {
                 }
                 self.stats.drops.answer_too_large += 1;
                 let (attr, lid, cap) = (req.attribute, req.addr.lid, self.cfg.max_answer_bytes);
-                self.gate_warn(now, "answer_too_large", || {
+                self.gate(now, Level::WARN, "answer_too_large", || {
                     format!("{attr:?} query from LID {lid} matches over {cap} bytes: refused (ERR_NO_RESOURCES)")
                 });
                 self.refuse(now, req, wire::sa_error(sa_status::NO_RESOURCES));
@@ -752,12 +758,12 @@ impl SaAgent {
         if why == SendError::RequesterBusy {
             self.stats.drops.rmpp_requester_cap += 1;
             let per = self.cfg.max_rmpp_sends_per_requester;
-            self.gate_warn(now, "rmpp_requester_cap", || {
+            self.gate(now, Level::WARN, "rmpp_requester_cap", || {
                 format!("LID {lid} has {per} multi-MAD answers in flight: one more refused (ERR_NO_RESOURCES)")
             });
         } else {
             self.stats.drops.rmpp_busy += 1;
-            self.gate_warn(now, "rmpp_busy", || {
+            self.gate(now, Level::WARN, "rmpp_busy", || {
                 format!("{sends} multi-MAD answers in flight: the one for LID {lid} refused (ERR_NO_RESOURCES)")
             });
         }
@@ -963,7 +969,7 @@ impl SaAgent {
             if refused > 0 {
                 self.stats.drops.alias_guid_cap += refused as u64;
                 let g = port.guid;
-                self.gate_warn(now, "alias_guid_cap", || {
+                self.gate(now, Level::WARN, "alias_guid_cap", || {
                     format!("alias GUIDs for port {g} over the cap: {refused} refused")
                 });
             }
@@ -1025,7 +1031,9 @@ impl SaAgent {
                     ServiceError::Full => {
                         self.stats.drops.service_cap += 1;
                         let lid = req.addr.lid;
-                        self.gate_warn(now, "service_cap", || format!("ServiceRecords from LID {lid} over the cap"));
+                        self.gate(now, Level::WARN, "service_cap", || {
+                            format!("ServiceRecords from LID {lid} over the cap")
+                        });
                         sa_status::NO_RESOURCES
                     }
                 };
@@ -1095,7 +1103,7 @@ impl SaAgent {
             Err(InformError::Full) => {
                 self.stats.drops.subscription_cap += 1;
                 let lid = req.addr.lid;
-                self.gate_warn(now, "subscription_cap", || {
+                self.gate(now, Level::WARN, "subscription_cap", || {
                     format!("InformInfo subscriptions from LID {lid} over the cap")
                 });
                 refuse_echo(self, sa_status::NO_RESOURCES);
@@ -1167,12 +1175,14 @@ impl SaAgent {
                 Err(ReportFull::Total) => {
                     self.stats.drops.report_cap += 1;
                     let n = self.reports.len();
-                    self.gate_warn(now, "report_cap", || format!("{n} Reports in flight: a Report was dropped"));
+                    self.gate(now, Level::WARN, "report_cap", || {
+                        format!("{n} Reports in flight: a Report was dropped")
+                    });
                 }
                 Err(ReportFull::Subscriber) => {
                     self.stats.drops.report_subscriber_cap += 1;
                     let lid = to.lid;
-                    self.gate_warn(now, "report_subscriber_cap", || {
+                    self.gate(now, Level::WARN, "report_subscriber_cap", || {
                         format!("{per} Reports to LID {lid} wait for a ReportResp: a Report to it was dropped")
                     });
                 }
@@ -1218,28 +1228,27 @@ impl SaAgent {
         if self.out.len() >= self.cfg.max_queued {
             self.stats.drops.queue_full += 1;
             let n = self.stats.drops.queue_full;
-            self.gate_warn(now, "queue_full", || format!("SA send queue full: {n} MADs dropped so far"));
+            self.gate(now, Level::WARN, "queue_full", || format!("SA send queue full: {n} MADs dropped so far"));
             return;
         }
         self.stats.answered += 1;
         self.out.push_back(d);
     }
 
-    fn gate_warn(&mut self, now: Duration, reason: &'static str, msg: impl FnOnce() -> String) {
-        if self.log.allow(now, self.cfg.log_period(), reason) {
-            warn!(reason, "{}", msg());
+    /// One log line about `reason` at `level`, at most once per
+    /// `log_period` (floods are counted in the stats, not logged one by
+    /// one); `msg` is only formatted when the line goes out.
+    fn gate(&mut self, now: Duration, level: Level, reason: &'static str, msg: impl FnOnce() -> String) {
+        if !self.log.allow(now, self.cfg.log_period(), reason) {
+            return;
         }
-    }
-
-    fn gate_info(&mut self, now: Duration, reason: &'static str, msg: impl FnOnce() -> String) {
-        if self.log.allow(now, self.cfg.log_period(), reason) {
-            info!(reason, "{}", msg());
-        }
-    }
-
-    fn gate_debug(&mut self, now: Duration, reason: &'static str, msg: impl FnOnce() -> String) {
-        if self.log.allow(now, self.cfg.log_period(), reason) {
-            debug!(reason, "{}", msg());
+        // The tracing macros take their level as a constant.
+        match level {
+            Level::ERROR => error!(reason, "{}", msg()),
+            Level::WARN => warn!(reason, "{}", msg()),
+            Level::INFO => info!(reason, "{}", msg()),
+            Level::DEBUG => debug!(reason, "{}", msg()),
+            _ => trace!(reason, "{}", msg()),
         }
     }
 }

@@ -76,7 +76,7 @@ pub struct RmppCounts {
     pub in_flight: u64,
 }
 
-/// Reports (IBA 13.4.8.2, 15.2.5.? InformInfo forwarding).
+/// Reports (IBA 13.4.8.2), sent to InformInfo subscribers (13.4.8.3).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReportCounts {
     /// Reports made for subscribers (traps 64/65 and forwarded traps).
