@@ -549,12 +549,9 @@ impl<T> Transactions<T> {
         if txn.tids.last() != Some(&tid) {
             self.stats.by_mad.entry(txn.key).or_default().late += 1;
         }
-        // ACKs go back where the segments came from; QP1 always takes the
-        // well-known Q_Key (IBA 13.5.1), whatever the receive path reported.
-        let mut addr = from;
-        if addr.qpn == 1 {
-            addr.qkey = MadAddress::QP1_QKEY;
-        }
+        // ACKs go back where the segments came from (the device reports
+        // QP1's well-known Q_Key, `umad::received_address`).
+        let addr = from;
         let receiver = RmppReceiver::new(now, cfg);
         let deadline = receiver.poll_timeout().unwrap_or(now);
         txn.rx = Some(Rx { receiver, addr });
@@ -1309,9 +1306,9 @@ mod tests {
         max_bytes: 1 << 20,
     };
 
-    /// Where the SA's segments come from: its LID on QP1, with the Q_Key
-    /// a receive path may not report.
-    const FROM_SA: MadAddress = MadAddress { lid: Lid(1), qpn: 1, qkey: 0, sl: 0, pkey_index: 0 };
+    /// Where the SA's segments come from: its LID on QP1, with the GSI's
+    /// Q_Key as the devices report it.
+    const FROM_SA: MadAddress = MadAddress { lid: Lid(1), qpn: 1, qkey: MadAddress::QP1_QKEY, sl: 0, pkey_index: 0 };
 
     /// A SubnAdmGetTable told apart by its attribute modifier.
     fn get_table(tag: u32) -> Datagram {
@@ -1365,7 +1362,7 @@ mod tests {
                 assert_eq!(t.in_flight_in(MgmtClass::SubnAdm), 0);
             }
             while let Some(ack) = t.poll_transmit(now) {
-                assert_eq!(ack.addr, MadAddress { qkey: MadAddress::QP1_QKEY, ..FROM_SA }, "back to the SA");
+                assert_eq!(ack.addr, FROM_SA, "back to the SA, where the segments came from");
                 assert_eq!((ack.mad[3], &ack.mad[8..16]), (0x12, &[0xab, 0xcd, 0, 1, 0, 0, 0, 1][..]));
                 sa.handle_mad(now, &ack.mad).unwrap();
                 acks.push(ack);

@@ -564,13 +564,7 @@ impl UmadDevice {
             let a = unsafe { &*(self.lib.get_mad_addr)(p) };
             // SAFETY: as above; 0 when the P_Key ABI is off.
             let pkey_index = unsafe { (self.lib.get_pkey)(p) };
-            let addr = MadAddress {
-                lid: Lid(u16::from_be(a.lid)),
-                qpn: u32::from_be(a.qpn) & 0x00ff_ffff,
-                qkey: u32::from_be(a.qkey),
-                sl: a.sl,
-                pkey_index: pkey_index as u16,
-            };
+            let addr = received_address(a, pkey_index as u16);
             let n = (len.max(0) as usize).min(self.buf.len() - self.mad_off);
             let bytes: &[u8] = {
                 let all = self.buf.words.as_slice();
@@ -582,6 +576,19 @@ impl UmadDevice {
             return Ok(Some(Datagram { addr, mad: bytes[self.mad_off..self.mad_off + n].to_vec() }));
         }
     }
+}
+
+/// Where a received MAD came from, as the kernel's `ib_mad_addr` says
+/// (big-endian fields), and the Q_Key a reply to it takes: ib_umad never
+/// fills in the Q_Key of a received MAD (its `recv_handler` copies QPN,
+/// LID, SL, path bits and P_Key index, not the Q_Key), so the field reads
+/// 0; a MAD from QP1 came from a GSI, whose Q_Key is always the well-known
+/// 0x80010000, so that is set here once for every user of the address
+/// (answers, RMPP ACKs and segments, Reports).
+fn received_address(a: &ffi::IbMadAddr, pkey_index: u16) -> MadAddress {
+    let qpn = u32::from_be(a.qpn) & 0x00ff_ffff;
+    let qkey = if qpn == 1 { MadAddress::QP1_QKEY } else { u32::from_be(a.qkey) };
+    MadAddress { lid: Lid(u16::from_be(a.lid)), qpn, qkey, sl: a.sl, pkey_index }
 }
 
 impl MadDevice for UmadDevice {
@@ -741,6 +748,32 @@ mod tests {
         assert!(e.to_string().contains("no CA named qib0"), "{e}");
         let e = select_port(&f, &PortSelector::Guid(Guid(0x999))).unwrap_err();
         assert!(e.to_string().contains("0x0000000000000999"), "{e}");
+    }
+
+    #[test]
+    fn received_mads_from_qp1_take_the_gsi_q_key() {
+        let raw = |qpn: u32, qkey: u32| ffi::IbMadAddr {
+            qpn: qpn.to_be(),
+            qkey: qkey.to_be(),
+            lid: 0x0012u16.to_be(),
+            sl: 3,
+            path_bits: 0,
+            grh_present: 0,
+            gid_index: 0,
+            hop_limit: 0,
+            traffic_class: 0,
+            gid: [0; 16],
+            flow_label: 0,
+            pkey_index: 0,
+            reserved: [0; 6],
+        };
+        // What the kernel hands up: no Q_Key.
+        let a = received_address(&raw(1, 0), 2);
+        assert_eq!(a, MadAddress { lid: Lid(0x12), qpn: 1, qkey: MadAddress::QP1_QKEY, sl: 3, pkey_index: 2 });
+        // Another QP keeps what it says; the QPN is 24 bits.
+        let b = received_address(&raw(0xAB00_0042, 0x1234), 0);
+        assert_eq!((b.qpn, b.qkey), (0x42, 0x1234));
+        assert_eq!(received_address(&raw(0xFF00_0001, 0), 0).qkey, MadAddress::QP1_QKEY);
     }
 
     #[test]
