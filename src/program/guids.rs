@@ -399,21 +399,36 @@ mod tests {
         let aliases = table(&[(h2, 1, 0xa1), (h2, 9, 0xa9)]);
         a.aliases.send_replace(aliases.clone());
         assert_eq!(net.sweep(&mut a).program.guid_info_sets, 2);
+        let takeover = |sm: &mut Sm| {
+            let found = net.rt.block_on(sm.sm.discover()).unwrap();
+            net.rt.block_on(sm.sm.take_charge(found, MasterMode::Takeover)).unwrap()
+        };
 
-        // B takes over with the same table (its SA imported A's): it reads
-        // the two blocks and writes neither.
+        // B takes over with the same table at hand: it reads the two
+        // blocks and writes neither.
         let mut b = net.sm(2);
-        b.aliases.send_replace(aliases);
-        let found = net.rt.block_on(b.sm.discover()).unwrap();
-        let r = net.rt.block_on(b.sm.take_charge(found, MasterMode::Takeover)).unwrap();
+        b.aliases.send_replace(aliases.clone());
+        let r = takeover(&mut b);
         assert_eq!((r.program.guid_info_reads, r.program.guid_info_sets), (2, 0));
         assert_eq!(r.program.alias_guids[&h2].len(), 2, "what the ports hold, as read");
         assert_eq!(net.guid_info_sets(), 2);
         // Then only what differs is written.
         b.aliases.send_replace(table(&[(h2, 1, 0xb1), (h2, 9, 0xa9)]));
         let p = net.rt.block_on(b.sm.program_aliases()).unwrap();
-        assert_eq!(p.guid_info_sets, 1);
+        assert_eq!((p.guid_info_reads, p.guid_info_sets), (0, 1));
         assert_eq!(net.held(&b, host(1), 0).guids[1], Guid(0xb1));
+
+        // As the runtime has it, C's SA imports the table after the
+        // takeover sweep: the alias pass reads first and writes only what
+        // differs (block 0 holds B's 0xb1).
+        let mut c = net.sm(1);
+        let r = takeover(&mut c);
+        assert_eq!((r.program.guid_info_reads, r.program.guid_info_sets), (0, 0));
+        c.aliases.send_replace(aliases);
+        let p = net.rt.block_on(c.sm.program_aliases()).unwrap();
+        assert_eq!((p.guid_info_reads, p.guid_info_sets), (2, 1));
+        assert_eq!(net.held(&c, host(1), 0).guids[1], Guid(0xa1));
+        assert_eq!(net.guid_info_sets(), 4);
     }
 
     #[test]

@@ -143,6 +143,8 @@ pub struct SubnetManager<T: Transport> {
     known: Option<Subnet>,
     /// The SA's alias GUIDs.
     aliases: Option<guids::AliasSource>,
+    /// The last master sweep was a takeover.
+    took_over: bool,
 }
 
 impl<T: Transport> SubnetManager<T> {
@@ -179,6 +181,7 @@ impl<T: Transport> SubnetManager<T> {
             sm_key: 0,
             known: None,
             aliases: None,
+            took_over: false,
         }
     }
 
@@ -205,14 +208,20 @@ impl<T: Transport> SubnetManager<T> {
     /// discovery: a Set of the SA's reaches its port in a round trip, not a
     /// sweep). `None` before this SM programmed the fabric. Ports gone since
     /// then fail their Set (counted) and are dropped by the next sweep.
+    /// After a takeover, blocks this SM has not written are read first (the
+    /// SA's takeover import arrives after the takeover sweep, and the old
+    /// master wrote those aliases already).
     pub async fn program_aliases(&mut self) -> Option<ProgramReport> {
         if self.sweeps == 0 {
             return None;
         }
         let mut subnet = self.known.take()?;
         let table = self.alias_table();
-        let plan =
-            Plan { guid_info: guids::wanted_blocks(&subnet, &table, &self.lft_cache.guid_info), ..Plan::default() };
+        let plan = Plan {
+            guid_info: guids::wanted_blocks(&subnet, &table, &self.lft_cache.guid_info),
+            read_before_write: self.took_over,
+            ..Plan::default()
+        };
         let report = sets::program_aliases(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
         // What the last sweep knew stays free of this pass's findings.
         for p in std::mem::take(&mut subnet.problems) {
@@ -306,6 +315,7 @@ impl<T: Transport> SubnetManager<T> {
             return Err(SweepError::OwnNodeUnreadable("the discovered subnet lacks the SM's own port".into()));
         };
         self.sweeps += 1;
+        self.took_over = mode == MasterMode::Takeover;
         if mode == MasterMode::Takeover {
             // Another master may have written anything since this SM last did.
             self.lft_cache = LftCache::default();

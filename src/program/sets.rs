@@ -251,7 +251,8 @@ pub async fn program<T: Transport>(
 }
 
 /// Only the GUIDInfo blocks of `plan` (alias GUIDs changed between
-/// sweeps), those the cache says differ; the rest of the plan is ignored.
+/// sweeps), those the cache says differ, read first with
+/// `read_before_write`; the rest of the plan is ignored.
 pub async fn program_aliases<T: Transport>(
     client: &SmpClient<T>,
     subnet: &mut Subnet,
@@ -260,6 +261,9 @@ pub async fn program_aliases<T: Transport>(
     cache: &mut LftCache,
 ) -> ProgramReport {
     let mut report = ProgramReport::default();
+    if plan.read_before_write {
+        read_guid_info(client, subnet, plan, &mut report, cache).await;
+    }
     let targets = (0..plan.guid_info.len() as u32).map(|index| Target::GuidInfo { index });
     let ctx = Ctx { plan, config, state: PortState::Armed };
     execute(client, subnet, Work::Prepared(Vec::new().into_iter()), targets, &ctx, &mut report, cache).await;
