@@ -1,6 +1,9 @@
 //! Alias GUIDs (GUIDInfoRecord Set and Delete, IBA 15.2.5.18): extra port
 //! GUIDs the SA hands out in a port's GUIDInfo table, stored here, kept
-//! across snapshots while the port is in the fabric.
+//! across snapshots while the port is in the fabric. Every change bumps
+//! [`AliasGuids::version`]; the runtime then hands [`AliasGuids::table`]
+//! to the SM, which writes it into the ports (`crate::program::guids`),
+//! and the SA's path index resolves the alias GIDs from then on.
 //!
 //! Index 0 of block 0 is the port GUID itself and cannot be set or
 //! deleted. A GUID already in use (another port's GUID or another alias)
