@@ -732,8 +732,8 @@ fn a_receiver_stops_transfers_past_its_limit() {
                 stopped_at = Some(n);
             }
         }
-        if res.is_err() {
-            assert_eq!(res.unwrap_err(), RmppError::TooLarge { bytes: 1200, limit: 1000 });
+        if let Err(e) = res {
+            assert_eq!(e, RmppError::TooLarge { bytes: 1200, limit: 1000 });
             break;
         }
     }

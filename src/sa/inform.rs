@@ -303,6 +303,7 @@ impl Reports {
     }
 
     /// Reports in flight to the subscriber at `lid`.
+    #[cfg(test)]
     pub fn to_subscriber(&self, lid: u16) -> usize {
         self.per_lid.get(&lid).copied().unwrap_or(0)
     }
