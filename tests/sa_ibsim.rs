@@ -18,7 +18,20 @@
 //! ibsim carries no RMPP: saquery sends GetTable for everything and sees
 //! only the first MAD of a longer answer (with either SM), so the queries
 //! here match one record, or a table that fits in one MAD, or check only
-//! that the first MAD's records are real.
+//! that the first MAD's records are real. Before asking, a ServiceRecord and
+//! a trap-64 subscription are set from another host, so SR and IIR have a
+//! record to answer.
+//!
+//! Every SA client and SM here runs with `transport_support/umad2sim_fix.c`
+//! around libumad2sim: umad2sim 0.10 hands a client only the first 224
+//! bytes of each MAD (the rest is heap), which would corrupt the last 32
+//! bytes of every SA data area; the fix also lets a client address its SA
+//! queries to any LID (a standby's SA).
+//!
+//! The other tests: a standby ibsm's SA answers BUSY (and OpenSM's standby
+//! nothing); ibsm's own RMPP client (`ibsm sa nodes/ports`) reads whole
+//! tables, on this fabric and on a 648-host fat tree, where OpenSM's
+//! answer on ibsim is one MAD without RMPP.
 
 #[path = "transport_support/ibsim.rs"]
 mod ibsim;
