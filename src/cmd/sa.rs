@@ -12,8 +12,10 @@
 //! table whole (one GetTable, the answer reassembled from its RMPP
 //! segments). `ibsm sa flood` keeps `--concurrency` queries in flight for
 //! `--duration` seconds and reports what came back: answers, losses,
-//! errors, the rate and the latencies (`--sim` floods ibsm's own SA on the
-//! in-process fabric).
+//! errors, the rate and the latencies (`--sim` measures ibsm's SA core
+//! in-process, no transport in between). `ibsm sa service` registers a
+//! ServiceRecord for the port and `ibsm sa subscribe` an InformInfo
+//! subscription (one SubnAdmSet each).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
