@@ -17,7 +17,11 @@
 //!
 //! Loop policy: with nothing in flight the thread blocks on the command
 //! channel for [`IDLE_WAIT`] of real time, then polls the device with a
-//! deadline of `device.now()` so unsolicited MADs still arrive. With requests
+//! deadline of `device.now()` so unsolicited MADs still arrive. While MADs
+//! keep arriving (an SA being queried) that wait shrinks to
+//! [`ACTIVE_IDLE_WAIT`], so an unsolicited request waits microseconds, not
+//! milliseconds, for the thread to look; it grows back [`ACTIVE_SPAN`] after
+//! the last one. With requests
 //! in flight it waits in `device.recv` until the next transaction deadline or
 //! [`BUSY_POLL`] from now, whichever is first, and then drains the command
 //! channel. A virtual-time device advances its clock inside `recv`, so the
@@ -42,6 +46,10 @@ pub const MAX_OUTSTANDING: usize = 1024;
 pub const UNSOLICITED_CAPACITY: usize = 256;
 /// Real time the idle thread waits for a command before polling the device.
 pub const IDLE_WAIT: Duration = Duration::from_millis(2);
+/// The idle wait while MADs arrive (see the module doc).
+pub const ACTIVE_IDLE_WAIT: Duration = Duration::from_micros(50);
+/// How long after the last MAD received the thread stays quick to look.
+pub const ACTIVE_SPAN: Duration = Duration::from_millis(100);
 /// The longest device wait while requests are in flight, so new commands
 /// are picked up promptly.
 pub const BUSY_POLL: Duration = Duration::from_millis(1);
@@ -185,6 +193,8 @@ struct IoLoop<D> {
     arrived: Vec<Datagram>,
     dirty: bool,
     closing: bool,
+    /// When the device last handed over a MAD (real time).
+    last_traffic: Option<std::time::Instant>,
 }
 
 impl<D: MadDevice> IoLoop<D> {
@@ -212,6 +222,7 @@ impl<D: MadDevice> IoLoop<D> {
             arrived: Vec::new(),
             dirty: false,
             closing: false,
+            last_traffic: None,
         }
     }
 
@@ -222,7 +233,8 @@ impl<D: MadDevice> IoLoop<D> {
             // An RMPP transfer being reassembled is as busy as a request
             // on the wire: its segments must be taken as they come.
             if self.core.in_flight() + self.core.receiving() == 0 {
-                match self.cmds.recv_timeout(IDLE_WAIT) {
+                let quick = self.last_traffic.is_some_and(|t| t.elapsed() < ACTIVE_SPAN);
+                match self.cmds.recv_timeout(if quick { ACTIVE_IDLE_WAIT } else { IDLE_WAIT }) {
                     Ok(c) => self.accept(c),
                     Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => self.closing = true,
@@ -320,6 +332,7 @@ impl<D: MadDevice> IoLoop<D> {
 
     fn handle(&mut self, d: Datagram) {
         self.dirty = true;
+        self.last_traffic = Some(std::time::Instant::now());
         let now = self.dev.now();
         match self.core.handle_receive(now, d) {
             Received::Response { token, dgram } => self.finish(token, Ok(dgram)),
