@@ -1152,19 +1152,6 @@ fn rules() -> Vec<Rule> {
             why: "a switch's NodeRecord LocalPortNum is the port ibsm's SMP entered by",
             holds: |d| d.left == "1" && d.right == "0",
         },
-        // ibsm writes each single-MAD GetTableResp whole (256 bytes, RMPP
-        // First|Last with PayloadLength); OpenSM writes the header and its
-        // records only. umad2sim hands saquery the length written, without
-        // RMPP, so after ibsm's records saquery prints all-zero ones up to
-        // 200 bytes. On hardware the receiver's kernel reassembles by
-        // PayloadLength and sees none.
-        Rule {
-            scope: Device(Ibsm),
-            kind: "*",
-            field: "all-zero records after the answer",
-            why: "GAP (ibsim only): ibsm writes single-MAD GetTableResps whole; saquery on ibsim counts 200 bytes of records",
-            holds: |d| d.left != "0",
-        },
         // saquery -s asks with AttributeModifier bit 31 set and
         // CapabilityMask in the mask: OpenSM matches every port whose
         // CapabilityMask has the bits asked for (IsSM); ibsm finds none.

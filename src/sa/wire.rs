@@ -162,6 +162,10 @@ pub(crate) fn single_answer(req: &Request<'_>, status: u16, attribute_offset: u1
         // segment, First and Last, which a receiver ACKs and we need not
         // wait for.
         mark_single_segment(&mut mad, n);
+        // Only the records go out, as OpenSM sends them: a receiver with no
+        // kernel RMPP (ibsim's clients) counts records by the MAD's length,
+        // and a kernel pads a short MAD to 256 bytes anyway.
+        mad.truncate(SA_DATA_OFFSET + n);
     }
     Datagram { addr: req.addr, mad }
 }
@@ -193,6 +197,9 @@ pub(crate) fn status_echo(dgram: &Datagram, status_word: u16) -> Option<Datagram
     h.set_status(status_word);
     let attribute = answer_attribute(SaAttributeId::from(u16::from(h.attribute_id())));
     h.set_attribute_id(AttributeId::from(u16::from(attribute)));
+    // A status answer is one plain MAD: whatever RMPP header the request
+    // carried (an ACK's, a segment's) does not go back.
+    RmppHeaderRepr::INACTIVE.emit_bytes(&mut mad).ok()?;
     SaMad::new_checked(&mut mad[..]).ok()?.set_sm_key(0);
     Some(Datagram { addr: dgram.addr, mad })
 }
@@ -258,10 +265,12 @@ mod tests {
         assert_eq!(&a.mad[36..44], &[0; 8], "SM_Key not echoed");
         assert_eq!(&a.mad[44..46], &[0, 14]);
         assert_eq!(&a.mad[48..56], &1u64.to_be_bytes());
-        assert_eq!(&a.mad[56..60], &[1, 2, 3, 0]);
+        assert_eq!(&a.mad[56..], &[1, 2, 3], "only the records go out");
         let get_one = get(0x01, 2);
         let Received::Request(g) = classify(&get_one) else { panic!() };
-        assert_eq!(single_answer(&g, 0x0300, 0, &[]).mad[24..27], [0, 0, 0], "a GetResp is no RMPP");
+        let resp = single_answer(&g, 0x0300, 0, &[]);
+        assert_eq!(resp.mad[24..27], [0, 0, 0], "a GetResp is no RMPP");
+        assert_eq!(resp.mad.len(), MAD_SIZE, "and goes out whole");
     }
 
     #[test]
