@@ -1154,12 +1154,18 @@ fn rules() -> Vec<Rule> {
         },
         // saquery -s asks with AttributeModifier bit 31 set and
         // CapabilityMask in the mask: OpenSM matches every port whose
-        // CapabilityMask has the bits asked for (IsSM); ibsm finds none.
+        // CapabilityMask has the bits asked for (IsSM); ibsm finds none in
+        // this run. By hand on this fabric (ibsm started a second after
+        // OpenSM exited, with or without the umad2sim shim) ibsm's
+        // `saquery -s` lists the SM port with IsSM set, so the match
+        // itself works (src/sa unit tests cover it too); the likely cause
+        // is the IsSM bit cleared by OpenSM's late exit on the shared
+        // host. Not yet confirmed.
         Rule {
             scope: Device(Ibsm),
             kind: "PIR",
             field: "IsSM ports",
-            why: "GAP: ibsm does not honour PortInfoRecord's AttributeModifier bit 31 (CapabilityMask has-these-bits match)",
+            why: "GAP: no IsSM port in ibsm's answer in this run (by hand the CapabilityMask match finds the SM port; see above)",
             holds: |d| d.left == "0",
         },
         // saquery prints SwitchInfo.MulticastFDBTop only when the SA's
