@@ -8,30 +8,26 @@
 //! in virtual time in src/election/tests.rs. No assertion depends on how
 //! long anything took, beyond generous upper bounds on waits.
 
+mod sm_common;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
 use ibsm::config::Config;
 use ibsm::mad::{AttributeId, Method, PortState, SmInfoRepr, SmState};
-use ibsm::runtime::{run, RunOptions};
+use ibsm::runtime::RunOptions;
 use ibsm::sim::{FabricBuilder, Match, Rule, SharedFabric, SimDevice};
 use ibsm::topology::{NodeIdx, PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;
 use ibsm::transport::SmpClient;
 use ibsm::types::Lid;
-
-const TOPO: &str = "fattree2:radix=8,leaves=4,spines=2,hosts=4";
+use sm_common::{kill, lids_if_up, programming_sets, spawn_sm, Logs, Sm, TOPO};
 
 /// Four attempts fit in one 500 ms poll interval, so under loss a poll
 /// misses only when all four are lost, as with the defaults (2 s interval).
 fn txn() -> TxnConfig {
     TxnConfig { window: 16, timeout: Duration::from_millis(100), retries: 3, ..TxnConfig::default() }
-}
-
-struct Sm {
-    task: tokio::task::JoinHandle<()>,
-    port: PortRef,
 }
 
 fn start_sm(fabric: &SharedFabric, node: NodeIdx, priority: u8) -> Sm {
@@ -44,16 +40,7 @@ fn start_sm(fabric: &SharedFabric, node: NodeIdx, priority: u8) -> Sm {
     config.sm.polling_retry_number = 3;
     config.sm.sweep_interval_s = 1;
     let options = RunOptions { persist_lids: false, ..RunOptions::default() };
-    let task = tokio::spawn(async move {
-        let _ = run(transport, unsolicited, config, options, std::future::pending::<()>()).await;
-    });
-    Sm { task, port: PortRef { node, port: 1 } }
-}
-
-/// Ends the SM as SIGKILL would: its transport and port go with it.
-async fn kill(sm: Sm) {
-    sm.task.abort();
-    let _ = sm.task.await;
+    spawn_sm(transport, unsolicited, config, options, PortRef { node, port: 1 })
 }
 
 /// A port for asking SMs who they are, like `sminfo`.
@@ -89,15 +76,8 @@ impl Probe {
     }
 }
 
-async fn wait_for(what: &str, limit: Duration, mut cond: impl AsyncFnMut() -> bool) -> Duration {
-    let start = tokio::time::Instant::now();
-    while start.elapsed() < limit {
-        if cond().await {
-            return start.elapsed();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("waited {limit:?} for {what}");
+async fn wait_for(what: &str, limit: Duration, cond: impl AsyncFnMut() -> bool) -> Duration {
+    sm_common::wait_every(Duration::from_millis(20), what, limit, cond).await
 }
 
 fn fabric() -> (Topology, SharedFabric) {
@@ -121,32 +101,6 @@ async fn master_up(priority: u8) -> (Topology, SharedFabric, Vec<NodeIdx>, Probe
     let a = start_sm(&fabric, h[0], priority);
     wait_for("A brings the fabric up", Duration::from_secs(20), async || lids_if_up(&topo, &fabric).is_some()).await;
     (topo, fabric, h, probe, a)
-}
-
-/// Every cabled port ACTIVE, and every LID-bearing port's LID.
-fn lids_if_up(topo: &Topology, fabric: &SharedFabric) -> Option<HashMap<PortRef, Lid>> {
-    let f = fabric.lock().unwrap();
-    let mut out = HashMap::new();
-    for link in &topo.links {
-        for end in [link.a, link.b] {
-            if f.port_state(end).ok()? != PortState::Active {
-                return None;
-            }
-            let lid_port = if topo.node(end.node).kind == ibsm::topology::NodeKind::Switch {
-                PortRef { node: end.node, port: 0 }
-            } else {
-                end
-            };
-            out.insert(lid_port, f.lid_of(lid_port).ok()?);
-        }
-    }
-    Some(out)
-}
-
-/// Sets other than SMInfo (polls and controls) the fabric has seen.
-fn programming_sets(fabric: &SharedFabric) -> u64 {
-    let f = fabric.lock().unwrap();
-    f.smp_counts().iter().filter(|((a, m), _)| *m == Method::Set && *a != AttributeId::SmInfo).map(|(_, n)| n).sum()
 }
 
 /// Every end port comes to point at the new master, every port is ACTIVE
@@ -283,8 +237,6 @@ async fn ten_percent_loss_makes_no_false_takeover() {
 // ---- Bad input (issue 8): a standby that loses its port, rogue SMInfo
 // Sets, who is shown the SM_Key, an SM that flaps. ----
 
-use std::sync::{Arc, Mutex};
-
 use ibsm::mad::{SmControl, SmpRepr};
 use ibsm::runtime::dispatch::sm_info_data;
 use ibsm::transport::{Datagram, MadAddress, SmpError, Transport};
@@ -295,46 +247,6 @@ const SM_KEY: u64 = 1;
 const WRONG_KEY: u64 = 0x99;
 /// IBA 13.4.7: invalid value in an attribute or modifier field.
 const INVALID_FIELD: u16 = 0x001c;
-
-/// The log lines of everything polled on this thread (the SMs' owner tasks
-/// under `current_thread`), so a test can check what the SMs said.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
-    type Writer = Logs;
-    fn make_writer(&'a self) -> Logs {
-        self.clone()
-    }
-}
-
-impl Logs {
-    /// Starts capturing this thread's INFO-and-above lines until the guard drops.
-    fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
-        let logs = Logs::default();
-        let sub = tracing_subscriber::fmt()
-            .with_writer(logs.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
-            .finish();
-        (logs, tracing::subscriber::set_default(sub))
-    }
-
-    fn lines_with(&self, all: &[&str]) -> Vec<String> {
-        let text = String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned();
-        text.lines().filter(|l| all.iter().all(|w| l.contains(w))).map(str::to_owned).collect()
-    }
-}
 
 impl Probe {
     fn port_guid(&self) -> Guid {

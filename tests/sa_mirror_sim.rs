@@ -7,25 +7,22 @@
 //! mirroring off loses both, so it is the mirror that carries them.
 //! `SHOW_LOGS=1` prints each run's log.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+mod sm_common;
+
 use std::time::Duration;
 
 use ibsm::config::Config;
 use ibsm::mad::sa::service_record::SERVICE_RECORD_LEN;
 use ibsm::mad::sa::{service_mask, InformInfoRepr, InformKind, ServiceRecordRepr, SA_DATA_OFFSET};
-use ibsm::mad::{AttributeId, NoticeRepr, PortState, SaMad, SaRecord, SmInfoRepr, SmState, MAD_SIZE};
+use ibsm::mad::{NoticeRepr, SaMad, SaRecord, SmState, MAD_SIZE};
 use ibsm::runtime::metrics::Metrics;
-use ibsm::runtime::{run, RunOptions};
-use ibsm::sim::{FabricBuilder, SharedFabric, SimDevice, VirtualClock, VirtualTransport};
-use ibsm::topology::{NodeIdx, NodeKind, PortRef, Topology};
+use ibsm::sim::VirtualTransport;
 use ibsm::transport::sa_client::{SaClient, SaError};
-use ibsm::transport::txn::TxnConfig;
 use ibsm::transport::{Datagram, MadAddress, SmpClient, Transport};
 use ibsm::types::{Guid, Lid};
+use sm_common::{sm_state, Logs, Net, Sm};
 use tokio::sync::mpsc;
 
-const TOPO: &str = "fattree2:radix=8,leaves=4,spines=2,hosts=4";
 /// Hosts (by index among the topology's hosts) for each role; every role
 /// has its own port, since a port hands unsolicited MADs to one device.
 const A_HOST: usize = 0;
@@ -41,98 +38,18 @@ const SERVICE_LEASE: u32 = 3600;
 /// The default `[sa] sa_key`: trusted readers see ServiceKeys.
 const SA_KEY: u64 = 1;
 
-struct Net {
-    topo: Topology,
-    fabric: SharedFabric,
-    clock: VirtualClock,
+/// An SM on `host` mirroring its master's SA every `mirror_interval_s`
+/// (0: not at all), and its metrics.
+fn start_sm(net: &Net, host: usize, priority: u8, mirror_interval_s: u64) -> (Sm, Metrics) {
+    let mut config = Config::default();
+    config.sm.priority = priority;
+    config.sa.mirror_interval_s = mirror_interval_s;
+    let metrics = Metrics::new();
+    (net.start_sm(host, config, Some(metrics.clone())), metrics)
 }
 
-struct Sm {
-    task: tokio::task::JoinHandle<()>,
-    port: PortRef,
-    metrics: Metrics,
-}
-
-impl Net {
-    fn new(seed: u64) -> Net {
-        let topo = Topology::from_spec_or_file(TOPO).unwrap();
-        let fabric = FabricBuilder::new(&topo).seed(seed).build_shared().unwrap();
-        let clock = VirtualClock::new(&fabric);
-        Net { topo, fabric, clock }
-    }
-
-    fn host(&self, i: usize) -> PortRef {
-        let node: NodeIdx = self.topo.hosts().nth(i).unwrap();
-        PortRef { node, port: 1 }
-    }
-
-    fn transport(&self, host: usize) -> (VirtualTransport, mpsc::Receiver<Datagram>) {
-        let dev = SimDevice::attach(&self.fabric, self.host(host).node, 1).unwrap();
-        VirtualTransport::spawn(dev, TxnConfig::default(), &self.clock)
-    }
-
-    fn start_sm(&self, host: usize, priority: u8, mirror_interval_s: u64) -> Sm {
-        let port = self.host(host);
-        let dev = SimDevice::attach(&self.fabric, port.node, 1).unwrap();
-        dev.set_is_sm(true);
-        let (transport, unsolicited) = VirtualTransport::spawn(dev, TxnConfig::default(), &self.clock);
-        let mut config = Config::default();
-        config.sm.priority = priority;
-        config.sa.mirror_interval_s = mirror_interval_s;
-        let metrics = Metrics::new();
-        let options = RunOptions { persist_lids: false, metrics: Some(metrics.clone()), ..RunOptions::default() };
-        let task = tokio::spawn(async move {
-            let _ = run(transport, unsolicited, config, options, std::future::pending::<()>()).await;
-        });
-        Sm { task, port, metrics }
-    }
-
-    fn lid(&self, port: PortRef) -> Lid {
-        self.fabric.lock().unwrap().lid_of(port).unwrap()
-    }
-
-    fn master_sm_lid(&self, port: PortRef) -> Lid {
-        self.fabric.lock().unwrap().port_info(port).unwrap().master_sm_lid
-    }
-
-    /// Every cabled port ACTIVE, and every LID-bearing port's LID.
-    fn lids_if_up(&self) -> Option<HashMap<PortRef, Lid>> {
-        let f = self.fabric.lock().unwrap();
-        let mut out = HashMap::new();
-        for link in &self.topo.links {
-            for end in [link.a, link.b] {
-                if f.port_state(end).ok()? != PortState::Active {
-                    return None;
-                }
-                let lid_port = match self.topo.node(end.node).kind {
-                    NodeKind::Switch => PortRef { node: end.node, port: 0 },
-                    _ => end,
-                };
-                out.insert(lid_port, f.lid_of(lid_port).ok()?);
-            }
-        }
-        Some(out)
-    }
-
-    fn port_guid(&self, port: PortRef) -> Guid {
-        self.topo.node(port.node).port_guid(port.port)
-    }
-}
-
-async fn sm_state(probe: &SmpClient<VirtualTransport>, lid: Lid) -> Option<SmState> {
-    let smp = probe.lid_get(lid, AttributeId::SmInfo, 0).await.ok()?;
-    SmInfoRepr::parse_bytes(&smp.data).ok().map(|i| i.sm_state)
-}
-
-async fn wait_for(what: &str, limit: Duration, mut cond: impl AsyncFnMut() -> bool) -> Duration {
-    let start = tokio::time::Instant::now();
-    while start.elapsed() < limit {
-        if cond().await {
-            return start.elapsed();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("waited {limit:?} (virtual) for {what}");
+async fn wait_for(what: &str, limit: Duration, cond: impl AsyncFnMut() -> bool) -> Duration {
+    sm_common::wait_every(Duration::from_millis(100), what, limit, cond).await
 }
 
 /// The value of one metric line of `text` (`name{labels}` exactly).
@@ -182,7 +99,7 @@ fn the_service(owner: Guid) -> ServiceRecordRepr {
 /// that learnt the master's LID after the takeover (retried while it is
 /// not serving yet).
 async fn services_now(net: &Net, master: Lid) -> Vec<ServiceRecordRepr> {
-    let reader = net.host(READER_HOST);
+    let reader = net.host_port(READER_HOST);
     wait_for("the reader's port to name the new master", Duration::from_secs(30), async || {
         net.master_sm_lid(reader) == master
     })
@@ -230,33 +147,6 @@ async fn report_65(
     }
 }
 
-/// Log lines, captured (the runtime is on this one thread).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
-    type Writer = Logs;
-    fn make_writer(&'a self) -> Logs {
-        self.clone()
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
 /// What the client still had after the failover.
 struct After {
     services: Vec<ServiceRecordRepr>,
@@ -268,15 +158,13 @@ struct After {
 }
 
 async fn failover(seed: u64, b_mirror_interval_s: u64) -> After {
-    let logs = Logs::default();
-    let sub = tracing_subscriber::fmt().with_writer(logs.clone()).with_ansi(false).finish();
-    let _guard = tracing::subscriber::set_default(sub);
+    let (logs, _guard) = Logs::capture();
     let net = Net::new(seed);
     let (probe_t, _probe_rx) = net.transport(PROBE_HOST);
     let probe = SmpClient::new(probe_t);
-    let a = net.start_sm(A_HOST, 5, 10);
+    let (a, a_metrics) = start_sm(&net, A_HOST, 5, 10);
     wait_for("A brings the fabric up", Duration::from_secs(30), async || net.lids_if_up().is_some()).await;
-    let b = net.start_sm(B_HOST, 1, b_mirror_interval_s);
+    let (b, b_metrics) = start_sm(&net, B_HOST, 1, b_mirror_interval_s);
     let (a_lid, b_lid) = (net.lid(a.port), net.lid(b.port));
     wait_for("B standby", Duration::from_secs(30), async || sm_state(&probe, b_lid).await == Some(SmState::Standby))
         .await;
@@ -306,7 +194,7 @@ async fn failover(seed: u64, b_mirror_interval_s: u64) -> After {
     // Two mirror intervals of standby. A's SA counts B's trusted reads.
     tokio::time::sleep(Duration::from_secs(25)).await;
     let reads =
-        metric(&a.metrics.render(), "ibsm_sa_queries{attribute=\"ServiceRecord\",method=\"GetTable\",result=\"ok\"}");
+        metric(&a_metrics.render(), "ibsm_sa_queries{attribute=\"ServiceRecord\",method=\"GetTable\",result=\"ok\"}");
     if b_mirror_interval_s > 0 {
         assert!(reads.is_some_and(|n| n >= 2), "A answered {reads:?} ServiceRecord GetTables in 25 s");
     } else {
@@ -322,10 +210,10 @@ async fn failover(seed: u64, b_mirror_interval_s: u64) -> After {
     let services = services_now(&net, b_lid).await;
     // The SA task copies its counters to the metrics once a second.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let b_services = metric(&b.metrics.render(), "ibsm_sa_registered{kind=\"service\"}");
+    let b_services = metric(&b_metrics.render(), "ibsm_sa_registered{kind=\"service\"}");
 
     // A host port goes down under B: trap 65 to whoever subscribed.
-    let downed = net.host(DOWNED_HOST);
+    let downed = net.host_port(DOWNED_HOST);
     let gone = gid(net.port_guid(downed));
     net.fabric.lock().unwrap().link_down(downed).unwrap();
     let report = report_65(&client, &mut inbox, gone, Duration::from_secs(40)).await;
