@@ -121,16 +121,7 @@ impl VirtualTransport {
 }
 
 impl Transport for VirtualTransport {
-    fn request(&self, dgram: Datagram) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
-        self.submit(dgram, RequestKind::Single)
-    }
-
-    fn request_rmpp(
-        &self,
-        dgram: Datagram,
-    ) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
-        self.submit(dgram, RequestKind::Rmpp(crate::rmpp::RmppConfig::default()))
-    }
+    crate::transport::io_thread::submit_requests!();
 
     fn send(&self, dgram: Datagram) -> Result<(), TransportError> {
         let mut st = self.lock();

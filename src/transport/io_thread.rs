@@ -141,17 +141,36 @@ impl MadTransport {
     }
 }
 
-impl Transport for MadTransport {
-    fn request(&self, dgram: Datagram) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
-        self.submit(dgram, RequestKind::Single)
-    }
+/// [`Transport::request`] and [`Transport::request_rmpp`] for a transport
+/// whose requests all go through a [`Transactions`] table by an inherent
+/// `submit(dgram, RequestKind)` (this one and `sim::VirtualTransport`): the
+/// two differ only in the kind submitted, an RMPP answer reassembled with
+/// the default limits.
+macro_rules! submit_requests {
+    () => {
+        fn request(
+            &self,
+            dgram: $crate::transport::Datagram,
+        ) -> impl std::future::Future<
+            Output = Result<$crate::transport::Datagram, $crate::transport::TransportError>,
+        > + Send {
+            self.submit(dgram, $crate::transport::RequestKind::Single)
+        }
 
-    fn request_rmpp(
-        &self,
-        dgram: Datagram,
-    ) -> impl std::future::Future<Output = Result<Datagram, TransportError>> + Send {
-        self.submit(dgram, RequestKind::Rmpp(crate::rmpp::RmppConfig::default()))
-    }
+        fn request_rmpp(
+            &self,
+            dgram: $crate::transport::Datagram,
+        ) -> impl std::future::Future<
+            Output = Result<$crate::transport::Datagram, $crate::transport::TransportError>,
+        > + Send {
+            self.submit(dgram, $crate::transport::RequestKind::Rmpp($crate::rmpp::RmppConfig::default()))
+        }
+    };
+}
+pub(crate) use submit_requests;
+
+impl Transport for MadTransport {
+    submit_requests!();
 
     fn send(&self, dgram: Datagram) -> Result<(), TransportError> {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
