@@ -736,14 +736,15 @@ mod sim {
     use super::*;
     use crate::config::Config;
     use crate::mad::header::MadHeader;
-    use crate::mad::sa::{path_mask, SaMad};
-    use crate::mad::{AttributeId, MadHeaderRepr, Method, MgmtClass, MAD_SIZE};
+    use crate::mad::sa::path_mask;
+    use crate::mad::Method;
     use crate::runtime::snapshot::{Snapshot, Snapshots};
     use crate::runtime::{run, RunOptions};
     use crate::sa::{SaAgent, SaConfig, Serving};
     use crate::sim::{FabricBuilder, SimDevice};
     use crate::topology::{PortRef, Topology};
     use crate::transport::io_thread::MadTransport;
+    use crate::transport::sa_client::request_mad;
     use crate::transport::{Datagram, MadAddress};
     use crate::types::Guid;
 
@@ -782,28 +783,16 @@ mod sim {
 
     /// A SubnAdmGet(PathRecord) or GetTable(NodeRecord) from `from`.
     fn query(kind: FloodKind, tid: u64, from: u16, pair: (u16, u16)) -> Datagram {
-        let mut mad = vec![0u8; MAD_SIZE];
-        let (method, attribute, mask) = match kind {
-            FloodKind::Path => (Method::Get, 0x0035, path_mask::SLID | path_mask::DLID),
-            FloodKind::Nodes => (Method::GetTable, 0x0011, 0),
+        let mad = match kind {
+            FloodKind::Path => {
+                let rec = PathRecordRepr { slid: pair.0, dlid: pair.1, ..Default::default() };
+                request_mad(Method::Get, 0, path_mask::SLID | path_mask::DLID, &rec)
+            }
+            // A zero template: every NodeRecord.
+            FloodKind::Nodes => request_mad(Method::GetTable, 0, 0, &NodeRecordRepr::default()),
         };
-        let header = MadHeaderRepr {
-            mgmt_class: MgmtClass::SubnAdm,
-            class_version: 2,
-            method,
-            status: 0,
-            class_specific: 0,
-            transaction_id: tid,
-            attribute_id: AttributeId::from(attribute),
-            attribute_modifier: 0,
-        };
-        header.emit(&mut MadHeader::new_checked(&mut mad[..]).expect("a whole MAD holds a header"));
-        let mut sa = SaMad::new_checked(&mut mad[..]).expect("a whole MAD holds the SA header");
-        sa.set_component_mask(mask);
-        if kind == FloodKind::Path {
-            let rec = PathRecordRepr { slid: pair.0, dlid: pair.1, ..Default::default() };
-            let _ = rec.emit(&mut sa.data_mut()[..crate::mad::sa::PATH_RECORD_LEN]);
-        }
+        let mut mad = mad.expect("PathRecord and NodeRecord fit in an SA MAD");
+        MadHeader::new_checked(&mut mad[..]).expect("a whole MAD holds a header").set_transaction_id(tid);
         Datagram { addr: MadAddress::gsi(Lid(from), 0), mad }
     }
 
@@ -988,7 +977,8 @@ async fn set_cmd(port: &PortArgs, what: &str, build: SetRequest) -> ExitCode {
 async fn sa_set(port: &PortArgs, build: SetRequest) -> Result<Vec<u8>, String> {
     use crate::mad::header::MadHeader;
     use crate::mad::sa::SaMad;
-    use crate::mad::{AttributeId, MadHeaderRepr, Method, MgmtClass, MAD_SIZE};
+    use crate::mad::{MadHeaderRepr, Method};
+    use crate::transport::sa_client::blank_request;
     use crate::transport::{Datagram, MadAddress};
     if port.sim.is_some() {
         return Err("--sim has no SA to register with; run against a port".into());
@@ -1000,21 +990,9 @@ async fn sa_set(port: &PortArgs, build: SetRequest) -> Result<Vec<u8>, String> {
         return Err(SaError::NoSm.to_string());
     }
     let (attribute, mask, data) = build(&local)?;
-    let mut mad = vec![0u8; MAD_SIZE];
-    let header = MadHeaderRepr {
-        mgmt_class: MgmtClass::SubnAdm,
-        class_version: 2,
-        method: Method::Set,
-        status: 0,
-        class_specific: 0,
-        transaction_id: 0,
-        attribute_id: AttributeId::from(attribute),
-        attribute_modifier: 0,
-    };
-    header.emit(&mut MadHeader::new_checked(&mut mad[..]).expect("a whole MAD holds a header"));
-    let mut sa = SaMad::new_checked(&mut mad[..]).expect("a whole MAD holds the SA header");
-    sa.set_component_mask(mask);
-    sa.data_mut()[..data.len()].copy_from_slice(&data);
+    let mut mad = blank_request(Method::Set, attribute, 0, mask);
+    SaMad::new_checked(&mut mad[..]).expect("a whole MAD holds the SA header").data_mut()[..data.len()]
+        .copy_from_slice(&data);
     let reply = t.request(Datagram { addr: MadAddress::gsi(local.sm_lid, 0), mad }).await.map_err(|e| e.to_string())?;
     let h = MadHeaderRepr::parse(&MadHeader::new_checked(&reply.mad[..]).map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;

@@ -58,6 +58,41 @@ pub struct SaClient<T> {
     sm_key: u64,
 }
 
+/// A SubnAdm request MAD (IBA 15.2.1.1): `method` of `attribute` with
+/// `sm_key` and the component `mask`, the record left zero and TID 0 (a
+/// transport assigns its own).
+pub fn blank_request(method: Method, attribute: u16, sm_key: u64, mask: u64) -> Vec<u8> {
+    let mut mad = vec![0u8; MAD_SIZE];
+    let header = MadHeaderRepr {
+        mgmt_class: MgmtClass::SubnAdm,
+        class_version: 2,
+        method,
+        status: 0,
+        class_specific: 0,
+        transaction_id: 0,
+        attribute_id: AttributeId::from(attribute),
+        attribute_modifier: 0,
+    };
+    header.emit(&mut MadHeader::new_checked(&mut mad[..]).expect("a whole MAD holds a header"));
+    let mut sa = SaMad::new_checked(&mut mad[..]).expect("a whole MAD holds the SA header");
+    sa.set_sm_key(sm_key);
+    sa.set_component_mask(mask);
+    mad
+}
+
+/// [`blank_request`] for `R` with `template`'s bytes as the record. Fails
+/// only if `R` does not fit in the SA data or cannot be emitted.
+pub fn request_mad<R: SaRecord>(method: Method, sm_key: u64, mask: u64, template: &R) -> Result<Vec<u8>, WireError> {
+    let mut mad = blank_request(method, R::ATTRIBUTE.into(), sm_key, mask);
+    let mut sa = SaMad::new_checked(&mut mad[..]).expect("a whole MAD holds the SA header");
+    let data = sa.data_mut();
+    if R::LEN > data.len() {
+        return Err(WireError::Oversized { what: "SA query record", len: R::LEN, max: data.len() });
+    }
+    template.emit(&mut data[..R::LEN])?;
+    Ok(mad)
+}
+
 impl<T: Transport> SaClient<T> {
     /// A client of the SA at the local port's SM LID, SL 0, SM_Key 0 (an
     /// untrusted requester, as an application is).
@@ -121,27 +156,8 @@ impl<T: Transport> SaClient<T> {
 
     /// The request MAD: header, SM_Key, mask and the template record.
     fn request<R: SaRecord>(&self, method: Method, mask: u64, template: &R, query: &str) -> Result<Datagram, SaError> {
-        let mut mad = vec![0u8; MAD_SIZE];
-        let header = MadHeaderRepr {
-            mgmt_class: MgmtClass::SubnAdm,
-            class_version: 2,
-            method,
-            status: 0,
-            class_specific: 0,
-            transaction_id: 0,
-            attribute_id: AttributeId::from(u16::from(R::ATTRIBUTE)),
-            attribute_modifier: 0,
-        };
-        header.emit(&mut MadHeader::new_checked(&mut mad[..]).expect("a whole MAD holds a header"));
-        let mut sa = SaMad::new_checked(&mut mad[..]).expect("a whole MAD holds the SA header");
-        sa.set_sm_key(self.sm_key);
-        sa.set_component_mask(mask);
-        let data = sa.data_mut();
-        if R::LEN > data.len() {
-            let error = WireError::Oversized { what: "SA query record", len: R::LEN, max: data.len() };
-            return Err(SaError::Wire { query: query.to_string(), error });
-        }
-        template.emit(&mut data[..R::LEN]).map_err(|error| SaError::Wire { query: query.to_string(), error })?;
+        let mad = request_mad(method, self.sm_key, mask, template)
+            .map_err(|error| SaError::Wire { query: query.to_string(), error })?;
         Ok(Datagram { addr: self.sa, mad })
     }
 
