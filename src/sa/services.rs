@@ -60,6 +60,13 @@ fn rid_of(r: &ServiceRecordRepr) -> Rid {
     (r.service_id, r.service_gid, r.service_pkey)
 }
 
+/// Whether a Set or Delete `mask` names a record: ServiceID and ServiceGID
+/// both in it (the P_Key may be left to the default).
+fn names_a_record(mask: u64) -> bool {
+    let rid = service_mask::SERVICE_ID | service_mask::SERVICE_GID;
+    mask & rid == rid
+}
+
 impl Services {
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -82,9 +89,7 @@ impl Services {
         per_port: usize,
         total: usize,
     ) -> Result<ServiceRecordRepr, ServiceError> {
-        if mask & (service_mask::SERVICE_ID | service_mask::SERVICE_GID)
-            != service_mask::SERVICE_ID | service_mask::SERVICE_GID
-        {
+        if !names_a_record(mask) {
             return Err(ServiceError::Invalid);
         }
         if mask & service_mask::SERVICE_PKEY == 0 {
@@ -110,27 +115,9 @@ impl Services {
                     *self.per_owner.entry(owner).or_default() += 1;
                 }
             }
-            None => {
-                if self.entries.len() >= total || self.per_owner.get(&owner).copied().unwrap_or(0) >= per_port {
-                    return Err(ServiceError::Full);
-                }
-                *self.per_owner.entry(owner).or_default() += 1;
-            }
+            None => self.admit(owner, per_port, total)?,
         }
-        if let Some(old) = self.entries.get(&rid) {
-            if let Some(at) = old.expires {
-                self.leases.remove(&(at, rid));
-            }
-        }
-        let expires = (rec.service_lease != SERVICE_LEASE_INFINITE)
-            .then(|| now + Duration::from_secs(u64::from(rec.service_lease)));
-        if let Some(at) = expires {
-            self.leases.insert((at, rid));
-        }
-        let mut bytes = [0u8; SERVICE_RECORD_LEN];
-        // A buffer of LEN bytes always holds the record.
-        let _ = SaRecord::emit(&rec, &mut bytes);
-        self.entries.insert(rid, Entry { bytes, key: rec.service_key, owner, expires });
+        self.store(now, rid, &rec, owner);
         Ok(rec)
     }
 
@@ -150,19 +137,38 @@ impl Services {
         if self.entries.contains_key(&rid) {
             return Ok(false);
         }
+        self.admit(owner, per_port, total)?;
+        self.store(now, rid, &rec, owner);
+        Ok(true)
+    }
+
+    /// Counts a new record for `owner`, unless that passes the port's cap
+    /// (`per_port`) or the SA's (`total`).
+    fn admit(&mut self, owner: Guid, per_port: usize, total: usize) -> Result<(), ServiceError> {
         if self.entries.len() >= total || self.per_owner.get(&owner).copied().unwrap_or(0) >= per_port {
             return Err(ServiceError::Full);
         }
         *self.per_owner.entry(owner).or_default() += 1;
+        Ok(())
+    }
+
+    /// Stores `rec` under `rid` for `owner` (already counted), replacing
+    /// what was there, its lease armed from `now`.
+    fn store(&mut self, now: Duration, rid: Rid, rec: &ServiceRecordRepr, owner: Guid) {
+        if let Some(old) = self.entries.get(&rid) {
+            if let Some(at) = old.expires {
+                self.leases.remove(&(at, rid));
+            }
+        }
         let expires = (rec.service_lease != SERVICE_LEASE_INFINITE)
             .then(|| now + Duration::from_secs(u64::from(rec.service_lease)));
         if let Some(at) = expires {
             self.leases.insert((at, rid));
         }
         let mut bytes = [0u8; SERVICE_RECORD_LEN];
-        let _ = SaRecord::emit(&rec, &mut bytes);
+        // A buffer of LEN bytes always holds the record.
+        let _ = SaRecord::emit(rec, &mut bytes);
         self.entries.insert(rid, Entry { bytes, key: rec.service_key, owner, expires });
-        Ok(true)
     }
 
     /// Removes the record `rec` names; returns it as it was stored.
@@ -172,9 +178,7 @@ impl Services {
         mask: u64,
         trusted: bool,
     ) -> Result<[u8; SERVICE_RECORD_LEN], ServiceError> {
-        if mask & (service_mask::SERVICE_ID | service_mask::SERVICE_GID)
-            != service_mask::SERVICE_ID | service_mask::SERVICE_GID
-        {
+        if !names_a_record(mask) {
             return Err(ServiceError::Invalid);
         }
         let mut named = rec.clone();
