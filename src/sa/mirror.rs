@@ -273,7 +273,7 @@ fn subscription(rec: &InformInfoRecordRepr, port: &PortAt) -> Subscription {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{drain, fetch, query, snapshot, swept, SA_KEY};
+    use super::super::tests::{drain, fetch, other_hosts, query, sm_lid, snapshot, swept, SA_KEY};
     use super::super::{index, SaAgent, Serving};
     use super::*;
     use crate::mad::sa::{guid_info_mask, inform_info::wildcard, service_mask, InformInfoRepr, SA_DATA_OFFSET};
@@ -285,25 +285,8 @@ mod tests {
     /// A LID no port of the fixture holds.
     const NO_LID: u16 = 0xBFF0;
 
-    /// The fixture's CA ports other than the SM's: (GUID, LID).
-    fn hosts() -> Vec<(Guid, u16)> {
-        let r = swept();
-        let master = snapshot(1, r.clone()).master;
-        r.subnet
-            .ids()
-            .filter(|&id| !r.subnet.node(id).is_switch())
-            .map(|id| r.subnet.node(id).port_guid(1))
-            .filter(|&g| g != master)
-            .map(|g| (g, r.lids.ranges[&g].base().0))
-            .collect()
-    }
-
     fn gid(g: Guid) -> [u8; 16] {
         index::gid(index::DEFAULT_SUBNET_PREFIX, g)
-    }
-
-    fn sm_lid() -> u16 {
-        snapshot(1, swept().clone()).master_lid.0
     }
 
     /// A ServiceRecord as a master stores it (P_Key filled in).
@@ -376,7 +359,7 @@ mod tests {
 
     #[test]
     fn a_takeover_adds_the_mirror_to_what_is_there_and_overwrites_nothing() {
-        let hs = hosts();
+        let hs = other_hosts();
         let ((h1, h1_lid), (h2, h2_lid)) = (hs[0], hs[1]);
         let mut a = standby(SaConfig::default());
         // Live state of its own from an earlier time as master.
@@ -473,7 +456,7 @@ mod tests {
 
     #[test]
     fn the_mirror_is_capped_kept_table_by_table_and_ignored_while_master() {
-        let hs = hosts();
+        let hs = other_hosts();
         let ((h1, h1_lid), (h2, _)) = (hs[0], hs[1]);
         let cfg = SaConfig {
             max_services: 2,
@@ -515,7 +498,7 @@ mod tests {
 
     #[test]
     fn a_takeover_waits_for_the_first_snapshot() {
-        let (h1, h1_lid) = hosts()[0];
+        let (h1, h1_lid) = other_hosts()[0];
         let mut a = SaAgent::new(SaConfig { sa_key: SA_KEY, ..SaConfig::default() }, Guid(1));
         a.handle_mirror(
             S,
@@ -566,7 +549,7 @@ mod tests {
 
     #[test]
     fn recorded_subscriptions_become_live_ones() {
-        let (h1, _) = hosts()[0];
+        let (h1, _) = other_hosts()[0];
         let snap = snapshot(1, swept().clone());
         let ports = PortIndex::build(&snap.sweep);
         let port = *ports.by_guid(h1).unwrap();

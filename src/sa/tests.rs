@@ -188,6 +188,11 @@ pub(super) fn sm_lid() -> u16 {
 }
 
 pub(super) fn other_host() -> (Guid, u16) {
+    other_hosts()[0]
+}
+
+/// The fixture's CA ports other than the SM's: (GUID, LID).
+pub(super) fn other_hosts() -> Vec<(Guid, u16)> {
     let r = swept();
     let master = snapshot(1, r.clone()).master;
     r.subnet
@@ -196,8 +201,7 @@ pub(super) fn other_host() -> (Guid, u16) {
         .map(|id| r.subnet.node(id).port_guid(1))
         .filter(|&g| g != master)
         .map(|g| (g, r.lids.ranges[&g].base().0))
-        .next()
-        .unwrap()
+        .collect()
 }
 
 pub(super) fn a_switch() -> (Guid, u16) {
