@@ -44,6 +44,9 @@ use crate::mad::{MadHeader, MAD_HEADER_LEN};
 pub const MAX_OUTSTANDING: usize = 1024;
 /// Capacity of the unsolicited-MAD channel.
 pub const UNSOLICITED_CAPACITY: usize = 256;
+/// Slots of that channel only SMPs may take: a flood of SA queries cannot
+/// crowd out the SMInfo polls and traps the election depends on.
+pub const SMP_RESERVE: usize = 64;
 /// Real time the idle thread waits for a command before polling the device.
 pub const IDLE_WAIT: Duration = Duration::from_millis(2);
 /// The idle wait while MADs arrive (see the module doc).
@@ -403,12 +406,15 @@ impl<D: MadDevice> IoLoop<D> {
             self.dirty = false;
         }
         for d in std::mem::take(&mut self.arrived) {
+            let smp = d.mad.get(1).is_some_and(|&c| c == 0x01 || c == 0x81);
+            if !smp && self.unsolicited.capacity() <= SMP_RESERVE {
+                self.drop_unsolicited(&d, "unsolicited channel nearly full (the rest is kept for SMPs), MAD dropped");
+                continue;
+            }
             match self.unsolicited.try_send(d) {
                 Ok(()) => {}
                 Err(tokio::sync::mpsc::error::TrySendError::Full(d)) => {
-                    self.unsolicited_dropped += 1;
-                    self.dirty = true;
-                    tracing::warn!(mad = %MadSummary::of(&d), "unsolicited channel full, MAD dropped");
+                    self.drop_unsolicited(&d, "unsolicited channel full, MAD dropped");
                 }
                 Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {
                     self.unsolicited_dropped += 1;
@@ -419,6 +425,16 @@ impl<D: MadDevice> IoLoop<D> {
         for (reply, result) in self.ready.drain(..) {
             // The requester may have given up (its future was dropped).
             let _ = reply.send(result);
+        }
+    }
+
+    /// Counts a MAD the consumer had no room for; a flood logs at the 1st,
+    /// 2nd, 4th, 8th... drop, not at each.
+    fn drop_unsolicited(&mut self, d: &Datagram, why: &'static str) {
+        self.unsolicited_dropped += 1;
+        self.dirty = true;
+        if self.unsolicited_dropped.is_power_of_two() {
+            tracing::warn!(mad = %MadSummary::of(d), dropped = self.unsolicited_dropped, "{why}");
         }
     }
 }
@@ -681,6 +697,37 @@ mod tests {
             assert_eq!(got.mad, trap.mad);
         });
         assert_eq!(t.stats().txn.totals().unsolicited, 1);
+    }
+
+    #[test]
+    fn a_flood_of_gmps_leaves_room_for_smps() {
+        let (mut dev, _, _) = FakeDevice::new(Duration::from_micros(100));
+        let mut sa = get(&[]);
+        sa.mad[1] = 0x03;
+        for _ in 0..UNSOLICITED_CAPACITY + 50 {
+            dev.wire.push((Duration::ZERO, sa.clone()));
+        }
+        let mut trap = get(&[]);
+        trap.mad[1] = 0x01;
+        trap.mad[3] = u8::from(Method::Trap);
+        dev.wire.push((Duration::ZERO, trap.clone()));
+        let (t, mut unsol) = MadTransport::spawn(dev, TxnConfig::default());
+        // Nobody reads until the thread has taken every MAD off the wire.
+        let t0 = std::time::Instant::now();
+        while t.stats().txn.totals().unsolicited < (UNSOLICITED_CAPACITY + 51) as u64 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t.stats());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let mut got = Vec::new();
+        while let Ok(d) = unsol.try_recv() {
+            got.push(d.mad[1]);
+        }
+        assert!(got.contains(&0x01), "the trap got through the SA flood");
+        let sa_delivered = got.iter().filter(|&&c| c == 0x03).count();
+        assert!(sa_delivered <= UNSOLICITED_CAPACITY - SMP_RESERVE, "{sa_delivered} SA MADs took SMP slots");
+        assert!(sa_delivered + 1 >= UNSOLICITED_CAPACITY - SMP_RESERVE, "only {sa_delivered} SA MADs got in");
+        assert_eq!(t.stats().unsolicited_dropped as usize, UNSOLICITED_CAPACITY + 50 - sa_delivered);
     }
 
     #[test]
