@@ -225,7 +225,17 @@ impl RmppReceiver {
                 Err(self.fail(RmppError::IllegalStatus { rmpp_type: RmppType::Data, status: h.status.into() }))
             }
             RmppType::Data => {
-                // Reassembly counts on whole segments; a short one is refused.
+                // A last segment sent short (OpenSM and ibsm send a one-MAD
+                // table as header + records) reads as the kernel delivers
+                // it: padded with zeros to a whole MAD, PayloadLength saying
+                // what counts. Any other short segment is refused.
+                if mad.len() < MAD_SIZE && h.flags.last {
+                    let header_len = data_offset(MgmtClass::from(class)).min(MAD_SIZE);
+                    crate::mad::check_len("RMPP segment", mad, header_len).map_err(RmppError::Wire)?;
+                    let mut whole = mad.to_vec();
+                    whole.resize(MAD_SIZE, 0);
+                    return self.handle_data(&whole, &h);
+                }
                 crate::mad::check_len("RMPP segment", mad, MAD_SIZE).map_err(RmppError::Wire)?;
                 self.handle_data(mad, &h)
             }

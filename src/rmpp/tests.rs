@@ -312,6 +312,21 @@ fn one_segment_and_header_only_answers() {
 }
 
 #[test]
+fn a_segment_sent_short_reads_as_the_kernel_pads_it() {
+    let p = payload(11, 112);
+    let mut s = RmppSender::new(Duration::ZERO, &template(), p.clone(), cfg()).unwrap();
+    let mut seg = s.poll_transmit(Duration::ZERO).unwrap();
+    seg.truncate(56 + 112);
+    let mut r = RmppReceiver::new(Duration::ZERO, cfg());
+    r.handle_mad(Duration::ZERO, &seg).unwrap();
+    assert_eq!(r.result().unwrap().as_ref().unwrap(), &expected(&p, 1));
+    // Shorter than the SA header: refused, and the receiver waits on.
+    let mut r = RmppReceiver::new(Duration::ZERO, cfg());
+    assert!(r.handle_mad(Duration::ZERO, &seg[..40]).is_err());
+    assert!(r.result().is_none());
+}
+
+#[test]
 fn a_648_host_node_table() {
     let p = payload(648, 1300 * NODE_RECORD);
     let big = RmppConfig { window: 64, ..cfg() };
