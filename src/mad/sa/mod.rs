@@ -17,6 +17,8 @@
 use super::codes::open_enum;
 use super::{be, check_len, WireResult, MAD_SIZE};
 
+#[cfg(test)]
+pub(crate) mod component_checks;
 pub mod guid_info_record;
 pub mod inform_info;
 pub mod inform_info_record;
@@ -33,14 +35,10 @@ pub mod sl_to_vl_record;
 pub mod sm_info_record;
 pub mod switch_info_record;
 pub mod vl_arb_record;
-#[cfg(test)]
-pub(crate) mod component_checks;
 
 pub use guid_info_record::{guid_info_mask, GuidInfoRecord, GuidInfoRecordRepr, GUID_INFO_RECORD_LEN};
 pub use inform_info::{wildcard as inform_wildcard, InformInfo, InformInfoRepr, InformKind, INFORM_INFO_LEN};
-pub use inform_info_record::{
-    inform_info_record_mask, InformInfoRecord, InformInfoRecordRepr, INFORM_INFO_RECORD_LEN,
-};
+pub use inform_info_record::{inform_info_record_mask, InformInfoRecord, InformInfoRecordRepr, INFORM_INFO_RECORD_LEN};
 pub use lft_record::{lft_mask, LftRecord, LftRecordRepr, LFT_RECORD_LEN};
 pub use link_record::{link_mask, LinkRecord, LinkRecordRepr, LINK_RECORD_LEN};
 pub use mft_record::{mft_mask, MftRecord, MftRecordRepr, MFT_RECORD_LEN};
@@ -270,8 +268,7 @@ pub fn components_match(components: &[Component], mask: u64, query: &[u8], recor
 /// (for "wildcard when zero" fields some records define).
 pub fn field_is_zero(c: Component, b: &[u8]) -> bool {
     let end = c.end_bit();
-    end.div_ceil(8) <= b.len()
-        && (usize::from(c.bit_offset)..end).all(|bit| (b[bit / 8] >> (7 - bit % 8)) & 1 == 0)
+    end.div_ceil(8) <= b.len() && (usize::from(c.bit_offset)..end).all(|bit| (b[bit / 8] >> (7 - bit % 8)) & 1 == 0)
 }
 
 #[cfg(test)]
