@@ -322,7 +322,7 @@ impl Config {
 
 /// 64-bit values (GUIDs, keys, prefixes) overflow TOML's signed integers,
 /// so they are also accepted as strings: "0xfe80000000000000".
-fn hex_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+pub(crate) fn hex_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {

@@ -27,7 +27,7 @@ pub struct SaConfig {
     /// The SM_Key that makes a requester trusted (OpenSM `sa_key`, default
     /// 1 there too). A request with SM_Key 0 is answered as untrusted; one
     /// with any other key is dropped (IBA C15-0.1.5, as OpenSM does).
-    #[serde(deserialize_with = "hex_u64")]
+    #[serde(deserialize_with = "crate::config::hex_u64")]
     pub sa_key: u64,
     /// PacketLifeTime and ClassPortInfo.RespTimeValue base, 4.096 µs × 2^n.
     /// Not a key of `[sa]`: the runtime copies `[sm] subnet_timeout`, the
@@ -138,23 +138,6 @@ impl SaConfig {
     /// How often a standby reads the master's SA state; `None` is off.
     pub fn mirror_interval(&self) -> Option<Duration> {
         (self.mirror_interval_s > 0).then(|| Duration::from_secs(self.mirror_interval_s))
-    }
-}
-
-/// 64-bit keys overflow TOML's signed integers, so they are also accepted
-/// as strings: "0x8000000000000001".
-fn hex_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Int(i64),
-        Text(String),
-    }
-    match Raw::deserialize(d)? {
-        Raw::Int(i) => u64::try_from(i).map_err(|_| serde::de::Error::custom("must not be negative")),
-        Raw::Text(t) => {
-            crate::config::parse_u64(&t).ok_or_else(|| serde::de::Error::custom(format!("`{t}` is not a number")))
-        }
     }
 }
 
