@@ -27,12 +27,10 @@ usage: bench/failover.py [--fabrics ft648,irregular40] [--modes default,short]
 """
 import argparse
 import atexit
-import calendar
 import datetime
 import os
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -44,6 +42,7 @@ ROOT = os.path.dirname(HERE)
 sys.dont_write_bytecode = True  # no bench/__pycache__ from importing bringup
 sys.path.insert(0, HERE)
 from bringup import UMAD2SIM, ATTR_NAMES, METHOD_NAMES, sim_env, start_ibsim, wait_attachable  # noqa: E402
+from common import PROCS, fabric_files, fmt, kill_started_processes_on_exit, ratio  # noqa: E402
 
 FABRICS = {
     "ft648": "fattree2:radix=36,leaves=36,spines=18,hosts=18",
@@ -113,22 +112,7 @@ ssize_t write(int fd, const void *buf, size_t count)
 }
 """
 
-PROCS = []  # every process this script started, killed on exit
-
-
-def cleanup():
-    for p in PROCS:
-        if p.poll() is None:
-            try:
-                p.kill()
-                p.wait(timeout=5)
-            except Exception:
-                pass
-
-
-atexit.register(cleanup)
-for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-    signal.signal(_sig, lambda s, f: sys.exit(128 + s))
+kill_started_processes_on_exit()
 
 
 def build_shim(workdir):
@@ -302,17 +286,6 @@ class Diags:
 # ---------------------------------------------------------------------------
 # One scenario
 
-def fabric_files(spec, ibsm, work):
-    net = os.path.join(work, "fabric.net")
-    subprocess.run([ibsm, "topology", "write", spec, "--out", net], check=True)
-    flags = subprocess.run([ibsm, "topology", "ibsim-args", spec], capture_output=True, text=True,
-                           check=True).stdout.split()
-    text = open(net).read()
-    hosts = re.findall(r'^Ca\s+\d+\s+"([^"]+)"', text, re.M)
-    links = int(re.search(r"(\d+) links", text).group(1))
-    return net, flags, hosts, links
-
-
 def scenario(fabric, spec, pair, mode, ibsm, shim, keep):
     master_kind, standby_kind = pair.split("-")
     poll = MODES[mode]
@@ -425,18 +398,8 @@ def total(counts, method=None):
     return sum(n for (m, _), n in counts.items() if method is None or m == method)
 
 
-def fmt(x, digits=1):
-    return "—" if x is None else f"{x:.{digits}f}"
-
-
 def sub(a, b):
     return None if a is None or b is None else a - b
-
-
-def ratio(a, b):
-    if a is None or b is None or b == 0:
-        return "—"
-    return f"{a / b:.2f}"
 
 
 def report(fabric, spec, mode, results):

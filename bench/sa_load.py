@@ -36,7 +36,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,7 @@ ROOT = os.path.dirname(HERE)
 sys.dont_write_bytecode = True  # no bench/__pycache__ from importing bringup
 sys.path.insert(0, HERE)
 from bringup import UMAD2SIM, sim_env, start_ibsim, wait_attachable  # noqa: E402
+from common import PROCS, fabric_files, fmt, kill_started_processes_on_exit, ratio  # noqa: E402
 
 FABRICS = {
     "ft648": "fattree2:radix=36,leaves=36,spines=18,hosts=18",
@@ -59,31 +59,7 @@ PAIRS = 20000
 METRICS = "127.0.0.1:9477"
 BRING_UP_CAP = 120.0
 
-PROCS = []  # every process this script started, killed on exit
-
-
-def cleanup():
-    for p in PROCS:
-        if p.poll() is None:
-            try:
-                p.kill()
-                p.wait(timeout=5)
-            except Exception:
-                pass
-
-
-atexit.register(cleanup)
-for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-    signal.signal(_sig, lambda s, f: sys.exit(128 + s))
-
-
-def fabric_files(spec, ibsm, work):
-    net = os.path.join(work, "fabric.net")
-    subprocess.run([ibsm, "topology", "write", spec, "--out", net], check=True)
-    flags = subprocess.run([ibsm, "topology", "ibsim-args", spec], capture_output=True, text=True,
-                           check=True).stdout.split()
-    hosts = re.findall(r'^Ca\s+\d+\s+"([^"]+)"', open(net).read(), re.M)
-    return net, flags, hosts
+kill_started_processes_on_exit()
 
 
 def run_diag(sock, host, work, *args, timeout=120):
@@ -269,14 +245,6 @@ def sim_figure(args, spec):
     return json.loads(p.stdout)
 
 
-def fmt(x, digits=1):
-    return "—" if x is None else f"{x:.{digits}f}"
-
-
-def ratio(a, b):
-    return "—" if a is None or not b else f"{a / b:.2f}"
-
-
 def report(name, spec, args, res, sim):
     o, i = res["opensm"], res["ibsm"]
     op, ip = o["path"], i["path"]
@@ -346,7 +314,7 @@ def main():
     work = tempfile.mkdtemp(prefix="ibsm-sa-load-")
     if not args.keep:
         atexit.register(shutil.rmtree, work, True)
-    net, flags, hosts = fabric_files(spec, args.ibsm, work)
+    net, flags, hosts, _ = fabric_files(spec, args.ibsm, work)
     if len(hosts) < args.clients + 2:
         raise SystemExit(f"{spec} has {len(hosts)} hosts; needs {args.clients + 2}")
     # Flood clients spread over the fabric, not all on the SM's leaf.
