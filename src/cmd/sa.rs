@@ -28,8 +28,9 @@ use clap::{Args as ClapArgs, Subcommand, ValueEnum};
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
 
-use crate::mad::sa::{NodeRecordRepr, PortInfoRecordRepr};
+use crate::mad::sa::{InformInfoRepr, NodeRecordRepr, PortInfoRecordRepr, ServiceRecordRepr};
 use crate::mad::PathRecordRepr;
+use crate::mad::SaRecord;
 use crate::runtime::backend::{self, PortArgs, Role};
 use crate::transport::sa_client::{SaClient, SaError};
 use crate::transport::{Transport, TransportError, TxnConfig};
@@ -59,8 +60,8 @@ pub async fn run(args: Args) -> ExitCode {
         Args::Nodes(a) => table(a, Table::Nodes).await,
         Args::Ports(a) => table(a, Table::Ports).await,
         Args::Flood(a) => flood_cmd(a).await,
-        Args::Service(a) => set_cmd(&a.port, "ibsm sa service", service_set(&a)).await,
-        Args::Subscribe(a) => set_cmd(&a.port, "ibsm sa subscribe", subscribe_set(&a)).await,
+        Args::Service(a) => set_cmd(&a.port, "ibsm sa service", |port| service_record(&a, port)).await,
+        Args::Subscribe(a) => set_cmd(&a.port, "ibsm sa subscribe", |_| Ok((0, inform_info(&a)))).await,
     }
 }
 
@@ -904,67 +905,57 @@ pub struct SubscribeArgs {
     pub remove: bool,
 }
 
-/// What a Set sends: attribute, component mask, the record's bytes, from
-/// the opened port's GID.
-type SetRequest = Box<dyn FnOnce(&crate::transport::LocalPort) -> Result<(u16, u64, Vec<u8>), String> + Send>;
-
-fn service_set(a: &ServiceArgs) -> SetRequest {
-    use crate::mad::sa::{service_mask as m, ServiceRecordRepr};
-    let a = a.clone();
-    Box::new(move |port| {
-        let mut rec = ServiceRecordRepr {
-            service_id: a.id,
-            service_gid: port_gid(port),
-            service_pkey: a.pkey as u16,
-            service_lease: a.lease.unwrap_or(crate::mad::sa::service_record::SERVICE_LEASE_INFINITE),
-            ..ServiceRecordRepr::default()
-        };
-        let name = a.name.as_bytes();
-        if name.len() > rec.service_name.len() {
-            return Err(format!("--name is {} bytes; a ServiceName holds {}", name.len(), rec.service_name.len()));
-        }
-        rec.service_name[..name.len()].copy_from_slice(name);
-        let mut data = vec![0u8; crate::mad::sa::SERVICE_RECORD_LEN];
-        rec.emit(&mut data).map_err(|e| e.to_string())?;
-        let lease = if a.lease.is_some() { m::SERVICE_LEASE } else { 0 };
-        Ok((0x0031, m::SERVICE_ID | m::SERVICE_GID | m::SERVICE_PKEY | m::SERVICE_NAME | lease, data))
-    })
+/// The ServiceRecord this port registers: `--id`, `--name`, `--pkey` and
+/// `--lease` from the port's own GID (the default subnet prefix).
+fn service_record(a: &ServiceArgs, port: &crate::transport::LocalPort) -> Result<(u64, ServiceRecordRepr), String> {
+    use crate::mad::sa::service_mask as m;
+    let mut rec = ServiceRecordRepr {
+        service_id: a.id,
+        service_gid: crate::sa::index::gid(crate::sa::index::DEFAULT_SUBNET_PREFIX, port.port_guid),
+        service_pkey: a.pkey as u16,
+        service_lease: a.lease.unwrap_or(crate::mad::sa::service_record::SERVICE_LEASE_INFINITE),
+        ..ServiceRecordRepr::default()
+    };
+    let name = a.name.as_bytes();
+    if name.len() > rec.service_name.len() {
+        return Err(format!("--name is {} bytes; a ServiceName holds {}", name.len(), rec.service_name.len()));
+    }
+    rec.service_name[..name.len()].copy_from_slice(name);
+    let lease = if a.lease.is_some() { m::SERVICE_LEASE } else { 0 };
+    Ok((m::SERVICE_ID | m::SERVICE_GID | m::SERVICE_PKEY | m::SERVICE_NAME | lease, rec))
 }
 
-fn subscribe_set(a: &SubscribeArgs) -> SetRequest {
-    use crate::mad::sa::{inform_wildcard as w, InformInfoRepr, InformKind, INFORM_INFO_LEN};
-    let a = a.clone();
-    Box::new(move |_port| {
-        let info = InformInfoRepr {
-            gid: [0; 16],
-            lid_range_begin: w::LID,
-            lid_range_end: 0,
-            subscribe: !a.remove,
-            notice_type: w::TYPE,
-            kind: InformKind::Generic { trap_number: a.trap, producer_type: w::PRODUCER_TYPE },
-            qpn: 1,
-            resp_time_value: 18,
-        };
-        let mut data = vec![0u8; INFORM_INFO_LEN];
-        info.emit(&mut data).map_err(|e| e.to_string())?;
-        Ok((0x0003, 0, data))
-    })
+/// A subscription to (or, with `--remove`, from) one generic trap, from
+/// any LID, with Reports to QP1.
+fn inform_info(a: &SubscribeArgs) -> InformInfoRepr {
+    use crate::mad::sa::{inform_wildcard as w, InformKind};
+    InformInfoRepr {
+        gid: [0; 16],
+        lid_range_begin: w::LID,
+        lid_range_end: 0,
+        subscribe: !a.remove,
+        notice_type: w::TYPE,
+        kind: InformKind::Generic { trap_number: a.trap, producer_type: w::PRODUCER_TYPE },
+        qpn: 1,
+        resp_time_value: 18,
+    }
 }
 
-/// The port's GID: the default subnet prefix and its port GUID.
-fn port_gid(port: &crate::transport::LocalPort) -> [u8; 16] {
-    let mut g = [0u8; 16];
-    g[..8].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
-    g[8..].copy_from_slice(&port.port_guid.0.to_be_bytes());
-    g
-}
-
-/// One SubnAdmSet to the SA at the port's SM LID; prints the SA's echo of
-/// the record in hex.
-async fn set_cmd(port: &PortArgs, what: &str, build: SetRequest) -> ExitCode {
-    match sa_set(port, build).await {
-        Ok(echo) => {
-            println!("{what}: set; the SA answered {}", echo.iter().map(|b| format!("{b:02x}")).collect::<String>());
+/// One SubnAdmSet to the SA at the port's SM LID; prints what the SA
+/// stored.
+async fn set_cmd<R: SaRecord + std::fmt::Debug>(
+    port: &PortArgs,
+    what: &str,
+    build: impl FnOnce(&crate::transport::LocalPort) -> Result<(u64, R), String>,
+) -> ExitCode {
+    let result = async {
+        let client = open_client(port, TxnConfig::default(), what)?;
+        let (mask, record) = build(&client.local_port())?;
+        client.set(mask, &record).await.map_err(|e| e.to_string())
+    };
+    match result.await {
+        Ok(stored) => {
+            println!("{what}: set; the SA stored {stored:?}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -972,37 +963,6 @@ async fn set_cmd(port: &PortArgs, what: &str, build: SetRequest) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-async fn sa_set(port: &PortArgs, build: SetRequest) -> Result<Vec<u8>, String> {
-    use crate::mad::header::MadHeader;
-    use crate::mad::sa::SaMad;
-    use crate::mad::{MadHeaderRepr, Method};
-    use crate::transport::sa_client::blank_request;
-    use crate::transport::{Datagram, MadAddress};
-    if port.sim.is_some() {
-        return Err("--sim has no SA to register with; run against a port".into());
-    }
-    let opened = backend::open(port, TxnConfig::default(), Role::SaClient).map_err(|e| e.to_string())?;
-    let t = opened.transport;
-    let local = t.local_port();
-    if local.sm_lid == Lid(0) {
-        return Err(SaError::NoSm.to_string());
-    }
-    let (attribute, mask, data) = build(&local)?;
-    let mut mad = blank_request(Method::Set, attribute, 0, mask);
-    SaMad::new_checked(&mut mad[..]).expect("a whole MAD holds the SA header").data_mut()[..data.len()]
-        .copy_from_slice(&data);
-    let reply = t.request(Datagram { addr: MadAddress::gsi(local.sm_lid, 0), mad }).await.map_err(|e| e.to_string())?;
-    let h = MadHeaderRepr::parse(&MadHeader::new_checked(&reply.mad[..]).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
-    if h.status != 0 {
-        return Err(
-            SaError::Status { query: format!("Set of attribute {attribute:#06x}"), status: h.status }.to_string()
-        );
-    }
-    let view = SaMad::new_checked(&reply.mad[..]).map_err(|e| e.to_string())?;
-    Ok(view.data()[..data.len()].to_vec())
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ pub mod path;
 pub mod stats;
 
 mod guids;
-mod index;
+pub(crate) mod index;
 mod inform;
 pub mod mirror;
 mod records;

@@ -112,6 +112,11 @@ impl<T: Transport> SaClient<T> {
         self
     }
 
+    /// The port the queries go out from.
+    pub fn local_port(&self) -> super::LocalPort {
+        self.transport.local_port()
+    }
+
     /// The SA's address (the SM LID the port reports).
     pub fn sa_lid(&self) -> Lid {
         self.sa.lid
@@ -137,6 +142,17 @@ impl<T: Transport> SaClient<T> {
     pub async fn get<R: SaRecord>(&self, mask: u64, template: &R) -> Result<R, SaError> {
         let query = query_name::<R>("Get", mask);
         let request = self.request::<R>(Method::Get, mask, template, &query)?;
+        let reply = self.transport.request(request).await?;
+        let data = self.check(&reply, Method::GetResp, R::ATTRIBUTE.into(), &query)?;
+        R::parse_bytes(data).map_err(|error| SaError::Wire { query, error })
+    }
+
+    /// SubnAdmSet of `record` with the components in `mask` (a
+    /// registration: ServiceRecord, InformInfo, GUIDInfoRecord); returns the
+    /// record as the SA stored it (IBA 15.2.4: a Set is answered by GetResp).
+    pub async fn set<R: SaRecord>(&self, mask: u64, record: &R) -> Result<R, SaError> {
+        let query = query_name::<R>("Set", mask);
+        let request = self.request::<R>(Method::Set, mask, record, &query)?;
         let reply = self.transport.request(request).await?;
         let data = self.check(&reply, Method::GetResp, R::ATTRIBUTE.into(), &query)?;
         R::parse_bytes(data).map_err(|error| SaError::Wire { query, error })
