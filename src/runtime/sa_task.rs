@@ -167,20 +167,14 @@ async fn run<T: Transport>(
                 // says MASTER: take the snapshot first, so a takeover
                 // finds its ports in the new master's fabric.
                 if published.has_changed().unwrap_or(false) {
-                    published.borrow_and_update();
-                    if let Some(s) = snapshots.latest() {
-                        agent.new_snapshot(now(), s);
-                    }
+                    take_newest(&mut agent, &mut published, &snapshots, now());
                 }
                 let s = *serving.borrow_and_update();
                 agent.set_serving(now(), s);
             }
             changed = published.changed() => {
                 if changed.is_ok() {
-                    published.borrow_and_update();
-                    if let Some(s) = snapshots.latest() {
-                        agent.new_snapshot(now(), s);
-                    }
+                    take_newest(&mut agent, &mut published, &snapshots, now());
                 }
             }
             _ = sleep => agent.handle_timeout(now()),
@@ -297,5 +291,13 @@ impl<T: Transport> Transport for AtMaster<T> {
     }
     fn stats(&self) -> TransportStats {
         self.inner.stats()
+    }
+}
+
+/// Marks the publication seen and gives the agent the newest snapshot.
+fn take_newest(agent: &mut SaAgent, published: &mut watch::Receiver<u64>, snapshots: &Snapshots, now: Duration) {
+    published.borrow_and_update();
+    if let Some(s) = snapshots.latest() {
+        agent.new_snapshot(now, s);
     }
 }

@@ -406,7 +406,7 @@ impl<D: MadDevice> IoLoop<D> {
             self.dirty = false;
         }
         for d in std::mem::take(&mut self.arrived) {
-            let smp = d.mad.get(1).is_some_and(|&c| c == 0x01 || c == 0x81);
+            let smp = d.mad.get(1).is_some_and(|&c| super::txn::is_smp_class(c));
             if !smp && self.unsolicited.capacity() <= SMP_RESERVE {
                 self.drop_unsolicited(&d, "unsolicited channel nearly full (the rest is kept for SMPs), MAD dropped");
                 continue;

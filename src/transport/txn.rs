@@ -97,6 +97,13 @@ fn window_of(class: u8) -> u8 {
 
 const SMP_WINDOW: u8 = 0x01;
 
+/// Whether `class` is a subnet management class (SMPs, LID-routed or
+/// directed): what shares the SMP window and the SMP-only slots of the
+/// unsolicited channel.
+pub(crate) fn is_smp_class(class: u8) -> bool {
+    window_of(class) == SMP_WINDOW
+}
+
 /// The key benchmarks group counters by: management class, attribute and
 /// request method (a response is filed under the method it answers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
