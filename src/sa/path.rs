@@ -314,14 +314,14 @@ enum Side {
 /// Whether `gid` names end port `e`: its GUID, with the port's subnet
 /// prefix or the link-local one.
 fn gid_prefix_ok(index: &PathIndex, e: u32, gid: &[u8; 16]) -> bool {
-    const LINK_LOCAL: [u8; 8] = [0xfe, 0x80, 0, 0, 0, 0, 0, 0];
-    gid[..8] == LINK_LOCAL || gid[..8] == index.end(e).gid_prefix.to_be_bytes()
+    let prefix = u64::from_be_bytes(gid[..8].try_into().expect("8 bytes"));
+    prefix == crate::sa::index::DEFAULT_SUBNET_PREFIX || prefix == index.end(e).gid_prefix
 }
 
 /// The end port of a unicast GID, or ERR_REQ_INVALID_GID: the port whose
 /// GUID, or one of whose alias GUIDs, is the GID's interface ID.
 pub(crate) fn end_by_gid(index: &PathIndex, gid: &[u8; 16]) -> Result<u32, u16> {
-    let guid = crate::types::Guid(u64::from_be_bytes(gid[8..].try_into().expect("8 bytes")));
+    let guid = crate::sa::index::gid_guid(gid);
     index
         .end_by_guid(guid)
         .or_else(|| index.end_by_alias(guid))

@@ -88,10 +88,7 @@ impl EndPort {
 
     /// The port's GID: the subnet prefix it holds, then its port GUID.
     pub fn gid(&self) -> [u8; 16] {
-        let mut g = [0u8; 16];
-        g[..8].copy_from_slice(&self.gid_prefix.to_be_bytes());
-        g[8..].copy_from_slice(&self.guid.0.to_be_bytes());
-        g
+        crate::sa::index::gid(self.gid_prefix, self.guid)
     }
 }
 

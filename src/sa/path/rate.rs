@@ -46,17 +46,6 @@ pub enum LaneSpeed {
 }
 
 impl LaneSpeed {
-    pub const ALL: [LaneSpeed; 8] = [
-        LaneSpeed::Sdr,
-        LaneSpeed::Ddr,
-        LaneSpeed::Qdr,
-        LaneSpeed::Fdr,
-        LaneSpeed::Edr,
-        LaneSpeed::Hdr,
-        LaneSpeed::Ndr,
-        LaneSpeed::Xdr,
-    ];
-
     /// Data rate of one lane in Mb/s after line coding: 2.5/5/10 Gb/s
     /// signalling at 8b/10b; FDR 14.0625 and EDR 25.78125 at 64b/66b; HDR,
     /// NDR and XDR by the data rates they are sold at.
