@@ -17,31 +17,18 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use ibsim::{generated, tool, Ibsim, KillOnDrop};
+use ibsim::{generated, run_with_timeout, tool, Ibsim, KillOnDrop};
 use ibsm::topology::Topology;
 
 const SPEC: &str = "random:switches=40,links=80,hosts=160,seed=11";
 
-/// Runs a diag with its output in a file: iblinkinfo on 200 nodes prints
-/// more than a pipe holds, and `run_with_timeout` reads only at the end.
+/// A diag's standard output, which must succeed.
 fn diag(sim: &Ibsim, host: &str, name: &str, args: &[&str]) -> String {
-    let out = tempfile::NamedTempFile::new().unwrap();
     let mut c = sim.client(&tool(name), Some(host));
-    c.args(args).stdout(out.reopen().unwrap()).stderr(Stdio::null()).stdin(Stdio::null());
-    let mut child = c.spawn().unwrap();
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("{name} {args:?} did not finish in 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    assert!(status.success(), "{name} {args:?} failed");
-    std::fs::read_to_string(out.path()).unwrap()
+    c.args(args);
+    let o = run_with_timeout(c, Duration::from_secs(60));
+    assert!(o.status.success(), "{name} {args:?} failed");
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// The last `key=value` of `key` on the last log line holding `needle`.

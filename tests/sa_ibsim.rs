@@ -194,7 +194,7 @@ impl Fabric {
         let mut c =
             if name == "saquery" { self.client(&tool(name), host) } else { self.sim.client(&tool(name), Some(host)) };
         c.args(args);
-        run_to_files(c, Duration::from_secs(120))
+        run_with_timeout(c, Duration::from_secs(120))
     }
 
     /// A diag's output, which must succeed.
@@ -207,33 +207,6 @@ impl Fabric {
     fn ports(&self) -> Vec<PortLine> {
         saquery::ibnetdiscover_ports(&self.diag("ibnetdiscover", &["-p"]))
     }
-}
-
-/// Runs `c` with its output going to files, so an output larger than a
-/// pipe holds (ibnetdiscover on 700 nodes) cannot stall it; killed and
-/// failed after `limit`.
-fn run_to_files(mut c: std::process::Command, limit: Duration) -> Output {
-    let dir = tempfile::tempdir().unwrap();
-    let (out, err) = (dir.path().join("out"), dir.path().join("err"));
-    let mut child = c
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .expect("spawn");
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{c:?} did not finish in {limit:?}; stderr: {}", std::fs::read_to_string(&err).unwrap_or_default());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Output { status, stdout: std::fs::read(&out).unwrap(), stderr: std::fs::read(&err).unwrap() }
 }
 
 /// A running SM; killed on drop.
@@ -1324,7 +1297,7 @@ fn phase(f: &Fabric, sm: Sm, cache: &Path) -> (Phase, Layout, Vec<Diff>) {
     {
         let mut c = f.client(Path::new(env!("CARGO_BIN_EXE_ibsm")), SETTER);
         c.args(args);
-        let o = run_to_files(c, Duration::from_secs(30));
+        let o = run_with_timeout(c, Duration::from_secs(30));
         assert!(o.status.success(), "{}: ibsm {args:?}: {}", daemon.label, ibsim::stderr(&o));
     }
     let t0 = Instant::now();
@@ -1464,7 +1437,7 @@ fn a_standby_sa_says_busy_where_opensm_says_nothing() {
 fn sa_table(f: &Fabric, table: &str) -> Result<Vec<Value>, String> {
     let mut c = f.client(Path::new(env!("CARGO_BIN_EXE_ibsm")), OBSERVER);
     c.args(["sa", table, "--json"]);
-    let o = run_to_files(c, Duration::from_secs(60));
+    let o = run_with_timeout(c, Duration::from_secs(60));
     if !o.status.success() {
         return Err(ibsim::stderr(&o));
     }

@@ -149,25 +149,35 @@ impl Drop for Ibsim {
 }
 
 /// Runs `c` to completion, killing it (and failing) after `limit`: a hung
-/// umad2sim client must not hang the test suite.
+/// umad2sim client must not hang the test suite. Its output goes to files,
+/// so an output larger than a pipe holds (ibnetdiscover on 700 nodes)
+/// cannot stall it.
 pub fn run_with_timeout(mut c: Command, limit: Duration) -> Output {
-    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).spawn().expect("spawn");
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("spawn");
     let t0 = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
         if t0.elapsed() > limit {
             let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
+            let _ = child.wait();
             panic!(
                 "{c:?} did not finish in {limit:?}; stdout: {} stderr: {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
+                std::fs::read_to_string(&out).unwrap_or_default(),
+                std::fs::read_to_string(&err).unwrap_or_default()
             );
         }
         std::thread::sleep(Duration::from_millis(5));
-    }
+    };
+    Output { status, stdout: std::fs::read(&out).unwrap(), stderr: std::fs::read(&err).unwrap() }
 }
 
 pub fn stdout(o: &Output) -> String {
