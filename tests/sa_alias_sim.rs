@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ibsm::config::Config;
 use ibsm::mad::sa::{guid_info_mask, path_mask, sa_status, GuidInfoRecordRepr, PathRecordRepr, SA_DATA_OFFSET};
-use ibsm::mad::{AttributeId, GuidInfoBlockRepr, Method, PortState, SaMad, SaRecord, SmpAttribute, MAD_SIZE};
+use ibsm::mad::{AttributeId, GuidInfoBlockRepr, Method, PortState, SaRecord, SmpAttribute};
 use ibsm::runtime::{run, RunOptions};
 use ibsm::sim::{FabricBuilder, SharedFabric, SimDevice, VirtualClock, VirtualTransport};
 use ibsm::topology::{NodeIdx, PortRef, Topology};
@@ -55,12 +55,7 @@ impl Net {
 
 /// An SA request MAD (IBA 15.2.1.1): `method` of `R`, `rec`'s bytes.
 fn sa_request<R: SaRecord>(to: Lid, method: u8, mask: u64, rec: &R) -> Datagram {
-    let mut mad = vec![0u8; MAD_SIZE];
-    mad[..4].copy_from_slice(&[1, 0x03, 2, method]);
-    mad[16..18].copy_from_slice(&u16::from(R::ATTRIBUTE).to_be_bytes());
-    let mut sa = SaMad::new_checked(&mut mad[..]).unwrap();
-    sa.set_component_mask(mask);
-    rec.emit(&mut mad[SA_DATA_OFFSET..SA_DATA_OFFSET + R::LEN]).unwrap();
+    let mad = ibsm::transport::sa_client::request_mad(Method::from(method), 0, mask, rec).unwrap();
     Datagram { addr: MadAddress::gsi(to, 0), mad }
 }
 

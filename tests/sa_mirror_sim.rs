@@ -14,7 +14,7 @@ use std::time::Duration;
 use ibsm::config::Config;
 use ibsm::mad::sa::service_record::SERVICE_RECORD_LEN;
 use ibsm::mad::sa::{service_mask, InformInfoRepr, InformKind, ServiceRecordRepr, SA_DATA_OFFSET};
-use ibsm::mad::{NoticeRepr, SaMad, SaRecord, SmState, MAD_SIZE};
+use ibsm::mad::{NoticeRepr, SaRecord, SmState};
 use ibsm::runtime::metrics::Metrics;
 use ibsm::sim::VirtualTransport;
 use ibsm::transport::sa_client::{SaClient, SaError};
@@ -64,15 +64,9 @@ fn gid(guid: Guid) -> [u8; 16] {
     g
 }
 
-/// An SA request MAD (IBA 15.2.1.1): `method` of `attr`, `rec`'s bytes.
+/// An SA request MAD (IBA 15.2.1.1): `method` of `R`, `rec`'s bytes.
 fn sa_request<R: SaRecord>(to: Lid, method: u8, mask: u64, sm_key: u64, rec: &R) -> Datagram {
-    let mut mad = vec![0u8; MAD_SIZE];
-    mad[..4].copy_from_slice(&[1, 0x03, 2, method]);
-    mad[16..18].copy_from_slice(&u16::from(R::ATTRIBUTE).to_be_bytes());
-    let mut sa = SaMad::new_checked(&mut mad[..]).unwrap();
-    sa.set_sm_key(sm_key);
-    sa.set_component_mask(mask);
-    rec.emit(&mut mad[SA_DATA_OFFSET..SA_DATA_OFFSET + R::LEN]).unwrap();
+    let mad = ibsm::transport::sa_client::request_mad(ibsm::mad::Method::from(method), sm_key, mask, rec).unwrap();
     Datagram { addr: MadAddress::gsi(to, 0), mad }
 }
 
