@@ -105,10 +105,9 @@ impl AliasGuids {
             if index == 0 || index >= cap || g.0 == 0 || in_use(g) {
                 continue;
             }
-            match self.owner.get(&g) {
-                Some(&p) if p == port && self.by_port.get(&port).and_then(|a| a.get(&index)) == Some(&g) => continue,
-                Some(_) => continue,
-                None => {}
+            // Already held, by this port or another: nothing to import.
+            if self.owner.contains_key(&g) {
+                continue;
             }
             let have = self.by_port.get(&port).map_or(0, |a| a.len());
             let replacing = self.by_port.get(&port).is_some_and(|a| a.contains_key(&index));
