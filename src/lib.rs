@@ -5,6 +5,7 @@ pub mod config;
 pub mod election;
 pub mod lid;
 pub mod mad;
+pub mod partition;
 pub mod program;
 pub mod rmpp;
 pub mod runtime;
