@@ -24,6 +24,41 @@ pub const FULL_MEMBER: u16 = 0x8000;
 /// The default partition, 0x7fff; its full-member key is 0xffff.
 pub const DEFAULT_PARTITION: u16 = 0x7fff;
 
+/// Where switches enforce partitions (OpenSM's `part_enforce`): on the
+/// switch ports facing end ports, inbound (PortInfo bit
+/// PartitionEnforcementInbound), outbound, both, or not at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PartEnforce {
+    #[default]
+    Both,
+    In,
+    Out,
+    Off,
+}
+
+impl PartEnforce {
+    pub fn inbound(self) -> bool {
+        matches!(self, PartEnforce::Both | PartEnforce::In)
+    }
+    pub fn outbound(self) -> bool {
+        matches!(self, PartEnforce::Both | PartEnforce::Out)
+    }
+}
+
+impl std::str::FromStr for PartEnforce {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "both" => Ok(PartEnforce::Both),
+            "in" => Ok(PartEnforce::In),
+            "out" => Ok(PartEnforce::Out),
+            "off" => Ok(PartEnforce::Off),
+            other => Err(format!("part_enforce: '{other}' is none of both, in, out, off")),
+        }
+    }
+}
+
 /// One port's membership in one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Membership {
