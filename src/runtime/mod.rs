@@ -585,6 +585,7 @@ impl<T: Transport + Clone> Owner<T> {
             master: local.port_guid,
             master_lid,
             sweep: report,
+            partitions: None,
         });
         self.last = Some(published);
         if self.election.state() == State::Master {

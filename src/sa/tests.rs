@@ -46,7 +46,7 @@ pub(super) fn snapshot(sequence: u64, sweep: SweepReport) -> Arc<Snapshot> {
     let (node, port) = sweep.subnet.sm_port.unwrap();
     let master = sweep.subnet.node(node).port_guid(port);
     let master_lid = sweep.subnet.current_lid(node, port).unwrap();
-    Arc::new(Snapshot { sequence, taken_at: SystemTime::UNIX_EPOCH, master, master_lid, sweep })
+    Arc::new(Snapshot { sequence, taken_at: SystemTime::UNIX_EPOCH, master, master_lid, sweep, partitions: None })
 }
 
 pub(super) const SA_KEY: u64 = 0x5A;
