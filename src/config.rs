@@ -66,6 +66,19 @@ pub struct SmConfig {
     pub cache_dir: PathBuf,
     /// The routing engine chain, tried in order.
     pub routing_engine: Vec<String>,
+    /// OpenSM's partitions.conf (OpenSM `partition_config_file`, `-P`).
+    /// Unset, or a file that does not exist: every port is a full member of
+    /// the default partition with its IPoIB broadcast group (OpenSM's
+    /// no-file default). Re-read on every heavy sweep and on SIGHUP; a file
+    /// with an error is reported (file, line, column) and the partitions in
+    /// force are kept. At startup a bad file stops the SM.
+    pub partition_config_file: Option<PathBuf>,
+    /// Partition enforcement on the switch ports facing end ports (OpenSM
+    /// `part_enforce`: both, in, out, off).
+    pub part_enforce: crate::partition::PartEnforce,
+    /// Let a port hold both the full and the limited key of one partition
+    /// (OpenSM `allow_both_pkeys`); otherwise `=both` means full.
+    pub allow_both_pkeys: bool,
 }
 
 impl Default for SmConfig {
@@ -90,6 +103,9 @@ impl Default for SmConfig {
             sm_sl: 0,
             cache_dir: PathBuf::from("/var/cache/ibsm"),
             routing_engine: vec!["minhop".to_string()],
+            partition_config_file: None,
+            part_enforce: crate::partition::PartEnforce::Both,
+            allow_both_pkeys: false,
         }
     }
 }

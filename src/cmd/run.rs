@@ -54,6 +54,13 @@ pub struct Args {
     /// Routing engine chain, e.g. `ftree,updn,minhop` (overrides sm.routing_engine).
     #[arg(long, value_name = "ENGINES", value_delimiter = ',')]
     pub routing_engine: Vec<String>,
+    /// OpenSM's partitions.conf (overrides sm.partition_config_file; OpenSM -P).
+    #[arg(long, short = 'P', value_name = "FILE")]
+    pub partitions: Option<PathBuf>,
+    /// Partition enforcement on switch ports facing end ports: both, in,
+    /// out, off (overrides sm.part_enforce; OpenSM -Z).
+    #[arg(long, value_name = "MODE")]
+    pub part_enforce: Option<crate::partition::PartEnforce>,
     /// Address of the Prometheus endpoint, e.g. 127.0.0.1:9464 (overrides metrics.listen).
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
@@ -92,6 +99,12 @@ impl Args {
         }
         if !self.routing_engine.is_empty() {
             c.sm.routing_engine = self.routing_engine.clone();
+        }
+        if let Some(p) = &self.partitions {
+            c.sm.partition_config_file = Some(p.clone());
+        }
+        if let Some(e) = self.part_enforce {
+            c.sm.part_enforce = e;
         }
         if let Some(l) = &self.metrics_listen {
             c.metrics.listen = Some(l.clone());
