@@ -158,6 +158,18 @@ impl<T: Transport> SaClient<T> {
         R::parse_bytes(data).map_err(|error| SaError::Wire { query, error })
     }
 
+    /// SubnAdmDelete of `record` with the components in `mask` (ends a
+    /// registration: a ServiceRecord, an alias GUID, a multicast
+    /// membership); returns the record as the SA held it (IBA 15.2.4: a
+    /// Delete is answered by DeleteResp).
+    pub async fn delete<R: SaRecord>(&self, mask: u64, record: &R) -> Result<R, SaError> {
+        let query = query_name::<R>("Delete", mask);
+        let request = self.request::<R>(Method::Delete, mask, record, &query)?;
+        let reply = self.transport.request(request).await?;
+        let data = self.check(&reply, Method::DeleteResp, R::ATTRIBUTE.into(), &query)?;
+        R::parse_bytes(data).map_err(|error| SaError::Wire { query, error })
+    }
+
     /// SubnAdmGetTable of every record of type `R` that agrees with
     /// `template` on the components in `mask`; an empty table is `Ok`.
     pub async fn get_table<R: SaRecord>(&self, mask: u64, template: &R) -> Result<Vec<R>, SaError> {
