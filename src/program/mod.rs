@@ -5,6 +5,7 @@
 //! ([`guids`]).
 
 pub mod guids;
+pub mod mcast;
 pub mod qos;
 pub mod routes;
 pub mod sets;
