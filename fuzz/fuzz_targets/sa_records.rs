@@ -42,6 +42,7 @@ fn all_records(mask: u64, data: &[u8]) {
     check::<ServiceRecordRepr>(mask, data);
     check::<InformInfoRepr>(mask, data);
     check::<InformInfoRecordRepr>(mask, data);
+    check::<McMemberRecordRepr>(mask, data);
     multi_path(mask, data);
 }
 

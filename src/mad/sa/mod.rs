@@ -24,6 +24,7 @@ pub mod inform_info;
 pub mod inform_info_record;
 pub mod lft_record;
 pub mod link_record;
+pub mod mc_member_record;
 pub mod mft_record;
 pub mod multi_path_record;
 pub mod node_record;
@@ -41,6 +42,7 @@ pub use inform_info::{wildcard as inform_wildcard, InformInfo, InformInfoRepr, I
 pub use inform_info_record::{inform_info_record_mask, InformInfoRecord, InformInfoRecordRepr, INFORM_INFO_RECORD_LEN};
 pub use lft_record::{lft_mask, LftRecord, LftRecordRepr, LFT_RECORD_LEN};
 pub use link_record::{link_mask, LinkRecord, LinkRecordRepr, LINK_RECORD_LEN};
+pub use mc_member_record::{join_state, mc_member_mask, McMemberRecord, McMemberRecordRepr, MC_MEMBER_RECORD_LEN};
 pub use mft_record::{mft_mask, MftRecord, MftRecordRepr, MFT_RECORD_LEN};
 pub use multi_path_record::{multi_path_mask, MultiPathRecord, MultiPathRecordRepr, MULTI_PATH_MAX_GIDS};
 pub use node_record::{node_mask, NodeRecord, NodeRecordRepr, NODE_RECORD_LEN};
