@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use crate::types::Guid;
 
+pub mod table;
 
 /// The low 15 bits of a P_Key: the partition (IBA 10.9.1).
 pub const PARTITION_MASK: u16 = 0x7fff;
