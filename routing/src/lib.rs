@@ -6,6 +6,7 @@
 //!
 //! - [`fabric`]: the routing view of a fabric and its checked builder.
 //! - [`lft`]: forwarding tables, their 64-LID blocks and block diffs.
+//! - [`mcast`]: one spanning tree per multicast group, spread over the links.
 //! - [`mod@minhop`]: the default engine (shortest paths, balanced per port).
 //! - [`analysis`]: traces every (source, LID) pair through the tables.
 //! - [`cdg`]: channel dependency graphs per VL (deadlock freedom).
@@ -23,6 +24,7 @@ pub mod fabric;
 pub mod ftree;
 pub mod guidfile;
 pub mod lft;
+pub mod mcast;
 pub mod minhop;
 pub mod nue;
 mod select;
@@ -42,4 +44,8 @@ pub use fabric::{
     EndPort, EndPortId, FabricBuilder, FabricError, LinkRate, NodeRef, PortEnd, RoutingFabric, Switch, SwitchId,
 };
 pub use lft::{diff_blocks, Lft, LftBlock, LinearFdbTop, Routes, UNROUTED};
+pub use mcast::{
+    route_mcast, verify_mcast, McastError, McastFault, McastGroup, McastMember, McastProblem, McastRoutes, McastTree,
+    McastUpdate, PortSet,
+};
 pub use minhop::minhop;
