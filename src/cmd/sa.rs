@@ -51,6 +51,11 @@ pub enum Args {
     Service(ServiceArgs),
     /// Subscribes this port to a trap's Reports (SubnAdmSet(InformInfo)).
     Subscribe(SubscribeArgs),
+    /// Joins (or with --leave leaves) one multicast group (MCMemberRecord).
+    Join(super::mcast::JoinArgs),
+    /// Joins the groups an IPoIB interface joins, as the kernel does
+    /// (broadcast group first); --down leaves them.
+    Ipoib(super::mcast::IpoibArgs),
 }
 
 /// `ibsm sa`.
@@ -62,6 +67,8 @@ pub async fn run(args: Args) -> ExitCode {
         Args::Flood(a) => flood_cmd(a).await,
         Args::Service(a) => set_cmd(&a.port, "ibsm sa service", |port| service_record(&a, port)).await,
         Args::Subscribe(a) => set_cmd(&a.port, "ibsm sa subscribe", |_| Ok((0, inform_info(&a)))).await,
+        Args::Join(a) => super::mcast::join_cmd(a).await,
+        Args::Ipoib(a) => super::mcast::ipoib_cmd(a).await,
     }
 }
 
