@@ -6,6 +6,7 @@
 
 pub mod guids;
 pub mod mcast;
+pub mod mfts;
 pub mod qos;
 pub mod routes;
 pub mod sets;
