@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use crate::types::Guid;
 
 pub mod conf;
+pub mod policy;
 pub mod table;
 
 /// The low 15 bits of a P_Key: the partition (IBA 10.9.1).
