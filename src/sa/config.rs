@@ -59,6 +59,20 @@ pub struct SaConfig {
     /// Alias GUIDs (GUIDInfoRecord Set) of one port, and in all.
     pub max_alias_guids_per_port: usize,
     pub max_alias_guids: usize,
+    /// Multicast groups (MCMemberRecord joins, IBA 15.2.5.17), the
+    /// well-known ones of the partitions included; a join that would
+    /// create one more is refused with ERR_NO_RESOURCES. The MLID space
+    /// (0xC000 up to the smallest switch's MulticastFDBCap) bounds them
+    /// too. OpenSM has no cap but the MLIDs.
+    pub max_mcast_groups: usize,
+    /// Members of one group (the IPoIB broadcast group holds every host
+    /// of its partition, so this is sized for the whole fabric).
+    pub max_mcast_members_per_group: usize,
+    /// Groups one port is a member of: a port flooding joins fills only
+    /// its own share (ERR_NO_RESOURCES past it).
+    pub max_mcast_groups_per_port: usize,
+    /// Memberships of all groups together.
+    pub max_mcast_members: usize,
     /// Reports waiting for a ReportResp or a retry, in all; a Report that
     /// finds no room is dropped and counted.
     pub max_reports: usize,
@@ -108,6 +122,10 @@ impl Default for SaConfig {
             max_subscriptions: 16_384,
             max_alias_guids_per_port: 127,
             max_alias_guids: 65_536,
+            max_mcast_groups: 8192,
+            max_mcast_members_per_group: 65_536,
+            max_mcast_groups_per_port: 256,
+            max_mcast_members: 1 << 20,
             max_reports: 4096,
             max_reports_per_subscriber: 64,
             report_timeout_ms: 1000,

@@ -44,6 +44,7 @@
 //! serving as master it adds the last copy to its live state ([`mirror`]).
 
 pub mod config;
+pub mod mcast;
 pub mod path;
 pub mod stats;
 
