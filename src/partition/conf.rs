@@ -2157,6 +2157,33 @@ mod tests {
         assert_eq!((c.path.as_deref(), c.partitions.len()), (Some(file.as_path()), 2));
     }
 
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/partitions").join(name)
+    }
+
+    #[test]
+    fn fixture_files() {
+        let c = PartitionConf::read(&fixture("opensm-man-example.conf")).unwrap_or_else(|e| panic!("{e}"));
+        let keys: Vec<_> = c.partitions.iter().map(|p| p.pkey).collect();
+        assert_eq!(keys, vec![0x7fff, 0x0001, 0x300, 0x80]);
+        assert_eq!(c.partitions[0].groups.len(), 6);
+
+        let c = PartitionConf::read(&fixture("named-values.conf")).unwrap_or_else(|e| panic!("{e}"));
+        let d = &c.partitions[0];
+        assert_eq!((d.params.mtu, d.params.rate), (5, 16));
+        let s = &c.partitions[1];
+        assert_eq!((s.params.mtu, s.params.rate, s.members.len()), (4, 2, 3));
+        let k = &c.partitions[2];
+        assert_eq!((k.pkey, k.members[0].indx0, k.groups.len()), (0x20, true, 0));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+
+        let path = fixture("missing-semicolon.conf");
+        let e = PartitionConf::read(&path).unwrap_err();
+        assert_eq!(e.at(), Some(at(3, 23)));
+        assert_eq!(e.problem(), Some(&Problem::ColonInMembers { start: at(2, 1) }));
+        assert!(e.to_string().starts_with(&format!("{}:3:23: ", path.display())), "{e}");
+    }
+
     #[test]
     fn broadcast_mgid_layout() {
         assert_eq!(
