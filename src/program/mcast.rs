@@ -6,9 +6,19 @@
 //! runtime then asks the SubnetManager for a multicast pass (no sweep), and
 //! every heavy sweep routes all groups again over what it found.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use ibsm_routing::fabric::{EndPortId, SwitchId};
+use ibsm_routing::mcast::{McastGroup, McastMember, McastRoutes, PortSet};
+
+use super::mfts::{mft_sets, wanted_blocks, MftKey, MftMemo, MftSet, MftSets};
+use super::routes::RoutingView;
+use crate::mad::{AttributeId, DrPath, MftBlockRepr, PortState, SmpAttribute};
+use crate::sweep::core::{SmpCore, SmpRequest};
+use crate::sweep::subnet::Subnet;
+use crate::transport::smp_client::{SmpClient, SmpError};
+use crate::transport::Transport;
 use crate::types::{Guid, Lid};
 
 /// The multicast groups to route: for every MLID, the ports of its members
@@ -68,6 +78,277 @@ impl McastTable {
         }
         out.sort();
         out
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Routing the groups and writing the tables
+
+/// What a multicast pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McastReport {
+    /// Groups with a tree.
+    pub groups: usize,
+    /// MFT blocks read before writing (after a takeover, or for switches
+    /// the SM knows nothing of).
+    pub mft_reads: usize,
+    /// MFT Sets the switches answered: removals then additions.
+    pub mft_sets: usize,
+    /// Gets or Sets that got no usable answer.
+    pub failures: usize,
+    /// Members not routed, blocks past a switch's capacity: one line each.
+    pub problems: Vec<String>,
+}
+
+/// The multicast state that outlives a sweep: the trees over the last
+/// heavy sweep's routing view, the groups they were built for, and what
+/// the switches hold.
+#[derive(Default)]
+pub struct McastState {
+    view: Option<RoutingView>,
+    routes: Option<McastRoutes>,
+    routed: Arc<McastTable>,
+    memo: MftMemo,
+}
+
+impl McastState {
+    /// A takeover: another master may have written any block.
+    pub fn forget_tables(&mut self) {
+        self.memo.clear();
+    }
+
+    /// The groups the last pass routed.
+    pub fn routed(&self) -> &Arc<McastTable> {
+        &self.routed
+    }
+
+    /// Each switch's MLID -> ports, by node GUID, as routed.
+    pub fn tables(&self) -> HashMap<Guid, BTreeMap<u16, PortSet>> {
+        let (Some(view), Some(routes)) = (&self.view, &self.routes) else { return HashMap::new() };
+        let fabric = &view.fabric;
+        fabric
+            .switch_ids()
+            .filter(|&s| !routes.table(s).is_empty())
+            .map(|s| (Guid(fabric.switch(s).guid), routes.table(s).clone()))
+            .collect()
+    }
+
+    /// A heavy sweep: forgets switches gone or reset, routes every group
+    /// over the new view (from scratch when the topology changed) and
+    /// writes what differs.
+    pub async fn after_sweep<T: Transport>(
+        &mut self,
+        client: &SmpClient<T>,
+        subnet: &Subnet,
+        view: RoutingView,
+        table: Arc<McastTable>,
+    ) -> McastReport {
+        self.forget_reset_switches(subnet);
+        let mut report = McastReport::default();
+        let fresh = !self.routes.as_ref().is_some_and(|r| r.is_for(&view.fabric));
+        if fresh {
+            self.routes = Some(McastRoutes::new(&view.fabric));
+        }
+        let routes = self.routes.as_mut().expect("set above");
+        // On a new fabric every group is routed; on the same one only the
+        // groups whose members changed (their old trees are kept, and so
+        // are the blocks).
+        let changed: Vec<Lid> =
+            if fresh { table.groups().map(|(m, _)| m).collect() } else { self.routed.changed(&table) };
+        route_changed(&view, subnet, routes, &table, &changed, &mut report);
+        self.view = Some(view);
+        self.routed = table;
+        self.write(client, subnet, &mut report).await;
+        report
+    }
+
+    /// Between sweeps: the SA's groups changed. Routes the groups that
+    /// differ over the last sweep's view and writes what differs. `None`
+    /// before a heavy sweep built a view.
+    pub async fn membership_changed<T: Transport>(
+        &mut self,
+        client: &SmpClient<T>,
+        subnet: &Subnet,
+        table: Arc<McastTable>,
+    ) -> Option<McastReport> {
+        let view = self.view.as_ref()?;
+        let routes = self.routes.as_mut()?;
+        let mut report = McastReport::default();
+        let changed = self.routed.changed(&table);
+        if changed.is_empty() {
+            return Some(report);
+        }
+        route_changed(view, subnet, routes, &table, &changed, &mut report);
+        self.routed = table;
+        self.write(client, subnet, &mut report).await;
+        Some(report)
+    }
+
+    fn forget_reset_switches(&mut self, subnet: &Subnet) {
+        let mut live: HashMap<Guid, bool> = HashMap::new();
+        for id in subnet.switches() {
+            let node = subnet.node(id);
+            // A switch whose cabled ports were all found down or
+            // initializing came up anew: its tables may be empty.
+            let mut cabled = node.external_ports().filter(|&p| node.ports[p as usize].remote.is_some()).peekable();
+            let reset = cabled.peek().is_some()
+                && cabled.all(|p| {
+                    node.ports[p as usize]
+                        .info
+                        .as_ref()
+                        .is_none_or(|i| matches!(i.port_state, PortState::Init | PortState::Down))
+                });
+            live.insert(node.guid(), node.quarantined.is_none() && !reset);
+        }
+        self.memo.retain(|g| live.get(&g).copied().unwrap_or(false));
+    }
+
+    /// Reads what must be known, then removals everywhere, then additions
+    /// (the order `mfts` explains: never a transient loop).
+    async fn write<T: Transport>(&mut self, client: &SmpClient<T>, subnet: &Subnet, report: &mut McastReport) {
+        let (Some(view), Some(routes)) = (&self.view, &self.routes) else { return };
+        let mut wanted = Vec::new();
+        for (i, &node_id) in view.switch_nodes.iter().enumerate() {
+            let node = subnet.node(node_id);
+            let cap = node.switch_info.as_ref().map_or(0, |s| s.multicast_fdb_cap);
+            let w = wanted_blocks(routes.table(SwitchId(i as u32)), node.info.num_ports, cap);
+            for p in &w.problems {
+                report.problems.push(format!("switch {} ({}): {p}", node.guid(), node.name()));
+            }
+            wanted.push((node.guid(), node.path, w));
+        }
+        // Reads first, for every switch at once; then plan again.
+        let reads: Vec<(Guid, MftKey, SmpRequest)> = wanted
+            .iter()
+            .flat_map(|(g, path, w)| {
+                mft_sets(*g, w, &self.memo).reads.into_iter().map(move |k| {
+                    (*g, k, SmpRequest::get(*path, AttributeId::MulticastForwardingTable, k.attribute_modifier()))
+                })
+            })
+            .collect();
+        report.mft_reads += reads.len();
+        for ((g, k), answer) in batch(client, reads.into_iter().map(|(g, k, r)| ((g, k), r))).await {
+            match answer.ok().and_then(|d| MftBlockRepr::parse_data(&d).ok()) {
+                Some(held) => self.memo.apply_read(g, k, &held),
+                None => {
+                    report.failures += 1;
+                    // Unknown still: write it whole, as if it held nothing.
+                    self.memo.apply_read(g, k, &MftBlockRepr::default());
+                }
+            }
+        }
+        let plans: Vec<(DrPath, MftSets)> =
+            wanted.iter().map(|(g, path, w)| (*path, mft_sets(*g, w, &self.memo))).collect();
+        let removals = plans.iter().flat_map(|(path, p)| p.removals.iter().map(move |s| (*path, *s)));
+        self.send(client, removals.collect(), report).await;
+        let additions = plans.iter().flat_map(|(path, p)| p.additions.iter().map(move |s| (*path, *s)));
+        self.send(client, additions.collect(), report).await;
+    }
+
+    async fn send<T: Transport>(
+        &mut self,
+        client: &SmpClient<T>,
+        sets: Vec<(DrPath, MftSet)>,
+        report: &mut McastReport,
+    ) {
+        let requests = sets.into_iter().map(|(path, set)| {
+            let data = set.want.to_data();
+            (set, SmpRequest::set(path, AttributeId::MulticastForwardingTable, set.attribute_modifier(), data))
+        });
+        for (set, answer) in batch(client, requests).await {
+            match answer.ok().and_then(|d| MftBlockRepr::parse_data(&d).ok()) {
+                Some(held) => {
+                    report.mft_sets += 1;
+                    self.memo.apply_set(&set, &held);
+                }
+                None => {
+                    report.failures += 1;
+                    // What the switch holds is unknown: read it next time.
+                    self.memo.forget(set.switch);
+                }
+            }
+        }
+    }
+}
+
+/// Routes the groups in `changed` (those gone lose their trees).
+fn route_changed(
+    view: &RoutingView,
+    subnet: &Subnet,
+    routes: &mut McastRoutes,
+    table: &McastTable,
+    changed: &[Lid],
+    report: &mut McastReport,
+) {
+    let at = member_index(view, subnet);
+    let mut groups = Vec::new();
+    for &mlid in changed {
+        let ports = table.members(mlid);
+        if ports.is_empty() {
+            routes.remove_group(mlid.0);
+            continue;
+        }
+        let mut members = Vec::with_capacity(ports.len());
+        for g in ports {
+            match at.get(g) {
+                Some(&m) => members.push(m),
+                None => report.problems.push(format!("MLID {:#06x}: member port {g} is not in the fabric", mlid.0)),
+            }
+        }
+        if members.is_empty() {
+            routes.remove_group(mlid.0);
+            continue;
+        }
+        groups.push(McastGroup::new(mlid.0, members));
+    }
+    match routes.route_groups(&view.fabric, &groups) {
+        Ok(update) => report.problems.extend(update.problems.iter().map(|p| p.to_string())),
+        Err(e) => report.problems.push(e.to_string()),
+    }
+    report.groups = routes.trees().count();
+}
+
+/// Port GUID -> where the routing view has it.
+fn member_index(view: &RoutingView, subnet: &Subnet) -> HashMap<Guid, McastMember> {
+    let mut at = HashMap::new();
+    for (i, &(node, port)) in view.end_ports.iter().enumerate() {
+        at.insert(subnet.node(node).port_guid(port), McastMember::Port(EndPortId(i as u32)));
+    }
+    for (i, &node) in view.switch_nodes.iter().enumerate() {
+        at.insert(subnet.node(node).port_guid(0), McastMember::Switch(SwitchId(i as u32)));
+    }
+    at
+}
+
+/// Sends every request (the driver's window) and returns the answers.
+async fn batch<T: Transport, K: Send>(
+    client: &SmpClient<T>,
+    requests: impl Iterator<Item = (K, SmpRequest)>,
+) -> Vec<(K, Result<[u8; 64], SmpError>)> {
+    let mut core = Batch { requests: requests.collect::<Vec<_>>().into_iter(), answers: Vec::new(), outstanding: 0 };
+    crate::runtime::driver::drive(client, &mut core).await;
+    core.answers
+}
+
+struct Batch<K> {
+    requests: std::vec::IntoIter<(K, SmpRequest)>,
+    answers: Vec<(K, Result<[u8; 64], SmpError>)>,
+    outstanding: usize,
+}
+
+impl<K> SmpCore for Batch<K> {
+    type Token = K;
+    fn poll_request(&mut self) -> Option<(K, SmpRequest)> {
+        let next = self.requests.next()?;
+        self.outstanding += 1;
+        Some(next)
+    }
+    fn handle_answer(&mut self, token: K, answer: Result<[u8; 64], SmpError>) {
+        self.outstanding -= 1;
+        self.answers.push((token, answer));
+    }
+    fn is_done(&self) -> bool {
+        self.requests.len() == 0 && self.outstanding == 0
     }
 }
 
