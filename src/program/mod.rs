@@ -7,6 +7,7 @@
 pub mod guids;
 pub mod mcast;
 pub mod mfts;
+pub mod partitions;
 pub mod qos;
 pub mod routes;
 pub mod sets;

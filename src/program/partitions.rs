@@ -1,0 +1,205 @@
+//! The partitions in force: `partitions.conf` read at startup and again on
+//! every heavy sweep (SIGHUP asks for one), resolved against the ports the
+//! sweep found ([`crate::partition::policy`]).
+//!
+//! A file that fails to parse is reported with its file, line and column
+//! and changes nothing: the partitions already in force stay. At startup,
+//! with nothing in force yet, [`PartitionSource::load`] fails instead, and
+//! the SM does not start on partitions the operator did not write. A file
+//! that parses but would leave some port without partitions it must hold
+//! (a P_Key table too small) is refused the same way when a good file is
+//! in force. No file configured, or none at the path: OpenSM's no-file
+//! default, every port a full member of the default partition with its
+//! IPoIB broadcast group.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tracing::{error, info, warn};
+
+use crate::mad::NodeType;
+use crate::partition::conf::{PartitionConf, PartitionConfError};
+use crate::partition::policy::{resolve, PolicyIssue, PolicyOptions, PolicyPort};
+use crate::partition::PartitionSet;
+use crate::sweep::subnet::Subnet;
+use crate::topology::NodeKind;
+
+/// Where the partitions come from, and the ones in force.
+#[derive(Debug)]
+pub struct PartitionSource {
+    path: Option<PathBuf>,
+    options: PolicyOptions,
+    in_force: PartitionConf,
+    /// The text of the last file refused, so one bad file is reported once
+    /// per change, not once per sweep.
+    refused: Option<Vec<u8>>,
+    /// The text in force, to notice when the file changes.
+    text: Option<Vec<u8>>,
+}
+
+impl PartitionSource {
+    /// No file yet: the no-file default is in force until [`Self::load`].
+    pub fn new(path: Option<PathBuf>, options: PolicyOptions) -> Self {
+        PartitionSource { path, options, in_force: PartitionConf::default_no_file(), refused: None, text: None }
+    }
+
+    /// Reads the file at startup. An error (unreadable, or a syntax error
+    /// at file:line:column) is returned: nothing is in force to keep.
+    pub fn load(&mut self) -> Result<(), PartitionConfError> {
+        match self.read()? {
+            Some((conf, text)) => {
+                log_loaded(&conf);
+                self.in_force = conf;
+                self.text = Some(text);
+            }
+            None => self.in_force = PartitionConf::default_no_file(),
+        }
+        Ok(())
+    }
+
+    /// The file as it is now: `None` when no file is configured or none is
+    /// at the path.
+    fn read(&self) -> Result<Option<(PartitionConf, Vec<u8>)>, PartitionConfError> {
+        let Some(path) = &self.path else { return Ok(None) };
+        let text = match std::fs::read(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(PartitionConfError::Io { path: path.clone(), source }),
+        };
+        let conf = PartitionConf::parse_bytes(&text, path)?;
+        Ok(Some((conf, text)))
+    }
+
+    /// The partitions for this sweep's ports: the file re-read (a good new
+    /// file takes over, a bad one is reported and the one in force stays),
+    /// then resolved.
+    pub fn resolve(&mut self, subnet: &Subnet) -> Arc<PartitionSet> {
+        let ports = policy_ports(subnet);
+        let candidate = match self.read() {
+            Ok(Some((conf, text))) if self.text.as_ref() != Some(&text) => Some((conf, Some(text))),
+            Ok(Some(_)) => None,
+            Ok(None) if self.text.is_some() => {
+                warn!(path = ?self.path, "partitions file gone: every port back in the default partition");
+                Some((PartitionConf::default_no_file(), None))
+            }
+            Ok(None) => None,
+            Err(e) => {
+                let text = self.path.as_ref().and_then(|p| std::fs::read(p).ok());
+                if self.refused != text || text.is_none() {
+                    error!(error = %e, "partitions file refused; the partitions in force stay");
+                }
+                self.refused = text;
+                None
+            }
+        };
+        if let Some((conf, text)) = candidate {
+            let (set, issues) = resolve(&conf, &ports, &self.options);
+            if issues.iter().any(PolicyIssue::is_error) && self.text.is_some() {
+                if self.refused != text {
+                    for i in issues.iter().filter(|i| i.is_error()) {
+                        error!(problem = %i.message(conf.path.as_deref()), "partitions file refused; the partitions in force stay");
+                    }
+                }
+                self.refused = text;
+            } else {
+                log_loaded(&conf);
+                log_issues(&conf, &issues);
+                self.in_force = conf;
+                self.text = text;
+                self.refused = None;
+                return Arc::new(set);
+            }
+        }
+        let (set, issues) = resolve(&self.in_force, &ports, &self.options);
+        // Warnings about the file in force were logged when it came in;
+        // errors (a port whose table is too small) concern ports, each sweep.
+        for i in issues.iter().filter(|i| i.is_error()) {
+            warn!(problem = %i.message(self.in_force.path.as_deref()), "partitions");
+        }
+        Arc::new(set)
+    }
+}
+
+fn log_loaded(conf: &PartitionConf) {
+    info!(
+        path = ?conf.path,
+        partitions = conf.partitions.len(),
+        groups = conf.partitions.iter().map(|p| p.groups.len()).sum::<usize>(),
+        "partitions file in force"
+    );
+    for w in &conf.warnings {
+        warn!(warning = %w, path = ?conf.path, "partitions file");
+    }
+}
+
+fn log_issues(conf: &PartitionConf, issues: &[PolicyIssue]) {
+    for i in issues {
+        warn!(problem = %i.message(conf.path.as_deref()), "partitions");
+    }
+}
+
+/// The ports partitions apply to: every CA and router port with PortInfo,
+/// and switch port 0.
+pub fn policy_ports(subnet: &Subnet) -> Vec<PolicyPort> {
+    let mut out = Vec::new();
+    for (id, port) in subnet.lid_ports() {
+        let node = subnet.node(id);
+        if node.quarantined.is_some() {
+            continue;
+        }
+        let kind = match node.info.node_type {
+            NodeType::Switch => NodeKind::Switch,
+            NodeType::Router => NodeKind::Router,
+            _ => NodeKind::Ca,
+        };
+        out.push(PolicyPort {
+            port_guid: node.port_guid(port),
+            node_guid: node.guid(),
+            kind,
+            is_sm_port: subnet.sm_port == Some((id, port)),
+            pkey_cap: node.info.partition_cap,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source_with(text: &str) -> (tempfile::TempDir, PathBuf, PartitionSource) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("partitions.conf");
+        std::fs::write(&path, text).unwrap();
+        let src = PartitionSource::new(Some(path.clone()), PolicyOptions::default());
+        (dir, path, src)
+    }
+
+    #[test]
+    fn a_bad_file_at_startup_is_an_error_naming_the_place() {
+        let (_d, _p, mut src) = source_with("Default=0x7fff, ipoib : ALL=full ;\nstorage=0x10, mtux=5 : ALL ;\n");
+        let e = src.load().unwrap_err().to_string();
+        assert!(e.contains("partitions.conf:2:"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_file_later_keeps_the_partitions_in_force() {
+        let (_d, path, mut src) = source_with("Default=0x7fff, ipoib : ALL=full ;\nstorage=0x10 : ALL=full ;\n");
+        src.load().unwrap();
+        let empty = Subnet::default();
+        let before = src.in_force.clone();
+        std::fs::write(&path, "Default=0x7fff : ALL=full ;\nstorage=0x10 : 0xzz ;\n").unwrap();
+        let _ = src.resolve(&empty);
+        assert_eq!(src.in_force, before, "a bad file must not replace the one in force");
+        std::fs::write(&path, "Default=0x7fff, ipoib : ALL=full ;\nother=0x20 : ALL=full ;\n").unwrap();
+        let _ = src.resolve(&empty);
+        assert!(src.in_force.partition(0x20).is_some() && src.in_force.partition(0x10).is_none());
+    }
+
+    #[test]
+    fn no_file_is_the_default_partition() {
+        let mut src = PartitionSource::new(Some("/nonexistent/partitions.conf".into()), PolicyOptions::default());
+        src.load().unwrap();
+        assert_eq!(src.in_force, PartitionConf::default_no_file());
+    }
+}
