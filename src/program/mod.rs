@@ -2,12 +2,13 @@
 //! holds. [`SubnetManager`] ties a sweep's discovery (`crate::sweep`) to
 //! LID assignment (`crate::lid`), routing ([`routes`], [`qos`]) and the Sets
 //! that bring every port to ACTIVE ([`sets`]), alias GUIDs included
-//! ([`guids`]).
+//! ([`guids`]), and P_Key tables and partition enforcement ([`pkeys`]).
 
 pub mod guids;
 pub mod mcast;
 pub mod mfts;
 pub mod partitions;
+pub mod pkeys;
 pub mod qos;
 pub mod routes;
 pub mod sets;
@@ -148,6 +149,10 @@ pub struct SubnetManager<T: Transport> {
     aliases: Option<guids::AliasSource>,
     /// The last master sweep was a takeover.
     took_over: bool,
+    /// The P_Keys every port should hold; `None`: the default P_Key only.
+    partitions: Option<Arc<crate::partition::PartitionSet>>,
+    /// Where switches enforce partitions.
+    part_enforce: crate::partition::PartEnforce,
 }
 
 impl<T: Transport> SubnetManager<T> {
@@ -185,6 +190,8 @@ impl<T: Transport> SubnetManager<T> {
             known: None,
             aliases: None,
             took_over: false,
+            partitions: None,
+            part_enforce: crate::partition::PartEnforce::default(),
         }
     }
 
@@ -232,6 +239,19 @@ impl<T: Transport> SubnetManager<T> {
         }
         self.known = Some(subnet);
         Some(report)
+    }
+
+    /// The partitions the next sweeps program into the P_Key tables
+    /// ([`pkeys`]); `None`: every end port keeps its keys and gets the
+    /// default P_Key where it lacks it.
+    pub fn set_partitions(&mut self, partitions: Option<Arc<crate::partition::PartitionSet>>) {
+        self.partitions = partitions;
+    }
+
+    /// Where the next sweeps have switches enforce partitions (OpenSM's
+    /// `part_enforce`; default both).
+    pub fn set_part_enforce(&mut self, part_enforce: crate::partition::PartEnforce) {
+        self.part_enforce = part_enforce;
     }
 
     /// Fabric QoS tables to program (OpenSM's `qos_*`).
@@ -418,6 +438,8 @@ impl<T: Transport> SubnetManager<T> {
             qos: qos_sets,
             vl_high_limit: self.qos.enabled.then_some(self.qos.high_limit),
             guid_info,
+            partitions: self.partitions.clone(),
+            part_enforce: self.part_enforce,
         };
         let program = sets::program(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
         // What the ports answered to the Sets is the newest knowledge.

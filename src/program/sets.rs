@@ -18,6 +18,11 @@
 //! Alias GUIDs (GUIDInfo blocks, [`super::guids`]) ride in the first pass
 //! too; the runtime also sends them alone ([`program_aliases`]) when the
 //! SA's table changes between sweeps.
+//!
+//! P_Key tables ([`super::pkeys`]) are read (the blocks the SM does not
+//! know) and planned before the first pass; the blocks that change lead
+//! it, and the partition enforcement bits of switch ports ride in their
+//! PortInfo Sets.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -36,6 +41,8 @@ use crate::transport::Transport;
 use crate::types::{Guid, Lid};
 
 use super::guids::{GuidInfoSet, GuidMemo, GuidMemos};
+use super::pkeys::{Enforcement, PKeyMemos};
+use crate::partition::{PartEnforce, PartitionSet};
 
 /// What the SM wants the fabric to hold after this sweep.
 #[derive(Debug, Clone, Default)]
@@ -61,6 +68,11 @@ pub struct Plan {
     /// with `read_before_write`, those the cache knows nothing of are read
     /// first.
     pub guid_info: Vec<GuidInfoSet>,
+    /// The P_Keys every port should hold ([`super::pkeys`]); `None`: every
+    /// end port keeps what it holds, plus the default P_Key.
+    pub partitions: Option<std::sync::Arc<PartitionSet>>,
+    /// Where switches enforce partitions (OpenSM's `part_enforce`).
+    pub part_enforce: PartEnforce,
 }
 
 /// One port's last PortInfo Set, see [`LftCache::ports`].
@@ -87,6 +99,9 @@ pub struct LftCache {
     /// GUIDInfo blocks written (or read before writing), by port GUID and
     /// block.
     pub guid_info: GuidMemos,
+    /// P_Key blocks written or read, by node GUID, port and block: a later
+    /// sweep reads only the blocks it does not know.
+    pub pkeys: PKeyMemos,
 }
 
 /// What programming sent, by kind; every count but `failures`, `*_reads`
@@ -116,11 +131,12 @@ pub struct ProgramReport {
     pub guid_info_reads: usize,
     /// SMPs (Gets or Sets) that got no usable answer.
     pub failures: usize,
-    /// P_Key block 0 of every end port read, by node GUID and port, as the
-    /// SM left it (the default P_Key added where it was missing): what the
-    /// SA's P_KeyTableRecords answer from. Ports whose read failed are
-    /// absent; switches' tables are not read.
-    pub pkey_blocks: HashMap<(Guid, u8), PKeyTableBlockRepr>,
+    /// The whole P_Key table of every port the SM programs P_Keys on (end
+    /// ports, switch port 0, and the switch ports enforcing partitions), by
+    /// node GUID and port, block by block, as the ports answered the SM's
+    /// Sets and reads: what the SA's P_KeyTableRecords answer from. Ports
+    /// with a block unknown (a read or Set that failed) are absent.
+    pub pkey_blocks: HashMap<(Guid, u8), Vec<PKeyTableBlockRepr>>,
     /// The alias GUIDs ports hold, by port GUID and GUIDInfo index, as they
     /// answered this SM's GUIDInfo Sets and reads (this one's and earlier
     /// ones'). Ports whose table the SM never wrote are absent.
@@ -158,6 +174,7 @@ enum Target {
     PKeys {
         node: NodeId,
         port: u8,
+        block: u16,
     },
     SwitchInfo {
         node: NodeId,
@@ -198,11 +215,19 @@ pub async fn program<T: Transport>(
 ) -> ProgramReport {
     let mut report = ProgramReport::default();
 
-    // The default partition: every end port's P_Key block 0 must hold the
-    // full-member default P_Key. Read first; write only what is missing.
-    let reads = pkey_reads(subnet);
-    report.pkey_reads = reads.len();
-    let pkey_fixes = read_pkeys(client, subnet, reads, &mut report).await;
+    // P_Keys: read what the SM does not know, plan every table; the blocks
+    // that change go first in pass 1, the enforcement bits ride in the
+    // PortInfo Sets.
+    let pkeys = super::pkeys::prepare(
+        client,
+        subnet,
+        plan.partitions.as_deref(),
+        plan.part_enforce,
+        &mut report,
+        &mut cache.pkeys,
+    )
+    .await;
+    let pkey_sets: Vec<SetRequest> = pkeys.sets.iter().map(pkey_set).collect();
 
     let managed: Vec<NodeId> = subnet.ids().filter(|&id| subnet.node(id).quarantined.is_none()).collect();
     let switches: Vec<NodeId> = managed.iter().copied().filter(|&id| subnet.node(id).is_switch()).collect();
@@ -229,10 +254,11 @@ pub async fn program<T: Transport>(
     let sl2vl_targets =
         (0..plan.qos.len() as u32).filter(|&i| !qos_held[i as usize]).map(|index| Target::Qos { index });
     let guid_targets = (0..plan.guid_info.len() as u32).map(|index| Target::GuidInfo { index });
-    let first = Work::Prepared(pkey_fixes.into_iter());
+    let first = Work::Prepared(pkey_sets.into_iter());
     let rest = targets.into_iter().chain(sl2vl_targets).chain(guid_targets).chain(lft_targets);
-    let ctx = Ctx { plan, config, state: PortState::Armed };
+    let ctx = Ctx { plan, config, state: PortState::Armed, enforcement: &pkeys.enforcement };
     execute(client, subnet, first, rest, &ctx, &mut report, cache).await;
+    report.pkey_blocks = super::pkeys::held_blocks(&cache.pkeys, &pkeys.ports);
 
     // Pass 2: ACTIVE, once every port on both ends of each link is armed.
     let armed: Vec<Target> = managed
@@ -244,7 +270,7 @@ pub async fn program<T: Transport>(
                 .map(move |port| Target::Port { node, port })
         })
         .collect();
-    let ctx = Ctx { plan, config, state: PortState::Active };
+    let ctx = Ctx { plan, config, state: PortState::Active, enforcement: &pkeys.enforcement };
     execute(client, subnet, Work::Prepared(Vec::new().into_iter()), armed.into_iter(), &ctx, &mut report, cache).await;
     report.alias_guids = super::guids::held_aliases(&cache.guid_info);
     report
@@ -265,7 +291,8 @@ pub async fn program_aliases<T: Transport>(
         read_guid_info(client, subnet, plan, &mut report, cache).await;
     }
     let targets = (0..plan.guid_info.len() as u32).map(|index| Target::GuidInfo { index });
-    let ctx = Ctx { plan, config, state: PortState::Armed };
+    let no_enforcement = HashMap::new();
+    let ctx = Ctx { plan, config, state: PortState::Armed, enforcement: &no_enforcement };
     execute(client, subnet, Work::Prepared(Vec::new().into_iter()), targets, &ctx, &mut report, cache).await;
     report.alias_guids = super::guids::held_aliases(&cache.guid_info);
     report
@@ -273,7 +300,7 @@ pub async fn program_aliases<T: Transport>(
 
 /// Gets, driven by the runtime's driver; `answer` then sees each result
 /// with the key it was asked under.
-async fn read_all<T: Transport, K: Send>(
+pub(super) async fn read_all<T: Transport, K: Send>(
     client: &SmpClient<T>,
     reads: impl Iterator<Item = (K, DrPath, AttributeId, u32)>,
     mut answer: impl FnMut(K, DrPath, Result<[u8; 64], SmpError>),
@@ -458,9 +485,24 @@ struct Ctx<'a> {
     config: &'a SmConfig,
     /// The logical state ports move to in this pass.
     state: PortState,
+    /// Partition enforcement bits of switch ports ([`super::pkeys`]).
+    enforcement: &'a HashMap<(NodeId, u8), Enforcement>,
 }
 
-/// Requests built before the pass (P_Key fixes, which needed a read).
+/// The Set of one P_Key block.
+fn pkey_set(s: &super::pkeys::PKeySet) -> SetRequest {
+    SetRequest {
+        target: Target::PKeys { node: s.node, port: s.port, block: s.block },
+        path: s.path,
+        attr: AttributeId::PKeyTable,
+        amod: s.amod,
+        data: s.want.to_data(),
+        sm_lid_only: false,
+        port_before: None,
+    }
+}
+
+/// Requests built before the pass (P_Key blocks, which needed a read).
 enum Work {
     Prepared(std::vec::IntoIter<SetRequest>),
 }
@@ -471,7 +513,7 @@ fn make(subnet: &Subnet, target: Target, ctx: &Ctx, cache: &LftCache) -> Option<
     match target {
         Target::Port { node, port } => {
             let memo = cache.ports.get(&(subnet.node(node).guid(), port));
-            port_set(subnet, node, port, ctx.plan, ctx.config, ctx.state, memo)
+            port_set(subnet, node, port, ctx, memo)
         }
         Target::SwitchInfo { node } => switch_info_set(subnet, node, ctx.plan, ctx.config),
         Target::Lft { node, block } => lft_set(subnet, node, block, ctx.plan, cache),
@@ -560,7 +602,12 @@ impl<I: Iterator<Item = Target>> SmpCore for SetPass<'_, '_, I> {
             Err(e) => {
                 self.report.failures += 1;
                 let (node, port) = match req.target {
-                    Target::Port { node, port } | Target::PKeys { node, port } => (node, Some(port)),
+                    Target::Port { node, port } => (node, Some(port)),
+                    Target::PKeys { node, port, block } => {
+                        // Unknown now: the next sweep reads it again.
+                        self.cache.pkeys.remove(&(self.subnet.node(node).guid(), port, block));
+                        (node, Some(port))
+                    }
                     Target::SwitchInfo { node } => (node, None),
                     Target::Qos { index } => (self.ctx.plan.qos[index as usize].node, None),
                     Target::Lft { node, .. } => {
@@ -614,7 +661,11 @@ impl<I: Iterator<Item = Target>> SmpCore for SetPass<'_, '_, I> {
                     }
                 }
             }
-            Target::PKeys { .. } => self.report.pkey_sets += 1,
+            Target::PKeys { node, port, block } => {
+                self.report.pkey_sets += 1;
+                let key = (self.subnet.node(node).guid(), port, block);
+                super::pkeys::remember_set(&mut self.cache.pkeys, key, &req.data, &data);
+            }
             Target::GuidInfo { index } => {
                 self.report.guid_info_sets += 1;
                 let set = &self.ctx.plan.guid_info[index as usize];
@@ -718,17 +769,11 @@ fn lft_set(subnet: &Subnet, id: NodeId, block: u32, plan: &Plan, cache: &LftCach
 }
 
 /// The PortInfo Set for one port, or `None` when the port already holds what
-/// the SM wants. `target` is the logical state to move to when the port is
-/// one step below it.
-fn port_set(
-    subnet: &Subnet,
-    id: NodeId,
-    port: u8,
-    plan: &Plan,
-    config: &SmConfig,
-    target: PortState,
-    memo: Option<&PortMemo>,
-) -> Option<SetRequest> {
+/// the SM wants. `ctx.state` is the logical state to move to when the port
+/// is one step below it.
+fn port_set(subnet: &Subnet, id: NodeId, port: u8, ctx: &Ctx, memo: Option<&PortMemo>) -> Option<SetRequest> {
+    let (plan, config, target) = (ctx.plan, ctx.config, ctx.state);
+    let enforce = ctx.enforcement.get(&(id, port)).copied();
     let node = subnet.node(id);
     let current = node.ports.get(port as usize)?.info.as_ref()?;
     let is_switch = node.is_switch();
@@ -763,6 +808,11 @@ fn port_set(
             want.vl_high_limit = limit;
         }
         want.operational_vls = current.vl_cap.min(far.vl_cap).min(config.max_op_vls).max(1);
+    }
+    // Switch external ports: partition enforcement as `super::pkeys` decided.
+    if let Some(e) = enforce.filter(|_| is_switch && port != 0) {
+        want.partition_enforcement_inbound = e.inbound;
+        want.partition_enforcement_outbound = e.outbound;
     }
 
     // The port still holds what it answered our last Set with, and we want
@@ -807,6 +857,8 @@ fn port_set(
     // 0 means "no change" in the spec, but ibsim stores it literally: say
     // the value every time.
     set.operational_vls = want.operational_vls;
+    set.partition_enforcement_inbound = want.partition_enforcement_inbound;
+    set.partition_enforcement_outbound = want.partition_enforcement_outbound;
     set.port_state = step.unwrap_or(PortState::NoChange);
     set.client_reregister = reregister;
     Some(SetRequest {
@@ -818,108 +870,4 @@ fn port_set(
         sm_lid_only,
         port_before: Some((*current, want)),
     })
-}
-
-/// P_Key block 0 of every end port the SM manages.
-fn pkey_reads(subnet: &Subnet) -> Vec<(NodeId, u8, DrPath)> {
-    let mut out = Vec::new();
-    for id in subnet.ids() {
-        let node = subnet.node(id);
-        if node.is_switch() || node.quarantined.is_some() {
-            continue;
-        }
-        for port in node.external_ports() {
-            if node.ports[port as usize].info.is_some() && node.ports[port as usize].remote.is_some() {
-                out.push((id, port, node.path_for_port(port)));
-            }
-        }
-    }
-    out
-}
-
-/// Reads the blocks; returns the Sets that put the default P_Key in place.
-async fn read_pkeys<T: Transport>(
-    client: &SmpClient<T>,
-    subnet: &mut Subnet,
-    reads: Vec<(NodeId, u8, DrPath)>,
-    report: &mut ProgramReport,
-) -> Vec<SetRequest> {
-    let mut fixes = Vec::new();
-    // A CA's P_KeyTable modifier is the block number; the port is the one
-    // the SMP arrives on.
-    let gets = reads.into_iter().map(|(id, port, path)| ((id, port), path, AttributeId::PKeyTable, 0));
-    read_all(client, gets, |(id, port), path, result| {
-        let block = match result
-            .map_err(|e| e.to_string())
-            .and_then(|d| PKeyTableBlockRepr::parse_data(&d).map_err(|e| e.to_string()))
-        {
-            Ok(b) => b,
-            Err(e) => {
-                report.failures += 1;
-                let what =
-                    Problem::ReadFailed { attr: AttributeId::PKeyTable, amod: 0, error: format!("port {port}: {e}") };
-                subnet.problems.push(SweepProblem { path, guid: Some(subnet.node(id).guid()), what });
-                return;
-            }
-        };
-        let held = with_default_pkey(&block).unwrap_or(block);
-        report.pkey_blocks.insert((subnet.node(id).guid(), port), held);
-        match with_default_pkey(&block) {
-            Some(fixed) => fixes.push(SetRequest {
-                target: Target::PKeys { node: id, port },
-                path,
-                attr: AttributeId::PKeyTable,
-                amod: 0,
-                data: fixed.to_data(),
-                sm_lid_only: false,
-                port_before: None,
-            }),
-            None if !block.pkeys.contains(&crate::mad::pkey_table::DEFAULT_PKEY) => {
-                let what = Problem::DefaultPKeyMissing { port };
-                subnet.problems.push(SweepProblem { path, guid: Some(subnet.node(id).guid()), what });
-            }
-            None => {}
-        }
-    })
-    .await;
-    fixes
-}
-
-/// The block with the full-member default P_Key added, or `None` when it
-/// already holds it. A limited default entry is upgraded in place; other
-/// entries keep their indexes (QPs are bound to indexes).
-pub fn with_default_pkey(block: &PKeyTableBlockRepr) -> Option<PKeyTableBlockRepr> {
-    use crate::mad::pkey_table::{DEFAULT_PKEY, PARTITION_MASK};
-    if block.pkeys.contains(&DEFAULT_PKEY) {
-        return None;
-    }
-    let mut fixed = *block;
-    let slot = fixed
-        .pkeys
-        .iter()
-        .position(|&k| k & PARTITION_MASK == PARTITION_MASK)
-        .or_else(|| fixed.pkeys.iter().position(|&k| k & PARTITION_MASK == 0))?;
-    fixed.pkeys[slot] = DEFAULT_PKEY;
-    Some(fixed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_pkey_is_added_without_moving_others() {
-        let mut b = PKeyTableBlockRepr::default();
-        b.pkeys[0] = 0xffff;
-        assert_eq!(with_default_pkey(&b), None);
-        b.pkeys[0] = 0x7fff;
-        assert_eq!(with_default_pkey(&b).unwrap().pkeys[0], 0xffff);
-        let mut b = PKeyTableBlockRepr::default();
-        b.pkeys[0] = 0x8001;
-        let fixed = with_default_pkey(&b).unwrap();
-        assert_eq!(fixed.pkeys[0], 0x8001);
-        assert_eq!(fixed.pkeys[1], 0xffff);
-        let full = PKeyTableBlockRepr { pkeys: [0x8002; 32] };
-        assert_eq!(with_default_pkey(&full), None, "no room: left alone");
-    }
 }

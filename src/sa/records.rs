@@ -180,14 +180,16 @@ impl Records {
                     lft_switches.insert(lid.0, node.guid());
                 }
             }
-            // P_KeyTableRecords: block 0 of each end port.
+            // P_KeyTableRecords: every block of each end port.
             for &p in node_ports.iter().filter(|_| !node.is_switch()) {
-                let (Some(block), Some(lid)) =
+                let (Some(blocks), Some(lid)) =
                     (sweep.program.pkey_blocks.get(&(node.guid(), p)), record_lid(subnet, ports, id, p))
                 else {
                     continue;
                 };
-                pkey_t.push(&PKeyTableRecordRepr { lid, block_num: 0, port_num: p, pkey_table: *block });
+                for (n, block) in blocks.iter().enumerate() {
+                    pkey_t.push(&PKeyTableRecordRepr { lid, block_num: n as u16, port_num: p, pkey_table: *block });
+                }
             }
             // QoS tables programmed.
             if let Some(known) = qos.sl2vl.get(&node.guid()) {

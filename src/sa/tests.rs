@@ -479,10 +479,19 @@ fn p_key_tables_only_for_trusted_requesters() {
     let key = PKeyTableRecordRepr { lid: Lid(lid), ..Default::default() };
     let refused = fetch(&mut a, &query(0x01, &key, pkey_table_mask::LID, 0, lid));
     assert_eq!(sa_status_of(&refused), sa_status::REQ_INVALID);
-    let got = fetch(&mut a, &query(0x01, &key, pkey_table_mask::LID, SA_KEY, lid)).parse::<PKeyTableRecordRepr>();
+    // The SM's port holds two blocks (64 P_Keys): a Get names the block.
+    let both = fetch(&mut a, &query(0x12, &key, pkey_table_mask::LID, SA_KEY, lid)).parse::<PKeyTableRecordRepr>();
+    assert_eq!(both.iter().map(|r| r.block_num).collect::<Vec<_>>(), vec![0, 1]);
+    let mask = pkey_table_mask::LID | pkey_table_mask::BLOCK_NUM;
+    let got = fetch(&mut a, &query(0x01, &key, mask, SA_KEY, lid)).parse::<PKeyTableRecordRepr>();
     assert!(got[0].pkey_table.pkeys.contains(&0xFFFF), "the default partition the SM put there");
     let all = fetch(&mut a, &query(0x12, &key, 0, SA_KEY, lid)).parse::<PKeyTableRecordRepr>();
-    assert_eq!(all.len(), swept().program.pkey_blocks.len());
+    // One record per block of every end port (switch ports have none).
+    let s = swept();
+    let is_switch = |g: &Guid| s.subnet.by_guid.get(g).is_some_and(|&id| s.subnet.node(id).is_switch());
+    let end_blocks: usize =
+        s.program.pkey_blocks.iter().filter(|((g, _), _)| !is_switch(g)).map(|(_, t)| t.len()).sum();
+    assert_eq!(all.len(), end_blocks);
 }
 
 #[test]

@@ -135,9 +135,27 @@ pub enum Problem {
         port: Option<u8>,
         error: String,
     },
-    /// P_Key block 0 is full and lacks the default P_Key: left as is.
+    /// The P_Key table is full and lacks the default P_Key: left as is
+    /// (no partitions configured).
     DefaultPKeyMissing {
         port: u8,
+    },
+    /// The port is a member of more P_Keys than its table holds
+    /// (NodeInfo.PartitionCap): the first `cap` were programmed.
+    PKeyTableFull {
+        port: u8,
+        port_guid: Guid,
+        cap: usize,
+        wanted: usize,
+    },
+    /// A switch port's table (SwitchInfo.PartitionEnforcementCap) cannot
+    /// hold the P_Keys of the end port it faces: partition enforcement is
+    /// off on that port.
+    EnforcementCapTooSmall {
+        port: u8,
+        cap: usize,
+        needed: usize,
+        end_port: Guid,
     },
 }
 
@@ -167,8 +185,16 @@ impl fmt::Display for Problem {
                 write!(f, "Set {attr:?} (modifier {amod:#x}) failed: {error}")
             }
             Problem::DefaultPKeyMissing { port } => {
-                write!(f, "port {port}: P_Key block 0 is full and lacks the default P_Key; left as is")
+                write!(f, "port {port}: the P_Key table is full and lacks the default P_Key; left as is")
             }
+            Problem::PKeyTableFull { port, port_guid, cap, wanted } => write!(
+                f,
+                "port {port} (port GUID {port_guid}) is a member of {wanted} P_Keys but holds {cap}: the first {cap} programmed"
+            ),
+            Problem::EnforcementCapTooSmall { port, cap, needed, end_port } => write!(
+                f,
+                "switch port {port} holds {cap} P_Keys, fewer than the {needed} of the end port {end_port} it faces: partition enforcement off there"
+            ),
         }
     }
 }

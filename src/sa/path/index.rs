@@ -201,7 +201,7 @@ impl PathIndex {
                 caps,
                 mtu_cap: if rate::is_mtu(pi.mtu_cap) { pi.mtu_cap } else { rate::MTU_MIN },
                 rate: own_rate,
-                pkeys: report.program.pkey_blocks.get(&(node.guid(), port)).map(|b| b.pkeys),
+                pkeys: report.program.pkey_blocks.get(&(node.guid(), port)).and_then(|t| t.first()).map(|b| b.pkeys),
             });
         }
         ends.sort_by_key(|e| e.base_lid);

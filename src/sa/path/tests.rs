@@ -366,7 +366,8 @@ fn pkeys_must_be_shared() {
     // H3 holds only a limited membership: two limited members cannot talk.
     let mut report = s.report.clone();
     let h3_guid = s.topo.node(NodeIdx(H3)).port_guid(1);
-    for k in report.program.pkey_blocks.get_mut(&(s.topo.node(NodeIdx(H3)).node_guid, 1)).unwrap().pkeys.iter_mut() {
+    let h3_table = report.program.pkey_blocks.get_mut(&(s.topo.node(NodeIdx(H3)).node_guid, 1)).unwrap();
+    for k in h3_table.iter_mut().flat_map(|b| b.pkeys.iter_mut()) {
         if *k == 0xFFFF {
             *k = 0x7FFF;
         }
