@@ -54,6 +54,11 @@ pub struct SweepReport {
     pub routing_notes: Vec<String>,
     /// What the sweep decided to route.
     pub routes: SweptRoutes,
+    /// The partitions this sweep programmed (`None`: the SM was given no
+    /// partition source, and ports only gained the default P_Key).
+    pub partitions: Option<Arc<crate::partition::PartitionSet>>,
+    /// The multicast pass that ended the sweep.
+    pub mcast: mcast::McastReport,
     pub elapsed: Duration,
 }
 
@@ -153,6 +158,13 @@ pub struct SubnetManager<T: Transport> {
     partitions: Option<Arc<crate::partition::PartitionSet>>,
     /// Where switches enforce partitions.
     part_enforce: crate::partition::PartEnforce,
+    /// partitions.conf: when set, every heavy sweep resolves `partitions`
+    /// from it.
+    partition_source: Option<partitions::PartitionSource>,
+    /// Multicast trees and what the switches' MFTs hold.
+    mcast: mcast::McastState,
+    /// The SA's groups.
+    mcast_source: Option<mcast::McastSource>,
 }
 
 impl<T: Transport> SubnetManager<T> {
@@ -175,6 +187,7 @@ impl<T: Transport> SubnetManager<T> {
                 Err(e) => warn!(error = %e, "guid2lid unreadable; assigning afresh, keeping the LIDs ports hold"),
             }
         }
+        let part_enforce = config.part_enforce;
         SubnetManager {
             client,
             config,
@@ -191,7 +204,10 @@ impl<T: Transport> SubnetManager<T> {
             aliases: None,
             took_over: false,
             partitions: None,
-            part_enforce: crate::partition::PartEnforce::default(),
+            part_enforce,
+            partition_source: None,
+            mcast: mcast::McastState::default(),
+            mcast_source: None,
         }
     }
 
@@ -246,6 +262,45 @@ impl<T: Transport> SubnetManager<T> {
     /// default P_Key where it lacks it.
     pub fn set_partitions(&mut self, partitions: Option<Arc<crate::partition::PartitionSet>>) {
         self.partitions = partitions;
+    }
+
+    /// Reads `sm.partition_config_file` (a missing file is the no-file
+    /// default); from now on every heavy sweep re-reads it and resolves the
+    /// partitions for the ports it found. An error names file, line and
+    /// column, and nothing is in force yet: the caller should not start.
+    pub fn load_partitions(&mut self) -> Result<(), crate::partition::conf::PartitionConfError> {
+        let options = crate::partition::policy::PolicyOptions {
+            allow_both_pkeys: self.config.allow_both_pkeys,
+            qos: self.qos.enabled,
+        };
+        let mut source = partitions::PartitionSource::new(self.config.partition_config_file.clone(), options);
+        source.load()?;
+        self.partition_source = Some(source);
+        Ok(())
+    }
+
+    /// Where the SA publishes its multicast groups; every heavy sweep and
+    /// [`Self::program_multicast`] route them and write the MFTs. Without
+    /// a source no MFT is written.
+    pub fn set_mcast_source(&mut self, source: mcast::McastSource) {
+        self.mcast_source = Some(source);
+    }
+
+    fn mcast_table(&self) -> Arc<mcast::McastTable> {
+        self.mcast_source.as_ref().map(|rx| rx.borrow().clone()).unwrap_or_default()
+    }
+
+    /// Routes the groups whose members changed since the last pass over
+    /// the last heavy sweep's topology and writes the MFT blocks that
+    /// differ (no discovery: a join reaches the switches in a few round
+    /// trips). `None` before this SM programmed the fabric.
+    pub async fn program_multicast(&mut self) -> Option<mcast::McastReport> {
+        if self.sweeps == 0 {
+            return None;
+        }
+        let table = self.mcast_table();
+        let subnet = self.known.as_ref()?;
+        self.mcast.membership_changed(&self.client, subnet, table).await
     }
 
     /// Where the next sweeps have switches enforce partitions (OpenSM's
@@ -342,6 +397,7 @@ impl<T: Transport> SubnetManager<T> {
         if mode == MasterMode::Takeover {
             // Another master may have written anything since this SM last did.
             self.lft_cache = LftCache::default();
+            self.mcast.forget_tables();
         }
 
         // LIDs.
@@ -424,6 +480,11 @@ impl<T: Transport> SubnetManager<T> {
         self.path_sl = computed.path_sl.map(|sl| (sl, view.switch_nodes.clone()));
         self.routed_switch_guids = view.switch_nodes.iter().map(|&n| subnet.node(n).guid()).collect();
 
+        // Partitions: the file re-read, resolved for the ports found.
+        if let Some(source) = &mut self.partition_source {
+            self.partitions = Some(source.resolve(&subnet));
+        }
+
         // Programming. Alias GUIDs: ports whose link came up anew lost
         // what this SM wrote (judged on the subnet as discovered).
         guids::forget_reset_ports(&subnet, &mut self.lft_cache.guid_info);
@@ -442,6 +503,12 @@ impl<T: Transport> SubnetManager<T> {
             part_enforce: self.part_enforce,
         };
         let program = sets::program(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
+        // Multicast last: trees over the topology just programmed.
+        let mcast_table = self.mcast_table();
+        let mcast = self.mcast.after_sweep(&self.client, &subnet, view, mcast_table).await;
+        for p in &mcast.problems {
+            warn!(problem = %p, "multicast");
+        }
         // What the ports answered to the Sets is the newest knowledge.
         self.remember(&subnet);
         self.known_switches = subnet
@@ -461,8 +528,18 @@ impl<T: Transport> SubnetManager<T> {
             switches: self.routed_switch_guids.clone(),
             qos: plan.qos,
         };
-        let report =
-            SweepReport { mode, subnet, lids, program, inactive, routing_notes, routes, elapsed: started.elapsed() };
+        let report = SweepReport {
+            mode,
+            subnet,
+            lids,
+            program,
+            inactive,
+            routing_notes,
+            routes,
+            partitions: plan.partitions.clone(),
+            mcast,
+            elapsed: started.elapsed(),
+        };
         info!(
             up = report.subnet_up(),
             inactive = report.inactive.len(),
@@ -473,6 +550,9 @@ impl<T: Transport> SubnetManager<T> {
             lft_blocks = report.program.lft_blocks,
             lft_reads = report.program.lft_reads,
             guid_info_sets = report.program.guid_info_sets,
+            pkey_sets = report.program.pkey_sets,
+            mcast_groups = report.mcast.groups,
+            mft_sets = report.mcast.mft_sets,
             elapsed_ms = report.elapsed.as_millis() as u64,
             "sweep done"
         );
