@@ -1,7 +1,8 @@
 //! The subnet administrator (class 0x03, version 2): an I/O-free core that
 //! answers SA queries from the last sweep's snapshot, keeps what requesters
-//! register (ServiceRecords, InformInfo subscriptions, alias GUIDs), and
-//! sends Reports to subscribers.
+//! register (ServiceRecords, InformInfo subscriptions, alias GUIDs,
+//! multicast group memberships: [`mcast`]), and sends Reports to
+//! subscribers.
 //!
 //! ```text
 //!  runtime ── handle_mad(now, MAD) ──► SaAgent ── poll_transmit(now) ──► answers, RMPP segments, Reports
@@ -139,6 +140,10 @@ pub struct SaAgent {
     mirror: mirror::Mirror,
     /// Became master: import the copy once a snapshot is here.
     take_over: bool,
+    /// Multicast groups and their members (MCMemberRecord joins).
+    mcast: mcast::McGroups,
+    /// MLIDs every switch of the last snapshot can forward.
+    mlids: u16,
 }
 
 impl SaAgent {
@@ -163,6 +168,8 @@ impl SaAgent {
             log: LogGate::default(),
             mirror: mirror::Mirror::default(),
             take_over: false,
+            mcast: mcast::McGroups::new(),
+            mlids: mcast::MLID_SPACE,
         }
     }
 
@@ -295,7 +302,9 @@ impl SaAgent {
     /// ports that left service since the last one are reported as trap 65,
     /// ports that entered it as trap 64, to the subscribers that asked;
     /// subscriptions, ServiceRecords and alias GUIDs of ports gone from
-    /// the fabric are dropped.
+    /// the fabric are dropped; multicast members gone from the fabric or
+    /// their group's partition leave, and the partitions' well-known
+    /// groups are made or updated ([`mcast::McGroups::sync`]).
     pub fn new_snapshot(&mut self, now: Duration, snap: Arc<Snapshot>) {
         self.stats.snapshots += 1;
         let ports = PortIndex::build(&snap.sweep);
@@ -320,10 +329,12 @@ impl SaAgent {
         if subs + services + aliases > 0 {
             info!(subscriptions = subs, services, alias_guids = aliases, "SA dropped what ports gone had registered");
         }
+        self.sync_multicast(&snap);
         self.refresh_gauges();
         if !first {
             self.report_service_changes(now, &old, &snap);
         }
+        self.report_multicast(now);
         debug!(sequence = snap.sequence, records = self.stats.records, "SA took a snapshot");
         // After the Reports: a takeover's subscriptions hear of changes
         // from this snapshot on.
@@ -446,6 +457,13 @@ impl SaAgent {
         &self.stats
     }
 
+    /// The multicast groups: what the runtime publishes for the SM to
+    /// route ([`mcast::McGroups::mcast_table`], bumped
+    /// [`mcast::McGroups::version`] on every change).
+    pub fn multicast(&self) -> &mcast::McGroups {
+        &self.mcast
+    }
+
     pub fn config(&self) -> &SaConfig {
         &self.cfg
     }
@@ -513,7 +531,9 @@ impl SaAgent {
             | A::InformInfoRecord
             | A::PathRecord => read,
             A::MultiPathRecord => req.method == M::GetMulti,
-            A::GuidInfoRecord | A::ServiceRecord => read || matches!(req.method, M::Set | M::Delete),
+            A::GuidInfoRecord | A::ServiceRecord | A::McMemberRecord => {
+                read || matches!(req.method, M::Set | M::Delete)
+            }
             A::InformInfo => req.method == M::Set,
             _ => false,
         };
@@ -589,6 +609,8 @@ impl SaAgent {
             }
             A::ServiceRecord => self.service_change(now, req, trusted),
             A::InformInfo => self.inform_info(now, req, trusted),
+            A::McMemberRecord if read => self.mc_member_query(now, req, trusted, &snap),
+            A::McMemberRecord => self.mc_member_change(now, req, trusted, &snap),
             A::PathRecord => self.path_record(now, req),
             A::MultiPathRecord => self.multi_path_record(now, req),
             A::InformInfoRecord => {
@@ -1152,13 +1174,18 @@ impl SaAgent {
     /// Reports `notice` to every subscription it matches (only a serving
     /// SA sends Reports).
     fn forward(&mut self, now: Duration, notice: &NoticeRepr) {
+        self.forward_where(now, notice, |_| true);
+    }
+
+    /// [`Self::forward`] to the matching subscriptions `allow` lets hear it.
+    fn forward_where(&mut self, now: Duration, notice: &NoticeRepr, allow: impl Fn(&Subscription) -> bool) {
         if self.serving != Serving::Master {
             return;
         }
         let targets: Vec<_> = self
             .subscriptions
             .iter()
-            .filter(|s| s.matches(notice, &notice.issuer_gid))
+            .filter(|s| s.matches(notice, &notice.issuer_gid) && allow(s))
             .map(|s| {
                 let mut to = s.addr;
                 to.qkey = crate::transport::MadAddress::QP1_QKEY;
@@ -1219,6 +1246,8 @@ impl SaAgent {
     }
 
     fn refresh_gauges(&mut self) {
+        self.stats.mcast.groups = self.mcast.len() as u64;
+        self.stats.mcast.members = self.mcast.member_count() as u64;
         self.stats.services = self.services.len() as u64;
         self.stats.subscriptions = self.subscriptions.len() as u64;
         self.stats.alias_guids = self.aliases.len() as u64;

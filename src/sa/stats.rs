@@ -52,6 +52,9 @@ pub struct Drops {
     pub subscription_cap: u64,
     /// Alias GUIDs over a cap (answered ERR_NO_RESOURCES).
     pub alias_guid_cap: u64,
+    /// Multicast joins over a cap, or with no MLID free (answered
+    /// ERR_NO_RESOURCES).
+    pub mcast_cap: u64,
     /// Reports with no room in `max_reports`.
     pub report_cap: u64,
     /// Reports to a subscriber with `max_reports_per_subscriber` waiting.
@@ -93,6 +96,29 @@ pub struct ReportCounts {
     pub gid_out_of_service: u64,
     /// Traps the SM received and handed to the SA.
     pub traps_received: u64,
+    /// Traps 66 and 67 the SA made (a multicast group got its first full
+    /// member, lost its last).
+    pub mcast_created: u64,
+    pub mcast_deleted: u64,
+}
+
+/// Multicast groups (MCMemberRecord, `super::mcast`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McastCounts {
+    /// Joins (SubnAdmSet) and leaves (SubnAdmDelete) answered with status 0.
+    pub joins: u64,
+    pub leaves: u64,
+    /// Refused (any SA status).
+    pub join_errors: u64,
+    pub leave_errors: u64,
+    /// Members a snapshot removed: their port left the fabric or the
+    /// group's partition.
+    pub members_dropped: u64,
+    /// Well-known groups of the partitions that found no free MLID.
+    pub well_known_unplaced: u64,
+    /// Groups and memberships now (gauges).
+    pub groups: u64,
+    pub members: u64,
 }
 
 /// A standby's mirror of the master's SA state, and what takeovers
@@ -151,6 +177,7 @@ pub struct SaStats {
     /// ServiceRecords whose lease ran out.
     pub leases_expired: u64,
     pub mirror: MirrorCounts,
+    pub mcast: McastCounts,
 }
 
 impl SaStats {

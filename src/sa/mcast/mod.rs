@@ -102,9 +102,13 @@
 //! [`McGroups::mcast_table`] gives all members per MLID in the form the
 //! SM's multicast pass reads, and [`McGroups::version`] counts changes.
 
+mod agent;
 mod error;
+mod fabric;
 mod mgid;
 
+#[cfg(test)]
+mod agent_tests;
 #[cfg(test)]
 mod tests;
 
