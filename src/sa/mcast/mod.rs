@@ -1,5 +1,5 @@
-//! Multicast groups (IBA 15.2.5.17 MCMemberRecord, the o15-0.1.x and
-//! o15-0.2.x rules of 15.4): joins (SubnAdmSet), leaves (SubnAdmDelete),
+//! Multicast groups (IBA 15.2.5.17 MCMemberRecord and its o15-0.1.x and
+//! o15-0.2.x rules): joins (SubnAdmSet), leaves (SubnAdmDelete),
 //! the groups' MLIDs, and who the SM must route each MLID to. I/O-free:
 //! the SA agent hands in requests and a view of the fabric
 //! ([`McFabric`]), and reads back records, [`McEvent`]s (traps 66/67)
@@ -105,7 +105,7 @@
 mod agent;
 mod error;
 mod fabric;
-mod mgid;
+pub mod mgid;
 
 #[cfg(test)]
 mod agent_tests;
