@@ -85,6 +85,8 @@ pub enum RunError {
     NotUp { attempts: u32, reasons: Vec<NotUpReason> },
     #[error("another SM is master ({master}); --once does not take over from it")]
     OtherMaster { master: String },
+    #[error("partitions: {0}")]
+    Partitions(#[from] crate::partition::conf::PartitionConfError),
 }
 
 /// Why the subnet is not up, each naming the node, port and path concerned.
@@ -107,6 +109,8 @@ enum SweepDone {
     LightSwept(Option<crate::sweep::light::LightFinding>),
     /// The alias pass (`None`: the SM has not programmed the fabric yet).
     AliasesProgrammed(Option<crate::program::sets::ProgramReport>),
+    /// The multicast pass (`None`: no heavy sweep has routed yet).
+    McastProgrammed(Option<crate::program::mcast::McastReport>),
 }
 
 /// Work for the sweep slot, queued while it is busy.
@@ -119,6 +123,9 @@ enum SweepWork {
     Light,
     /// The SA's alias GUIDs changed: write the GUIDInfo blocks that differ.
     Aliases,
+    /// The SA's multicast groups changed: route them, write the MFT blocks
+    /// that differ.
+    Multicast,
 }
 
 type SweepJob<T> = Pin<Box<dyn Future<Output = (SubnetManager<T>, SweepDone)> + Send>>;
@@ -194,6 +201,12 @@ pub async fn run<T: Transport + Clone>(
     // The SA hands out alias GUIDs; the SM writes them into the ports.
     let (alias_tx, mut alias_changes) = tokio::sync::watch::channel(Arc::default());
     sm.set_alias_source(alias_changes.clone());
+    // partitions.conf: a bad file stops the SM here (nothing is in force
+    // yet to keep); later ones are refused sweep by sweep.
+    sm.load_partitions()?;
+    // The SA's multicast groups; the SM routes them and writes the MFTs.
+    let (mcast_tx, mut mcast_changes) = tokio::sync::watch::channel(Arc::default());
+    sm.set_mcast_source(mcast_changes.clone());
     let client = SmpClient::with_m_key(transport.clone(), config.sm.m_key);
     let sa = sa_task::spawn(
         transport.clone(),
@@ -202,6 +215,7 @@ pub async fn run<T: Transport + Clone>(
         options.snapshots.clone(),
         options.metrics.clone(),
         alias_tx,
+        mcast_tx,
     );
     info!(
         guid = %local.port_guid,
@@ -239,6 +253,12 @@ pub async fn run<T: Transport + Clone>(
     } else {
         None
     };
+    // SIGHUP: re-read partitions.conf now (a heavy sweep), as OpenSM does.
+    let mut reload = if owner.options.operator_signals {
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok()
+    } else {
+        None
+    };
     let mut job: Option<SweepJob<T>> = None;
     let mut side: FuturesUnordered<SideJob> = FuturesUnordered::new();
     tokio::pin!(shutdown);
@@ -267,6 +287,12 @@ pub async fn run<T: Transport + Clone>(
         };
         let operator_asks = async {
             match operator.as_mut() {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        let reload_asked = async {
+            match reload.as_mut() {
                 Some(s) => s.recv().await,
                 None => std::future::pending().await,
             }
@@ -302,6 +328,14 @@ pub async fn run<T: Transport + Clone>(
                 None => {}
             },
             Ok(()) = alias_changes.changed() => owner.on_aliases_changed(),
+            Ok(()) = mcast_changes.changed() => owner.on_mcast_changed(),
+            Some(()) = reload_asked => {
+                info!("SIGHUP: heavy sweep to re-read partitions.conf");
+                if owner.election.state() == State::Master {
+                    let now = owner.now();
+                    owner.election.handle(now, Event::SweepWanted);
+                }
+            }
             _ = sleep => owner.on_wake(job.is_some(), &mut side),
             Some(()) = operator_asks => {
                 info!("operator asks for a handover (SIGUSR1)");
@@ -364,6 +398,15 @@ impl<T: Transport + Clone> Owner<T> {
             SweepWork::Aliases => Box::pin(async move {
                 let r = sm.program_aliases().await;
                 (sm, SweepDone::AliasesProgrammed(r))
+            }),
+            // As for aliases: the heavy sweep routes the groups itself.
+            SweepWork::Multicast if self.discovered.is_some() => {
+                self.sm = Some(sm);
+                return self.next_job();
+            }
+            SweepWork::Multicast => Box::pin(async move {
+                let r = sm.program_multicast().await;
+                (sm, SweepDone::McastProgrammed(r))
             }),
         })
     }
@@ -451,9 +494,34 @@ impl<T: Transport + Clone> Owner<T> {
         }
     }
 
+    /// The SA's multicast groups changed: a master that programmed the
+    /// fabric routes them and writes the MFTs now, without a sweep. One
+    /// pass queued at a time: it reads the newest table when it runs.
+    fn on_mcast_changed(&mut self) {
+        let queued = self.queue.iter().any(|w| !matches!(w, SweepWork::Light | SweepWork::Aliases));
+        if self.master_swept && !queued {
+            self.queue.push_back(SweepWork::Multicast);
+        }
+    }
+
     fn on_sweep_done(&mut self, done: SweepDone) -> Option<Result<SweepReport, RunError>> {
         let now = self.now();
         match done {
+            SweepDone::McastProgrammed(Some(p)) => {
+                for problem in &p.problems {
+                    warn!(%problem, "multicast");
+                }
+                if p.mft_sets + p.failures > 0 {
+                    info!(
+                        groups = p.groups,
+                        sets = p.mft_sets,
+                        reads = p.mft_reads,
+                        failures = p.failures,
+                        "multicast forwarding programmed"
+                    );
+                }
+            }
+            SweepDone::McastProgrammed(None) => {}
             SweepDone::AliasesProgrammed(Some(p)) if p.guid_info_sets + p.failures > 0 => {
                 info!(sets = p.guid_info_sets, failures = p.failures, "alias GUIDs programmed");
             }
@@ -584,8 +652,8 @@ impl<T: Transport + Clone> Owner<T> {
             taken_at: std::time::SystemTime::now(),
             master: local.port_guid,
             master_lid,
+            partitions: report.partitions.clone(),
             sweep: report,
-            partitions: None,
         });
         self.last = Some(published);
         if self.election.state() == State::Master {

@@ -33,6 +33,7 @@ use super::snapshot::Snapshots;
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, SaRecord, ServiceRecordRepr};
 use crate::mad::{AttributeId, DrPath, NoticeRepr, PortInfoRepr, SmInfoRepr, SmpAttribute};
 use crate::program::guids::AliasTable;
+use crate::program::mcast::McastTable;
 use crate::sa::{MirrorRead, SaAgent, SaConfig, Serving};
 use crate::transport::sa_client::{SaClient, SaError};
 use crate::transport::{Datagram, LocalPort, SmpClient, Transport, TransportError, TransportStats};
@@ -97,11 +98,12 @@ pub fn spawn<T: Transport + Clone>(
     snapshots: Snapshots,
     metrics: Option<Metrics>,
     aliases: watch::Sender<Arc<AliasTable>>,
+    mcast: watch::Sender<Arc<McastTable>>,
 ) -> SaHandle {
     let (input, rx) = mpsc::channel(SA_QUEUE);
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
     let agent = SaAgent::new(config, own_port);
-    tokio::spawn(run(agent, transport, rx, serving_rx, snapshots, metrics, aliases));
+    tokio::spawn(run(agent, transport, rx, serving_rx, snapshots, metrics, aliases, mcast));
     SaHandle { input, serving, dropped: 0 }
 }
 
@@ -113,6 +115,7 @@ async fn run<T: Transport>(
     snapshots: Snapshots,
     metrics: Option<Metrics>,
     aliases: watch::Sender<Arc<AliasTable>>,
+    mcast: watch::Sender<Arc<McastTable>>,
 ) {
     let started = tokio::time::Instant::now();
     // Counters reach Prometheus at most once a second, not per MAD.
@@ -126,7 +129,14 @@ async fn run<T: Transport>(
     }
     let mut send_failures = 0u64;
     let mut alias_version = agent.alias_version();
+    let mut mcast_version = agent.multicast().version();
     loop {
+        // Joins, leaves, ports gone or the partitions' groups changed the
+        // multicast groups: the SM routes them.
+        if agent.multicast().version() != mcast_version {
+            mcast_version = agent.multicast().version();
+            mcast.send_replace(Arc::new(agent.multicast().mcast_table()));
+        }
         // A Set or Delete of GUIDInfoRecords (or ports gone, or a
         // takeover's import) changed the aliases: the SM programs them.
         if agent.alias_version() != alias_version {
