@@ -1301,6 +1301,8 @@ struct PartBuild {
 struct Builder {
     parts: Vec<PartBuild>,
     by_pkey: HashMap<u16, usize>,
+    /// Partitions by (first) name.
+    by_name: HashMap<String, Vec<usize>>,
     /// OpenSM's `global_pkey_counter`: the last P_Key generated.
     counter: u16,
     warnings: Vec<ConfWarning>,
@@ -1347,6 +1349,7 @@ impl Builder {
         Builder {
             parts: vec![default],
             by_pkey: HashMap::from([(DEFAULT_PARTITION, 0)]),
+            by_name: HashMap::from([("Default".to_string(), vec![0])]),
             counter: 0,
             warnings: Vec::new(),
         }
@@ -1366,7 +1369,7 @@ impl Builder {
                 }
                 None => self.make(h, pkey, None),
             },
-            None => match self.by_name(h)? {
+            None => match self.named(h)? {
                 Some(i) => i,
                 None => {
                     let pkey = self.generate().ok_or((h.start, Problem::NoPKeyLeft))?;
@@ -1407,10 +1410,10 @@ impl Builder {
         Ok(idx)
     }
 
-    fn by_name(&self, h: &Header) -> Result<Option<usize>, Fail> {
+    fn named(&self, h: &Header) -> Result<Option<usize>, Fail> {
         let Some((name, at)) = &h.name else { return Ok(None) };
-        let found: Vec<usize> = (0..self.parts.len()).filter(|&i| self.parts[i].name == *name).collect();
-        match found.as_slice() {
+        let found = self.by_name.get(name).map_or(&[][..], Vec::as_slice);
+        match found {
             [] => Ok(None),
             [one] => Ok(Some(*one)),
             many => Err((
@@ -1448,8 +1451,10 @@ impl Builder {
             members: Vec::new(),
             mgids: Vec::new(),
         });
-        self.by_pkey.insert(pkey, self.parts.len() - 1);
-        self.parts.len() - 1
+        let i = self.parts.len() - 1;
+        self.by_pkey.insert(pkey, i);
+        self.by_name.entry(self.parts[i].name.clone()).or_default().push(i);
+        i
     }
 
     /// Fills in defaults, builds every partition's groups and checks them.

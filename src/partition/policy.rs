@@ -39,7 +39,7 @@
 //! none. A `pkey_cap` of 0 (not reported; IBA 14.2.5.3 says at least 1)
 //! sets no limit.
 //!
-//! O(items x ports + ports x partitions).
+//! O(items x ports + memberships).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -142,8 +142,10 @@ impl PolicyIssue {
     }
 }
 
-/// One port's membership in one partition, and the item that gave it.
-type Slot = Option<(Membership, Option<Pos>)>;
+/// Per port (index into the ports given): its membership in one
+/// partition, and the item that gave it. Sparse: a file may declare
+/// thousands of partitions of a few ports each.
+type Members = HashMap<usize, (Membership, Option<Pos>)>;
 
 /// Resolves `conf` against `ports`. Always gives a usable set (see the
 /// module docs for what it does with ports that cannot hold all their
@@ -176,7 +178,7 @@ pub fn resolve(conf: &PartitionConf, ports: &[PolicyPort], opts: &PolicyOptions)
     items.sort_by_key(|(_, m)| m.at);
 
     // state[partition][port]: the membership and the item that gave it.
-    let mut state: Vec<Vec<Slot>> = vec![vec![None; ports.len()]; parts.len()];
+    let mut state: Vec<Members> = vec![Members::new(); parts.len()];
     let mut index0: Vec<Option<usize>> = vec![None; ports.len()];
     let mut targets = Vec::with_capacity(ports.len());
     for (pi, item) in items {
@@ -214,7 +216,7 @@ pub fn resolve(conf: &PartitionConf, ports: &[PolicyPort], opts: &PolicyOptions)
         };
         let mut replaced = 0;
         for &t in &targets {
-            state[pi][t] = Some((membership, item.at));
+            state[pi].insert(t, (membership, item.at));
             if item.indx0 {
                 replaced += usize::from(index0[t].is_some_and(|old| old != pi));
                 index0[t] = Some(pi);
@@ -229,21 +231,17 @@ pub fn resolve(conf: &PartitionConf, ports: &[PolicyPort], opts: &PolicyOptions)
 
     // The SM port is always a full member of the default partition.
     for &sm in &sm_ports {
-        let slot = &mut state[default_idx][sm];
-        match *slot {
-            Some((Membership::Full | Membership::Both, _)) => {}
-            Some((Membership::Limited, at)) => {
-                issues.push(PolicyIssue::SmPortKeptFull { guid: ports[sm].port_guid, at });
-                *slot = Some((Membership::Full, at));
-            }
-            None => *slot = Some((Membership::Full, None)),
+        let slot = state[default_idx].entry(sm).or_insert((Membership::Full, None));
+        if slot.0 == Membership::Limited {
+            issues.push(PolicyIssue::SmPortKeptFull { guid: ports[sm].port_guid, at: slot.1 });
+            slot.0 = Membership::Full;
         }
     }
 
     // Partitions without members go, with their groups.
     let kept: Vec<bool> = (0..parts.len())
         .map(|pi| {
-            let keep = pi == default_idx || state[pi].iter().any(Option::is_some);
+            let keep = pi == default_idx || !state[pi].is_empty();
             if !keep {
                 let p = parts[pi];
                 issues.push(PolicyIssue::EmptyPartition { name: p.name.clone(), pkey: p.pkey, at: p.at });
@@ -279,11 +277,14 @@ pub fn resolve(conf: &PartitionConf, ports: &[PolicyPort], opts: &PolicyOptions)
         set.groups.extend(groups);
     }
 
-    for (t, port) in ports.iter().enumerate() {
-        let members: Vec<(u16, Membership)> = (0..parts.len())
-            .filter(|&pi| kept[pi])
-            .filter_map(|pi| state[pi][t].map(|(m, _)| (parts[pi].pkey, m)))
-            .collect();
+    // Partitions in declaration order outside, so each port's list is too.
+    let mut members: Vec<Vec<(u16, Membership)>> = vec![Vec::new(); ports.len()];
+    for pi in (0..parts.len()).filter(|&pi| kept[pi]) {
+        for (&t, &(m, _)) in &state[pi] {
+            members[t].push((parts[pi].pkey, m));
+        }
+    }
+    for ((t, port), members) in ports.iter().enumerate().zip(members) {
         let pin = index0[t].map(|pi| parts[pi].pkey);
         let mut pp = PortPartitions { members, index0: pin };
         if let Some(issue) = fit(&mut pp, port) {
