@@ -214,8 +214,7 @@ pub async fn run<T: Transport + Clone>(
         local.port_guid,
         options.snapshots.clone(),
         options.metrics.clone(),
-        alias_tx,
-        mcast_tx,
+        sa_task::ToProgram { aliases: alias_tx, mcast: mcast_tx },
     );
     info!(
         guid = %local.port_guid,

@@ -89,21 +89,29 @@ impl SaHandle {
     }
 }
 
+/// What the SA hands the SM to program into the fabric, each on a watch
+/// the SM reads when it programs.
+pub struct ToProgram {
+    /// Alias GUIDs (the SM's `AliasSource`).
+    pub aliases: watch::Sender<Arc<AliasTable>>,
+    /// Multicast groups (the SM's `McastSource`).
+    pub mcast: watch::Sender<Arc<McastTable>>,
+}
+
 /// Starts the SA task on the current tokio runtime. Every change of the
-/// SA's alias GUIDs is sent on `aliases` (the SM's `AliasSource`).
+/// SA's alias GUIDs or multicast groups is sent on `to_program`.
 pub fn spawn<T: Transport + Clone>(
     transport: T,
     config: SaConfig,
     own_port: Guid,
     snapshots: Snapshots,
     metrics: Option<Metrics>,
-    aliases: watch::Sender<Arc<AliasTable>>,
-    mcast: watch::Sender<Arc<McastTable>>,
+    to_program: ToProgram,
 ) -> SaHandle {
     let (input, rx) = mpsc::channel(SA_QUEUE);
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
     let agent = SaAgent::new(config, own_port);
-    tokio::spawn(run(agent, transport, rx, serving_rx, snapshots, metrics, aliases, mcast));
+    tokio::spawn(run(agent, transport, rx, serving_rx, snapshots, metrics, to_program));
     SaHandle { input, serving, dropped: 0 }
 }
 
@@ -114,8 +122,7 @@ async fn run<T: Transport>(
     mut serving: watch::Receiver<Serving>,
     snapshots: Snapshots,
     metrics: Option<Metrics>,
-    aliases: watch::Sender<Arc<AliasTable>>,
-    mcast: watch::Sender<Arc<McastTable>>,
+    ToProgram { aliases, mcast }: ToProgram,
 ) {
     let started = tokio::time::Instant::now();
     // Counters reach Prometheus at most once a second, not per MAD.
