@@ -1178,27 +1178,27 @@ fn rules() -> Vec<Rule> {
             holds: |d| d.left == "0",
         },
         // ClassPortInfo (IBA 13.4.8.1, 15.2.5 SA bits). CapabilityMask:
-        // OpenSM claims IsSubnGetSetNoticeSupported (1), UDMulticast (9),
-        // MultiPath (10), PortInfoCapMaskMatch (13); ibsm claims
-        // CapabilityMask2Supported (2), OptionalRecords (8), MultiPath,
-        // PortInfoCapMaskMatch. Multicast is a later issue's.
+        // both claim UDMulticast (9), MultiPath (10), PortInfoCapMaskMatch
+        // (13); OpenSM adds IsSubnGetSetNoticeSupported (1), ibsm
+        // CapabilityMask2Supported (2) and OptionalRecords (8).
         Rule {
             scope: Between,
             kind: "CPI",
             field: "Capability mask",
-            why: "each SA claims its own capabilities (ibsm: no UDMulticast yet; CapabilityMask2 flagged)",
-            holds: |d| d.left == "0x2602" && d.right == "0x2504",
+            why: "each SA claims its own capabilities (OpenSM: Get/Set Notice; ibsm: CapabilityMask2, optional records)",
+            holds: |d| d.left == "0x2602" && d.right == "0x2704",
         },
-        // CapabilityMask2: OpenSM has McastTop (3), MC ServiceRecords (8)
-        // and SendOnlyFullMember (12), multicast matters ibsm does not do
-        // yet; ibsm adds NDR (17). Both: alias GUIDs, full PortInfoRecord,
-        // extended speeds, PortInfo CapMask2 match, 2x width, HDR.
+        // CapabilityMask2: OpenSM has McastTop (3, it sets
+        // SwitchInfo.MulticastFDBTop; ibsm does not) and MC ServiceRecords
+        // (8); ibsm adds NDR (17). Both: alias GUIDs, full PortInfoRecord,
+        // extended speeds, PortInfo CapMask2 match, SendOnlyFullMember
+        // (12), 2x width, HDR.
         Rule {
             scope: Between,
             kind: "CPI",
             field: "Capability mask 2",
-            why: "ibsm: no multicast bits yet (McastTop, MC ServiceRecords, SendOnlyFullMember), NDR added",
-            holds: |d| d.left == "0x0000B5E8" && d.right == "0x0002A4E0",
+            why: "ibsm: no McastTop nor MC ServiceRecords, NDR added",
+            holds: |d| d.left == "0x0000B5E8" && d.right == "0x0002B4E0",
         },
         // Neither SA redirects or forwards traps (RedirectLID and TrapLID
         // 0); OpenSM still fills in QP1 and its Q_Key, ibsm leaves the

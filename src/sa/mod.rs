@@ -816,12 +816,22 @@ impl SaAgent {
             class_version: wire::SA_CLASS_VERSION,
             // No TraceRecord, but MultiPathRecords: OpenSM sets the same
             // bit for the same support, and clients read it for GetMulti.
+            // UD multicast (bit 9): MCMemberRecord joins, routed into the
+            // switches' MFTs.
             capability_mask: class_cap::IS_CAPABILITY_MASK2_SUPPORTED
                 | sa_cap::IS_OPTIONAL_RECORDS_SUPPORTED
+                | sa_cap::IS_UD_MULTICAST_SUPPORTED
                 | sa_cap::IS_MULTIPATH_SUPPORTED
                 | sa_cap::IS_PORT_INFO_CAPMASK_MATCH_SUPPORTED,
             // PathRecord rates for every generation and width (`path::rate`).
+            // SendOnlyFullMember joins (CapabilityMask2 bit 12, OpenSM's
+            // OSM_CAP2_IS_SEND_ONLY_FULL_MEMBER_SUPPORTED): without it the
+            // kernel's IPoIB joins send-only groups as SendOnlyNonMember.
+            // Not claimed: MulticastFDBTop (bit 3; the SM leaves
+            // SwitchInfo.MulticastFDBTop alone) and multicast
+            // ServiceRecords (bit 8).
             capability_mask2: sa_cap2::IS_ALIAS_GUIDS_SUPPORTED
+                | sa_cap2::IS_SEND_ONLY_FULL_MEMBER_SUPPORTED
                 | sa_cap2::IS_FULL_PORT_INFO_RECORD_SUPPORTED
                 | sa_cap2::IS_EXTENDED_SPEEDS_SUPPORTED
                 | sa_cap2::IS_PORT_INFO_CAPMASK2_MATCH_SUPPORTED

@@ -571,7 +571,12 @@ fn class_port_info_says_what_is_served() {
     assert_eq!((got.status, cpi.base_version, cpi.class_version), (0, 1, 2));
     use crate::mad::class_port_info::{sa_cap, sa_cap2};
     assert_ne!(cpi.capability_mask & sa_cap::IS_PORT_INFO_CAPMASK_MATCH_SUPPORTED, 0);
-    assert_eq!(cpi.capability_mask & sa_cap::IS_UD_MULTICAST_SUPPORTED, 0, "no multicast yet");
+    assert_ne!(cpi.capability_mask & sa_cap::IS_UD_MULTICAST_SUPPORTED, 0, "MCMemberRecord joins");
+    // Without bit 12 the kernel's IPoIB joins send-only groups as
+    // SendOnlyNonMember; MulticastFDBTop is left to the switches.
+    assert_ne!(cpi.capability_mask2 & sa_cap2::IS_SEND_ONLY_FULL_MEMBER_SUPPORTED, 0);
+    assert_eq!(cpi.capability_mask2 & sa_cap2::IS_MCAST_TOP_SUPPORTED, 0);
+    assert_eq!((cpi.capability_mask, cpi.capability_mask2), (0x2704, 0x0002_B4E0), "as sa_ibsim measures them");
     assert_ne!(cpi.capability_mask2 & sa_cap2::IS_ALIAS_GUIDS_SUPPORTED, 0);
     assert_eq!(status_of(&ask(&mut a, &request(0x12, 0x0001, 0, 0, &[], sm_lid()))), 0x000C, "Get only");
 }
