@@ -5,6 +5,8 @@
 //! tree whose SMs and clients run in virtual time (`sim::VirtualTransport`).
 #![allow(dead_code)]
 
+pub mod mcast;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -128,11 +130,15 @@ impl Net {
     /// A whole SM on port 1 of host `host` with `config`, LIDs not
     /// persisted, its metrics into `metrics` when given.
     pub fn start_sm(&self, host: usize, config: Config, metrics: Option<Metrics>) -> Sm {
+        self.start_sm_with(host, config, RunOptions { persist_lids: false, metrics, ..RunOptions::default() })
+    }
+
+    /// A whole SM on port 1 of host `host`, run with `options`.
+    pub fn start_sm_with(&self, host: usize, config: Config, options: RunOptions) -> Sm {
         let port = self.host_port(host);
         let dev = SimDevice::attach(&self.fabric, port.node, 1).unwrap();
         dev.set_is_sm(true);
         let (transport, unsolicited) = VirtualTransport::spawn(dev, TxnConfig::default(), &self.clock);
-        let options = RunOptions { persist_lids: false, metrics, ..RunOptions::default() };
         spawn_sm(transport, unsolicited, config, options, port)
     }
 
