@@ -101,10 +101,15 @@
 //! ports need the MLID in their switch port's mask.
 //! [`McGroups::mcast_table`] gives all members per MLID in the form the
 //! SM's multicast pass reads, and [`McGroups::version`] counts changes.
+//!
+//! # Takeover
+//! [`McGroups::import`] adds a previous master's members, mirrored by a
+//! standby, keeping the groups' MLIDs (see `import.rs`).
 
 mod agent;
 mod error;
 mod fabric;
+mod import;
 pub mod mgid;
 
 #[cfg(test)]
@@ -122,6 +127,7 @@ use crate::sa::path::rate;
 use crate::types::{Guid, Lid};
 
 pub use error::{Cap, McError};
+pub use import::McImport;
 pub use mgid::{broadcast_of, ipoib_broadcast, is_ipoib, is_ipoib_broadcast};
 
 /// The first multicast LID (IBA 4.1.2).
