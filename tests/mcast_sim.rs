@@ -70,6 +70,10 @@ async fn ipoib_joins_get_loop_free_trees_that_reach_exactly_the_members_and_leav
         assert_eq!(u.groups.len(), 5);
         up.push(u);
     }
+    // Before unicast (datagram or connected mode) IPoIB resolves each
+    // neighbour's path with its P_Key.
+    let path = mc::ipoib_path(&clients[0], PREFIX, 0xffff, guids[1].0).await.expect("a path in the default partition");
+    assert_eq!((path.pkey, path.dlid), (0xffff, clients[1].local_port().lid.0));
     let mlids: Vec<u16> = up[0].groups.iter().map(|g| g.mlid).collect();
     assert_eq!(mlids[0], 0xC000, "the broadcast group is the first, well-known group");
     for u in &up {

@@ -18,6 +18,8 @@ use clap::{Args as ClapArgs, ValueEnum};
 use serde::Serialize;
 
 use crate::mad::sa::mc_member_record::{join_state, mc_member_mask as m, McMemberRecordRepr};
+use crate::mad::sa::path_mask;
+use crate::mad::PathRecordRepr;
 use crate::runtime::backend::PortArgs;
 use crate::transport::sa_client::{SaClient, SaError};
 use crate::transport::{Transport, TxnConfig};
@@ -282,6 +284,41 @@ pub async fn ipoib_down<T: Transport>(
     Ok(left)
 }
 
+/// What IPoIB asks before it sends unicast to a neighbour, in datagram
+/// and connected mode alike (the kernel's `path_rec_start`): a PathRecord
+/// by SGID, DGID and the interface's P_Key, one reversible path. Refused
+/// (no shared partition, or only as two limited members) means the
+/// neighbour is unreachable over this interface.
+pub async fn ipoib_path<T: Transport>(
+    client: &SaClient<T>,
+    prefix: u64,
+    pkey: u16,
+    peer_guid: u64,
+) -> Result<PathRecordRepr, SaError> {
+    let guid = client.local_port().port_guid.0;
+    let template = PathRecordRepr {
+        sgid: port_gid(prefix, guid),
+        dgid: port_gid(prefix, peer_guid),
+        pkey: pkey | 0x8000,
+        numb_path: 1,
+        reversible: true,
+        ..Default::default()
+    };
+    let mask = path_mask::SGID | path_mask::DGID | path_mask::PKEY | path_mask::NUMB_PATH | path_mask::REVERSIBLE;
+    client.get(mask, &template).await
+}
+
+/// A neighbour as an interface would reach it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Neighbour {
+    pub guid: String,
+    /// The path's DLID, MTU code and SL; absent when the SA refused it.
+    pub dlid: Option<u16>,
+    pub mtu: Option<u8>,
+    pub sl: Option<u8>,
+    pub error: Option<String>,
+}
+
 // ---------------------------------------------------------------------------
 // The commands
 
@@ -365,6 +402,10 @@ pub struct IpoibArgs {
     /// Leave the groups instead (broadcast last).
     #[arg(long)]
     pub down: bool,
+    /// After joining, resolve the path to this neighbour's port GUID as
+    /// IPoIB does before unicast (repeatable); printed under `neighbours`.
+    #[arg(long = "peer", value_parser = |s: &str| crate::config::parse_u64(s).ok_or("not a GUID"))]
+    pub peers: Vec<u64>,
     #[arg(long, default_value = "0xfe80000000000000", value_parser = |s: &str| crate::config::parse_u64(s).ok_or("not a number"))]
     pub subnet_prefix: u64,
 }
@@ -431,7 +472,29 @@ pub async fn ipoib_cmd(a: IpoibArgs) -> ExitCode {
                 .map_err(|e| e.to_string())
         } else {
             let up = ipoib_up(&client, a.subnet_prefix, a.pkey, a.scope).await.map_err(|e| e.to_string())?;
-            serde_json::to_string(&up).map_err(|e| e.to_string())
+            let mut neighbours = Vec::new();
+            for &peer in &a.peers {
+                let n = match ipoib_path(&client, a.subnet_prefix, a.pkey, peer).await {
+                    Ok(p) => Neighbour {
+                        guid: format!("{peer:#018x}"),
+                        dlid: Some(p.dlid),
+                        mtu: Some(p.mtu),
+                        sl: Some(p.sl),
+                        error: None,
+                    },
+                    Err(e) => Neighbour {
+                        guid: format!("{peer:#018x}"),
+                        dlid: None,
+                        mtu: None,
+                        sl: None,
+                        error: Some(e.to_string()),
+                    },
+                };
+                neighbours.push(n);
+            }
+            let mut v = serde_json::to_value(&up).map_err(|e| e.to_string())?;
+            v["neighbours"] = serde_json::to_value(&neighbours).map_err(|e| e.to_string())?;
+            Ok(v.to_string())
         }
     };
     match result.await {
