@@ -30,6 +30,16 @@
 //! not read P_KeyTableRecords nor subscribe to the security traps
 //! 256-259. Any other SM_Key is dropped (IBA C15-0.1.5, as OpenSM).
 //!
+//! # Partitions
+//! An ordinary requester sees the records of the ports its own port (the
+//! one its LID names) shares a partition with, as OpenSM: NodeRecords,
+//! PortInfoRecords, SwitchInfoRecords, LinkRecords, forwarding table,
+//! P_Key, SL-to-VL and VL arbitration records, SMInfoRecords and
+//! GUIDInfoRecords ([`visibility`]); PathRecords and MultiPathRecords only
+//! between ports it shares one with ([`path::PathConfig`]), and
+//! MCMemberRecords of its partitions' groups ([`mcast`]). A trusted
+//! requester sees everything.
+//!
 //! # TIDs
 //! Reports are requests of ours that share the SA class with the
 //! transport's own SA queries, whose TIDs count up from 1 in the low 32
@@ -57,6 +67,7 @@ mod records;
 mod sends;
 mod services;
 mod table;
+mod visibility;
 mod wire;
 
 #[cfg(test)]
@@ -93,6 +104,7 @@ use sends::{SendError, SendKey, Sends};
 use services::{ServiceError, Services};
 use stats::LogGate;
 use table::{Query, QueryError, Spec};
+use visibility::{Partitions, Viewer};
 use wire::{Received, Request};
 
 /// What the SA may do, as the runtime's election decides.
@@ -577,9 +589,9 @@ impl SaAgent {
             A::VlArbitrationTableRecord => self.table_query(now, req, trusted, |r| &r.vlarb),
             A::LinearForwardingTableRecord => {
                 let spec = Spec::of::<LftRecordRepr>(&[]);
-                let result = self.run(req, spec, trusted, |agent, q| {
+                let result = self.run_viewed(req, spec, trusted, |agent, viewer, q| {
                     if let Some(r) = agent.records.as_ref() {
-                        r.lft(&snap, q);
+                        r.lft(&snap, q, |g| viewer.sees(g));
                     }
                 });
                 self.answer(now, req, spec, result);
@@ -587,12 +599,14 @@ impl SaAgent {
             A::SmInfoRecord => {
                 let spec = Spec::of::<SmInfoRecordRepr>(records::key::SM_INFO_SECRETS);
                 let ours = self.sm_info.unwrap_or_else(|| records::default_sm_info(&snap));
-                let result = self.run(req, spec, trusted, |_, q| records::sm_info(&snap, &ours, q));
+                let result = self
+                    .run_viewed(req, spec, trusted, |_, viewer, q| records::sm_info(&snap, &ours, q, |g| viewer.sees(g)));
                 self.answer(now, req, spec, result);
             }
             A::GuidInfoRecord if read => {
                 let spec = Spec::of::<GuidInfoRecordRepr>(&[]);
-                let result = self.run(req, spec, trusted, |agent, q| agent.guid_info_records(&snap, q));
+                let result =
+                    self.run_viewed(req, spec, trusted, |agent, viewer, q| agent.guid_info_records(&snap, viewer, q));
                 self.answer(now, req, spec, result);
             }
             A::GuidInfoRecord => self.guid_info_change(now, req, trusted),
@@ -640,10 +654,38 @@ impl SaAgent {
         trusted: bool,
         fill: impl FnOnce(&Self, &mut Query<'_>),
     ) -> Result<(Vec<u8>, usize), QueryError> {
+        self.run_viewed(req, spec, trusted, |agent, _, q| fill(agent, q))
+    }
+
+    /// [`Self::run`], `fill` told whose records the requester may see.
+    fn run_viewed(
+        &self,
+        req: &Request<'_>,
+        spec: Spec,
+        trusted: bool,
+        fill: impl FnOnce(&Self, &Viewer<'_>, &mut Query<'_>),
+    ) -> Result<(Vec<u8>, usize), QueryError> {
         let max = self.budget(req).bytes;
         let mut q = Query::new(spec, req.data, req.mask, trusted, req.method == Method::Get, max)?;
-        fill(self, &mut q);
+        fill(self, &self.viewer(req, trusted), &mut q);
         q.finish()
+    }
+
+    /// Whose records `req`'s requester may see (see [`visibility`]): all
+    /// when trusted; else those of the ports its own port shares a
+    /// partition with, by the snapshot's partitions, or the P_Key tables
+    /// the sweep read when the snapshot has none.
+    fn viewer(&self, req: &Request<'_>, trusted: bool) -> Viewer<'_> {
+        if trusted {
+            return Viewer::All;
+        }
+        let Some(me) = self.ports.by_lid(req.addr.lid).map(|p| p.guid) else { return Viewer::Nobody };
+        let by = match (self.snapshot.as_ref().and_then(|s| s.partitions.as_deref()), self.paths.as_ref()) {
+            (Some(set), _) => Partitions::Set(set),
+            (None, Some(paths)) => Partitions::Tables(paths),
+            (None, None) => return Viewer::Nobody,
+        };
+        Viewer::Port { me, by }
     }
 
     /// A query over one of the snapshot's tables.
@@ -671,9 +713,10 @@ impl SaAgent {
         let t = table(records);
         let spec = t.spec();
         let max = self.budget(req).bytes;
+        let viewer = self.viewer(req, trusted);
         let result = Query::new(spec, req.data, req.mask, trusted, req.method == Method::Get, max).and_then(|mut q| {
             q.relax(ignore, superset);
-            t.scan(&mut q);
+            t.scan(&mut q, |g| viewer.sees(g));
             q.finish()
         });
         self.answer(now, req, spec, result);
@@ -847,11 +890,14 @@ impl SaAgent {
         }
     }
 
-    /// PathRecord settings for answers of at most `max_bytes`.
-    fn path_config(&self, max_bytes: usize) -> path::PathConfig {
+    /// PathRecord settings for answers of at most `max_bytes` to `req`'s
+    /// requester (an untrusted one gets only paths between ports it shares
+    /// a partition with).
+    fn path_config(&self, req: &Request<'_>, max_bytes: usize) -> path::PathConfig {
         path::PathConfig {
             packet_life_time: self.cfg.subnet_timeout,
             max_records: max_bytes / (usize::from(PathRecordRepr::attribute_offset()) * 8),
+            requester_must_share: !self.trusted(req),
         }
     }
 
@@ -863,7 +909,7 @@ impl SaAgent {
             return;
         };
         let Some(paths) = self.paths.as_ref() else { return };
-        let cfg = self.path_config(self.budget(req).bytes);
+        let cfg = self.path_config(req, self.budget(req).bytes);
         if req.method == Method::Get {
             match path::path_record_get(paths, &query, req.mask, req.addr.lid, &cfg) {
                 Ok(r) => {
@@ -900,7 +946,7 @@ impl SaAgent {
         let Some(paths) = self.paths.as_ref() else { return };
         // Not cut to the RMPP room: MultiPath answers are short (NumbPath
         // at most 127), and `multipath` would cut them silently.
-        let cfg = self.path_config(self.cfg.max_answer_bytes);
+        let cfg = self.path_config(req, self.cfg.max_answer_bytes);
         match path::multipath_records(paths, &query, req.mask, req.addr.lid, &cfg) {
             Ok(records) => self.path_answer(now, req, &records),
             Err(code) => self.path_refusal(now, req, code),
@@ -927,8 +973,9 @@ impl SaAgent {
     }
 
     /// GUIDInfoRecords: every LID-bearing port's table in blocks of 8
-    /// (GUIDCap GUIDs, at least one block), its GUID and alias GUIDs.
-    fn guid_info_records(&self, snap: &Snapshot, q: &mut Query<'_>) {
+    /// (GUIDCap GUIDs, at least one block), its GUID and alias GUIDs; the
+    /// ports `viewer` may see.
+    fn guid_info_records(&self, snap: &Snapshot, viewer: &Viewer<'_>, q: &mut Query<'_>) {
         let subnet = &snap.sweep.subnet;
         let one = |lid: u16| self.ports.by_lid(Lid(lid)).map(|p| vec![*p]).unwrap_or_default();
         let ports: Vec<index::PortAt> = match q.key(0) {
@@ -936,7 +983,7 @@ impl SaAgent {
             None => self.ports.all().copied().collect(),
         };
         let mut buf = [0u8; crate::mad::sa::GUID_INFO_RECORD_LEN];
-        for p in ports {
+        for p in ports.into_iter().filter(|p| viewer.sees(p.guid)) {
             let cap = guid_cap(subnet, &p);
             let blocks = cap.div_ceil(8).max(1);
             let range = match q.key(1) {

@@ -22,11 +22,16 @@
 //!   they differ (OpenSM gives the forward route's);
 //! - P_Key: a masked one must be shared by both ends (both hold its
 //!   partition, one as a full member) and is answered as asked; otherwise
-//!   the first of the source's P_Keys the destination shares, which is the
-//!   default 0xFFFF until partitions are configured. Tables are block 0 as
-//!   the sweep left them (`ProgramReport::pkey_blocks`); a port without
-//!   one (a switch's port 0) holds the default P_Key. No shared P_Key: no
-//!   record.
+//!   the source's key of the lowest partition both share (as OpenSM's
+//!   `osm_physp_find_common_pkey`; its full-member key when it holds
+//!   both), which is the default 0xFFFF until partitions are configured.
+//!   Tables are every block as the sweep left them
+//!   (`ProgramReport::pkey_blocks`); a port whose table the sweep does not
+//!   know holds the default P_Key. No shared P_Key: no record.
+//! - An untrusted requester ([`PathConfig::requester_must_share`]) gets
+//!   only paths whose both ends share a partition with its own port (as
+//!   OpenSM: requester, source and destination pairwise); a trusted one
+//!   (SM_Key = the SA key) any path.
 //! - Selectors for MTU, Rate and PacketLifeTime: 0 greater than, 1 less than
 //!   (the value is lowered to the largest one below the bound, as a path
 //!   carries anything smaller), 2 exactly (the path must carry at least the
@@ -92,11 +97,15 @@ pub struct PathConfig {
     /// refused with ERR_NO_RESOURCES before it does (default: what 16 MiB
     /// of 64-byte records hold).
     pub max_records: usize,
+    /// Only paths between ports that share a partition with the
+    /// requester's port (an untrusted requester); a requester whose LID
+    /// names no port then gets none. Default off.
+    pub requester_must_share: bool,
 }
 
 impl Default for PathConfig {
     fn default() -> Self {
-        PathConfig { packet_life_time: 18, max_records: (16 << 20) / 64 }
+        PathConfig { packet_life_time: 18, max_records: (16 << 20) / 64, requester_must_share: false }
     }
 }
 
@@ -107,6 +116,7 @@ impl PathConfig {
         PathConfig {
             packet_life_time: sa.subnet_timeout,
             max_records: sa.max_answer_bytes / crate::mad::sa::PATH_RECORD_LEN,
+            requester_must_share: false,
         }
     }
 }
@@ -195,17 +205,39 @@ impl Constraints {
     }
 }
 
-/// The P_Key of a path between two ports. With `want`, that P_Key when
-/// both hold its partition (the low 15 bits) and one of them as a full
-/// member (IBA 10.9.3: two limited members cannot talk); without, the first
-/// of the source's P_Keys the destination shares so.
-fn shared_pkey(src: &EndPort, dst: &EndPort, want: Option<u16>) -> Option<u16> {
-    let full = |e: &EndPort, base: u16| e.pkeys().filter(|p| p & 0x7FFF == base).map(|p| p & 0x8000 != 0).max();
+/// The P_Key of a path between two ports holding `src` and `dst` (valid
+/// keys in [`index::pkey_order`], as [`PathIndex::pkeys`] gives them). With
+/// `want`, that P_Key when both hold its partition (the low 15 bits) and
+/// one of them as a full member (IBA 10.9.3: two limited members cannot
+/// talk); without, the first of the source's P_Keys the destination shares
+/// so: the lowest partition, the full key when the source holds both.
+/// O(log keys) per partition tried.
+pub(crate) fn shared_pkey(src: &[u16], dst: &[u16], want: Option<u16>) -> Option<u16> {
+    // Whether a port holds the partition, and as a full member.
+    let full = |keys: &[u16], base: u16| {
+        let at = keys.partition_point(|&k| k & 0x7FFF < base);
+        keys[at..].iter().take_while(|&&k| k & 0x7FFF == base).map(|&k| k & 0x8000 != 0).max()
+    };
     let shares = |base: u16| matches!((full(src, base), full(dst, base)), (Some(a), Some(b)) if a || b);
     match want {
         Some(p) => shares(p & 0x7FFF).then_some(p),
-        None => src.pkeys().find(|&p| shares(p & 0x7FFF)),
+        None => src.iter().copied().find(|&p| shares(p & 0x7FFF)),
     }
+}
+
+/// Whether two end ports may talk: they share a partition, one of them a
+/// full member (a port always reaches itself).
+pub(crate) fn ends_share(index: &PathIndex, a: u32, b: u32) -> bool {
+    a == b || shared_pkey(index.pkeys(a), index.pkeys(b), None).is_some()
+}
+
+/// Whether the requester at end port `requester` may have a path between
+/// `src` and `dst` ([`PathConfig::requester_must_share`]).
+fn requester_may_see(index: &PathIndex, cfg: &PathConfig, requester: Option<u32>, src: u32, dst: u32) -> bool {
+    if !cfg.requester_must_share {
+        return true;
+    }
+    requester.is_some_and(|r| ends_share(index, r, src) && ends_share(index, r, dst))
 }
 
 /// One path of a query, before it becomes a record.
@@ -234,7 +266,7 @@ pub(crate) fn evaluate(index: &PathIndex, c: &Constraints, cfg: &PathConfig, ask
     if c.sl.is_some_and(|want| want != sl) || c.preference.is_some_and(|p| p != ask.preference) {
         return None;
     }
-    let pkey = shared_pkey(src, dst, c.pkey)?;
+    let pkey = shared_pkey(index.pkeys(ask.src), index.pkeys(ask.dst), c.pkey)?;
     // A reversible record serves both directions (a connection's two ends
     // use one path), so it carries what both routes carry.
     let back = if loopback { None } else { index.route(ask.dst, ask.slid).ok().filter(|b| b.dest == ask.src) };
@@ -407,6 +439,7 @@ fn collect(
         Side::NotFound => return Ok(Vec::new()),
         Side::Unspecified => (0..index.ends().len() as u32).collect(),
     };
+    let requester = index.end_by_lid(requester_lid);
     let limit = per_pair.or(c.numb_path.map(usize::from)).unwrap_or(usize::MAX);
     let slids: Vec<Lid> = if has(pm::SLID) { vec![Lid(q.slid)] } else { index.end(src).lids().collect() };
     let sgid = if has(pm::SGID) { q.sgid } else { index.end(src).gid() };
@@ -414,6 +447,9 @@ fn collect(
     for dst in dsts {
         if out.len() >= most {
             break;
+        }
+        if !requester_may_see(index, cfg, requester, src, dst) {
+            continue;
         }
         let dlids: Vec<Lid> = if has(pm::DLID) { vec![Lid(q.dlid)] } else { index.end(dst).lids().collect() };
         let dgid = if has(pm::DGID) { q.dgid } else { index.end(dst).gid() };

@@ -14,11 +14,15 @@
 //! - P_KeyTableRecord: block 0 of every end port, as programming left it.
 //! - SLtoVLMappingTableRecord, VLArbitrationTableRecord: the tables the SM
 //!   programmed (kept across snapshots: a sweep sends only changes).
+//!
+//! Every record names the ports it belongs to ([`owner`]), by which an
+//! untrusted requester's answers are cut to its partitions
+//! (`super::visibility`).
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::index::PortIndex;
-use super::table::{Query, Spec, Table};
+use super::table::{Owners, Query, Spec, Table};
 use crate::mad::lft::{LFT_BLOCK_ENTRIES, LFT_NO_PORT};
 use crate::mad::sa::{
     LftRecordRepr, LinkRecordRepr, MftRecordRepr, NodeRecordRepr, PKeyTableRecordRepr, PortInfoRecordRepr,
@@ -119,8 +123,9 @@ pub(crate) struct Records {
     /// No multicast forwarding is programmed yet (the multicast issue):
     /// always empty, so a GetTable answers none.
     pub mft: Table,
-    /// Routed switches by LID, for LinearForwardingTableRecords.
-    lft_switches: BTreeMap<u16, Guid>,
+    /// Routed switches by LID, for LinearForwardingTableRecords: node
+    /// GUID and port 0's GUID (the records' owner).
+    lft_switches: BTreeMap<u16, (Guid, Guid)>,
     /// The highest LID routed: the last LFT block answered.
     lft_top: u16,
 }
@@ -131,6 +136,22 @@ fn record_lid(subnet: &Subnet, ports: &PortIndex, id: NodeId, port: u8) -> Optio
     let node = subnet.node(id);
     let p = if node.is_switch() { 0 } else { port };
     ports.by_guid(node.port_guid(p)).map(|at| at.base_lid)
+}
+
+/// The port a record about (`id`, `port`) belongs to, for partition
+/// filtering (`super::visibility`): the port itself on a CA or router; on a
+/// switch the end port across the cable of an external port when there is
+/// one (the switch port enforces that port's keys), else port 0.
+pub(crate) fn owner(subnet: &Subnet, id: NodeId, port: u8) -> Guid {
+    let node = subnet.node(id);
+    if !node.is_switch() {
+        return node.port_guid(port);
+    }
+    let far = (port != 0).then(|| node.ports.get(usize::from(port)).and_then(|s| s.remote)).flatten();
+    match far {
+        Some((far, far_port)) if !subnet.node(far).is_switch() => subnet.node(far).port_guid(far_port),
+        _ => node.port_guid(0),
+    }
 }
 
 impl Records {
@@ -166,18 +187,20 @@ impl Records {
                     info.port_guid = node.port_guid(p);
                     info.local_port_num = p;
                 }
-                node_t.push(&NodeRecordRepr { lid, node_info: info, node_description: description.clone() });
+                let record = NodeRecordRepr { lid, node_info: info, node_description: description.clone() };
+                node_t.push(&record, Owners::port(owner(subnet, id, p)));
             }
             // PortInfoRecords: every port read (switch port 0 included).
             for (p, slot) in node.ports.iter().enumerate() {
                 let Some(info) = slot.info.as_ref() else { continue };
                 let Some(lid) = record_lid(subnet, ports, id, p as u8) else { continue };
-                port_t.push(&PortInfoRecordRepr { endport_lid: lid, port_num: p as u8, options: 0, port_info: *info });
+                let record = PortInfoRecordRepr { endport_lid: lid, port_num: p as u8, options: 0, port_info: *info };
+                port_t.push(&record, Owners::port(owner(subnet, id, p as u8)));
             }
             if let (Some(si), Some(lid)) = (node.switch_info.as_ref(), record_lid(subnet, ports, id, 0)) {
-                switch_t.push(&SwitchInfoRecordRepr { lid, switch_info: *si });
+                switch_t.push(&SwitchInfoRecordRepr { lid, switch_info: *si }, Owners::port(node.port_guid(0)));
                 if sweep.routes.lfts.contains_key(&node.guid()) {
-                    lft_switches.insert(lid.0, node.guid());
+                    lft_switches.insert(lid.0, (node.guid(), node.port_guid(0)));
                 }
             }
             // P_KeyTableRecords: every block of each end port.
@@ -188,7 +211,8 @@ impl Records {
                     continue;
                 };
                 for (n, block) in blocks.iter().enumerate() {
-                    pkey_t.push(&PKeyTableRecordRepr { lid, block_num: n as u16, port_num: p, pkey_table: *block });
+                    let record = PKeyTableRecordRepr { lid, block_num: n as u16, port_num: p, pkey_table: *block };
+                    pkey_t.push(&record, Owners::port(owner(subnet, id, p)));
                 }
             }
             // QoS tables programmed.
@@ -201,7 +225,8 @@ impl Records {
             let (Some(lid), Ok(table)) = (record_lid(subnet, ports, id, port), VlArbTableRepr::parse_data(data)) else {
                 continue;
             };
-            vlarb_t.push(&VlArbRecordRepr { lid: lid.0, output_port_num: port, block_num: block, table });
+            let record = VlArbRecordRepr { lid: lid.0, output_port_num: port, block_num: block, table };
+            vlarb_t.push(&record, Owners::port(owner(subnet, id, port)));
         }
         // LinkRecords: every cable, from each end.
         for (id, port, _, (far, far_port)) in subnet.cabled_ports() {
@@ -213,7 +238,8 @@ impl Records {
             else {
                 continue;
             };
-            link_t.push(&LinkRecordRepr { from_lid: from, from_port: port, to_port: far_port, to_lid: to });
+            let record = LinkRecordRepr { from_lid: from, from_port: port, to_port: far_port, to_lid: to };
+            link_t.push(&record, Owners(owner(subnet, id, port), owner(subnet, far, far_port)));
         }
         Records {
             node: node_t,
@@ -241,11 +267,16 @@ impl Records {
     /// LinearForwardingTableRecords (IBA 15.2.5.6): the routed table of
     /// every switch in 64-LID blocks up to the highest LID, emitted as the
     /// query runs; a LID or BlockNum in the query narrows which.
-    pub fn lft(&self, snap: &Snapshot, query: &mut Query<'_>) {
+    /// Only switches whose port 0 `sees` lets the requester see.
+    pub fn lft(&self, snap: &Snapshot, query: &mut Query<'_>, sees: impl Fn(Guid) -> bool) {
         let lids: Vec<(u16, Guid)> = match query.key(0) {
             Some(lid) => self.lft_switches.get(&(lid as u16)).map(|&g| vec![(lid as u16, g)]).unwrap_or_default(),
             None => self.lft_switches.iter().map(|(&l, &g)| (l, g)).collect(),
-        };
+        }
+        .into_iter()
+        .filter(|&(_, (_, port0))| sees(port0))
+        .map(|(l, (node, _))| (l, node))
+        .collect();
         let last_block = self.lft_top / LFT_BLOCK_ENTRIES as u16;
         let blocks = match query.key(1) {
             Some(b) if b <= u64::from(last_block) => b as u16..=b as u16,
@@ -282,7 +313,8 @@ fn push_sl2vl(t: &mut Table, subnet: &Subnet, ports: &PortIndex, id: NodeId, kno
             let port = (pair & 0xFF) as u8;
             if let Some(lid) = record_lid(subnet, ports, id, port) {
                 let table = SlToVlTableRepr { vl };
-                t.push(&SlToVlRecordRepr { lid: lid.0, input_port_num: 0, output_port_num: port, table });
+                let record = SlToVlRecordRepr { lid: lid.0, input_port_num: 0, output_port_num: port, table };
+                t.push(&record, Owners::port(owner(subnet, id, port)));
             }
         }
         return;
@@ -291,7 +323,9 @@ fn push_sl2vl(t: &mut Table, subnet: &Subnet, ports: &PortIndex, id: NodeId, kno
     let n = node.ports.len() as u8;
     let mut push = |input: u8, output: u8, vl: [u8; 16]| {
         let table = SlToVlTableRepr { vl };
-        t.push(&SlToVlRecordRepr { lid: lid.0, input_port_num: input, output_port_num: output, table });
+        // OpenSM checks the output port (osm_sa_slvl_record.c).
+        let record = SlToVlRecordRepr { lid: lid.0, input_port_num: input, output_port_num: output, table };
+        t.push(&record, Owners::port(owner(subnet, id, output)));
     };
     if let Some(vl) = known.all {
         for input in 0..n {
@@ -307,18 +341,23 @@ fn push_sl2vl(t: &mut Table, subnet: &Subnet, ports: &PortIndex, id: NodeId, kno
 
 /// SMInfoRecords (IBA 15.2.5.9): this SM and every other SM the sweep
 /// read, each at its port's LID.
-pub(crate) fn sm_info(snap: &Snapshot, ours: &SmInfoRepr, query: &mut Query<'_>) {
+/// Only SMs whose port `sees` lets the requester see (OpenSM checks its
+/// own; the others' are cut the same way here).
+pub(crate) fn sm_info(snap: &Snapshot, ours: &SmInfoRepr, query: &mut Query<'_>, sees: impl Fn(Guid) -> bool) {
     let mut buf = [0u8; crate::mad::sa::SM_INFO_RECORD_LEN];
-    let mut offer = |lid: Lid, sm_info: SmInfoRepr| {
+    let mut offer = |lid: Lid, sm_info: SmInfoRepr, port: Guid| {
+        if !sees(port) {
+            return true;
+        }
         let r = SmInfoRecordRepr { lid, sm_info };
         r.emit(&mut buf).is_ok() && query.offer(&buf)
     };
-    if !offer(snap.master_lid, *ours) {
+    if !offer(snap.master_lid, *ours, snap.master) {
         return;
     }
     for remote in &snap.sweep.subnet.remote_sms {
         if let Ok(info) = &remote.info {
-            if !offer(remote.lid, *info) {
+            if !offer(remote.lid, *info, remote.port_guid) {
                 return;
             }
         }

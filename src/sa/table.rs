@@ -7,10 +7,32 @@
 //! fly, goes through [`Query::offer`]: `components_match` on the wire bytes
 //! of the query and the record (IBA 15.2.1.3), the secret fields of an
 //! untrusted requester hidden, and the answer's size bounded.
+//!
+//! Each record also names the ports it belongs to ([`Owners`]), so a scan
+//! can leave out, without emitting anything again, the records an
+//! untrusted requester may not see (`super::visibility`).
 
 use std::collections::HashMap;
 
 use crate::mad::sa::{components_match, field_is_zero, unknown_components, Component, SaRecord};
+use crate::types::Guid;
+
+/// The ports whose partitions decide who may see a record: the port it
+/// describes (both the same), or the two ends of a link (a requester must
+/// see both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Owners(pub Guid, pub Guid);
+
+impl Owners {
+    pub fn port(guid: Guid) -> Owners {
+        Owners(guid, guid)
+    }
+
+    /// Whether `sees` lets a requester see every owner.
+    pub fn seen_by(self, sees: &impl Fn(Guid) -> bool) -> bool {
+        sees(self.0) && (self.1 == self.0 || sees(self.1))
+    }
+}
 
 /// How an attribute's records look on the wire.
 #[derive(Debug, Clone, Copy)]
@@ -215,6 +237,8 @@ struct KeyIndex {
 pub(crate) struct Table {
     spec: Spec,
     bytes: Vec<u8>,
+    /// Record i's owners.
+    owners: Vec<Owners>,
     indexes: Vec<KeyIndex>,
 }
 
@@ -222,7 +246,7 @@ impl Table {
     /// An empty table indexed on `indexed` components (each at most 64 bits).
     pub fn new(spec: Spec, indexed: &[usize]) -> Self {
         let indexes = indexed.iter().map(|&component| KeyIndex { component, map: HashMap::new() }).collect();
-        Table { spec, bytes: Vec::new(), indexes }
+        Table { spec, bytes: Vec::new(), owners: Vec::new(), indexes }
     }
 
     pub fn spec(&self) -> Spec {
@@ -237,8 +261,8 @@ impl Table {
         &self.bytes[i * self.spec.len..(i + 1) * self.spec.len]
     }
 
-    /// Appends one record.
-    pub fn push<R: SaRecord>(&mut self, r: &R) {
+    /// Appends one record, which belongs to `owners`.
+    pub fn push<R: SaRecord>(&mut self, r: &R, owners: Owners) {
         debug_assert_eq!(R::LEN, self.spec.len);
         let at = self.bytes.len();
         self.bytes.resize(at + self.spec.len, 0);
@@ -247,6 +271,7 @@ impl Table {
             self.bytes.truncate(at);
             return;
         }
+        self.owners.push(owners);
         let i = (at / self.spec.len) as u32;
         for ix in &mut self.indexes {
             if let Some(v) = component_value(self.spec.components[ix.component], &self.bytes[at..]) {
@@ -255,17 +280,19 @@ impl Table {
         }
     }
 
-    /// Offers `query` every candidate: those an index gives for a key the
-    /// query names, or all.
-    pub fn scan(&self, query: &mut Query<'_>) {
+    /// Offers `query` every candidate `sees` lets the requester see (every
+    /// owner of the record): those an index gives for a key the query
+    /// names, or all.
+    pub fn scan(&self, query: &mut Query<'_>, sees: impl Fn(Guid) -> bool) {
         let indexed = self.indexes.iter().find_map(|ix| {
             let secret = self.spec.secrets.contains(&ix.component);
             query.key(ix.component).filter(|_| !secret).map(|v| ix.map.get(&v))
         });
+        let mut offer = |i: usize| !self.owners[i].seen_by(&sees) || query.offer(self.record(i));
         match indexed {
             Some(Some(hits)) => {
                 for &i in hits {
-                    if !query.offer(self.record(i as usize)) {
+                    if !offer(i as usize) {
                         return;
                     }
                 }
@@ -274,7 +301,7 @@ impl Table {
             Some(None) => {}
             None => {
                 for i in 0..self.len() {
-                    if !query.offer(self.record(i)) {
+                    if !offer(i) {
                         return;
                     }
                 }
@@ -316,7 +343,7 @@ mod tests {
     fn table() -> Table {
         let mut t = Table::new(Spec::of::<Rec>(&[1]), &[0]);
         for k in 0..100u16 {
-            t.push(&rec(k % 50, 0xdead, u32::from(k)));
+            t.push(&rec(k % 50, 0xdead, u32::from(k)), Owners(Guid(u64::from(k % 10)), Guid(u64::from(k % 7))));
         }
         t
     }
@@ -330,7 +357,7 @@ mod tests {
         max: usize,
     ) -> Result<(Vec<u8>, usize), QueryError> {
         let mut query = Query::new(t.spec(), &q.0, mask, trusted, get, max)?;
-        t.scan(&mut query);
+        t.scan(&mut query, |_| true);
         query.finish()
     }
 
@@ -381,14 +408,41 @@ mod tests {
         let q = rec(0, 0, 0b11);
         let mut query = Query::new(t.spec(), &q.0, 0b100, true, false, 1 << 20).unwrap();
         query.relax(0, 0b100);
-        t.scan(&mut query);
+        t.scan(&mut query, |_| true);
         let (_, n) = query.finish().unwrap();
         assert_eq!(n, (0..100u32).filter(|k| k & 0b11 == 0b11).count());
         let q = rec(5, 0, 12345);
         let mut query = Query::new(t.spec(), &q.0, 0b101, true, false, 1 << 20).unwrap();
         query.relax(0b100, 0);
-        t.scan(&mut query);
+        t.scan(&mut query, |_| true);
         assert_eq!(query.finish().unwrap().1, 2, "the data is a flag, not matched");
+    }
+
+    #[test]
+    fn scans_skip_records_whose_owners_the_requester_may_not_see() {
+        let t = table();
+        // Record k belongs to ports k % 10 and k % 7: a requester seeing
+        // ports 0-4 sees the records whose both owners are below 5.
+        let sees = |g: Guid| g.0 < 5;
+        let want: Vec<u32> = (0..100u32).filter(|k| k % 10 < 5 && k % 7 < 5).collect();
+        let q = rec(0, 0, 0);
+        let mut query = Query::new(t.spec(), &q.0, 0, true, false, 1 << 20).unwrap();
+        t.scan(&mut query, sees);
+        let (bytes, n) = query.finish().unwrap();
+        let got: Vec<u32> = bytes.chunks(16).map(|c| u32::from_be_bytes(c[6..10].try_into().unwrap())).collect();
+        assert_eq!((n, got), (want.len(), want));
+        // Through the index too: key 7 is records 7 (owners 7, 0) and 57
+        // (7, 1); neither is seen.
+        let q7 = rec(7, 0, 0);
+        let mut query = Query::new(t.spec(), &q7.0, 0b001, true, false, 1 << 20).unwrap();
+        t.scan(&mut query, sees);
+        assert_eq!(query.finish().unwrap().1, 0);
+        // Key 20: records 20 (0, 6) and 70 (0, 0); only 70 is seen.
+        let q20 = rec(20, 0, 0);
+        let mut query = Query::new(t.spec(), &q20.0, 0b001, true, true, 1 << 20).unwrap();
+        t.scan(&mut query, sees);
+        let (bytes, n) = query.finish().unwrap();
+        assert_eq!((n, &bytes[6..10]), (1, &70u32.to_be_bytes()[..]));
     }
 
     #[test]

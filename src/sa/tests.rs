@@ -1063,3 +1063,156 @@ fn subscription_floods_are_capped_and_counted() {
     let ok = (0..5u16).filter(|&t| fetch(&mut a, &query(0x02, &inform(t, true), 0, 0, sm)).status == 0).count();
     assert_eq!((ok, a.stats().subscriptions), (1, 4), "four in all");
 }
+
+// ---- Partitions: what an untrusted requester may see.
+
+/// Four CA ports (GUID, LID) of the fixture besides the SM's: A a full
+/// member of partition 0x10 only, B of 0x20 only, C and D limited members
+/// of 0x10 only.
+struct Isolated {
+    snap: Arc<Snapshot>,
+    a: (Guid, u16),
+    b: (Guid, u16),
+    c: (Guid, u16),
+    d: (Guid, u16),
+}
+
+/// The fixture with partitions that isolate A, B, C and D ([`Isolated`]);
+/// every other port (switch port 0, the SM's, the other hosts) is a full
+/// member of the default partition only. The P_Key tables hold what the
+/// SM would program; `with_set`: the snapshot carries the PartitionSet too
+/// (else readers fall back on the tables).
+fn isolated(with_set: bool) -> Isolated {
+    use crate::partition::{Membership as M, PartitionSet, PortPartitions};
+    let hosts = other_hosts();
+    let (a, b, c, d) = (hosts[0], hosts[1], hosts[2], hosts[3]);
+    let mut sweep = swept().clone();
+    let mut set = PartitionSet::default();
+    let subnet = &sweep.subnet;
+    for (id, port) in subnet.lid_ports().collect::<Vec<_>>() {
+        let g = subnet.node(id).port_guid(port);
+        let members = match g {
+            g if g == a.0 => vec![(0x10, M::Full)],
+            g if g == b.0 => vec![(0x20, M::Full)],
+            g if g == c.0 || g == d.0 => vec![(0x10, M::Limited)],
+            _ => vec![(0x7fff, M::Full)],
+        };
+        let pp = PortPartitions { members, index0: None };
+        let mut block = crate::mad::PKeyTableBlockRepr::default();
+        for (i, k) in pp.pkeys().into_iter().enumerate() {
+            block.pkeys[i] = k;
+        }
+        sweep.program.pkey_blocks.insert((subnet.node(id).guid(), port), vec![block]);
+        set.ports.insert(g, pp);
+    }
+    let base = snapshot(1, sweep);
+    let snap = Arc::new(Snapshot {
+        sequence: 1,
+        taken_at: SystemTime::UNIX_EPOCH,
+        master: base.master,
+        master_lid: base.master_lid,
+        sweep: base.sweep.clone(),
+        partitions: with_set.then(|| Arc::new(set)),
+    });
+    Isolated { snap, a, b, c, d }
+}
+
+fn agent_on(snap: Arc<Snapshot>) -> SaAgent {
+    let mut a = SaAgent::new(SaConfig { sa_key: SA_KEY, ..SaConfig::default() }, snap.master);
+    a.new_snapshot(Duration::ZERO, snap);
+    a.set_serving(Duration::ZERO, Serving::Master);
+    a
+}
+
+/// The port GUIDs of a NodeRecord GetTable from `lid`.
+fn node_table(a: &mut SaAgent, lid: u16, key: u64) -> std::collections::BTreeSet<Guid> {
+    let got = fetch(a, &query(0x12, &NodeRecordRepr::default(), 0, key, lid));
+    assert_eq!(got.status, 0);
+    got.parse::<NodeRecordRepr>().iter().map(|r| r.node_info.port_guid).collect()
+}
+
+#[test]
+fn untrusted_requesters_see_only_the_ports_they_share_a_partition_with() {
+    for with_set in [true, false] {
+        let iso = isolated(with_set);
+        let (a_, b_, c_, d_) = (iso.a, iso.b, iso.c, iso.d);
+        let mut a = agent_on(iso.snap.clone());
+        let label = if with_set { "PartitionSet" } else { "P_Key tables" };
+        // A (full in 0x10) sees itself and the limited members C and D;
+        // not B, not the switches, not the SM nor the other hosts.
+        let seen = node_table(&mut a, a_.1, 0);
+        assert_eq!(seen, [a_.0, c_.0, d_.0].into(), "{label}: A's NodeRecords");
+        assert_eq!(node_table(&mut a, b_.1, 0), [b_.0].into(), "{label}: B alone in 0x20");
+        // Two limited members do not see each other.
+        assert_eq!(node_table(&mut a, c_.1, 0), [a_.0, c_.0].into(), "{label}: C's NodeRecords");
+        // A Get of B's NodeRecord by LID, from A: no record.
+        let by_lid = NodeRecordRepr { lid: Lid(b_.1), ..Default::default() };
+        assert_eq!(sa_status_of(&fetch(&mut a, &query(0x01, &by_lid, node_mask::LID, 0, a_.1))), sa_status::NO_RECORDS);
+        // Trusted: every port, and B's record by LID.
+        let all = node_table(&mut a, a_.1, SA_KEY);
+        assert_eq!(
+            all.len(),
+            fetch(&mut a, &query(0x12, &NodeRecordRepr::default(), 0, SA_KEY, sm_lid()))
+                .parse::<NodeRecordRepr>()
+                .len()
+        );
+        assert!(all.contains(&b_.0) && all.len() > 4, "{label}: the trusted table");
+        assert_eq!(fetch(&mut a, &query(0x01, &by_lid, node_mask::LID, SA_KEY, a_.1)).status, 0);
+        // A port of the default partition sees every port but the four.
+        let others = node_table(&mut a, sm_lid(), 0);
+        assert_eq!(others.len(), all.len() - 4, "{label}: the SM's view");
+        assert!(![a_.0, b_.0, c_.0, d_.0].iter().any(|g| others.contains(g)));
+
+        // LinkRecords from A: both directions of the cables of A, C and D
+        // (a switch port facing a host is the host's); no inter-switch one.
+        let links = fetch(&mut a, &query(0x12, &LinkRecordRepr::default(), 0, 0, a_.1)).parse::<LinkRecordRepr>();
+        let lids = [a_.1, c_.1, d_.1];
+        assert_eq!(links.len(), 6, "{label}: {links:?}");
+        assert!(links.iter().all(|l| lids.contains(&l.from_lid.0) || lids.contains(&l.to_lid.0)));
+        // PortInfoRecords: the three hosts' ports and the switch ports
+        // facing them.
+        let pirs =
+            fetch(&mut a, &query(0x12, &PortInfoRecordRepr::default(), 0, 0, a_.1)).parse::<PortInfoRecordRepr>();
+        assert_eq!(pirs.len(), 6, "{label}");
+        // No switch, LFT or SM of the default partition for A.
+        let sir = SwitchInfoRecordRepr::default();
+        assert_eq!(fetch(&mut a, &query(0x12, &sir, 0, 0, a_.1)).parse::<SwitchInfoRecordRepr>().len(), 0);
+        assert!(!fetch(&mut a, &query(0x12, &sir, 0, 0, sm_lid())).parse::<SwitchInfoRecordRepr>().is_empty());
+        let lft = LftRecordRepr::default();
+        assert_eq!(fetch(&mut a, &query(0x12, &lft, 0, 0, a_.1)).parse::<LftRecordRepr>().len(), 0);
+        assert!(!fetch(&mut a, &query(0x12, &lft, 0, 0, sm_lid())).parse::<LftRecordRepr>().is_empty());
+        let smi = SmInfoRecordRepr::default();
+        assert_eq!(fetch(&mut a, &query(0x12, &smi, 0, 0, a_.1)).parse::<SmInfoRecordRepr>().len(), 0);
+        assert_eq!(fetch(&mut a, &query(0x12, &smi, 0, 0, sm_lid())).parse::<SmInfoRecordRepr>().len(), 1);
+        let gir = GuidInfoRecordRepr::default();
+        let girs = fetch(&mut a, &query(0x12, &gir, 0, 0, a_.1)).parse::<GuidInfoRecordRepr>();
+        assert_eq!(girs.iter().map(|r| r.lid.0).collect::<std::collections::BTreeSet<_>>(), lids.into());
+        // A requester whose LID names no port sees none of them.
+        assert!(node_table(&mut a, 0xBFFF, 0).is_empty());
+
+        // PathRecords: none between A and B (no shared P_Key, whoever
+        // asks), none between the two limited members, one between A and C.
+        let path = |s: u16, d: u16| PathRecordRepr { slid: s, dlid: d, ..Default::default() };
+        let pm = path_mask::SLID | path_mask::DLID;
+        for (from, key) in [(a_.1, 0), (a_.1, SA_KEY), (sm_lid(), SA_KEY)] {
+            let got = fetch(&mut a, &query(0x01, &path(a_.1, b_.1), pm, key, from));
+            assert_eq!(sa_status_of(&got), sa_status::NO_RECORDS, "{label}: A-B asked from {from}");
+        }
+        assert_eq!(sa_status_of(&fetch(&mut a, &query(0x01, &path(c_.1, d_.1), pm, 0, c_.1))), sa_status::NO_RECORDS);
+        let table = fetch(&mut a, &query(0x12, &path(c_.1, d_.1), pm, 0, c_.1));
+        assert_eq!((table.status, table.parse::<PathRecordRepr>().len()), (0, 0));
+        let ac = fetch(&mut a, &query(0x01, &path(a_.1, c_.1), pm, 0, a_.1)).parse::<PathRecordRepr>();
+        assert_eq!((ac.len(), ac[0].pkey), (1, 0x8010), "{label}: A's full key");
+        let ca = fetch(&mut a, &query(0x01, &path(c_.1, a_.1), pm, 0, c_.1)).parse::<PathRecordRepr>();
+        assert_eq!(ca[0].pkey, 0x0010, "C's limited key");
+        // A third party: the SM (default partition) may not have A-C's
+        // path untrusted, a trusted requester may.
+        let from_sm = fetch(&mut a, &query(0x01, &path(a_.1, c_.1), pm, 0, sm_lid()));
+        assert_eq!(sa_status_of(&from_sm), sa_status::NO_RECORDS, "{label}");
+        assert_eq!(fetch(&mut a, &query(0x01, &path(a_.1, c_.1), pm, SA_KEY, sm_lid())).status, 0);
+        // "From me to all": A reaches itself, C and D.
+        let mine = fetch(&mut a, &query(0x12, &PathRecordRepr::default(), 0, 0, a_.1)).parse::<PathRecordRepr>();
+        let dlids: std::collections::BTreeSet<u16> = mine.iter().map(|r| r.dlid).collect();
+        assert_eq!(dlids, lids.into(), "{label}");
+    }
+}

@@ -64,9 +64,9 @@ pub struct EndPort {
     pub mtu_cap: u8,
     /// The rate of the port's own link (a loopback path's rate).
     pub rate: u8,
-    /// P_Key table block 0 as the sweep left it; `None` (a switch port 0,
-    /// or a read that failed) counts as the default P_Key, full member.
-    pub pkeys: Option<[u16; 32]>,
+    /// Where the port's P_Keys sit in the index's pool
+    /// ([`PathIndex::pkeys`]): start and count.
+    pkeys: (u32, u16),
 }
 
 impl EndPort {
@@ -77,13 +77,6 @@ impl EndPort {
     }
     pub fn owns(&self, lid: Lid) -> bool {
         lid.0 >= self.base_lid.0 && u32::from(lid.0) < u32::from(self.base_lid.0) + (1u32 << self.lmc.min(7))
-    }
-    /// The valid P_Keys the port holds (IBA 10.9.1: the low 15 bits name
-    /// the partition, bit 15 says full member; 0 and 0x8000 are empty).
-    pub fn pkeys(&self) -> impl Iterator<Item = u16> + '_ {
-        const DEFAULT: [u16; 1] = [0xFFFF];
-        let table: &[u16] = self.pkeys.as_ref().map_or(&DEFAULT[..], |t| &t[..]);
-        table.iter().copied().filter(|p| p & 0x7FFF != 0)
     }
 
     /// The port's GID: the subnet prefix it holds, then its port GUID.
@@ -139,6 +132,32 @@ pub struct PathIndex {
     /// Alias GUIDs (additional port GUIDs, IBA 15.2.5.18) to their end port.
     by_alias: HashMap<Guid, u32>,
     path_sl: Option<ibsm_routing::lft::PathSl>,
+    /// Every end port's P_Keys, one run per port ([`EndPort::pkeys`]),
+    /// each in [`pkey_order`].
+    pkey_pool: Vec<u16>,
+}
+
+/// The default P_Key, full member: what a port whose table the sweep does
+/// not know is taken to hold.
+const DEFAULT_PKEYS: [u16; 1] = [0xFFFF];
+
+/// The order of a port's P_Keys in the index: by partition (the low 15
+/// bits), the full-member key before the limited one. The first key two
+/// ports share is then the lowest partition they share, as OpenSM's
+/// `osm_physp_find_common_pkey` walks its tables, and a port holding both
+/// keys of a partition offers the full one.
+pub fn pkey_order(k: u16) -> (u16, bool) {
+    (k & 0x7FFF, k & 0x8000 == 0)
+}
+
+/// The valid keys of a P_Key table (IBA 10.9.1: the low 15 bits name the
+/// partition, bit 15 says full member; 0 and 0x8000 are empty entries), in
+/// [`pkey_order`], each once.
+fn sorted_keys(blocks: &[crate::mad::PKeyTableBlockRepr]) -> Vec<u16> {
+    let mut keys: Vec<u16> = blocks.iter().flat_map(|b| b.pkeys).filter(|k| k & 0x7FFF != 0).collect();
+    keys.sort_unstable_by_key(|&k| pkey_order(k));
+    keys.dedup();
+    keys
 }
 
 impl PathIndex {
@@ -180,6 +199,7 @@ impl PathIndex {
         }
 
         let mut ends = Vec::new();
+        let mut pkey_pool = Vec::new();
         for (id, port) in subnet.lid_ports() {
             let node = subnet.node(id);
             let guid = node.port_guid(port);
@@ -190,6 +210,18 @@ impl PathIndex {
             };
             let caps = if node.is_switch() { node.ports.first().and_then(|p| p.info).unwrap_or(*pi) } else { *pi };
             let own_rate = rate::port_rate(pi, &caps);
+            // Every block of the table as the sweep left it; a port whose
+            // table is unknown (a read that failed) holds the default
+            // P_Key for paths (`DEFAULT_PKEYS`).
+            let keys = report.program.pkey_blocks.get(&(node.guid(), port)).map(|t| sorted_keys(t));
+            let pkeys = match keys {
+                Some(k) => {
+                    let at = (pkey_pool.len() as u32, k.len().min(usize::from(u16::MAX)) as u16);
+                    pkey_pool.extend(k.into_iter().take(usize::from(u16::MAX)));
+                    at
+                }
+                None => (u32::MAX, 0),
+            };
             ends.push(EndPort {
                 node: id.0,
                 port,
@@ -201,7 +233,7 @@ impl PathIndex {
                 caps,
                 mtu_cap: if rate::is_mtu(pi.mtu_cap) { pi.mtu_cap } else { rate::MTU_MIN },
                 rate: own_rate,
-                pkeys: report.program.pkey_blocks.get(&(node.guid(), port)).and_then(|t| t.first()).map(|b| b.pkeys),
+                pkeys,
             });
         }
         ends.sort_by_key(|e| e.base_lid);
@@ -221,6 +253,7 @@ impl PathIndex {
             by_guid,
             by_alias: HashMap::new(),
             path_sl: report.routes.path_sl.clone(),
+            pkey_pool,
         };
         index.set_aliases(
             report.program.alias_guids.iter().flat_map(|(&port, held)| held.values().map(move |&alias| (alias, port))),
@@ -263,6 +296,17 @@ impl PathIndex {
 
     pub fn end(&self, i: u32) -> &EndPort {
         &self.ends[i as usize]
+    }
+
+    /// The valid P_Keys end port `i` holds, every block of its table, in
+    /// [`pkey_order`]; the default P_Key (full member) when the sweep does
+    /// not know its table.
+    pub fn pkeys(&self, i: u32) -> &[u16] {
+        let (start, n) = self.ends[i as usize].pkeys;
+        if start == u32::MAX {
+            return &DEFAULT_PKEYS;
+        }
+        &self.pkey_pool[start as usize..start as usize + usize::from(n)]
     }
 
     /// The end port answering to `lid` (any LID of its LMC range).

@@ -96,15 +96,15 @@ struct Candidate {
 
 /// The PathRecords a SubnAdmGetMulti(MultiPathRecord) asks for; see the
 /// module docs. The error is the SA status to answer with.
-/// `_requester_lid` is the SLID the query came from, kept for the
-/// partition checks to come (the requester must share a P_Key with both
-/// ends). Cost: O(port pairs × NumbPath × hops) to gather the candidates,
+/// `requester_lid` is the SLID the query came from: with
+/// [`PathConfig::requester_must_share`] a port pair is offered only when
+/// both ports share a partition with the requester's port. Cost: O(port pairs × NumbPath × hops) to gather the candidates,
 /// and O(NumbPath² × candidates × hops) more with an IndependenceSelector.
 pub fn multipath_records(
     index: &PathIndex,
     req: &MultiPathRecordRepr,
     mask: u64,
-    _requester_lid: Lid,
+    requester_lid: Lid,
     cfg: &PathConfig,
 ) -> Result<Vec<PathRecordRepr>, u16> {
     if unknown_components(MultiPathRecordRepr::COMPONENTS, mask) != 0 {
@@ -128,8 +128,12 @@ pub fn multipath_records(
     // Every port pair's candidates, in PathRecord order.
     let independent = mask & mm::INDEPENDENCE_SELECTOR != 0 && req.independence_selector != 0;
     let mut per_pair: Vec<Vec<Candidate>> = Vec::new();
+    let requester = index.end_by_lid(requester_lid);
     for &(src, sgid) in &sources {
         for &(dst, dgid) in &dests {
+            if !super::requester_may_see(index, cfg, requester, src, dst) {
+                continue;
+            }
             let slids: Vec<Lid> = index.end(src).lids().collect();
             let dlids: Vec<Lid> = index.end(dst).lids().collect();
             let mut found = Vec::new();

@@ -373,10 +373,63 @@ fn pkeys_must_be_shared() {
         }
     }
     let index = PathIndex::build(&report);
-    assert_eq!(index.end(index.end_by_guid(h3_guid).unwrap()).pkeys().collect::<Vec<_>>(), vec![0x7FFF]);
+    assert_eq!(index.pkeys(index.end_by_guid(h3_guid).unwrap()), &[0x7FFF]);
     let r = ask(&index, between(&index, h1, h3, 0, |_| {})).unwrap();
     assert_eq!(r[0].pkey, 0xFFFF, "H1 is a full member");
     assert_eq!(ask(&index, between(&index, h3, h3, pm::PKEY, |q| q.pkey = 0x7FFF)).unwrap(), vec![]);
+}
+
+/// Sets end port `host`'s (port 1) table to `blocks` blocks holding
+/// `keys` at (block, index).
+fn set_table(report: &mut SweepReport, topo: &Topology, host: usize, blocks: usize, keys: &[(usize, usize, u16)]) {
+    let mut t = vec![crate::mad::PKeyTableBlockRepr::default(); blocks];
+    for &(b, i, k) in keys {
+        t[b].pkeys[i] = k;
+    }
+    report.program.pkey_blocks.insert((topo.node(NodeIdx(host)).node_guid, 1), t);
+}
+
+#[test]
+fn every_block_counts_and_the_lowest_shared_partition_is_answered() {
+    let s = swept_a(0);
+    let mut report = s.report.clone();
+    // H1 holds the default key in block 0 and 0x8020 far into block 1; H3
+    // holds 0x8020 and no default key; H2 only the default one.
+    set_table(&mut report, &s.topo, H1, 2, &[(0, 0, 0xFFFF), (1, 30, 0x8020)]);
+    set_table(&mut report, &s.topo, H3, 1, &[(0, 7, 0x8020)]);
+    let index = PathIndex::build(&report);
+    let (h1, h2, h3) =
+        (end_of(&index, &s.topo, p(H1, 1)), end_of(&index, &s.topo, p(H2, 1)), end_of(&index, &s.topo, p(H3, 1)));
+    assert_eq!(index.pkeys(h1), &[0x8020, 0xFFFF], "both blocks, by partition");
+    let r = ask(&index, between(&index, h1, h3, 0, |_| {})).unwrap();
+    assert_eq!(r[0].pkey, 0x8020, "the one partition shared, found in block 1");
+    assert_eq!(ask(&index, between(&index, h1, h3, pm::PKEY, |q| q.pkey = 0xFFFF)).unwrap(), vec![]);
+    assert_eq!(ask(&index, between(&index, h2, h3, 0, |_| {})).unwrap(), vec![], "H2 and H3 share nothing");
+    // A lower partition both hold (H3 a limited member): that one, with
+    // H1's full key, whichever block holds it; both keys of 0x20 on H1
+    // give the full one.
+    set_table(&mut report, &s.topo, H1, 2, &[(0, 0, 0xFFFF), (0, 3, 0x0020), (1, 30, 0x8020), (1, 31, 0x8010)]);
+    set_table(&mut report, &s.topo, H3, 1, &[(0, 7, 0x8020), (0, 9, 0x0010)]);
+    let index = PathIndex::build(&report);
+    assert_eq!(index.pkeys(h1), &[0x8010, 0x8020, 0x0020, 0xFFFF]);
+    assert_eq!(ask(&index, between(&index, h1, h3, 0, |_| {})).unwrap()[0].pkey, 0x8010);
+    assert_eq!(ask(&index, between(&index, h3, h1, 0, |_| {})).unwrap()[0].pkey, 0x0010, "the source's key");
+
+    // A requester that must share with both ends: H2 (default only) gets
+    // no path between H1 and H3, H1 gets its own, and without the check
+    // H2 gets it too.
+    let strict = PathConfig { requester_must_share: true, ..PathConfig::default() };
+    let (q, mask) = between(&index, h1, h3, 0, |_| {});
+    let lid = |e: u32| index.end(e).base_lid;
+    assert_eq!(path_records(&index, &q, mask, lid(h2), &strict).unwrap(), vec![]);
+    assert_eq!(path_records(&index, &q, mask, lid(h1), &strict).unwrap().len(), 1);
+    assert_eq!(path_records(&index, &q, mask, Lid(0xBFFF), &strict).unwrap(), vec![], "a requester no port is");
+    assert_eq!(path_records(&index, &q, mask, lid(h2), &PathConfig::default()).unwrap().len(), 1);
+    // H2's "from me to all": only the ports sharing its default partition.
+    let from_h2 = path_records(&index, &PathRecordRepr::default(), 0, lid(h2), &strict).unwrap();
+    let reached: std::collections::BTreeSet<u16> = from_h2.iter().map(|r| r.dlid).collect();
+    assert!(reached.contains(&lid(h2).0) && !reached.contains(&lid(h3).0), "{reached:?}");
+    assert!(reached.contains(&lid(h1).0), "H1 still holds the default key");
 }
 
 #[test]
