@@ -59,6 +59,12 @@ pub struct SweepReport {
     pub partitions: Option<Arc<crate::partition::PartitionSet>>,
     /// The multicast pass that ended the sweep.
     pub mcast: mcast::McastReport,
+    /// The multicast trees as that pass routed them: each switch's MLID ->
+    /// output ports, by node GUID (switches no group crosses are absent).
+    /// What the SA's MulticastForwardingTableRecords answer from; joins
+    /// routed between sweeps (`SubnetManager::program_multicast`) are in
+    /// the next sweep's.
+    pub mcast_tables: HashMap<Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>>,
     pub elapsed: Duration,
 }
 
@@ -538,6 +544,7 @@ impl<T: Transport> SubnetManager<T> {
             routes,
             partitions: plan.partitions.clone(),
             mcast,
+            mcast_tables: self.mcast.tables(),
             elapsed: started.elapsed(),
         };
         info!(

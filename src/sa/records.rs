@@ -14,6 +14,13 @@
 //! - P_KeyTableRecord: block 0 of every end port, as programming left it.
 //! - SLtoVLMappingTableRecord, VLArbitrationTableRecord: the tables the SM
 //!   programmed (kept across snapshots: a sweep sends only changes).
+//! - MulticastForwardingTableRecord: every switch a multicast tree
+//!   crosses, as OpenSM answers them: every (block, position) from block 0
+//!   to the highest block in use, position 0 to the last the switch's
+//!   ports need, zero masks included. From the trees the heavy sweep
+//!   routed (`SweepReport::mcast_tables`): a join or leave routed between
+//!   sweeps reaches the switches within a few round trips, but these
+//!   records only with the next heavy sweep's snapshot.
 //!
 //! Every record names the ports it belongs to ([`owner`]), by which an
 //! untrusted requester's answers are cut to its partitions
@@ -30,7 +37,8 @@ use crate::mad::sa::{
 };
 use crate::mad::sl_to_vl::{ATTR_MOD_ALL_INPUT_PORTS, ATTR_MOD_ALL_OUTPUT_PORTS};
 use crate::mad::{
-    AttributeId, LftBlockRepr, NodeDescriptionRepr, SlToVlTableRepr, SmInfoRepr, SmState, SmpAttribute, VlArbTableRepr,
+    AttributeId, LftBlockRepr, MftBlockRepr, NodeDescriptionRepr, SlToVlTableRepr, SmInfoRepr, SmState, SmpAttribute,
+    VlArbTableRepr,
 };
 use crate::runtime::snapshot::Snapshot;
 use crate::sweep::subnet::{NodeId, Subnet};
@@ -120,8 +128,6 @@ pub(crate) struct Records {
     pub pkey: Table,
     pub sl2vl: Table,
     pub vlarb: Table,
-    /// No multicast forwarding is programmed yet (the multicast issue):
-    /// always empty, so a GetTable answers none.
     pub mft: Table,
     /// Routed switches by LID, for LinearForwardingTableRecords: node
     /// GUID and port 0's GUID (the records' owner).
@@ -165,7 +171,7 @@ impl Records {
         let mut pkey_t = Table::new(Spec::of::<PKeyTableRecordRepr>(&[]), key::LID);
         let mut sl2vl_t = Table::new(Spec::of::<SlToVlRecordRepr>(&[]), key::LID);
         let mut vlarb_t = Table::new(Spec::of::<VlArbRecordRepr>(&[]), key::LID);
-        let mft_t = Table::new(Spec::of::<MftRecordRepr>(&[]), key::LID);
+        let mut mft_t = Table::new(Spec::of::<MftRecordRepr>(&[]), key::LID);
         let mut lft_switches = BTreeMap::new();
 
         for id in subnet.ids() {
@@ -228,6 +234,22 @@ impl Records {
             let record = VlArbRecordRepr { lid: lid.0, output_port_num: port, block_num: block, table };
             vlarb_t.push(&record, Owners::port(owner(subnet, id, port)));
         }
+        // MulticastForwardingTableRecords, by switch LID.
+        let mut mft_switches: Vec<(Lid, NodeId)> = sweep
+            .mcast_tables
+            .keys()
+            .filter_map(|g| subnet.by_guid.get(g).copied())
+            .filter(|&id| subnet.node(id).quarantined.is_none())
+            .filter_map(|id| Some((record_lid(subnet, ports, id, 0)?, id)))
+            .collect();
+        mft_switches.sort();
+        for (lid, id) in mft_switches {
+            let node = subnet.node(id);
+            let (Some(si), Some(table)) = (node.switch_info.as_ref(), sweep.mcast_tables.get(&node.guid())) else {
+                continue;
+            };
+            push_mfts(&mut mft_t, lid, node.port_guid(0), table, node.info.num_ports, si.multicast_fdb_cap);
+        }
         // LinkRecords: every cable, from each end.
         for (id, port, _, (far, far_port)) in subnet.cabled_ports() {
             if subnet.node(far).quarantined.is_some() {
@@ -258,7 +280,7 @@ impl Records {
     /// Records held (LinearForwardingTableRecords not counted: they are
     /// emitted on demand).
     pub fn count(&self) -> usize {
-        [&self.node, &self.port_info, &self.switch_info, &self.link, &self.pkey, &self.sl2vl, &self.vlarb]
+        [&self.node, &self.port_info, &self.switch_info, &self.link, &self.pkey, &self.sl2vl, &self.vlarb, &self.mft]
             .iter()
             .map(|t| t.len())
             .sum()
@@ -299,6 +321,31 @@ impl Records {
                     return;
                 }
             }
+        }
+    }
+}
+
+/// One switch's MulticastForwardingTableRecords (IBA 15.2.5.8) from its
+/// routed MLID -> ports map, as the SM writes the blocks
+/// (`program::mfts::wanted_blocks`: MLIDs past MulticastFDBCap left out):
+/// every (block, position) up to the highest block holding a port, zero
+/// masks included (OpenSM's `osm_sa_mft_record.c` range).
+fn push_mfts(
+    t: &mut Table,
+    lid: Lid,
+    port0: Guid,
+    table: &BTreeMap<u16, ibsm_routing::mcast::PortSet>,
+    num_ports: u8,
+    cap: u16,
+) {
+    let wanted = crate::program::mfts::wanted_blocks(table, num_ports, cap);
+    let Some(last) = wanted.blocks.keys().map(|k| k.block).max() else { return };
+    for block_num in 0..=last {
+        for position in 0..wanted.positions {
+            let key = crate::program::mfts::MftKey::new(block_num, position);
+            let port_masks = wanted.blocks.get(&key).copied().unwrap_or_default();
+            let record = MftRecordRepr { lid: lid.0, position, block_num, block: MftBlockRepr { port_masks } };
+            t.push(&record, Owners::port(port0));
         }
     }
 }

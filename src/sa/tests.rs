@@ -467,9 +467,65 @@ fn switch_info_link_lft_and_mft_records() {
     let past = LftRecordRepr { block_num: 500, ..key };
     assert_eq!(sa_status_of(&fetch(&mut a, &query(0x01, &past, lft_mask::LID | lft_mask::BLOCK_NUM, 0, lid))), 3);
 
-    // No multicast forwarding yet: an empty table.
+    // No multicast group was routed: an empty table.
     let mft = fetch(&mut a, &query(0x12, &MftRecordRepr::default(), 0, 0, lid));
     assert_eq!((mft.status, mft.data.len(), mft.attribute_offset), (0, 0, 0));
+}
+
+#[test]
+fn multicast_forwarding_records_are_the_routed_trees_block_by_block() {
+    use ibsm_routing::mcast::PortSet;
+    let mut report = swept().clone();
+    let (sw_guid, sw_lid) = a_switch();
+    let id = report.subnet.by_guid[&sw_guid];
+    let (num_ports, cap) =
+        (report.subnet.node(id).info.num_ports, report.subnet.node(id).switch_info.unwrap().multicast_fdb_cap);
+    assert!(cap > 0x40, "the fixture's switches hold 2 blocks at least");
+    let ports = |p: &[u8]| {
+        let mut s = PortSet::EMPTY;
+        p.iter().for_each(|&p| s.insert(p));
+        s
+    };
+    // MLID 0xC000 to ports 1 and 3, 0xC021 (block 1, entry 1) to port 0
+    // and 2, and one past the switch's cap (left out, as the SM does).
+    let table: std::collections::BTreeMap<u16, PortSet> =
+        [(0xC000, ports(&[1, 3])), (0xC021, ports(&[0, 2])), (0xC000 + cap, ports(&[1]))].into();
+    report.mcast_tables.insert(sw_guid, table);
+    let mut a = SaAgent::new(SaConfig { sa_key: SA_KEY, ..SaConfig::default() }, snapshot(1, swept().clone()).master);
+    a.new_snapshot(Duration::ZERO, snapshot(2, report));
+    a.set_serving(Duration::ZERO, Serving::Master);
+    let lid = sm_lid();
+    let all = fetch(&mut a, &query(0x12, &MftRecordRepr::default(), 0, 0, lid));
+    assert_eq!(all.attribute_offset, 9, "72-byte records");
+    let recs = all.parse::<MftRecordRepr>();
+    // Blocks 0 and 1, every position the switch has (ports 0..=8: one).
+    let positions = usize::from(num_ports) / 16 + 1;
+    assert_eq!(recs.len(), 2 * positions, "{recs:?}");
+    assert!(recs.iter().all(|r| r.lid == sw_lid));
+    let b0 = recs.iter().find(|r| (r.block_num, r.position) == (0, 0)).unwrap();
+    assert_eq!(b0.block.port_masks[0], 0b1010);
+    assert!(b0.block.port_masks[1..].iter().all(|&m| m == 0));
+    let b1 = recs.iter().find(|r| (r.block_num, r.position) == (1, 0)).unwrap();
+    assert_eq!((b1.block.port_masks[0], b1.block.port_masks[1]), (0, 0b101));
+    // By LID and block; a block past the last in use has no record.
+    let key = MftRecordRepr { lid: sw_lid, block_num: 1, ..Default::default() };
+    let one = fetch(&mut a, &query(0x01, &key, mft_mask::LID | mft_mask::BLOCK_NUM, 0, lid)).parse::<MftRecordRepr>();
+    assert_eq!(one, vec![*b1]);
+    let past = MftRecordRepr { block_num: 2, ..key };
+    let none = fetch(&mut a, &query(0x01, &past, mft_mask::LID | mft_mask::BLOCK_NUM, 0, lid));
+    assert_eq!(sa_status_of(&none), sa_status::NO_RECORDS);
+    // The switch's records belong to its port 0: a host in no partition
+    // with it sees none.
+    let iso = isolated(true);
+    let mut sweep = iso.snap.sweep.clone();
+    sweep.mcast_tables = [(sw_guid, [(0xC000, ports(&[1, 3]))].into())].into();
+    let snap = Arc::new(Snapshot { sweep, partitions: iso.snap.partitions.clone(), ..*snapshot(3, swept().clone()) });
+    let mut b = agent_on(snap);
+    assert_eq!(fetch(&mut b, &query(0x12, &MftRecordRepr::default(), 0, 0, iso.a.1)).parse::<MftRecordRepr>(), vec![]);
+    assert_eq!(
+        fetch(&mut b, &query(0x12, &MftRecordRepr::default(), 0, 0, lid)).parse::<MftRecordRepr>().len(),
+        positions
+    );
 }
 
 #[test]
