@@ -11,7 +11,12 @@
 //!   0 and external switch ports included; EndportLID is the end port's LID
 //!   (the switch's for switch ports).
 //! - LinkRecord: both directions of every cable between managed nodes.
-//! - P_KeyTableRecord: block 0 of every end port, as programming left it.
+//! - P_KeyTableRecord: every block of every port whose table the SM
+//!   programs (`ProgramReport::pkey_blocks`): end ports, a switch's port 0
+//!   and the switch ports facing end ports (which enforce their keys), as
+//!   the ports answered. OpenSM answers every switch port; the SM never
+//!   reads an inter-switch port's table (nor any switch port's with
+//!   `part_enforce = off`), so those have no record here.
 //! - SLtoVLMappingTableRecord, VLArbitrationTableRecord: the tables the SM
 //!   programmed (kept across snapshots: a sweep sends only changes).
 //! - MulticastForwardingTableRecord: every switch a multicast tree
@@ -209,8 +214,11 @@ impl Records {
                     lft_switches.insert(lid.0, (node.guid(), node.port_guid(0)));
                 }
             }
-            // P_KeyTableRecords: every block of each end port.
-            for &p in node_ports.iter().filter(|_| !node.is_switch()) {
+            // P_KeyTableRecords: every block of each port whose table the
+            // SM programmed (a switch's: port 0 and enforcing ports).
+            let pkey_ports: Vec<u8> =
+                if node.is_switch() { (0..node.ports.len() as u8).collect() } else { node_ports.clone() };
+            for p in pkey_ports {
                 let (Some(blocks), Some(lid)) =
                     (sweep.program.pkey_blocks.get(&(node.guid(), p)), record_lid(subnet, ports, id, p))
                 else {

@@ -542,12 +542,33 @@ fn p_key_tables_only_for_trusted_requesters() {
     let got = fetch(&mut a, &query(0x01, &key, mask, SA_KEY, lid)).parse::<PKeyTableRecordRepr>();
     assert!(got[0].pkey_table.pkeys.contains(&0xFFFF), "the default partition the SM put there");
     let all = fetch(&mut a, &query(0x12, &key, 0, SA_KEY, lid)).parse::<PKeyTableRecordRepr>();
-    // One record per block of every end port (switch ports have none).
+    // One record per block of every port the SM programmed: end ports,
+    // switch port 0 and the switch ports facing hosts.
     let s = swept();
-    let is_switch = |g: &Guid| s.subnet.by_guid.get(g).is_some_and(|&id| s.subnet.node(id).is_switch());
-    let end_blocks: usize =
-        s.program.pkey_blocks.iter().filter(|((g, _), _)| !is_switch(g)).map(|(_, t)| t.len()).sum();
-    assert_eq!(all.len(), end_blocks);
+    let blocks: usize = s.program.pkey_blocks.values().map(Vec::len).sum();
+    assert_eq!(all.len(), blocks);
+    // A switch: port 0 and each port cabled to a host (part_enforce is
+    // "both" by default), as the switch holds them; no inter-switch port.
+    let (sw_guid, sw_lid) = a_switch();
+    let id = s.subnet.by_guid[&sw_guid];
+    let node = s.subnet.node(id);
+    let facing_hosts: Vec<u8> = node
+        .external_ports()
+        .filter(|&p| node.ports[p as usize].remote.is_some_and(|(far, _)| !s.subnet.node(far).is_switch()))
+        .collect();
+    let key = PKeyTableRecordRepr { lid: Lid(sw_lid), ..Default::default() };
+    let sw = fetch(&mut a, &query(0x12, &key, pkey_table_mask::LID, SA_KEY, lid)).parse::<PKeyTableRecordRepr>();
+    let mut ports: Vec<u8> = sw.iter().map(|r| r.port_num).collect();
+    ports.dedup();
+    assert_eq!(ports, [&[0u8][..], &facing_hosts].concat(), "{sw:?}");
+    for r in &sw {
+        assert_eq!(r.pkey_table, s.program.pkey_blocks[&(sw_guid, r.port_num)][usize::from(r.block_num)]);
+    }
+    let p = facing_hosts[0];
+    let one = PKeyTableRecordRepr { lid: Lid(sw_lid), port_num: p, block_num: 0, ..Default::default() };
+    let mask = pkey_table_mask::LID | pkey_table_mask::PORT_NUM | pkey_table_mask::BLOCK_NUM;
+    let got = fetch(&mut a, &query(0x01, &one, mask, SA_KEY, lid)).parse::<PKeyTableRecordRepr>();
+    assert!(got[0].pkey_table.pkeys.contains(&0xFFFF), "the host's default key, enforced on its switch port");
 }
 
 #[test]
