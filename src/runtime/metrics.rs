@@ -1,5 +1,8 @@
-//! Prometheus metrics: what the last sweep found, how sweeps go, and the
-//! SMPs sent by attribute and method. Served as text on `metrics.listen`.
+//! Prometheus metrics: what the last sweep found, how sweeps go, the
+//! multicast passes, the SA's counters, and the SMPs sent by attribute and
+//! method. Served as text on `metrics.listen`. Label values are fixed
+//! names (or attribute and method codes, unknown ones in one series), so
+//! the series stay bounded whatever the fabric sends.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tracing::{debug, warn};
 
+use crate::program::mcast::McastReport;
 use crate::program::SweepReport;
 use crate::transport::TransportStats;
 
@@ -34,6 +38,12 @@ pub struct Metrics {
     sa_queries: IntGaugeVec,
     sa_events: IntGaugeVec,
     sa_registered: IntGaugeVec,
+    mcast_groups: IntGauge,
+    mcast_members: IntGauge,
+    mcast_passes: IntCounterVec,
+    mcast_mads: IntCounterVec,
+    mcast_trees: IntGauge,
+    mcast_problems: IntGauge,
 }
 
 impl Metrics {
@@ -90,8 +100,37 @@ impl Metrics {
             &["kind"],
         )
         .unwrap();
+        let mcast_groups = IntGauge::new("mcast_groups", "Multicast groups the SA holds (MCMemberRecord)").unwrap();
+        let mcast_members =
+            IntGauge::new("mcast_members", "Memberships of the SA's multicast groups (one per port and group)")
+                .unwrap();
+        let mcast_passes = IntCounterVec::new(
+            Opts::new("mcast_passes_total", "Multicast passes: after a heavy sweep, or for a membership change"),
+            &["kind"],
+        )
+        .unwrap();
+        let mcast_mads = IntCounterVec::new(
+            Opts::new(
+                "mcast_mads_total",
+                "MulticastForwardingTable SMPs of the multicast passes: Sets answered, reads, failures",
+            ),
+            &["what"],
+        )
+        .unwrap();
+        let mcast_trees = IntGauge::new("mcast_trees", "Multicast groups with a tree after the last pass").unwrap();
+        let mcast_problems = IntGauge::new(
+            "mcast_problems",
+            "Problems the last multicast pass reported (members not routed, MLIDs past a switch's capacity)",
+        )
+        .unwrap();
         for c in [
             Box::new(subnet_up.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(mcast_groups.clone()),
+            Box::new(mcast_members.clone()),
+            Box::new(mcast_passes.clone()),
+            Box::new(mcast_mads.clone()),
+            Box::new(mcast_trees.clone()),
+            Box::new(mcast_problems.clone()),
             Box::new(sa_queries.clone()),
             Box::new(sa_events.clone()),
             Box::new(sa_registered.clone()),
@@ -126,6 +165,12 @@ impl Metrics {
             sa_queries,
             sa_events,
             sa_registered,
+            mcast_groups,
+            mcast_members,
+            mcast_passes,
+            mcast_mads,
+            mcast_trees,
+            mcast_problems,
         }
     }
 
@@ -148,6 +193,7 @@ impl Metrics {
         let d = &s.drops;
         let r = &s.rmpp;
         let rep = &s.reports;
+        let mc = &s.mcast;
         for (kind, what, v) in [
             ("drop", "malformed", d.malformed),
             ("drop", "not_serving", d.not_serving),
@@ -162,6 +208,7 @@ impl Metrics {
             ("drop", "service_cap", d.service_cap),
             ("drop", "subscription_cap", d.subscription_cap),
             ("drop", "alias_guid_cap", d.alias_guid_cap),
+            ("drop", "mcast_cap", d.mcast_cap),
             ("drop", "report_cap", d.report_cap),
             ("drop", "report_subscriber_cap", d.report_subscriber_cap),
             ("drop", "queue_full", d.queue_full),
@@ -176,6 +223,14 @@ impl Metrics {
             ("report", "given_up", rep.given_up),
             ("report", "gid_in_service", rep.gid_in_service),
             ("report", "gid_out_of_service", rep.gid_out_of_service),
+            ("report", "mcast_created", rep.mcast_created),
+            ("report", "mcast_deleted", rep.mcast_deleted),
+            ("mcast", "join", mc.joins),
+            ("mcast", "leave", mc.leaves),
+            ("mcast", "join_error", mc.join_errors),
+            ("mcast", "leave_error", mc.leave_errors),
+            ("mcast", "member_dropped", mc.members_dropped),
+            ("mcast", "well_known_unplaced", mc.well_known_unplaced),
             ("trap", "received", rep.traps_received),
             ("lease", "expired", s.leases_expired),
             ("mad", "received", s.received),
@@ -205,6 +260,20 @@ impl Metrics {
         ] {
             self.sa_registered.with_label_values(&[kind]).set(v as i64);
         }
+        self.mcast_groups.set(mc.groups as i64);
+        self.mcast_members.set(mc.members as i64);
+    }
+
+    /// One multicast pass of the SM: `kind` "sweep" (the end of a heavy
+    /// sweep, [`Self::heavy_sweep`] calls it) or "membership" (the SA's
+    /// groups changed between sweeps).
+    pub fn mcast_pass(&self, kind: &'static str, report: &McastReport) {
+        self.mcast_passes.with_label_values(&[kind]).inc();
+        for (what, n) in [("mft_set", report.mft_sets), ("mft_read", report.mft_reads), ("failure", report.failures)] {
+            self.mcast_mads.with_label_values(&[what]).inc_by(n as u64);
+        }
+        self.mcast_trees.set(report.groups as i64);
+        self.mcast_problems.set(report.problems.len() as i64);
     }
 
     pub fn sm_state(&self, state: u8) {
@@ -225,6 +294,7 @@ impl Metrics {
         self.ports_inactive.set(report.inactive.len() as i64);
         self.max_lid.set(i64::from(report.lids.max_lid.0));
         self.sweep_problems.set(report.problems().len() as i64);
+        self.mcast_pass("sweep", &report.mcast);
         if report.mode == crate::program::MasterMode::Takeover {
             let p = &report.program;
             self.takeover_sets.with_label_values(&["all"]).set(p.sets() as i64);
@@ -345,5 +415,38 @@ mod tests {
         assert!(text.contains("ibsm_sa_events{kind=\"drop\",what=\"bad_sm_key\"} 3"), "{text}");
         assert!(text.contains("ibsm_sa_registered{kind=\"service\"} 2"), "{text}");
         assert!(text.contains("ibsm_sa_registered{kind=\"mirrored_service\"} 5"), "{text}");
+    }
+
+    #[test]
+    fn multicast_figures_are_exported() {
+        let m = Metrics::new();
+        let mut s = crate::sa::SaStats::default();
+        s.mcast.joins = 7;
+        s.mcast.leave_errors = 2;
+        s.mcast.groups = 3;
+        s.mcast.members = 11;
+        s.drops.mcast_cap = 4;
+        s.reports.mcast_created = 5;
+        m.sa(&s);
+        let pass = McastReport { groups: 3, mft_reads: 2, mft_sets: 9, failures: 1, problems: vec!["x".into()] };
+        m.mcast_pass("membership", &pass);
+        m.mcast_pass("membership", &McastReport { groups: 2, mft_sets: 1, ..McastReport::default() });
+        let text = m.render();
+        for line in [
+            "ibsm_sa_events{kind=\"mcast\",what=\"join\"} 7",
+            "ibsm_sa_events{kind=\"mcast\",what=\"leave_error\"} 2",
+            "ibsm_sa_events{kind=\"drop\",what=\"mcast_cap\"} 4",
+            "ibsm_sa_events{kind=\"report\",what=\"mcast_created\"} 5",
+            "ibsm_mcast_groups 3",
+            "ibsm_mcast_members 11",
+            "ibsm_mcast_passes_total{kind=\"membership\"} 2",
+            "ibsm_mcast_mads_total{what=\"mft_set\"} 10",
+            "ibsm_mcast_mads_total{what=\"mft_read\"} 2",
+            "ibsm_mcast_mads_total{what=\"failure\"} 1",
+            "ibsm_mcast_trees 2",
+            "ibsm_mcast_problems 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
     }
 }
