@@ -30,7 +30,7 @@ use tracing::{debug, warn};
 
 use super::metrics::Metrics;
 use super::snapshot::Snapshots;
-use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, SaRecord, ServiceRecordRepr};
+use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
 use crate::mad::{AttributeId, DrPath, NoticeRepr, PortInfoRepr, SmInfoRepr, SmpAttribute};
 use crate::program::guids::AliasTable;
 use crate::program::mcast::McastTable;
@@ -214,11 +214,14 @@ pub struct MirrorOutcome {
     pub errors: Vec<String>,
 }
 
-/// Reads the master's ServiceRecord, InformInfoRecord and GUIDInfoRecord
-/// tables (GetTable, every record, trusted with `sa_key` so ServiceKeys and
-/// subscriber QPNs are shown). The master is the SM our port's PortInfo
-/// names (MasterSMLID), read first: the transport's own idea of the SM LID
-/// dates from when it opened.
+/// Reads the master's ServiceRecord, InformInfoRecord, GUIDInfoRecord and
+/// MCMemberRecord tables (GetTable, every record, trusted with `sa_key` so
+/// ServiceKeys, subscriber QPNs and every multicast member with its
+/// PortGID and JoinState are shown, IBA 15.2.5.17). Each table is bounded
+/// by the RMPP receiver's `max_bytes` (a larger one fails and keeps the
+/// previous copy), and the agent cuts what it keeps at the `[sa]` caps.
+/// The master is the SM our port's PortInfo names (MasterSMLID), read
+/// first: the transport's own idea of the SM LID dates from when it opened.
 ///
 /// With ibsm as the master the tables come whole through RMPP. OpenSM
 /// answers the same GetTables, but on ibsim its multi-MAD answers (the
@@ -255,6 +258,7 @@ pub async fn read_mirror<T: Transport + Clone>(smp: SmpClient<T>, transport: T, 
     out.read.services = table::<_, ServiceRecordRepr>(&sa, &mut out.errors, &mut silent).await;
     out.read.subscriptions = table::<_, InformInfoRecordRepr>(&sa, &mut out.errors, &mut silent).await;
     out.read.guid_info = table::<_, GuidInfoRecordRepr>(&sa, &mut out.errors, &mut silent).await;
+    out.read.mcast_members = table::<_, McMemberRecordRepr>(&sa, &mut out.errors, &mut silent).await;
     out
 }
 

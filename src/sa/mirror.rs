@@ -6,7 +6,8 @@
 //! ServiceRecord, subscription and alias GUID until the hosts register
 //! again. Here a standby reads the master's tables every
 //! `mirror_interval_s` (the runtime does the reading: trusted GetTables of
-//! ServiceRecord, InformInfoRecord and GUIDInfoRecord) and hands them to
+//! ServiceRecord, InformInfoRecord, GUIDInfoRecord and MCMemberRecord)
+//! and hands them to
 //! its agent, which keeps the last copy of each table ([`Mirror::keep`]).
 //! When the agent starts serving as master it imports the copy
 //! ([`import`]) into its live state, adding only what is not there.
@@ -35,23 +36,41 @@
 //!   block 0 of the same table names the GUID at that LID, so aliases are
 //!   kept by port GUID and survive a LID change; a LID no block 0 named is
 //!   resolved in the new master's snapshot.
+//! - **MCMemberRecord**: a trusted GetTable answers one record per member
+//!   (PortGID, JoinState, ProxyJoin shown) and one per group without
+//!   members. [`McGroups::import`] remakes the groups at the old master's
+//!   MLIDs, which the switches' MFTs still hold and the members send to,
+//!   and adds the members whose port is in the new master's fabric and
+//!   the group's partition; a group here whose parameters disagree gets
+//!   none. The membership version then changes, so the SM routes the
+//!   groups and writes the MFT blocks that differ (after a takeover it
+//!   reads them first: on the same fabric few or none do). Without this a
+//!   failover would leave the new master with no members, and the first
+//!   join of, say, the IPoIB broadcast group would route a tree to that
+//!   one host and take every other member's ports out of the MFTs, while
+//!   the hosts are never told to join again (no ClientReregister on a
+//!   takeover).
 //!
 //! Nothing already present is overwritten: a ServiceRecord with the same
 //! RID, the same subscription, an alias index already taken stay as they
-//! are. The copy is bounded by the live caps (`max_services`,
-//! `max_subscriptions`, `max_alias_guids`), and the import by the live
-//! per-port caps too.
+//! are (a multicast member keeps its JoinState). The copy is bounded by
+//! the live caps (`max_services`, `max_subscriptions`, `max_alias_guids`,
+//! `max_mcast_members` records with a member and `max_mcast_groups`
+//! groups), and the import by the live per-port caps too.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use super::config::SaConfig;
 use super::guids::{AliasGuids, AliasImport};
 use super::index::{gid_guid, PortAt, PortIndex};
 use super::inform::{is_security_trap, Subscription, Subscriptions};
+use super::mcast::{McFabric, McGroups, McLimits};
 use super::services::Services;
 use crate::mad::guid_info::GUID_BLOCK_ENTRIES;
-use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, InformKind, ServiceRecordRepr};
+use crate::mad::sa::{
+    join_state, GuidInfoRecordRepr, InformInfoRecordRepr, InformKind, McMemberRecordRepr, ServiceRecordRepr,
+};
 use crate::transport::MadAddress;
 use crate::types::{Guid, Lid};
 
@@ -62,12 +81,17 @@ pub struct MirrorRead {
     pub services: Option<Vec<ServiceRecordRepr>>,
     pub subscriptions: Option<Vec<InformInfoRecordRepr>>,
     pub guid_info: Option<Vec<GuidInfoRecordRepr>>,
+    /// One record per member, and one per group without members.
+    pub mcast_members: Option<Vec<McMemberRecordRepr>>,
 }
 
 impl MirrorRead {
     /// No table answered.
     pub fn is_empty(&self) -> bool {
-        self.services.is_none() && self.subscriptions.is_none() && self.guid_info.is_none()
+        self.services.is_none()
+            && self.subscriptions.is_none()
+            && self.guid_info.is_none()
+            && self.mcast_members.is_none()
     }
 }
 
@@ -94,6 +118,9 @@ pub(crate) struct Mirror {
     services: Vec<ServiceRecordRepr>,
     subscriptions: Vec<InformInfoRecordRepr>,
     aliases: Vec<Alias>,
+    mcast: Vec<McMemberRecordRepr>,
+    /// Groups among `mcast`.
+    mcast_groups: usize,
     /// Some read was kept since the last import.
     held: bool,
 }
@@ -121,12 +148,24 @@ impl Mirror {
             self.aliases = aliases;
             self.held = true;
         }
+        if let Some(records) = read.mcast_members {
+            let (kept, groups, left_out) = mcast_of(records, cfg.max_mcast_members, cfg.max_mcast_groups);
+            over += left_out;
+            (self.mcast, self.mcast_groups) = (kept, groups);
+            self.held = true;
+        }
         over
     }
 
     /// ServiceRecords, subscriptions and alias GUIDs held.
     pub fn counts(&self) -> (usize, usize, usize) {
         (self.services.len(), self.subscriptions.len(), self.aliases.len())
+    }
+
+    /// Multicast groups and member records held.
+    pub fn mcast_counts(&self) -> (usize, usize) {
+        let members = self.mcast.iter().filter(|r| r.join_state & join_state::ALL != 0).count();
+        (self.mcast_groups, members)
     }
 
     /// The copy, if a read was kept since the last take; the mirror is
@@ -168,18 +207,57 @@ fn aliases_of(records: &[GuidInfoRecordRepr], cap: usize) -> (Vec<Alias>, usize)
     (out, over)
 }
 
+/// The MCMemberRecords of at most `max_groups` groups and `max_members`
+/// members (records of a group beyond are left out, as are members past
+/// the cap); the groups kept, and how many records were left out.
+fn mcast_of(
+    records: Vec<McMemberRecordRepr>,
+    max_members: usize,
+    max_groups: usize,
+) -> (Vec<McMemberRecordRepr>, usize, usize) {
+    let mut groups: HashSet<[u8; 16]> = HashSet::new();
+    let (mut members, mut over) = (0, 0);
+    let mut kept = Vec::with_capacity(records.len().min(max_members.saturating_add(max_groups)));
+    for r in records {
+        let is_member = r.join_state & join_state::ALL != 0;
+        let known = groups.contains(&r.mgid);
+        if (!known && groups.len() >= max_groups) || (is_member && members >= max_members) {
+            over += 1;
+            continue;
+        }
+        if !known {
+            groups.insert(r.mgid);
+        }
+        members += usize::from(is_member);
+        kept.push(r);
+    }
+    (kept, groups.len(), over)
+}
+
 /// What one import added and left out, per kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Imported {
     pub services: usize,
     pub subscriptions: usize,
     pub alias_guids: usize,
-    /// Already there (same RID, same subscription, the alias index taken).
+    /// Multicast groups made, and members added to groups made or here.
+    pub mcast_groups: usize,
+    pub mcast_members: usize,
+    /// Multicast records of a group here whose parameters disagree.
+    pub mcast_mismatch: usize,
+    /// Multicast records of a group not made for want of a member that
+    /// keeps it (an empty group the partitions here do not declare).
+    pub mcast_unkept: usize,
+    /// Multicast groups that could not keep the old master's MLID.
+    pub mcast_mlid_moved: usize,
+    /// Already there (same RID, same subscription, the alias index taken,
+    /// the multicast member in its group).
     pub present: usize,
     /// Its port is not in the new master's fabric.
     pub port_gone: usize,
     /// An alias GUID in use (some port's own or another port's alias), or
-    /// at or past the port's GUIDCap.
+    /// at or past the port's GUIDCap; a multicast member out of its
+    /// group's partition here, or a record no master makes.
     pub refused: usize,
     /// Over a per-port or total cap of the live state.
     pub over_cap: usize,
@@ -190,6 +268,11 @@ pub(crate) struct Live<'a> {
     pub services: &'a mut Services,
     pub subscriptions: &'a mut Subscriptions,
     pub aliases: &'a mut AliasGuids,
+    pub mcast: &'a mut McGroups,
+    /// The new master's snapshot as the group manager sees it, and its
+    /// caps and MLIDs.
+    pub mcast_fabric: &'a dyn McFabric,
+    pub mcast_limits: McLimits,
 }
 
 /// Adds `mirror` to the live state, resolving ports in `ports` (the new
@@ -254,6 +337,13 @@ pub(crate) fn import(
             AliasImport::OverCap => r.over_cap += 1,
         }
     }
+    let m = live.mcast.import(&mirror.mcast, live.mcast_fabric, &live.mcast_limits);
+    (r.mcast_groups, r.mcast_members, r.mcast_mismatch, r.mcast_unkept, r.mcast_mlid_moved) =
+        (m.groups, m.members, m.mismatch, m.unkept, m.mlid_moved);
+    r.present += m.present;
+    r.port_gone += m.port_gone;
+    r.refused += m.refused;
+    r.over_cap += m.over_cap;
     r
 }
 
@@ -278,6 +368,7 @@ mod tests {
     use super::*;
     use crate::mad::sa::{guid_info_mask, inform_info::wildcard, service_mask, InformInfoRepr, SA_DATA_OFFSET};
     use crate::mad::{GuidInfoBlockRepr, NoticeRepr, NoticeType};
+    use crate::sa::mcast::ipoib_broadcast;
     use crate::transport::Datagram;
 
     const S: Duration = Duration::from_secs(1);
@@ -389,6 +480,7 @@ mod tests {
                 guid_block(NO_LID, 0, &[(0, 0xDEAD), (1, 0xB9)]),
                 guid_block(h2_lid, 0, &[(0, h2.0), (1, h1.0)]),
             ]),
+            mcast_members: None,
         };
         a.handle_mirror(2 * S, read);
         let m = a.stats().mirror;
@@ -476,13 +568,14 @@ mod tests {
                 ]),
                 subscriptions: Some(vec![subscription_record(h1, 65, 1), subscription_record(h2, 65, 1)]),
                 guid_info: Some(vec![guid_block(h1_lid, 0, &[(0, h1.0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)])]),
+                mcast_members: None,
             },
         );
         let m = a.stats().mirror;
         assert_eq!(m.over_cap, 1 + 1 + 2);
         assert_eq!((m.held_services, m.held_subscriptions, m.held_alias_guids), (2, 1, 3));
         // A read where one table failed and one was empty.
-        a.handle_mirror(2 * S, MirrorRead { services: None, subscriptions: Some(vec![]), guid_info: None });
+        a.handle_mirror(2 * S, MirrorRead { subscriptions: Some(vec![]), ..Default::default() });
         let m = a.stats().mirror;
         assert_eq!((m.reads, m.held_services, m.held_subscriptions, m.held_alias_guids), (2, 2, 0, 3));
 
@@ -521,6 +614,124 @@ mod tests {
         // Untrusted requesters are not shown the subscriber's QP.
         let iir = fetch(&mut a, &query(0x12, &InformInfoRecordRepr::default(), 0, 0, sm_lid()));
         assert_eq!(iir.parse::<InformInfoRecordRepr>()[0].inform_info.qpn, 0);
+    }
+
+    /// The fixture's snapshot with the default partition holding every CA
+    /// port, and its IPoIB broadcast group.
+    fn partitioned(sequence: u64) -> std::sync::Arc<crate::runtime::snapshot::Snapshot> {
+        use crate::partition::{GroupParams, Membership, PartitionSet, PortPartitions, WellKnownGroup};
+        let base = snapshot(sequence, swept().clone());
+        let mut set = PartitionSet {
+            groups: vec![WellKnownGroup {
+                mgid: ipoib_broadcast(2, 0xffff),
+                pkey: 0xffff,
+                params: GroupParams::default(),
+                ipoib_broadcast: true,
+            }],
+            ..Default::default()
+        };
+        let subnet = &base.sweep.subnet;
+        for id in subnet.ids().filter(|&id| !subnet.node(id).is_switch()) {
+            let members = vec![(0x7fff, Membership::Full)];
+            set.ports.insert(subnet.node(id).port_guid(1), PortPartitions { members, index0: None });
+        }
+        std::sync::Arc::new(crate::runtime::snapshot::Snapshot {
+            sequence,
+            taken_at: std::time::SystemTime::UNIX_EPOCH,
+            master: base.master,
+            master_lid: base.master_lid,
+            sweep: swept().clone(),
+            partitions: Some(std::sync::Arc::new(set)),
+        })
+    }
+
+    /// Every MCMemberRecord, read trusted.
+    fn mcast_read(a: &mut SaAgent) -> Vec<McMemberRecordRepr> {
+        fetch(a, &query(0x12, &McMemberRecordRepr::default(), 0, SA_KEY, sm_lid())).parse()
+    }
+
+    /// IPoIB's joins from `port` at `lid`: the broadcast group, then an
+    /// IPv4 group made with its parameters; the MLIDs answered.
+    fn ipoib_joins(a: &mut SaAgent, port: Guid, lid: u16, group: [u8; 16]) -> (u16, u16) {
+        use crate::mad::sa::mc_member_mask as m;
+        use crate::sa::mcast::{CREATE_MASK, JOIN_MASK};
+        let q = McMemberRecordRepr { mgid: ipoib_broadcast(2, 0xffff), ..Default::default() };
+        let bcast = fetch(a, &query(0x01, &q, m::MGID, 0, lid)).parse::<McMemberRecordRepr>()[0];
+        let join = McMemberRecordRepr { port_gid: gid(port), join_state: join_state::FULL, ..bcast };
+        let b = fetch(a, &query(0x02, &join, JOIN_MASK | m::Q_KEY, 0, lid));
+        let mask = JOIN_MASK | CREATE_MASK | m::MTU_SELECTOR | m::MTU | m::RATE_SELECTOR | m::RATE;
+        let g = fetch(a, &query(0x02, &McMemberRecordRepr { mgid: group, ..join }, mask, 0, lid));
+        assert_eq!((b.status, g.status), (0, 0));
+        (b.parse::<McMemberRecordRepr>()[0].mlid, g.parse::<McMemberRecordRepr>()[0].mlid)
+    }
+
+    #[test]
+    fn a_takeover_keeps_the_multicast_groups_at_their_mlids() {
+        let hs = other_hosts();
+        let ((h1, l1), (h2, l2), (h3, l3)) = (hs[0], hs[1], hs[2]);
+        let all_hosts = crate::cmd::mcast::ipv4_group(2, 0xffff, [224, 0, 0, 1]);
+        let other = crate::cmd::mcast::ipv4_group(2, 0xffff, [239, 1, 1, 1]);
+        // The master: two hosts up, h2 also in a group of its own.
+        let snap = partitioned(1);
+        let mut master = SaAgent::new(SaConfig { sa_key: SA_KEY, ..SaConfig::default() }, snap.master);
+        master.new_snapshot(Duration::ZERO, snap);
+        master.set_serving(Duration::ZERO, Serving::Master);
+        assert_eq!(ipoib_joins(&mut master, h1, l1, all_hosts), (0xC000, 0xC001));
+        assert_eq!(ipoib_joins(&mut master, h2, l2, other), (0xC000, 0xC002));
+        assert_eq!(ipoib_joins(&mut master, h2, l2, all_hosts).1, 0xC001);
+        let theirs = mcast_read(&mut master);
+        assert_eq!(theirs.len(), 5);
+
+        // The standby, whose partitions declare the broadcast group too.
+        let snap = partitioned(1);
+        let mut a = SaAgent::new(SaConfig { sa_key: SA_KEY, ..SaConfig::default() }, snap.master);
+        a.new_snapshot(Duration::ZERO, snap);
+        a.handle_mirror(S, MirrorRead { mcast_members: Some(theirs.clone()), ..Default::default() });
+        assert_eq!(a.multicast().member_count(), 0, "nothing live changes before the takeover");
+        let version = a.multicast().version();
+        a.set_serving(2 * S, Serving::Master);
+        assert!(a.multicast().version() > version, "the SM routes the groups");
+        let key = |r: &McMemberRecordRepr| (r.mgid, r.mlid, r.port_gid, r.join_state, r.q_key, r.mtu, r.rate);
+        let mut ours: Vec<_> = mcast_read(&mut a).iter().map(key).collect();
+        let mut want: Vec<_> = theirs.iter().map(key).collect();
+        ours.sort();
+        want.sort();
+        assert_eq!(ours, want, "the same groups, MLIDs and members");
+        assert_eq!(a.multicast().mcast_table(), master.multicast().mcast_table());
+        assert!(drain(&mut a, 2 * S).is_empty(), "no trap 66 for groups the old master made");
+
+        // A new host's joins keep the old members in.
+        assert_eq!(ipoib_joins(&mut a, h3, l3, all_hosts), (0xC000, 0xC001));
+        let table = a.multicast().mcast_table();
+        let mut members = [h1, h2, h3];
+        members.sort();
+        assert_eq!(table.members(Lid(0xC000)), &members[..]);
+        assert_eq!(table.members(Lid(0xC001)), &members[..]);
+        assert_eq!(table.members(Lid(0xC002)), &[h2]);
+    }
+
+    #[test]
+    fn the_multicast_mirror_is_capped_by_groups_and_members() {
+        let g = |n: u8| {
+            let mut mgid = [0u8; 16];
+            (mgid[0], mgid[1], mgid[15]) = (0xFF, 0x15, n);
+            McMemberRecordRepr { mgid, mlid: 0xC000 + u16::from(n), ..Default::default() }
+        };
+        let m = |n: u8, port: u64| McMemberRecordRepr { port_gid: gid(Guid(port)), join_state: 1, ..g(n) };
+        let records = vec![m(1, 10), m(1, 11), g(2), m(3, 10), m(1, 12), m(2, 10)];
+        let (kept, groups, over) = mcast_of(records.clone(), 3, 2);
+        // Group 3 is past 2 groups; group 2's member past 3 members (group
+        // 2's own record is none).
+        assert_eq!(kept, vec![m(1, 10), m(1, 11), g(2), m(1, 12)]);
+        assert_eq!((groups, over), (2, 2));
+        let mut mirror = Mirror::default();
+        let cfg = SaConfig { max_mcast_members: 3, max_mcast_groups: 2, ..SaConfig::default() };
+        assert_eq!(mirror.keep(MirrorRead { mcast_members: Some(records), ..Default::default() }, &cfg), 2);
+        assert_eq!(mirror.mcast_counts(), (2, 3));
+        // A read whose MCMemberRecord table failed keeps the copy.
+        mirror.keep(MirrorRead { services: Some(vec![]), ..Default::default() }, &cfg);
+        assert_eq!(mirror.mcast_counts(), (2, 3));
+        assert!(!MirrorRead { mcast_members: Some(vec![]), ..Default::default() }.is_empty());
     }
 
     #[test]

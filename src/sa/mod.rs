@@ -221,12 +221,20 @@ impl SaAgent {
         let (services, subscriptions, aliases) = self.mirror.counts();
         (m.held_services, m.held_subscriptions, m.held_alias_guids) =
             (services as u64, subscriptions as u64, aliases as u64);
+        let (mcast_groups, mcast_members) = self.mirror.mcast_counts();
         if over > 0 {
             self.gate(now, Level::WARN, "mirror_cap", || {
                 format!("the master's SA holds more than the [sa] caps: {over} records left out of the mirror")
             });
         }
-        debug!(services, subscriptions, alias_guids = aliases, "SA mirror of the master's tables");
+        debug!(
+            services,
+            subscriptions,
+            alias_guids = aliases,
+            mcast_groups,
+            mcast_members,
+            "SA mirror of the master's tables"
+        );
     }
 
     /// Imports the mirror into the live state, once serving as master
@@ -241,10 +249,14 @@ impl SaAgent {
             debug!("SA became master with no mirror of a previous master's state");
             return;
         };
+        let fabric = mcast::SnapshotFabric::new(&self.ports, &snap);
         let live = mirror::Live {
             services: &mut self.services,
             subscriptions: &mut self.subscriptions,
             aliases: &mut self.aliases,
+            mcast: &mut self.mcast,
+            mcast_fabric: &fabric,
+            mcast_limits: mcast::McLimits::from_config(&self.cfg, self.mlids),
         };
         let r = mirror::import(copy, now, &self.cfg, &self.ports, |p| guid_cap(&snap.sweep.subnet, p), live);
         let m = &mut self.stats.mirror;
@@ -264,11 +276,26 @@ impl SaAgent {
             port_gone = r.port_gone,
             refused = r.refused,
             over_cap = r.over_cap,
-            "SA state taken over from the mirror: {} services, {} subscriptions, {} alias GUIDs",
+            mcast_mismatch = r.mcast_mismatch,
+            mcast_unkept = r.mcast_unkept,
+            mcast_mlid_moved = r.mcast_mlid_moved,
+            "SA state taken over from the mirror: {} services, {} subscriptions, {} alias GUIDs, \
+             {} multicast members ({} groups made)",
             r.services,
             r.subscriptions,
-            r.alias_guids
+            r.alias_guids,
+            r.mcast_members,
+            r.mcast_groups
         );
+        if r.mcast_mismatch + r.mcast_mlid_moved > 0 {
+            // Their members send to an MLID, or with parameters, this SA
+            // does not route; they work again once they join again.
+            warn!(
+                mismatch = r.mcast_mismatch,
+                mlid_moved = r.mcast_mlid_moved,
+                "multicast groups of the old master not taken over as they were"
+            );
+        }
     }
 
     pub fn serving(&self) -> Serving {

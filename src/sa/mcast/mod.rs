@@ -127,6 +127,7 @@ use crate::sa::path::rate;
 use crate::types::{Guid, Lid};
 
 pub use error::{Cap, McError};
+pub(crate) use fabric::SnapshotFabric;
 pub use import::McImport;
 pub use mgid::{broadcast_of, ipoib_broadcast, is_ipoib, is_ipoib_broadcast};
 
