@@ -507,6 +507,9 @@ impl<T: Transport + Clone> Owner<T> {
         let now = self.now();
         match done {
             SweepDone::McastProgrammed(Some(p)) => {
+                if let Some(m) = &self.options.metrics {
+                    m.mcast_pass("membership", &p);
+                }
                 for problem in &p.problems {
                     warn!(%problem, "multicast");
                 }
