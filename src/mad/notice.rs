@@ -198,6 +198,26 @@ pub struct NoticeRepr {
 }
 
 impl NoticeRepr {
+    /// A trap the SM itself raises about a GID (IBA 14.2.5.1, Table 237:
+    /// 64/65 a port GID in or out of service, 66/67 a multicast group's
+    /// MGID created or deleted): generic, informational, from the class
+    /// manager, the GID in DataDetails bytes 6-21.
+    pub fn gid_trap(trap_number: u16, gid: [u8; 16], issuer_lid: Lid, issuer_gid: [u8; 16]) -> Self {
+        let mut data_details = [0u8; DATA_DETAILS_LEN];
+        data_details[6..22].copy_from_slice(&gid);
+        NoticeRepr {
+            is_generic: true,
+            notice_type: NoticeType::Informational,
+            producer_type: producer_type::CLASS_MANAGER,
+            trap_number,
+            issuer_lid,
+            notice_toggle: false,
+            notice_count: 0,
+            data_details,
+            issuer_gid,
+        }
+    }
+
     pub fn parse<T: AsRef<[u8]>>(v: &Notice<T>) -> WireResult<Self> {
         let mut data_details = [0u8; DATA_DETAILS_LEN];
         data_details.copy_from_slice(v.data_details());

@@ -50,7 +50,8 @@
 //!
 //! # Failover
 //! A standby's runtime hands the agent copies of the master's
-//! ServiceRecord, InformInfoRecord and GUIDInfoRecord tables
+//! ServiceRecord, InformInfoRecord, GUIDInfoRecord and MCMemberRecord
+//! tables
 //! ([`handle_mirror`](SaAgent::handle_mirror)); when the agent starts
 //! serving as master it adds the last copy to its live state ([`mirror`]).
 
@@ -84,14 +85,14 @@ pub use mirror::MirrorRead;
 pub use stats::SaStats;
 
 use crate::mad::class_port_info::{class_cap, sa_cap, sa_cap2, ClassPortInfoRepr};
-use crate::mad::notice::{producer_type, trap};
+use crate::mad::notice::trap;
 use crate::mad::sa::port_info_record::ATTR_MOD_CAPABILITY_MASK_MATCH;
 use crate::mad::sa::{
     guid_info_mask, sa_status, GuidInfoRecordRepr, InformInfoRecordRepr, InformInfoRepr, LftRecordRepr, SaAttributeId,
     SaRecord, ServiceRecordRepr, SmInfoRecordRepr, SA_DATA_LEN,
 };
 use crate::mad::sa::{MultiPathRecordRepr, PathRecordRepr};
-use crate::mad::{Method, NoticeRepr, NoticeType, SmInfoRepr};
+use crate::mad::{Method, NoticeRepr, SmInfoRepr};
 use crate::rmpp::{RmppConfig, RmppReceiver};
 use crate::runtime::snapshot::Snapshot;
 use crate::transport::Datagram;
@@ -626,8 +627,9 @@ impl SaAgent {
             A::SmInfoRecord => {
                 let spec = Spec::of::<SmInfoRecordRepr>(records::key::SM_INFO_SECRETS);
                 let ours = self.sm_info.unwrap_or_else(|| records::default_sm_info(&snap));
-                let result = self
-                    .run_viewed(req, spec, trusted, |_, viewer, q| records::sm_info(&snap, &ours, q, |g| viewer.sees(g)));
+                let result = self.run_viewed(req, spec, trusted, |_, viewer, q| {
+                    records::sm_info(&snap, &ours, q, |g| viewer.sees(g))
+                });
                 self.answer(now, req, spec, result);
             }
             A::GuidInfoRecord if read => {
@@ -1237,19 +1239,7 @@ impl SaAgent {
                 } else {
                     self.stats.reports.gid_out_of_service += 1;
                 }
-                let mut data_details = [0u8; crate::mad::notice::DATA_DETAILS_LEN];
-                data_details[6..22].copy_from_slice(&gid);
-                let notice = NoticeRepr {
-                    is_generic: true,
-                    notice_type: NoticeType::Informational,
-                    producer_type: producer_type::CLASS_MANAGER,
-                    trap_number: number,
-                    issuer_lid: snap.master_lid,
-                    notice_toggle: false,
-                    notice_count: 0,
-                    data_details,
-                    issuer_gid,
-                };
+                let notice = NoticeRepr::gid_trap(number, gid, snap.master_lid, issuer_gid);
                 self.forward(now, &notice);
             }
         }

@@ -9,7 +9,7 @@ use super::*;
 use crate::config::SmConfig;
 use crate::mad::sa::*;
 use crate::mad::sa::{SaMad, SA_DATA_OFFSET};
-use crate::mad::{MadHeader, MAD_SIZE};
+use crate::mad::{MadHeader, NoticeType, MAD_SIZE};
 use crate::program::{SubnetManager, SweepReport};
 use crate::runtime::snapshot::Snapshot;
 use crate::sim::{FabricBuilder, SimDevice};

@@ -27,9 +27,9 @@ use tracing::{info, warn, Level};
 
 use super::fabric::{mlid_count, SnapshotFabric};
 use super::{selectors_admit, McError, McEvent, McFabric, McLimits, Requester};
-use crate::mad::notice::{producer_type, trap, DATA_DETAILS_LEN};
+use crate::mad::notice::trap;
 use crate::mad::sa::{mc_member_mask as m, sa_status, McMemberRecordRepr, SaRecord, MC_MEMBER_RECORD_LEN};
-use crate::mad::{Method, NoticeRepr, NoticeType};
+use crate::mad::{Method, NoticeRepr};
 use crate::partition::{DEFAULT_PARTITION, PARTITION_MASK};
 use crate::runtime::snapshot::Snapshot;
 use crate::sa::table::{self, Spec};
@@ -84,19 +84,7 @@ impl SaAgent {
                     (trap::MCAST_GROUP_DELETED, mgid, pkey)
                 }
             };
-            let mut data_details = [0u8; DATA_DETAILS_LEN];
-            data_details[6..22].copy_from_slice(&mgid);
-            let notice = NoticeRepr {
-                is_generic: true,
-                notice_type: NoticeType::Informational,
-                producer_type: producer_type::CLASS_MANAGER,
-                trap_number: number,
-                issuer_lid: snap.master_lid,
-                notice_toggle: false,
-                notice_count: 0,
-                data_details,
-                issuer_gid,
-            };
+            let notice = NoticeRepr::gid_trap(number, mgid, snap.master_lid, issuer_gid);
             let partitions = snap.partitions.clone();
             let in_partition = move |port| match partitions.as_deref() {
                 Some(set) => set.ports.get(&port).and_then(|p| p.membership(pkey)).is_some(),
