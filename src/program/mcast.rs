@@ -6,7 +6,7 @@
 //! runtime then asks the SubnetManager for a multicast pass (no sweep), and
 //! every heavy sweep routes all groups again over what it found.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use ibsm_routing::fabric::{EndPortId, SwitchId};
@@ -106,6 +106,8 @@ pub struct McastReport {
 #[derive(Default)]
 pub struct McastState {
     view: Option<RoutingView>,
+    /// Where the view has each member port (built once per view).
+    members_at: HashMap<Guid, McastMember>,
     routes: Option<McastRoutes>,
     routed: Arc<McastTable>,
     memo: MftMemo,
@@ -155,10 +157,13 @@ impl McastState {
         // are the blocks).
         let changed: Vec<Lid> =
             if fresh { table.groups().map(|(m, _)| m).collect() } else { self.routed.changed(&table) };
-        route_changed(&view, subnet, routes, &table, &changed, &mut report);
+        self.members_at = member_index(&view, subnet);
+        route_changed(&view, &self.members_at, routes, &table, &changed, &mut report);
         self.view = Some(view);
         self.routed = table;
-        self.write(client, subnet, &mut report).await;
+        // Every switch: the sweep may have found switches reset or new,
+        // whose tables must be read and written whatever changed.
+        self.write(client, subnet, None, &mut report).await;
         report
     }
 
@@ -178,9 +183,11 @@ impl McastState {
         if changed.is_empty() {
             return Some(report);
         }
-        route_changed(view, subnet, routes, &table, &changed, &mut report);
+        let touched = route_changed(view, &self.members_at, routes, &table, &changed, &mut report);
         self.routed = table;
-        self.write(client, subnet, &mut report).await;
+        // Only the switches whose entries moved: a join on a large fabric
+        // touches a handful of its thousands.
+        self.write(client, subnet, Some(&touched), &mut report).await;
         Some(report)
     }
 
@@ -205,10 +212,20 @@ impl McastState {
 
     /// Reads what must be known, then removals everywhere, then additions
     /// (the order `mfts` explains: never a transient loop).
-    async fn write<T: Transport>(&mut self, client: &SmpClient<T>, subnet: &Subnet, report: &mut McastReport) {
+    /// `only`: the switches to look at (all with `None`).
+    async fn write<T: Transport>(
+        &mut self,
+        client: &SmpClient<T>,
+        subnet: &Subnet,
+        only: Option<&BTreeSet<SwitchId>>,
+        report: &mut McastReport,
+    ) {
         let (Some(view), Some(routes)) = (&self.view, &self.routes) else { return };
         let mut wanted = Vec::new();
         for (i, &node_id) in view.switch_nodes.iter().enumerate() {
+            if only.is_some_and(|o| !o.contains(&SwitchId(i as u32))) {
+                continue;
+            }
             let node = subnet.node(node_id);
             let cap = node.switch_info.as_ref().map_or(0, |s| s.multicast_fdb_cap);
             let w = wanted_blocks(routes.table(SwitchId(i as u32)), node.info.num_ports, cap);
@@ -271,21 +288,22 @@ impl McastState {
     }
 }
 
-/// Routes the groups in `changed` (those gone lose their trees).
+/// Routes the groups in `changed` (those gone lose their trees); returns
+/// the switches whose entries changed.
 fn route_changed(
     view: &RoutingView,
-    subnet: &Subnet,
+    at: &HashMap<Guid, McastMember>,
     routes: &mut McastRoutes,
     table: &McastTable,
     changed: &[Lid],
     report: &mut McastReport,
-) {
-    let at = member_index(view, subnet);
+) -> BTreeSet<SwitchId> {
+    let mut touched = BTreeSet::new();
     let mut groups = Vec::new();
     for &mlid in changed {
         let ports = table.members(mlid);
         if ports.is_empty() {
-            routes.remove_group(mlid.0);
+            touched.extend(routes.remove_group(mlid.0));
             continue;
         }
         let mut members = Vec::with_capacity(ports.len());
@@ -296,16 +314,20 @@ fn route_changed(
             }
         }
         if members.is_empty() {
-            routes.remove_group(mlid.0);
+            touched.extend(routes.remove_group(mlid.0));
             continue;
         }
         groups.push(McastGroup::new(mlid.0, members));
     }
     match routes.route_groups(&view.fabric, &groups) {
-        Ok(update) => report.problems.extend(update.problems.iter().map(|p| p.to_string())),
+        Ok(update) => {
+            touched.extend(update.touched);
+            report.problems.extend(update.problems.iter().map(|p| p.to_string()));
+        }
         Err(e) => report.problems.push(e.to_string()),
     }
     report.groups = routes.trees().count();
+    touched
 }
 
 /// Port GUID -> where the routing view has it.
