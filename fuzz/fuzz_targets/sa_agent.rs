@@ -105,7 +105,8 @@ fn snapshot(sequence: u64, sweep: SweepReport) -> Arc<Snapshot> {
     let (node, port) = sweep.subnet.sm_port.expect("the SM found its port");
     let master = sweep.subnet.node(node).port_guid(port);
     let master_lid = sweep.subnet.current_lid(node, port).expect("the SM has a LID");
-    Arc::new(Snapshot { sequence, taken_at: SystemTime::UNIX_EPOCH, master, master_lid, sweep })
+    let partitions = sweep.partitions.clone();
+    Arc::new(Snapshot { sequence, taken_at: SystemTime::UNIX_EPOCH, master, master_lid, sweep, partitions })
 }
 
 /// Sweeps the small fat tree once with ibsm's own SM (as src/sa/tests.rs
@@ -123,6 +124,9 @@ fn fixture() -> &'static Fixture {
         let (full, degraded) = rt.block_on(async {
             let (transport, _unsolicited) = MadTransport::spawn(dev, txn);
             let mut sm = SubnetManager::new(transport, SmConfig::default(), false);
+            // No file: the default partition and its IPoIB broadcast group,
+            // so joins meet a well-known group and partition checks.
+            sm.load_partitions().unwrap();
             let full = sm.sweep().await.unwrap();
             assert!(full.subnet_up(), "the fixture fabric comes up");
             fabric.lock().unwrap().link_down(PortRef { node: hosts[5], port: 1 }).unwrap();
