@@ -284,3 +284,141 @@ pub fn opensm_conf(path: &Path, edits: &[(&str, &str)]) -> PathBuf {
     std::fs::write(path, out.join("\n") + "\n").unwrap();
     path.to_path_buf()
 }
+
+/// Builds both halves of `transport_support/umad2sim_fix.c` into `dir` and
+/// returns the LD_PRELOAD that puts libumad2sim between them (umad2sim
+/// 0.10 hands a client only the first 224 bytes of each MAD; see the file).
+pub fn umad2sim_fixed_preload(dir: &Path) -> String {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/transport_support/umad2sim_fix.c");
+    let build = |half: &str| {
+        let so = dir.join(format!("umad2sim_fix_{half}.so"));
+        let o = Command::new("cc")
+            .args(["-O2", "-shared", "-fPIC", &format!("-DFIX_{}", half.to_uppercase()), "-o"])
+            .arg(&so)
+            .arg(&src)
+            .args(["-ldl", "-lpthread"])
+            .env_remove("LD_PRELOAD")
+            .output()
+            .expect("running cc (the ibsim SA tests build a small LD_PRELOAD shim)");
+        assert!(o.status.success(), "cc {}: {}", src.display(), String::from_utf8_lossy(&o.stderr));
+        so
+    };
+    let (front, back) = (build("front"), build("back"));
+    format!("{} {} {}", front.display(), umad2sim().display(), back.display())
+}
+
+impl Ibsim {
+    /// `program` attached at `host` with `preload` (from
+    /// [`umad2sim_fixed_preload`]) instead of plain libumad2sim.
+    pub fn client_with(&self, preload: &str, program: &Path, host: &str) -> Command {
+        let mut c = self.client(program, Some(host));
+        c.env("LD_PRELOAD", preload);
+        c
+    }
+}
+
+/// Starts the daemon `c` (an SM) with its stdout and stderr in the file
+/// `out`; it is killed when the result drops.
+pub fn spawn_daemon(mut c: Command, out: &Path) -> KillOnDrop {
+    let f = std::fs::File::create(out).unwrap();
+    c.stdin(Stdio::null()).stdout(f.try_clone().unwrap()).stderr(f);
+    KillOnDrop(c.spawn().unwrap_or_else(|e| panic!("starting {c:?}: {e}")))
+}
+
+/// Sends `signal` (`HUP`, `TERM`) to the daemon.
+pub fn send_signal(d: &KillOnDrop, signal: &str) {
+    let o = Command::new("kill").arg(format!("-{signal}")).arg(d.0.id().to_string()).output().expect("kill");
+    assert!(o.status.success(), "kill -{signal} {}: {}", d.0.id(), String::from_utf8_lossy(&o.stderr));
+}
+
+/// SIGTERM, then up to `limit` for the exit; true when it exited (it is
+/// killed on drop otherwise). An SM stopped this way clears its port's
+/// IsSM in ibsim, which a killed one does not.
+pub fn terminate(d: &mut KillOnDrop, limit: Duration) -> bool {
+    send_signal(d, "TERM");
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if let Ok(Some(_)) = d.0.try_wait() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Waits up to `limit` until the daemon's `log` holds `needle` at least
+/// `count` times; an error (with the log's tail) if the daemon exits first
+/// or time runs out.
+pub fn wait_for_log_count(
+    d: &mut KillOnDrop,
+    log: &Path,
+    needle: &str,
+    count: usize,
+    limit: Duration,
+) -> Result<(), String> {
+    let t0 = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.matches(needle).count() >= count {
+            return Ok(());
+        }
+        let tail = || {
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(30)..].join("\n")
+        };
+        if let Ok(Some(status)) = d.0.try_wait() {
+            return Err(format!("the daemon exited ({status}) before `{needle}` x{count}; log tail:\n{}", tail()));
+        }
+        if t0.elapsed() > limit {
+            return Err(format!("no `{needle}` x{count} within {limit:?}; log tail:\n{}", tail()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A small fabric for the multicast and partition tests: three switches in
+/// a triangle (a loop for multicast trees to avoid), a doubled sw0-sw1
+/// cable, a 20-port switch (MFT port masks past position 0: h4 on port
+/// 17), six hosts, one of them (h5) with both ports cabled to different
+/// switches. umad2sim clients attach to a host's port 1 only.
+pub const TRIANGLE_NET: &str = "\
+Switch\t12 \"sw0\"
+[1]\t\"h0\"[1]
+[2]\t\"h1\"[1]
+[3]\t\"sw1\"[3]
+[4]\t\"sw1\"[4]
+[11]\t\"sw2\"[11]
+[12]\t\"h5\"[2]
+
+Switch\t12 \"sw1\"
+[1]\t\"h2\"[1]
+[2]\t\"h3\"[1]
+[3]\t\"sw0\"[3]
+[4]\t\"sw0\"[4]
+[10]\t\"sw2\"[10]
+
+Switch\t20 \"sw2\"
+[2]\t\"h5\"[1]
+[10]\t\"sw1\"[10]
+[11]\t\"sw0\"[11]
+[17]\t\"h4\"[1]
+
+Hca\t1 \"h0\"
+[1]\t\"sw0\"[1]
+
+Hca\t1 \"h1\"
+[1]\t\"sw0\"[2]
+
+Hca\t1 \"h2\"
+[1]\t\"sw1\"[1]
+
+Hca\t1 \"h3\"
+[1]\t\"sw1\"[2]
+
+Hca\t1 \"h4\"
+[1]\t\"sw2\"[17]
+
+Hca\t2 \"h5\"
+[1]\t\"sw2\"[2]
+[2]\t\"sw0\"[12]
+";

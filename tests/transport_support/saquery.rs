@@ -11,7 +11,7 @@
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One record as saquery printed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,6 +216,131 @@ pub fn ibroute_mlids(text: &str) -> Vec<u16> {
         .collect()
 }
 
+/// `ibroute -M <lid>` in its default column form: for each MLID row, the
+/// ports whose column holds an `x`.
+///
+/// ```text
+/// Multicast mlids [0xc000-0xc3ff] of switch Lid 10 guid 0x0000000000200002 (sw2):
+///             0                   1                   2
+///      Ports: 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0
+///  MLid
+/// 0xc000                            x           x
+/// 2 valid mlids dumped
+/// ```
+///
+/// Each port takes two columns from port 0 on; the `Ports:` line carries
+/// the units digit (the line above it the tens), which is checked against
+/// every column read, so a changed layout fails loudly instead of shifting
+/// ports.
+pub fn ibroute_mft(text: &str) -> BTreeMap<u16, BTreeSet<u8>> {
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Ports:"))
+        .unwrap_or_else(|| panic!("no `Ports:` line in ibroute -M output:\n{text}"));
+    let after = header.find("Ports:").unwrap() + "Ports:".len();
+    let first = after + header[after..].find(|c: char| c.is_ascii_digit()).expect("port 0 in the Ports: line");
+    let units = header.as_bytes();
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(first_word) = line.split_whitespace().next() else { continue };
+        let Some(hex) = first_word.strip_prefix("0x") else { continue };
+        let mlid = u16::from_str_radix(hex, 16).unwrap_or_else(|_| panic!("`{line}`: not an MLID row"));
+        let start = line.find(first_word).unwrap() + first_word.len();
+        let mut ports = BTreeSet::new();
+        for (col, ch) in line.char_indices().skip_while(|&(i, _)| i < start) {
+            match ch {
+                ' ' => {}
+                'x' => {
+                    assert!(col >= first && (col - first).is_multiple_of(2), "`{line}`: an `x` between port columns");
+                    let port = (col - first) / 2;
+                    assert_eq!(
+                        units.get(col).map(|&b| b as char),
+                        Some(char::from_digit((port % 10) as u32, 10).unwrap()),
+                        "`{line}`: column {col} is not port {port}'s in `{header}`"
+                    );
+                    ports.insert(u8::try_from(port).expect("a port number"));
+                }
+                other => panic!("`{line}`: unexpected `{other}` in an MLID row"),
+            }
+        }
+        out.insert(mlid, ports);
+    }
+    out
+}
+
+/// MFTs as read with `ibroute -M`: switch LID -> MLID -> output ports.
+pub type Mfts = BTreeMap<u16, BTreeMap<u16, BTreeSet<u8>>>;
+
+/// Floods a packet to `mlid` from each member (a CA port GUID) through
+/// the switches' MFTs over the cables `ibnetdiscover -p` lists, as the
+/// switches would forward it: out of every port of the entry but the one
+/// it came in by (port 0 is the switch itself). Returns what is wrong:
+/// a flood that enters a switch twice (a loop, or two paths), reaches a
+/// non-member or a member twice, misses a member, or leaves by an
+/// uncabled port; and switches holding an entry for `mlid` that no flood
+/// from a member passes through (with no members, any entry at all).
+pub fn mcast_flood_errors(ports: &[PortLine], mfts: &Mfts, mlid: u16, members: &BTreeSet<u64>) -> Vec<String> {
+    let mut errors = Vec::new();
+    let cable = |lid: u16, port: u8| {
+        ports.iter().find(|p| p.switch && p.lid == lid && p.port == port).and_then(|p| p.peer.clone())
+    };
+    let entry = |lid: u16| mfts.get(&lid).and_then(|t| t.get(&mlid)).cloned().unwrap_or_default();
+    let mut visited = BTreeSet::new();
+    for &from in members {
+        let Some(ca) = ports.iter().find(|p| !p.switch && p.guid == from) else {
+            errors.push(format!("member {from:#x} is no CA port of the fabric"));
+            continue;
+        };
+        let Some((true, sw, in_port, _, _)) = ca.peer.clone() else {
+            errors.push(format!("member {from:#x} is not cabled to a switch"));
+            continue;
+        };
+        let mut entered = BTreeSet::new();
+        let mut reached = BTreeSet::new();
+        let mut queue = vec![(sw, in_port)];
+        while let Some((sw, in_port)) = queue.pop() {
+            if !entered.insert(sw) {
+                errors.push(format!("MLID {mlid:#06x}: the flood from {from:#x} enters switch LID {sw} twice"));
+                continue;
+            }
+            visited.insert(sw);
+            for out in entry(sw) {
+                if out == 0 || out == in_port {
+                    continue;
+                }
+                match cable(sw, out) {
+                    None => errors.push(format!(
+                        "MLID {mlid:#06x}: switch LID {sw} forwards out of port {out}, which has no cable"
+                    )),
+                    Some((true, lid, port, _, _)) => queue.push((lid, port)),
+                    Some((false, _, _, guid, name)) => {
+                        if !members.contains(&guid) {
+                            errors.push(format!(
+                                "MLID {mlid:#06x}: the flood from {from:#x} reaches non-member {guid:#x} ({name})"
+                            ));
+                        } else if !reached.insert(guid) {
+                            errors.push(format!("MLID {mlid:#06x}: the flood from {from:#x} reaches {guid:#x} twice"));
+                        }
+                    }
+                }
+            }
+        }
+        let others: BTreeSet<u64> = members.iter().copied().filter(|&g| g != from).collect();
+        for missed in others.difference(&reached) {
+            errors.push(format!("MLID {mlid:#06x}: the flood from {from:#x} misses member {missed:#x}"));
+        }
+    }
+    for (&sw, table) in mfts {
+        if table.get(&mlid).is_some_and(|p| !p.is_empty()) && !visited.contains(&sw) {
+            errors.push(format!(
+                "MLID {mlid:#06x}: switch LID {sw} holds {:?}, which no flood from a member passes",
+                table[&mlid]
+            ));
+        }
+    }
+    errors
+}
+
 /// `smpquery sl2vl <lid> [port]` rows: (in port, out port) -> VL per SL.
 pub fn smp_sl2vl(text: &str) -> BTreeMap<(u8, u8), Vec<u8>> {
     text.lines()
@@ -362,5 +487,43 @@ mod reader_tests {
         let sl = smp_sl2vl("ports: in  1, out  4: | 0| 1| 2| 3| 4| 5| 6| 7| 8| 9|10|11|12|13|14| 7|\n");
         assert_eq!(sl[&(1, 4)][15], 7);
         assert_eq!(smp_words("   0: 0xffff 0x0000\n64 pkeys capacity for this port\n"), [0xffff, 0]);
+    }
+
+    #[test]
+    fn ibroute_multicast_columns_are_read() {
+        // Real `ibroute -M` output of a 20-port ibsim switch (ports 11 and 17).
+        let text = "Multicast mlids [0xc000-0xc3ff] of switch Lid 10 guid 0x0000000000200002 (sw2):\n            0                   1                   2 \n     Ports: 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 \n MLid\n0xc000                            x           x       \n0xc006                                        x       \n2 valid mlids dumped \n";
+        let t = ibroute_mft(text);
+        assert_eq!(t[&0xc000], BTreeSet::from([11, 17]));
+        assert_eq!(t[&0xc006], BTreeSet::from([17]));
+        assert_eq!(t.len(), 2);
+        let small = "Multicast mlids [0xc000-0xc3ff] of switch Lid 5 guid 0x0000000000200000 (Switch1):\n     Ports: 0 1 2 3 4 5 6 7 8 \n MLid\n0xc001          x x           \n5 valid mlids dumped \n";
+        assert_eq!(ibroute_mft(small)[&0xc001], BTreeSet::from([2, 3]));
+        assert!(ibroute_mft("     Ports: 0 1 2 \n MLid\n0 valid mlids dumped \n").is_empty());
+
+        // Two switches (LIDs 1, 2) cabled 1/3 - 2/3, hosts A (0xa) on 1/1,
+        // B (0xb) on 2/1, C (0xc) on 2/2.
+        let ports = ibnetdiscover_ports(
+            "SW 1 1 0x100 4x SDR - CA 3 1 0xa ( 's1' - 'A' )\nSW 1 3 0x100 4x SDR - SW 2 3 0x200 ( 's1' - 's2' )\n\
+             SW 2 3 0x200 4x SDR - SW 1 3 0x100 ( 's2' - 's1' )\nSW 2 1 0x200 4x SDR - CA 4 1 0xb ( 's2' - 'B' )\n\
+             SW 2 2 0x200 4x SDR - CA 5 1 0xc ( 's2' - 'C' )\nCA 3 1 0xa 4x SDR - SW 1 1 0x100 ( 'A' - 's1' )\n\
+             CA 4 1 0xb 4x SDR - SW 2 1 0x200 ( 'B' - 's2' )\nCA 5 1 0xc 4x SDR - SW 2 2 0x200 ( 'C' - 's2' )\n",
+        );
+        let mfts = |a: &[u8], b: &[u8]| -> Mfts {
+            BTreeMap::from([
+                (1, BTreeMap::from([(0xc000, a.iter().copied().collect())])),
+                (2, BTreeMap::from([(0xc000, b.iter().copied().collect())])),
+            ])
+        };
+        let ab = BTreeSet::from([0xa, 0xb]);
+        assert!(mcast_flood_errors(&ports, &mfts(&[1, 3], &[1, 3]), 0xc000, &ab).is_empty());
+        let e = mcast_flood_errors(&ports, &mfts(&[1, 3], &[1, 2, 3]), 0xc000, &ab);
+        assert!(e.iter().any(|e| e.contains("non-member 0xc")), "{e:?}");
+        let e = mcast_flood_errors(&ports, &mfts(&[1], &[1, 3]), 0xc000, &ab);
+        assert!(e.iter().any(|e| e.contains("misses member 0xb")), "{e:?}");
+        let e = mcast_flood_errors(&ports, &mfts(&[1, 3, 4], &[1, 3]), 0xc000, &ab);
+        assert!(e.iter().any(|e| e.contains("no cable")), "{e:?}");
+        let e = mcast_flood_errors(&ports, &mfts(&[], &[1, 2]), 0xc000, &BTreeSet::from([0xa]));
+        assert!(e.iter().any(|e| e.contains("no flood")), "{e:?}");
     }
 }
