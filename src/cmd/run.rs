@@ -192,7 +192,13 @@ pub async fn run(args: Args) -> ExitCode {
         }
         Err(e) => {
             eprintln!("ibsm run: {e}");
-            ExitCode::FAILURE
+            // A bad partitions.conf is a configuration error, exit 2 like
+            // a bad config file or port; a subnet that fails is 1.
+            if matches!(e, runtime::RunError::Partitions(_)) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
