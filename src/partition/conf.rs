@@ -37,8 +37,11 @@
 //! later entry that names a generated P_Key explicitly is an error: in
 //! OpenSM it would silently merge two partitions.
 //!
-//! Entries with the same P_Key merge into one partition; the first name
-//! wins (the default partition is always named "Default"). Their group
+//! Entries with the same P_Key merge into one partition when they repeat
+//! its name or give none; a second, different name for a P_Key is an
+//! error (OpenSM merges them and keeps the first name, which hides a
+//! copied line whose P_Key was not changed). The default partition is
+//! always named "Default"; the file may call it otherwise (a warning). Their group
 //! parameters merge too: a parameter (mtu, rate, sl, Q_Key, TClass,
 //! FlowLabel) written in two entries of one P_Key must agree, or it is an
 //! error; `ipoib` in any entry makes the partition an IPoIB one; `scope`s
@@ -295,6 +298,8 @@ pub enum Problem {
     IpGroup { mgid: String, pkey: u16, why: String },
     #[error("multicast group {mgid} is already declared at {first} with {what}")]
     DuplicateGroup { mgid: String, first: String, what: &'static str },
+    #[error("P_Key {pkey:#06x} is already partition '{first}' (at {first_at}): one P_Key, one name (repeat '{first}' to add to it)")]
+    PKeyNamedTwice { pkey: u16, first: String, first_at: Pos },
 }
 
 impl PartitionConf {
@@ -1378,21 +1383,29 @@ impl Builder {
             },
         };
         let p = &mut self.parts[idx];
-        if p.at.is_none() {
-            p.at = Some(h.start);
-        }
         if let Some((name, at)) = &h.name {
-            if *name != p.name {
-                self.warnings.push(ConfWarning {
+            match p.at {
+                // Two names for one P_Key: most likely a copied line whose
+                // P_Key was not changed, so it is refused, not merged.
+                Some(first_at) if *name != p.name => {
+                    return Err((*at, Problem::PKeyNamedTwice { pkey: p.pkey, first: excerpt(&p.name), first_at }));
+                }
+                // The default partition the SM makes before reading the
+                // file keeps its name "Default", whatever the file calls it.
+                None if *name != p.name => self.warnings.push(ConfWarning {
                     at: *at,
                     message: format!(
-                        "partition {:#06x} is already named '{}'; the name '{}' here is not used",
+                        "partition {:#06x} is the default partition, named '{}'; the name '{}' here is not used",
                         p.pkey,
                         p.name,
                         excerpt(name)
                     ),
-                });
+                }),
+                _ => {}
             }
+        }
+        if p.at.is_none() {
+            p.at = Some(h.start);
         }
         p.ipoib |= h.ipoib;
         let (pkey, w, o) = (p.pkey, &mut p.written, &h.written);
@@ -1983,12 +1996,16 @@ mod tests {
 
     #[test]
     fn repeated_pkeys_merge_and_conflicting_parameters_are_refused() {
-        let c = parse("a=0x10, mtu=5: 0x1;\nb=0x10, ipoib, rate=7: 0x2;\na=0x10, mtu=4096: 0x3;");
+        let c = parse("a=0x10, mtu=5: 0x1;\n=0x10, ipoib, rate=7: 0x2;\na=0x10, mtu=4096: 0x3;");
         assert_eq!(c.partitions.len(), 2);
         let p = &c.partitions[1];
         assert_eq!((p.name.as_str(), p.ipoib, p.params.mtu, p.params.rate, p.members.len()), ("a", true, 5, 7, 3));
-        assert_eq!(c.warnings.len(), 1, "the name 'b' is not used");
-        assert_eq!(c.warnings[0].at, at(2, 1));
+        assert!(c.warnings.is_empty());
+        // A second name for one P_Key is refused (a copied line whose P_Key
+        // was not changed), where OpenSM would merge them.
+        let (pos, problem, _) = err("a=0x10: 0x1;\nb=0x10: 0x2;");
+        assert_eq!(pos, at(2, 1));
+        assert_eq!(problem, Problem::PKeyNamedTwice { pkey: 0x10, first: "a".into(), first_at: at(1, 1) });
         let (pos, problem, msg) = err("a=0x10, mtu=5: 0x1;\na=0x10, mtu=4: 0x3;");
         assert_eq!(pos, at(2, 13));
         assert_eq!(
