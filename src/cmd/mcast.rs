@@ -150,6 +150,8 @@ pub fn join_request(ask: &JoinAsk) -> (u64, McMemberRecordRepr) {
 pub enum JoinError {
     #[error("joining {mgid}: {source}")]
     Sa { mgid: String, source: SaError },
+    #[error("leaving {mgid}: {source}")]
+    Leave { mgid: String, source: SaError },
     #[error("joining {mgid}: the SA answered for group {answered}")]
     WrongGroup { mgid: String, answered: String },
     #[error("joining {mgid}: the group's MLID {mlid:#06x} is not a multicast LID")]
@@ -177,7 +179,7 @@ pub async fn leave<T: Transport>(client: &SaClient<T>, ask: &JoinAsk) -> Result<
     let mask = m::MGID | m::PORT_GID | m::JOIN_STATE;
     let rec =
         McMemberRecordRepr { mgid: ask.mgid, port_gid: ask.port_gid, join_state: ask.join_state, ..Default::default() };
-    client.delete(mask, &rec).await.map_err(|source| JoinError::Sa { mgid: gid_text(&ask.mgid), source })
+    client.delete(mask, &rec).await.map_err(|source| JoinError::Leave { mgid: gid_text(&ask.mgid), source })
 }
 
 /// The groups an IPoIB interface of partition `pkey` joins, broadcast first.
@@ -456,6 +458,84 @@ pub async fn join_cmd(a: JoinArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("{what}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[derive(Debug, Clone, ClapArgs)]
+pub struct GroupsArgs {
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// Ask with this SM_Key: the SA's key lists every member (PortGID and
+    /// JoinState); without it, one record per group of this port's
+    /// partitions, members hidden (IBA C15-0.2-1.12).
+    #[arg(long, value_parser = |s: &str| crate::config::parse_u64(s).ok_or("not a number"))]
+    pub sm_key: Option<u64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One MCMemberRecord as `ibsm sa groups` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberRow {
+    pub mgid: String,
+    pub mlid: u16,
+    pub port_gid: String,
+    pub join_state: u8,
+    pub proxy_join: bool,
+    pub q_key: u32,
+    pub pkey: u16,
+    pub mtu: u8,
+    pub rate: u8,
+    pub sl: u8,
+    pub scope: u8,
+}
+
+/// `ibsm sa groups`: the whole MCMemberRecord table (GetTable, reassembled
+/// from RMPP; `saquery -m` on ibsim sees only its first MAD).
+pub async fn groups_cmd(a: GroupsArgs) -> ExitCode {
+    let result = async {
+        let client = open(&a.port, "ibsm sa groups")?;
+        let client = match a.sm_key {
+            Some(k) => client.with_sm_key(k),
+            None => client,
+        };
+        client.get_table(0, &McMemberRecordRepr::default()).await.map_err(|e| e.to_string())
+    };
+    match result.await {
+        Ok(records) => {
+            let rows: Vec<MemberRow> = records
+                .iter()
+                .map(|r| MemberRow {
+                    mgid: gid_text(&r.mgid),
+                    mlid: r.mlid,
+                    port_gid: gid_text(&r.port_gid),
+                    join_state: r.join_state,
+                    proxy_join: r.proxy_join,
+                    q_key: r.q_key,
+                    pkey: r.pkey,
+                    mtu: r.mtu,
+                    rate: r.rate,
+                    sl: r.sl,
+                    scope: r.scope,
+                })
+                .collect();
+            if a.json {
+                println!("{}", serde_json::to_string(&rows).unwrap_or_default());
+            } else {
+                println!("# mgid mlid port_gid join_state qkey pkey mtu rate sl");
+                for r in &rows {
+                    println!(
+                        "{} {:#06x} {} {:#x} {:#x} {:#06x} {} {} {}",
+                        r.mgid, r.mlid, r.port_gid, r.join_state, r.q_key, r.pkey, r.mtu, r.rate, r.sl
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ibsm sa groups: {e}");
             ExitCode::FAILURE
         }
     }

@@ -56,6 +56,8 @@ pub enum Args {
     /// Joins the groups an IPoIB interface joins, as the kernel does
     /// (broadcast group first); --down leaves them.
     Ipoib(super::mcast::IpoibArgs),
+    /// The whole MCMemberRecord table (GetTable, reassembled from RMPP).
+    Groups(super::mcast::GroupsArgs),
     /// Creates, joins and leaves many multicast groups; reports rate, latency and (--sim) MFT Sets per join.
     JoinFlood(super::join_bench::JoinFloodArgs),
 }
@@ -71,6 +73,7 @@ pub async fn run(args: Args) -> ExitCode {
         Args::Subscribe(a) => set_cmd(&a.port, "ibsm sa subscribe", |_| Ok((0, inform_info(&a)))).await,
         Args::Join(a) => super::mcast::join_cmd(a).await,
         Args::Ipoib(a) => super::mcast::ipoib_cmd(a).await,
+        Args::Groups(a) => super::mcast::groups_cmd(a).await,
         Args::JoinFlood(a) => super::join_bench::run(a).await,
     }
 }

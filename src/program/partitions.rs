@@ -12,6 +12,7 @@
 //! default, every port a full member of the default partition with its
 //! IPoIB broadcast group.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -21,8 +22,10 @@ use crate::mad::NodeType;
 use crate::partition::conf::{PartitionConf, PartitionConfError};
 use crate::partition::policy::{resolve, PolicyIssue, PolicyOptions, PolicyPort};
 use crate::partition::PartitionSet;
+use crate::sa::path::rate::port_mtu;
 use crate::sweep::subnet::Subnet;
 use crate::topology::NodeKind;
+use crate::types::Guid;
 
 /// Where the partitions come from, and the ones in force.
 #[derive(Debug)]
@@ -35,12 +38,21 @@ pub struct PartitionSource {
     refused: Option<Vec<u8>>,
     /// The text in force, to notice when the file changes.
     text: Option<Vec<u8>>,
+    /// The last groups-too-big report, said again only when it changes.
+    mtu_report: Vec<String>,
 }
 
 impl PartitionSource {
     /// No file yet: the no-file default is in force until [`Self::load`].
     pub fn new(path: Option<PathBuf>, options: PolicyOptions) -> Self {
-        PartitionSource { path, options, in_force: PartitionConf::default_no_file(), refused: None, text: None }
+        PartitionSource {
+            path,
+            options,
+            in_force: PartitionConf::default_no_file(),
+            refused: None,
+            text: None,
+            mtu_report: Vec::new(),
+        }
     }
 
     /// Reads the file at startup. An error (unreadable, or a syntax error
@@ -52,7 +64,17 @@ impl PartitionSource {
                 self.in_force = conf;
                 self.text = Some(text);
             }
-            None => self.in_force = PartitionConf::default_no_file(),
+            None => {
+                if let Some(path) = &self.path {
+                    // Named but absent: OpenSM's no-file default, as it
+                    // does, but said loudly: the operator asked for a file.
+                    warn!(
+                        path = %path.display(),
+                        "partitions file not found: every port is a full member of the default partition until it appears"
+                    );
+                }
+                self.in_force = PartitionConf::default_no_file();
+            }
         }
         Ok(())
     }
@@ -107,16 +129,63 @@ impl PartitionSource {
                 self.in_force = conf;
                 self.text = text;
                 self.refused = None;
+                self.check_group_mtus(&set, subnet);
                 return Arc::new(set);
             }
         }
         let (set, issues) = resolve(&self.in_force, &ports, &self.options);
+        self.check_group_mtus(&set, subnet);
         // Warnings about the file in force were logged when it came in;
         // errors (a port whose table is too small) concern ports, each sweep.
         for i in issues.iter().filter(|i| i.is_error()) {
             warn!(problem = %i.message(self.in_force.path.as_deref()), "partitions");
         }
         Arc::new(set)
+    }
+}
+
+impl PartitionSource {
+    /// Warns of partition groups whose MTU some of their members' links
+    /// cannot carry: those ports' joins will be refused (IPoIB cannot come
+    /// up there). Said when the finding changes, not every sweep.
+    fn check_group_mtus(&mut self, set: &PartitionSet, subnet: &Subnet) {
+        let mut link_mtu: HashMap<Guid, u8> = HashMap::new();
+        for (id, port) in subnet.lid_ports() {
+            let node = subnet.node(id);
+            // A switch's port 0 joins over no link of its own.
+            let at = if node.is_switch() { None } else { Some(port) };
+            if let Some(pi) = at.and_then(|p| node.ports.get(p as usize)).and_then(|s| s.info.as_ref()) {
+                link_mtu.insert(node.port_guid(port), port_mtu(pi));
+            }
+        }
+        let mut report = Vec::new();
+        for g in &set.groups {
+            let partition = g.pkey & crate::partition::PARTITION_MASK;
+            let short: Vec<Guid> = set
+                .ports
+                .iter()
+                .filter(|(_, p)| p.membership(partition).is_some())
+                .filter(|(guid, _)| link_mtu.get(guid).is_some_and(|&m| m < g.params.mtu))
+                .map(|(&guid, _)| guid)
+                .collect();
+            if !short.is_empty() {
+                let mut sample: Vec<String> = short.iter().take(3).map(|g| g.to_string()).collect();
+                sample.sort();
+                report.push(format!(
+                    "group {} of partition {partition:#06x} has MTU code {}, above the link MTU of {} member port(s) (e.g. {}): their joins will be refused",
+                    std::net::Ipv6Addr::from(g.mgid),
+                    g.params.mtu,
+                    short.len(),
+                    sample.join(", ")
+                ));
+            }
+        }
+        if report != self.mtu_report {
+            for r in &report {
+                warn!(problem = %r, "partitions");
+            }
+            self.mtu_report = report;
+        }
     }
 }
 
