@@ -149,3 +149,62 @@ async fn ipoib_joins_get_loop_free_trees_that_reach_exactly_the_members_and_leav
 
     sm_common::kill(sm).await;
 }
+
+/// MFT Sets to one spine are lost while hosts join: no tree ever loops
+/// (the blocks whose Sets failed are held back everywhere), and once the
+/// spine answers again the SM completes the trees by itself, with no
+/// membership change to prompt it.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn lost_mft_sets_never_make_a_loop_and_are_retried_until_written() {
+    use ibsm::sim::{Match, Rule};
+    let (net, snapshots, sm) = start(23).await;
+    let probe = SmpClient::new(net.transport(15).0);
+    let subnet = subnet(&snapshots);
+    // A spine: a switch with no host cabled to it.
+    let spine = net
+        .topo
+        .switches()
+        .find(|&s| {
+            !net.topo.links.iter().any(|l| {
+                (l.a.node == s && net.topo.node(l.b.node).kind == ibsm::topology::NodeKind::Ca)
+                    || (l.b.node == s && net.topo.node(l.a.node).kind == ibsm::topology::NodeKind::Ca)
+            })
+        })
+        .expect("the fat tree has spines");
+    let lost =
+        Rule::drop_all(Match::any().node(spine).attribute(AttributeId::MulticastForwardingTable).method(Method::Set));
+    let rule = net.fabric.lock().unwrap().add_rule(lost);
+
+    let hosts = [1usize, 6, 11, 14];
+    let mut guids = BTreeSet::new();
+    let mut incomplete = 0;
+    for &h in &hosts {
+        let c = SaClient::new(net.transport(h).0).unwrap();
+        guids.insert(c.local_port().port_guid);
+        mc::ipoib_up(&c, PREFIX, 0xffff, 2).await.expect("joins are answered while MFT Sets are lost");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mft = mft_of(&probe, &subnet, Lid(0xC000)).await;
+        if let Some(fault) = flood_fault(&subnet, &mft, &guids) {
+            assert!(!fault.contains("twice"), "a lost Set must never leave a loop: {fault}");
+            incomplete += 1;
+        }
+    }
+    assert!(incomplete > 0, "the lost Sets must have kept some tree from being whole (else the test proves nothing)");
+    // Long enough for every transport retry of those Sets to run out.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mft = mft_of(&probe, &subnet, Lid(0xC000)).await;
+    let fault = flood_fault(&subnet, &mft, &guids).expect("the broadcast tree is not whole while its spine drops Sets");
+    assert!(!fault.contains("twice"), "{fault}");
+    // The spine answers again: within a few retries every tree is whole.
+    net.fabric.lock().unwrap().remove_rule(rule);
+    let took = within("the trees completed after the losses", Duration::from_secs(5), async || {
+        let mft = mft_of(&probe, &subnet, Lid(0xC000)).await;
+        flood_fault(&subnet, &mft, &guids).is_none()
+    })
+    .await;
+    eprintln!("trees whole {took:?} after the spine answered again");
+    for m in [0xC000u16, 0xC001, 0xC002, 0xC003] {
+        check_flood(&subnet, &mft_of(&probe, &subnet, Lid(m)).await, &guids);
+    }
+    sm_common::kill(sm).await;
+}

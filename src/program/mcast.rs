@@ -98,6 +98,21 @@ pub struct McastReport {
     pub failures: usize,
     /// Members not routed, blocks past a switch's capacity: one line each.
     pub problems: Vec<String>,
+    /// Some switch's SMPs failed: a later pass must revisit it (the
+    /// runtime schedules one).
+    pub retry: bool,
+}
+
+/// What a pass needs of a routed switch, kept from the heavy sweep that
+/// built the view (the SubnetManager's subnet may be a later discovery's,
+/// with other node IDs, when a sweep failed after discovering).
+#[derive(Debug, Clone)]
+struct SwitchAt {
+    guid: Guid,
+    name: String,
+    path: DrPath,
+    num_ports: u8,
+    mcast_cap: u16,
 }
 
 /// The multicast state that outlives a sweep: the trees over the last
@@ -108,6 +123,11 @@ pub struct McastState {
     view: Option<RoutingView>,
     /// Where the view has each member port (built once per view).
     members_at: HashMap<Guid, McastMember>,
+    /// The view's switches, by `SwitchId`.
+    switches: Vec<SwitchAt>,
+    /// Switches with SMPs that failed: every later pass revisits them
+    /// until they are written.
+    dirty: BTreeSet<SwitchId>,
     routes: Option<McastRoutes>,
     routed: Arc<McastTable>,
     memo: MftMemo,
@@ -158,12 +178,27 @@ impl McastState {
         let changed: Vec<Lid> =
             if fresh { table.groups().map(|(m, _)| m).collect() } else { self.routed.changed(&table) };
         self.members_at = member_index(&view, subnet);
+        self.switches = view
+            .switch_nodes
+            .iter()
+            .map(|&id| {
+                let node = subnet.node(id);
+                SwitchAt {
+                    guid: node.guid(),
+                    name: node.name(),
+                    path: node.path,
+                    num_ports: node.info.num_ports,
+                    mcast_cap: node.switch_info.as_ref().map_or(0, |s| s.multicast_fdb_cap),
+                }
+            })
+            .collect();
+        self.dirty.clear();
         route_changed(&view, &self.members_at, routes, &table, &changed, &mut report);
         self.view = Some(view);
         self.routed = table;
         // Every switch: the sweep may have found switches reset or new,
         // whose tables must be read and written whatever changed.
-        self.write(client, subnet, None, &mut report).await;
+        self.write(client, None, &mut report).await;
         report
     }
 
@@ -173,21 +208,21 @@ impl McastState {
     pub async fn membership_changed<T: Transport>(
         &mut self,
         client: &SmpClient<T>,
-        subnet: &Subnet,
         table: Arc<McastTable>,
     ) -> Option<McastReport> {
         let view = self.view.as_ref()?;
         let routes = self.routes.as_mut()?;
         let mut report = McastReport::default();
         let changed = self.routed.changed(&table);
-        if changed.is_empty() {
+        if changed.is_empty() && self.dirty.is_empty() {
             return Some(report);
         }
         let touched = route_changed(view, &self.members_at, routes, &table, &changed, &mut report);
         self.routed = table;
-        // Only the switches whose entries moved: a join on a large fabric
-        // touches a handful of its thousands.
-        self.write(client, subnet, Some(&touched), &mut report).await;
+        // Only the switches whose entries moved (and those a failed SMP
+        // left dirty): a join on a large fabric touches a handful of its
+        // thousands.
+        self.write(client, Some(&touched), &mut report).await;
         Some(report)
     }
 
@@ -211,68 +246,97 @@ impl McastState {
     }
 
     /// Reads what must be known, then removals everywhere, then additions
-    /// (the order `mfts` explains: never a transient loop).
-    /// `only`: the switches to look at (all with `None`).
+    /// (the order `mfts` explains: never a transient loop). `only`: the
+    /// switches to look at besides the dirty ones (all with `None`).
+    ///
+    /// A failed SMP leaves its switch dirty (revisited by every later pass)
+    /// and its block held back: no switch gets additions in a block where
+    /// some switch's removal or read failed, since that switch may still
+    /// hold the old tree's ports and an addition elsewhere could close a
+    /// loop with them. Held back, the block drops packets until a later
+    /// pass completes it; it never loops.
     async fn write<T: Transport>(
         &mut self,
         client: &SmpClient<T>,
-        subnet: &Subnet,
         only: Option<&BTreeSet<SwitchId>>,
         report: &mut McastReport,
     ) {
-        let (Some(view), Some(routes)) = (&self.view, &self.routes) else { return };
+        let (Some(_), Some(routes)) = (&self.view, &self.routes) else { return };
         let mut wanted = Vec::new();
-        for (i, &node_id) in view.switch_nodes.iter().enumerate() {
-            if only.is_some_and(|o| !o.contains(&SwitchId(i as u32))) {
+        for (i, sw) in self.switches.iter().enumerate() {
+            let id = SwitchId(i as u32);
+            if only.is_some_and(|o| !o.contains(&id)) && !self.dirty.contains(&id) {
                 continue;
             }
-            let node = subnet.node(node_id);
-            let cap = node.switch_info.as_ref().map_or(0, |s| s.multicast_fdb_cap);
-            let w = wanted_blocks(routes.table(SwitchId(i as u32)), node.info.num_ports, cap);
+            let w = wanted_blocks(routes.table(id), sw.num_ports, sw.mcast_cap);
             for p in &w.problems {
-                report.problems.push(format!("switch {} ({}): {p}", node.guid(), node.name()));
+                report.problems.push(format!("switch {} ({}): {p}", sw.guid, sw.name));
             }
-            wanted.push((node.guid(), node.path, w));
+            wanted.push((id, sw.guid, sw.path, w));
         }
+        // Every dirty switch is in `wanted` now; what fails again is
+        // marked again below.
+        self.dirty.clear();
+        let mut held_back: BTreeSet<u16> = BTreeSet::new();
+        let mut failed: BTreeSet<SwitchId> = BTreeSet::new();
         // Reads first, for every switch at once; then plan again.
-        let reads: Vec<(Guid, MftKey, SmpRequest)> = wanted
+        let reads: Vec<((SwitchId, Guid, MftKey), SmpRequest)> = wanted
             .iter()
-            .flat_map(|(g, path, w)| {
+            .flat_map(|(id, g, path, w)| {
                 mft_sets(*g, w, &self.memo).reads.into_iter().map(move |k| {
-                    (*g, k, SmpRequest::get(*path, AttributeId::MulticastForwardingTable, k.attribute_modifier()))
+                    let req = SmpRequest::get(*path, AttributeId::MulticastForwardingTable, k.attribute_modifier());
+                    ((*id, *g, k), req)
                 })
             })
             .collect();
         report.mft_reads += reads.len();
-        for ((g, k), answer) in batch(client, reads.into_iter().map(|(g, k, r)| ((g, k), r))).await {
+        for ((id, g, k), answer) in batch(client, reads.into_iter()).await {
             match answer.ok().and_then(|d| MftBlockRepr::parse_data(&d).ok()) {
                 Some(held) => self.memo.apply_read(g, k, &held),
                 None => {
+                    // Still unknown: no Set is planned for its block here.
                     report.failures += 1;
-                    // Unknown still: write it whole, as if it held nothing.
-                    self.memo.apply_read(g, k, &MftBlockRepr::default());
+                    held_back.insert(k.block);
+                    failed.insert(id);
                 }
             }
         }
-        let plans: Vec<(DrPath, MftSets)> =
-            wanted.iter().map(|(g, path, w)| (*path, mft_sets(*g, w, &self.memo))).collect();
-        let removals = plans.iter().flat_map(|(path, p)| p.removals.iter().map(move |s| (*path, *s)));
-        self.send(client, removals.collect(), report).await;
-        let additions = plans.iter().flat_map(|(path, p)| p.additions.iter().map(move |s| (*path, *s)));
-        self.send(client, additions.collect(), report).await;
+        let plans: Vec<(SwitchId, DrPath, MftSets)> =
+            wanted.iter().map(|(id, g, path, w)| (*id, *path, mft_sets(*g, w, &self.memo))).collect();
+        let removals = plans.iter().flat_map(|(id, path, p)| p.removals.iter().map(move |s| (*id, *path, *s)));
+        let removals: Vec<_> = removals.collect();
+        self.send(client, removals, report, &mut held_back, &mut failed).await;
+        let additions = plans
+            .iter()
+            .flat_map(|(id, path, p)| p.additions.iter().map(move |s| (*id, *path, *s)))
+            .filter(|(id, _, s)| {
+                let keep = !held_back.contains(&s.key.block);
+                if !keep {
+                    // Planned again (and sent) by the pass that retries.
+                    failed.insert(*id);
+                }
+                keep
+            })
+            .collect::<Vec<_>>();
+        let mut no_more = BTreeSet::new();
+        self.send(client, additions, report, &mut no_more, &mut failed).await;
+        report.retry = !failed.is_empty();
+        self.dirty.extend(failed);
     }
 
     async fn send<T: Transport>(
         &mut self,
         client: &SmpClient<T>,
-        sets: Vec<(DrPath, MftSet)>,
+        sets: Vec<(SwitchId, DrPath, MftSet)>,
         report: &mut McastReport,
+        held_back: &mut BTreeSet<u16>,
+        failed: &mut BTreeSet<SwitchId>,
     ) {
-        let requests = sets.into_iter().map(|(path, set)| {
+        let requests = sets.into_iter().map(|(id, path, set)| {
             let data = set.want.to_data();
-            (set, SmpRequest::set(path, AttributeId::MulticastForwardingTable, set.attribute_modifier(), data))
+            ((id, set), SmpRequest::set(path, AttributeId::MulticastForwardingTable, set.attribute_modifier(), data))
         });
-        for (set, answer) in batch(client, requests).await {
+        for ((id, set), answer) in batch(client, requests).await {
             match answer.ok().and_then(|d| MftBlockRepr::parse_data(&d).ok()) {
                 Some(held) => {
                     report.mft_sets += 1;
@@ -282,6 +346,8 @@ impl McastState {
                     report.failures += 1;
                     // What the switch holds is unknown: read it next time.
                     self.memo.forget(set.switch);
+                    held_back.insert(set.key.block);
+                    failed.insert(id);
                 }
             }
         }

@@ -305,8 +305,7 @@ impl<T: Transport> SubnetManager<T> {
             return None;
         }
         let table = self.mcast_table();
-        let subnet = self.known.as_ref()?;
-        self.mcast.membership_changed(&self.client, subnet, table).await
+        self.mcast.membership_changed(&self.client, table).await
     }
 
     /// Where the next sweeps have switches enforce partitions (OpenSM's

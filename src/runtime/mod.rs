@@ -102,6 +102,9 @@ pub enum NotUpReason {
     Stopped(String),
 }
 
+/// How soon a multicast pass whose SMPs failed is tried again.
+const MCAST_RETRY: Duration = Duration::from_secs(1);
+
 /// What the sweep slot's job ended with; the SubnetManager comes back with it.
 enum SweepDone {
     Discovered(Result<Box<Discovered>, SweepError>),
@@ -181,6 +184,8 @@ struct Owner<T: Transport + Clone> {
     master_swept: bool,
     /// When the last "SA queue full" line was logged.
     sa_drop_logged: Option<Duration>,
+    /// When to run a multicast pass again after one whose SMPs failed.
+    mcast_retry: Option<Duration>,
     mirror: MirrorReads,
 }
 
@@ -246,6 +251,7 @@ pub async fn run<T: Transport + Clone>(
         master_swept: false,
         sa_drop_logged: None,
         mirror: MirrorReads::default(),
+        mcast_retry: None,
     };
     let mut operator = if owner.options.operator_signals {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok()
@@ -274,6 +280,7 @@ pub async fn run<T: Transport + Clone>(
             owner.election.poll_timeout(),
             owner.next_sweep.filter(|_| job.is_none()),
             owner.mirror.next.filter(|_| !owner.mirror.running),
+            owner.mcast_retry,
         ]
         .into_iter()
         .flatten()
@@ -460,6 +467,10 @@ impl<T: Transport + Clone> Owner<T> {
     fn on_wake(&mut self, sweeping: bool, side: &mut FuturesUnordered<SideJob>) {
         let now = self.now();
         self.election.handle_timeout(now);
+        if self.mcast_retry.is_some_and(|at| at <= now) {
+            self.mcast_retry = None;
+            self.on_mcast_changed();
+        }
         if !self.mirror.running && self.mirror.next.is_some_and(|at| at <= now) {
             self.mirror.next = None;
             if self.election.state() == State::Standby && self.election.master().is_some() {
@@ -509,6 +520,11 @@ impl<T: Transport + Clone> Owner<T> {
             SweepDone::McastProgrammed(Some(p)) => {
                 if let Some(m) = &self.options.metrics {
                     m.mcast_pass("membership", &p);
+                }
+                // Failed SMPs left switches to revisit: again shortly,
+                // whether or not membership changes.
+                if p.retry && self.mcast_retry.is_none() {
+                    self.mcast_retry = Some(now + MCAST_RETRY);
                 }
                 for problem in &p.problems {
                     warn!(%problem, "multicast");
@@ -645,6 +661,9 @@ impl<T: Transport + Clone> Owner<T> {
             self.election.handle(self.now(), Event::SweepWanted);
         } else {
             self.next_sweep = self.interval().map(|i| self.now() + i);
+        }
+        if report.mcast.retry && self.mcast_retry.is_none() {
+            self.mcast_retry = Some(self.now() + MCAST_RETRY);
         }
         let local = self.transport.local_port();
         let master_lid = report.subnet.sm_port.and_then(|(n, p)| report.subnet.current_lid(n, p)).unwrap_or(local.lid);
