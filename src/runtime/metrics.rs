@@ -428,7 +428,8 @@ mod tests {
         s.drops.mcast_cap = 4;
         s.reports.mcast_created = 5;
         m.sa(&s);
-        let pass = McastReport { groups: 3, mft_reads: 2, mft_sets: 9, failures: 1, problems: vec!["x".into()] };
+        let pass =
+            McastReport { groups: 3, mft_reads: 2, mft_sets: 9, failures: 1, problems: vec!["x".into()], retry: true };
         m.mcast_pass("membership", &pass);
         m.mcast_pass("membership", &McastReport { groups: 2, mft_sets: 1, ..McastReport::default() });
         let text = m.render();

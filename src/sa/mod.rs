@@ -196,6 +196,17 @@ impl SaAgent {
             return;
         }
         info!(from = ?self.serving, to = ?serving, "SA serving state");
+        if self.serving == Serving::Master {
+            // Another SM holds the groups now; what this one kept would
+            // outlive the leaves it never sees (see `McGroups::forget_members`).
+            let dropped = self.mcast.forget_members();
+            if dropped > 0 {
+                info!(
+                    memberships = dropped,
+                    "SA no longer master: multicast memberships forgotten (the mirror keeps the master's)"
+                );
+            }
+        }
         self.take_over = serving == Serving::Master;
         self.serving = serving;
         if serving != Serving::Master {

@@ -799,6 +799,35 @@ impl McGroups {
         self.version += 1;
     }
 
+    /// Forgets every membership, keeping only the well-known groups,
+    /// empty, at their MLIDs: what an SA that stops being master does. The
+    /// next master holds the truth (and a standby's mirror copies it); an
+    /// SA that became master again with its old members would keep groups
+    /// whose members left through the other master, and their MLIDs, for
+    /// ever. Returns the memberships dropped. No traps: this SA is not
+    /// the one that reports.
+    pub fn forget_members(&mut self) -> usize {
+        let dropped = self.members;
+        let ordinary: Vec<[u8; 16]> = self.groups.values().filter(|g| !g.well_known).map(|g| g.rec.mgid).collect();
+        for mgid in &ordinary {
+            self.delete_group(mgid);
+        }
+        for g in self.groups.values_mut() {
+            if !g.members.is_empty() {
+                g.members.clear();
+                g.counts = JoinCounts::default();
+                g.keepers = 0;
+            }
+        }
+        self.per_port.clear();
+        self.members = 0;
+        self.events.clear();
+        if dropped > 0 || !ordinary.is_empty() {
+            self.version += 1;
+        }
+        dropped
+    }
+
     // ---- Snapshots.
 
     /// A new snapshot: the partitions' `well_known` groups are created or

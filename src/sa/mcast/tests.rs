@@ -687,3 +687,34 @@ proptest! {
         prop_assert_eq!(mlids, (0..lim.mlids).map(|i| MLID_BASE + i).collect::<Vec<_>>());
     }
 }
+
+#[test]
+fn an_sa_that_stops_being_master_forgets_every_membership_but_keeps_the_well_known_groups() {
+    let mut f = Fabric::with_ports(&[10, 20]);
+    let set = partitions(
+        &[(10, vec![(0x7fff, Membership::Full)]), (20, vec![(0x7fff, Membership::Full)])],
+        vec![broadcast(0xffff, GroupParams::default())],
+    );
+    let wk = set.groups.clone();
+    f.partitions = Some(set);
+    let mut g = McGroups::new();
+    g.sync(&wk, &f, &limits());
+    let mut b = join_rec("ff12:401b:ffff::ffff:ffff", 10, js::FULL);
+    b.q_key = 0x0b1b;
+    g.join(&b, JOIN_MASK | m::Q_KEY, &f.me(10), &f, &limits()).unwrap();
+    let other = g.join(&join_rec(G1, 20, js::FULL), CREATE, &f.me(20), &f, &limits()).unwrap();
+    assert_eq!(other.mlid, 0xC001);
+    let version = g.version();
+    assert_eq!(g.forget_members(), 2);
+    assert!(g.version() > version, "the owner must hear of it");
+    assert_eq!(g.len(), 1, "only the well-known group is left");
+    let bcast = g.group(&ipoib_broadcast(2, 0xffff)).unwrap();
+    assert_eq!((bcast.mlid(), bcast.members().count(), bcast.keepers()), (0xC000, 0, 0));
+    assert!(g.take_events().is_empty(), "no traps from an SA that is not master");
+    g.check_invariants().unwrap();
+    // 0xC001 is free again.
+    let again = g.join(&join_rec(G2, 20, js::FULL), CREATE, &f.me(20), &f, &limits()).unwrap();
+    assert_eq!(again.mlid, 0xC001);
+    assert_eq!(g.forget_members(), 1);
+    assert_eq!(g.forget_members(), 0);
+}
