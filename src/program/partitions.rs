@@ -8,9 +8,10 @@
 //! the SM does not start on partitions the operator did not write. A file
 //! that parses but would leave some port without partitions it must hold
 //! (a P_Key table too small) is refused the same way when a good file is
-//! in force. No file configured, or none at the path: OpenSM's no-file
-//! default, every port a full member of the default partition with its
-//! IPoIB broadcast group.
+//! in force. No file configured, or none at the path at startup: OpenSM's
+//! no-file default, every port a full member of the default partition
+//! with its IPoIB broadcast group. A file that disappears after it was
+//! read keeps its partitions in force (OpenSM would drop them all).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -101,8 +102,15 @@ impl PartitionSource {
             Ok(Some((conf, text))) if self.text.as_ref() != Some(&text) => Some((conf, Some(text))),
             Ok(Some(_)) => None,
             Ok(None) if self.text.is_some() => {
-                warn!(path = ?self.path, "partitions file gone: every port back in the default partition");
-                Some((PartitionConf::default_no_file(), None))
+                // Gone after it was read (a rewrite that is not atomic, a
+                // share away): dropping every partition would open them
+                // all, so the ones in force stay. A file with only the
+                // Default line is how partitions are removed.
+                if self.refused.as_deref() != Some(&[][..]) {
+                    warn!(path = ?self.path, "partitions file gone; the partitions in force stay");
+                }
+                self.refused = Some(Vec::new());
+                None
             }
             Ok(None) => None,
             Err(e) => {
@@ -263,6 +271,19 @@ mod tests {
         std::fs::write(&path, "Default=0x7fff, ipoib : ALL=full ;\nother=0x20 : ALL=full ;\n").unwrap();
         let _ = src.resolve(&empty);
         assert!(src.in_force.partition(0x20).is_some() && src.in_force.partition(0x10).is_none());
+    }
+
+    #[test]
+    fn a_file_that_disappears_keeps_its_partitions() {
+        let (_d, path, mut src) = source_with("Default=0x7fff, ipoib : ALL=full ;\nstorage=0x10 : ALL=full ;\n");
+        src.load().unwrap();
+        let before = src.in_force.clone();
+        std::fs::remove_file(&path).unwrap();
+        let _ = src.resolve(&Subnet::default());
+        assert_eq!(src.in_force, before);
+        std::fs::write(&path, "Default=0x7fff, ipoib : ALL=full ;\n").unwrap();
+        let _ = src.resolve(&Subnet::default());
+        assert!(src.in_force.partition(0x10).is_none(), "a file with only Default removes the others");
     }
 
     #[test]
