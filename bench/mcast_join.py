@@ -16,7 +16,11 @@ For each SM in turn (OpenSM first), on a fresh ibsim of the same net file:
      counts as lost;
   3. wait until the SM has written no MulticastForwardingTable block for
      `--quiet` seconds: the MFTs are done;
-  4. the same clients leave every group (`--phase leave`), and wait again.
+  4. the MFTs read back from every switch (`ibroute -M`, from a host no SM
+     or client runs on): how many switches hold each group and how the
+     groups spread over the spines (this, not the batching alone, decides
+     how many MFT blocks a join touches);
+  5. the same clients leave every group (`--phase leave`), and wait again.
 
 Reported per SM and phase: answered per second over all clients (first
 request of any client to the last answer of any), errors and losses,
@@ -173,6 +177,35 @@ class Sm:
         self.proc.wait()
 
 
+def mft_spread(sock, host, work):
+    """Every switch's MFT as `ibroute -M` reads it: (switch-MLID entries,
+    switches per MLID (mean), spines carrying any MLID, most MLIDs on one
+    spine, MLIDs held)."""
+    code, text = run_diag(sock, host, work, "ibnetdiscover", "-p")
+    if code != 0:
+        return None
+    lids = sorted({int(line.split()[1]) for line in text.splitlines() if line.startswith("SW ")})
+    per_mlid, per_spine, entries = {}, {}, 0
+    for lid in lids:
+        code, out = run_diag(sock, host, work, "ibroute", "-M", str(lid))
+        if code != 0:
+            return None
+        name = re.search(r"\(([^)]*)\):", out)
+        mlids = [int(m, 16) for m in re.findall(r"^(0x[0-9a-fA-F]{4})\s", out, re.M)]
+        entries += len(mlids)
+        for ml in mlids:
+            per_mlid[ml] = per_mlid.get(ml, 0) + 1
+        if name and "spine" in name.group(1) and mlids:
+            per_spine[name.group(1)] = len(mlids)
+    return {
+        "entries": entries,
+        "switches_per_mlid": entries / len(per_mlid) if per_mlid else None,
+        "spines_used": len(per_spine),
+        "max_on_a_spine": max(per_spine.values(), default=0),
+        "mlids": len(per_mlid),
+    }
+
+
 def wait_sa(sock, host, work, cap=30.0):
     deadline = time.time() + cap
     while time.time() < deadline:
@@ -278,6 +311,8 @@ def bench_sm(kind, args, spec, hosts, shim, work):
             c["tail"] = max(0.0, last - c["ended"]) if last is not None and "ended" in c else None
             c["logged_sets"] = sm.logged_mft_sets(start, t1) if kind == "ibsm" else None
             r[phase] = c
+            if phase == "join":
+                r["spread"] = mft_spread(sock, hosts[-1], work)
             print(f"  {kind} {phase}: {fmt(c.get('per_s'), 0)}/s, {c.get('answered')} answered, "
                   f"{c.get('errors')} errors, {c.get('lost')} lost, {c['mft_sets']} MFT Sets", file=sys.stderr,
                   flush=True)
@@ -330,6 +365,16 @@ def report(args, spec, res, load):
         if b.get("logged_sets") is not None:
             print(f"- ibsm's multicast passes logged sets={b['logged_sets']} in the {phase} phase "
                   f"(the shim counted {b['mft_sets']})")
+        print()
+    so, si = o.get("spread"), i.get("spread")
+    if so and si:
+        print("| MFTs after the joins (`ibroute -M` on every switch) | OpenSM | ibsm |")
+        print("|---|---|---|")
+        print(f"| MLIDs held | {so['mlids']} | {si['mlids']} |")
+        print(f"| switch-MLID entries | {so['entries']} | {si['entries']} |")
+        print(f"| switches per group (mean) | {fmt(so['switches_per_mlid'], 2)} | {fmt(si['switches_per_mlid'], 2)} |")
+        print(f"| spines carrying groups | {so['spines_used']} | {si['spines_used']} |")
+        print(f"| most groups on one spine | {so['max_on_a_spine']} | {si['max_on_a_spine']} |")
         print()
     print(f"bring-up: OpenSM {fmt(o['bring_up'], 2)} s, ibsm {fmt(i['bring_up'], 2)} s; "
           f"both SMs running at the end: {o['running'] and i['running']}; load average before/after: "
