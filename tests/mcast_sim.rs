@@ -208,3 +208,70 @@ async fn lost_mft_sets_never_make_a_loop_and_are_retried_until_written() {
     }
     sm_common::kill(sm).await;
 }
+
+/// Switches that honour SwitchInfo.MulticastFDBTop (port 0's
+/// IsMulticastFDBTopSupported) get a top that covers the blocks in use:
+/// 0xC01F while MLIDs of block 0 are routed there, 0xBFFF (no entry)
+/// once the last group is gone; switches without the capability are not
+/// sent one.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn switches_that_honour_multicast_fdb_top_get_one_that_covers_the_blocks_in_use() {
+    use ibsm::mad::port_info::CapabilityMask;
+    use ibsm::mad::{SmpAttribute, SwitchInfoRepr};
+    use ibsm::topology::PortRef;
+    let net = Net::new(29);
+    let capable: Vec<_> = net.topo.switches().take(3).collect();
+    for &s in &capable {
+        let r = PortRef { node: s, port: 0 };
+        net.fabric.lock().unwrap().set_capability(r, CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED, true).unwrap();
+    }
+    let snapshots = Snapshots::new();
+    let options = RunOptions { persist_lids: false, snapshots: snapshots.clone(), ..RunOptions::default() };
+    let sm = net.start_sm_with(SM_HOST, Config::default(), options);
+    within("bring-up", Duration::from_secs(30), async || net.lids_if_up().is_some()).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let probe = SmpClient::new(net.transport(15).0);
+    let subnet = subnet(&snapshots);
+    let tops = async || {
+        let mut out = Vec::new();
+        for id in subnet.switches() {
+            let lid = subnet.current_lid(id, 0).unwrap();
+            let smp = probe.lid_get(lid, AttributeId::SwitchInfo, 0).await.unwrap();
+            out.push((subnet.node(id).guid(), SwitchInfoRepr::parse_data(&smp.data).unwrap().multicast_fdb_top));
+        }
+        out
+    };
+    let capable_guids: BTreeSet<Guid> = capable.iter().map(|&s| net.topo.node(s).node_guid).collect();
+    // No group has members yet: the capable switches say "no entry".
+    for (g, top) in tops().await {
+        let want = if capable_guids.contains(&g) { 0xBFFF } else { 0 };
+        assert_eq!(top, want, "switch {g} before any join");
+    }
+    let hosts = [1usize, 6, 11, 14];
+    let mut clients = Vec::new();
+    for &h in &hosts {
+        let c = SaClient::new(net.transport(h).0).unwrap();
+        mc::ipoib_up(&c, PREFIX, 0xffff, 2).await.unwrap();
+        clients.push(c);
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mft = mft_of(&probe, &subnet, Lid(0xC000)).await;
+    for (g, top) in tops().await {
+        let id = subnet.by_guid[&g];
+        let routed = !mft[&id].is_empty();
+        let want = match (capable_guids.contains(&g), routed) {
+            (false, _) => 0,
+            (true, true) => 0xC01F,
+            (true, false) => 0xBFFF,
+        };
+        assert_eq!(top, want, "switch {g} (on the broadcast tree: {routed}) after the joins");
+    }
+    for c in &clients {
+        mc::ipoib_down(c, PREFIX, 0xffff, 2).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for (g, top) in tops().await {
+        assert_eq!(top, if capable_guids.contains(&g) { 0xBFFF } else { 0 }, "switch {g} after the last leave");
+    }
+    sm_common::kill(sm).await;
+}

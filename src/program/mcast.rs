@@ -14,7 +14,7 @@ use ibsm_routing::mcast::{McastGroup, McastMember, McastRoutes, PortSet};
 
 use super::mfts::{mft_sets, wanted_blocks, MftKey, MftMemo, MftSet, MftSets};
 use super::routes::RoutingView;
-use crate::mad::{AttributeId, DrPath, MftBlockRepr, PortState, SmpAttribute};
+use crate::mad::{AttributeId, CapabilityMask, DrPath, MftBlockRepr, PortState, SmpAttribute, SwitchInfoRepr};
 use crate::sweep::core::{SmpCore, SmpRequest};
 use crate::sweep::subnet::Subnet;
 use crate::transport::smp_client::{SmpClient, SmpError};
@@ -94,6 +94,8 @@ pub struct McastReport {
     pub mft_reads: usize,
     /// MFT Sets the switches answered: removals then additions.
     pub mft_sets: usize,
+    /// SwitchInfo Sets of MulticastFDBTop (switches that support it).
+    pub fdb_top_sets: usize,
     /// Gets or Sets that got no usable answer.
     pub failures: usize,
     /// Members not routed, blocks past a switch's capacity: one line each.
@@ -113,6 +115,11 @@ struct SwitchAt {
     path: DrPath,
     num_ports: u8,
     mcast_cap: u16,
+    /// SwitchInfo as last known, when the switch honours MulticastFDBTop
+    /// (port 0's CapabilityMask.IsMulticastFDBTopSupported, IBA
+    /// 14.2.5.6): it then forwards no MLID above the top, which must
+    /// follow the blocks in use.
+    fdb_top: Option<SwitchInfoRepr>,
 }
 
 /// The multicast state that outlives a sweep: the trees over the last
@@ -189,6 +196,12 @@ impl McastState {
                     path: node.path,
                     num_ports: node.info.num_ports,
                     mcast_cap: node.switch_info.as_ref().map_or(0, |s| s.multicast_fdb_cap),
+                    fdb_top: node
+                        .ports
+                        .first()
+                        .and_then(|p| p.info.as_ref())
+                        .filter(|pi| pi.capability_mask & CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED != 0)
+                        .and(node.switch_info),
                 }
             })
             .collect();
@@ -320,6 +333,40 @@ impl McastState {
             .collect::<Vec<_>>();
         let mut no_more = BTreeSet::new();
         self.send(client, additions, report, &mut no_more, &mut failed).await;
+        // The top follows the blocks now written: raised after additions,
+        // lowered after removals, so no entry in use is ever above it.
+        let tops: Vec<(SwitchId, DrPath, SwitchInfoRepr)> = wanted
+            .iter()
+            .filter(|(id, ..)| !failed.contains(id))
+            .filter_map(|(id, _, path, w)| {
+                let si = self.switches[id.index()].fdb_top?;
+                let top = match w.blocks.keys().map(|k| k.block).max() {
+                    // Block 511 ends at 0xFFFF; u32 so that sum cannot wrap.
+                    Some(b) => (u32::from(Lid::MULTICAST_MIN.0) + (u32::from(b) + 1) * 32 - 1).min(0xFFFF) as u16,
+                    None => Lid::MULTICAST_MIN.0 - 1,
+                };
+                (si.multicast_fdb_top != top).then(|| {
+                    // Writing PortStateChange as one would clear it
+                    // (IBA 14.2.5.4); this Set is only about the top.
+                    (*id, *path, SwitchInfoRepr { multicast_fdb_top: top, port_state_change: false, ..si })
+                })
+            })
+            .collect();
+        let requests = tops
+            .into_iter()
+            .map(|(id, path, si)| (id, SmpRequest::set(path, AttributeId::SwitchInfo, 0, si.to_data())));
+        for (id, answer) in batch(client, requests).await {
+            match answer.ok().and_then(|d| SwitchInfoRepr::parse_data(&d).ok()) {
+                Some(held) => {
+                    report.fdb_top_sets += 1;
+                    self.switches[id.index()].fdb_top = Some(held);
+                }
+                None => {
+                    report.failures += 1;
+                    failed.insert(id);
+                }
+            }
+        }
         report.retry = !failed.is_empty();
         self.dirty.extend(failed);
     }

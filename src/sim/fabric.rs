@@ -517,6 +517,20 @@ impl Fabric {
         pi.neighbor_mtu = pi.neighbor_mtu.min(code);
         Ok(())
     }
+    /// Adds or removes PortInfo.CapabilityMask bits on one port (a switch's
+    /// port 0 for switch-wide capabilities such as
+    /// IsMulticastFDBTopSupported), as a device with other firmware would
+    /// report: SMs read it at the next sweep.
+    pub fn set_capability(&mut self, r: PortRef, bits: u32, on: bool) -> Result<(), SimError> {
+        let id = self.resolve(r)?;
+        let pi = &mut self.port_mut(id).pi;
+        if on {
+            pi.capability_mask |= bits;
+        } else {
+            pi.capability_mask &= !bits;
+        }
+        Ok(())
+    }
     /// The LID a port answers to: a switch's ports all report port 0's.
     pub fn lid_of(&self, r: PortRef) -> Result<Lid, SimError> {
         let id = self.resolve(r)?;

@@ -357,7 +357,7 @@ impl Fabric {
             let sw = self.switch_mut(node).ok_or(status::METHOD_ATTR_UNSUPPORTED)?;
             let i = &mut sw.info;
             if req.linear_fdb_top >= i.linear_fdb_cap
-                || (req.multicast_fdb_top != 0 && req.multicast_fdb_top < 0xc000)
+                || (req.multicast_fdb_top != 0 && req.multicast_fdb_top < 0xbfff)
                 || req.default_port > num_ports
             {
                 return invalid();
