@@ -269,7 +269,12 @@ impl Metrics {
     /// groups changed between sweeps).
     pub fn mcast_pass(&self, kind: &'static str, report: &McastReport) {
         self.mcast_passes.with_label_values(&[kind]).inc();
-        for (what, n) in [("mft_set", report.mft_sets), ("mft_read", report.mft_reads), ("failure", report.failures)] {
+        for (what, n) in [
+            ("mft_set", report.mft_sets),
+            ("mft_read", report.mft_reads),
+            ("fdb_top_set", report.fdb_top_sets),
+            ("failure", report.failures),
+        ] {
             self.mcast_mads.with_label_values(&[what]).inc_by(n as u64);
         }
         self.mcast_trees.set(report.groups as i64);
@@ -428,8 +433,15 @@ mod tests {
         s.drops.mcast_cap = 4;
         s.reports.mcast_created = 5;
         m.sa(&s);
-        let pass =
-            McastReport { groups: 3, mft_reads: 2, mft_sets: 9, failures: 1, problems: vec!["x".into()], retry: true };
+        let pass = McastReport {
+            groups: 3,
+            mft_reads: 2,
+            mft_sets: 9,
+            failures: 1,
+            problems: vec!["x".into()],
+            retry: true,
+            ..Default::default()
+        };
         m.mcast_pass("membership", &pass);
         m.mcast_pass("membership", &McastReport { groups: 2, mft_sets: 1, ..McastReport::default() });
         let text = m.render();
