@@ -345,11 +345,10 @@ impl McastState {
                     Some(b) => (u32::from(Lid::MULTICAST_MIN.0) + (u32::from(b) + 1) * 32 - 1).min(0xFFFF) as u16,
                     None => Lid::MULTICAST_MIN.0 - 1,
                 };
-                (si.multicast_fdb_top != top).then(|| {
-                    // Writing PortStateChange as one would clear it
-                    // (IBA 14.2.5.4); this Set is only about the top.
-                    (*id, *path, SwitchInfoRepr { multicast_fdb_top: top, port_state_change: false, ..si })
-                })
+                // Writing PortStateChange as one would clear it (IBA
+                // 14.2.5.4); this Set is only about the top.
+                let want = SwitchInfoRepr { multicast_fdb_top: top, port_state_change: false, ..si };
+                (si.multicast_fdb_top != top).then_some((*id, *path, want))
             })
             .collect();
         let requests = tops
