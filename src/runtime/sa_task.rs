@@ -41,6 +41,11 @@ use crate::types::{Guid, Lid};
 
 /// How often the SA's counters are copied to the metrics.
 const METRICS_PERIOD: Duration = Duration::from_secs(1);
+/// During a join flood the multicast groups are published to the SM at
+/// most this often (and whenever the SA's queue runs empty): each copy
+/// costs time in proportion to every membership, and the SM routes all
+/// changes since the last copy in one pass anyway.
+const MCAST_PUBLISH_PERIOD: Duration = Duration::from_millis(20);
 
 /// How many SA MADs may wait for the SA task; more are dropped and counted.
 pub const SA_QUEUE: usize = 4096;
@@ -137,11 +142,14 @@ async fn run<T: Transport>(
     let mut send_failures = 0u64;
     let mut alias_version = agent.alias_version();
     let mut mcast_version = agent.multicast().version();
+    let mut mcast_published = tokio::time::Instant::now();
     loop {
         // Joins, leaves, ports gone or the partitions' groups changed the
         // multicast groups: the SM routes them.
-        if agent.multicast().version() != mcast_version {
+        let mcast_due = input.is_empty() || mcast_published.elapsed() >= MCAST_PUBLISH_PERIOD;
+        if agent.multicast().version() != mcast_version && mcast_due {
             mcast_version = agent.multicast().version();
+            mcast_published = tokio::time::Instant::now();
             mcast.send_replace(Arc::new(agent.multicast().mcast_table()));
         }
         // A Set or Delete of GUIDInfoRecords (or ports gone, or a
