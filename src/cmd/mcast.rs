@@ -240,6 +240,21 @@ impl From<&McMemberRecordRepr> for JoinedGroup {
     }
 }
 
+/// The groups an interface of the client's port joins, and the full-member
+/// join of one of them.
+fn ipoib_asks<T: Transport>(
+    client: &SaClient<T>,
+    prefix: u64,
+    pkey: u16,
+    scope: u8,
+) -> (Vec<[u8; 16]>, impl Fn([u8; 16], Option<McMemberRecordRepr>) -> JoinAsk) {
+    let guid = client.local_port().port_guid.0;
+    let port_gid = port_gid(prefix, guid);
+    let pkey = pkey | 0x8000;
+    let ask = move |mgid, create| JoinAsk { mgid, port_gid, pkey, join_state: join_state::FULL, create };
+    (ipoib_groups(scope, pkey, guid), ask)
+}
+
 /// Brings an IPoIB interface up as the kernel would: the broadcast group
 /// (which must exist), then the others, created with its parameters.
 pub async fn ipoib_up<T: Transport>(
@@ -248,11 +263,7 @@ pub async fn ipoib_up<T: Transport>(
     pkey: u16,
     scope: u8,
 ) -> Result<IpoibUp, JoinError> {
-    let guid = client.local_port().port_guid.0;
-    let port_gid = port_gid(prefix, guid);
-    let pkey = pkey | 0x8000;
-    let groups = ipoib_groups(scope, pkey, guid);
-    let ask = |mgid, create| JoinAsk { mgid, port_gid, pkey, join_state: join_state::FULL, create };
+    let (groups, ask) = ipoib_asks(client, prefix, pkey, scope);
     let bcast = join(client, &ask(groups[0], None)).await?;
     let mtu = mtu_bytes(bcast.mtu).ok_or(JoinError::BadMtu { mgid: gid_text(&groups[0]), code: bcast.mtu })?;
     let mut joined = vec![JoinedGroup::from(&bcast)];
@@ -260,7 +271,7 @@ pub async fn ipoib_up<T: Transport>(
         joined.push(JoinedGroup::from(&join(client, &ask(g, Some(bcast))).await?));
     }
     Ok(IpoibUp {
-        pkey,
+        pkey: pkey | 0x8000,
         q_key: bcast.q_key,
         datagram_mtu: mtu - IPOIB_HEADER,
         connected_mtu: CONNECTED_MTU,
@@ -275,12 +286,10 @@ pub async fn ipoib_down<T: Transport>(
     pkey: u16,
     scope: u8,
 ) -> Result<usize, JoinError> {
-    let guid = client.local_port().port_guid.0;
-    let port_gid = port_gid(prefix, guid);
-    let pkey = pkey | 0x8000;
+    let (groups, ask) = ipoib_asks(client, prefix, pkey, scope);
     let mut left = 0;
-    for &g in ipoib_groups(scope, pkey, guid).iter().rev() {
-        leave(client, &JoinAsk { mgid: g, port_gid, pkey, join_state: join_state::FULL, create: None }).await?;
+    for &g in groups.iter().rev() {
+        leave(client, &ask(g, None)).await?;
         left += 1;
     }
     Ok(left)

@@ -453,8 +453,9 @@ fn ipoib_join(group: &str, port: u64, bcast: &McMemberRecordRepr) -> (McMemberRe
     (r, mask)
 }
 
-#[test]
-fn well_known_groups_live_from_the_snapshot_and_leaves_never_delete_them() {
+/// Ports 10 and 20, both full members of the default partition, whose
+/// IPoIB broadcast group is well known; and those groups.
+fn default_partition_fabric() -> (Fabric, Vec<WellKnownGroup>) {
     let mut f = Fabric::with_ports(&[10, 20]);
     let set = partitions(
         &[(10, vec![(0x7fff, Membership::Full)]), (20, vec![(0x7fff, Membership::Full)])],
@@ -462,6 +463,12 @@ fn well_known_groups_live_from_the_snapshot_and_leaves_never_delete_them() {
     );
     let wk = set.groups.clone();
     f.partitions = Some(set);
+    (f, wk)
+}
+
+#[test]
+fn well_known_groups_live_from_the_snapshot_and_leaves_never_delete_them() {
+    let (f, wk) = default_partition_fabric();
     let mut g = McGroups::new();
     let rep = g.sync(&wk, &f, &limits());
     assert_eq!((rep.created, rep.unplaced), (1, 0));
@@ -690,13 +697,7 @@ proptest! {
 
 #[test]
 fn an_sa_that_stops_being_master_forgets_every_membership_but_keeps_the_well_known_groups() {
-    let mut f = Fabric::with_ports(&[10, 20]);
-    let set = partitions(
-        &[(10, vec![(0x7fff, Membership::Full)]), (20, vec![(0x7fff, Membership::Full)])],
-        vec![broadcast(0xffff, GroupParams::default())],
-    );
-    let wk = set.groups.clone();
-    f.partitions = Some(set);
+    let (f, wk) = default_partition_fabric();
     let mut g = McGroups::new();
     g.sync(&wk, &f, &limits());
     let mut b = join_rec("ff12:401b:ffff::ffff:ffff", 10, js::FULL);
