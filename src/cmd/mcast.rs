@@ -240,19 +240,23 @@ impl From<&McMemberRecordRepr> for JoinedGroup {
     }
 }
 
-/// The groups an interface of the client's port joins, and the full-member
-/// join of one of them.
-fn ipoib_asks<T: Transport>(
-    client: &SaClient<T>,
-    prefix: u64,
+/// An interface of the client's port: the groups it joins, and its
+/// full-member join of one of them.
+struct IpoibPort {
+    port_gid: [u8; 16],
     pkey: u16,
-    scope: u8,
-) -> (Vec<[u8; 16]>, impl Fn([u8; 16], Option<McMemberRecordRepr>) -> JoinAsk) {
-    let guid = client.local_port().port_guid.0;
-    let port_gid = port_gid(prefix, guid);
-    let pkey = pkey | 0x8000;
-    let ask = move |mgid, create| JoinAsk { mgid, port_gid, pkey, join_state: join_state::FULL, create };
-    (ipoib_groups(scope, pkey, guid), ask)
+    groups: Vec<[u8; 16]>,
+}
+
+impl IpoibPort {
+    fn of<T: Transport>(client: &SaClient<T>, prefix: u64, pkey: u16, scope: u8) -> Self {
+        let guid = client.local_port().port_guid.0;
+        let pkey = pkey | 0x8000;
+        IpoibPort { port_gid: port_gid(prefix, guid), pkey, groups: ipoib_groups(scope, pkey, guid) }
+    }
+    fn ask(&self, mgid: [u8; 16], create: Option<McMemberRecordRepr>) -> JoinAsk {
+        JoinAsk { mgid, port_gid: self.port_gid, pkey: self.pkey, join_state: join_state::FULL, create }
+    }
 }
 
 /// Brings an IPoIB interface up as the kernel would: the broadcast group
@@ -263,7 +267,8 @@ pub async fn ipoib_up<T: Transport>(
     pkey: u16,
     scope: u8,
 ) -> Result<IpoibUp, JoinError> {
-    let (groups, ask) = ipoib_asks(client, prefix, pkey, scope);
+    let port = IpoibPort::of(client, prefix, pkey, scope);
+    let (groups, ask) = (&port.groups, |g, c| port.ask(g, c));
     let bcast = join(client, &ask(groups[0], None)).await?;
     let mtu = mtu_bytes(bcast.mtu).ok_or(JoinError::BadMtu { mgid: gid_text(&groups[0]), code: bcast.mtu })?;
     let mut joined = vec![JoinedGroup::from(&bcast)];
@@ -286,7 +291,8 @@ pub async fn ipoib_down<T: Transport>(
     pkey: u16,
     scope: u8,
 ) -> Result<usize, JoinError> {
-    let (groups, ask) = ipoib_asks(client, prefix, pkey, scope);
+    let port = IpoibPort::of(client, prefix, pkey, scope);
+    let (groups, ask) = (&port.groups, |g, c| port.ask(g, c));
     let mut left = 0;
     for &g in groups.iter().rev() {
         leave(client, &ask(g, None)).await?;
