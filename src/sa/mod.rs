@@ -652,9 +652,11 @@ impl SaAgent {
             A::GuidInfoRecord => self.guid_info_change(now, req, trusted),
             A::ServiceRecord if read => {
                 let spec = Spec::of::<ServiceRecordRepr>(services::SECRETS);
-                let result = self.run(req, spec, trusted, |agent, q| {
-                    for r in agent.services.records() {
-                        if !q.offer(r) {
+                // Only services of ports the requester shares a partition
+                // with (OpenSM's match_service_pkey_with_ports_pkey).
+                let result = self.run_viewed(req, spec, trusted, |agent, viewer, q| {
+                    for (owner, r) in agent.services.records_by_owner() {
+                        if viewer.sees(owner) && !q.offer(r) {
                             break;
                         }
                     }

@@ -72,9 +72,9 @@ impl Services {
         self.entries.len()
     }
 
-    /// Every record's wire bytes, for matching.
-    pub fn records(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.entries.values().map(|e| &e.bytes[..])
+    /// Every record's wire bytes with the port that registered it.
+    pub fn records_by_owner(&self) -> impl Iterator<Item = (Guid, &[u8])> + '_ {
+        self.entries.values().map(|e| (e.owner, &e.bytes[..]))
     }
 
     /// Registers or renews `rec` for `owner`; returns the record as stored.

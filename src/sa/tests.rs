@@ -1267,6 +1267,27 @@ fn untrusted_requesters_see_only_the_ports_they_share_a_partition_with() {
         // A requester whose LID names no port sees none of them.
         assert!(node_table(&mut a, 0xBFFF, 0).is_empty());
 
+        // ServiceRecords: A's service is seen by the ports A shares a
+        // partition with (C) and by a trusted requester, not by B.
+        let a_gid = {
+            let mut g = [0u8; 16];
+            g[..8].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+            g[8..].copy_from_slice(&a_.0 .0.to_be_bytes());
+            g
+        };
+        let svc = service(0x1000_0000_0000_00a1, a_gid, 0xFFFF_FFFF, 1);
+        let set = fetch(&mut a, &query(0x02, &svc, service_mask::SERVICE_ID | service_mask::SERVICE_GID, 0, a_.1));
+        assert_eq!(set.status, 0, "{label}: A registers its service");
+        let services = |a: &mut SaAgent, lid: u16, key: u64| {
+            fetch(a, &query(0x12, &ServiceRecordRepr::default(), 0, key, lid)).parse::<ServiceRecordRepr>().len()
+        };
+        assert_eq!(services(&mut a, a_.1, 0), 1, "{label}: A sees its own");
+        assert_eq!(services(&mut a, c_.1, 0), 1, "{label}: C shares 0x10 with A");
+        assert_eq!(services(&mut a, b_.1, 0), 0, "{label}: B shares nothing with A");
+        assert_eq!(services(&mut a, b_.1, SA_KEY), 1, "{label}: trusted");
+        let del = fetch(&mut a, &query(0x15, &svc, service_mask::SERVICE_ID | service_mask::SERVICE_GID, 0, a_.1));
+        assert_eq!(del.status, 0);
+
         // PathRecords: none between A and B (no shared P_Key, whoever
         // asks), none between the two limited members, one between A and C.
         let path = |s: u16, d: u16| PathRecordRepr { slid: s, dlid: d, ..Default::default() };
