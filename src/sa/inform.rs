@@ -198,6 +198,11 @@ impl Subscriptions {
         before - self.list.len()
     }
 
+    /// The subscriber port of each of [`Self::records`], in its order.
+    pub fn owners(&self) -> impl Iterator<Item = Guid> + '_ {
+        self.list.iter().map(|s| s.owner)
+    }
+
     /// The InformInfoRecords (IBA 15.2.5.12): Enum numbers each
     /// subscriber's subscriptions from 0, in the order they were made.
     /// Emitted once per change of the subscriptions, not per query.

@@ -675,9 +675,11 @@ impl SaAgent {
                 let spec = Spec::of::<InformInfoRecordRepr>(INFORM_INFO_RECORD_SECRETS);
                 // Emitted once per change of the subscriptions.
                 let records = self.subscriptions.records();
-                let result = self.run(req, spec, trusted, |_, q| {
-                    for r in records {
-                        if !q.offer(r) {
+                // Only subscriptions of ports the requester shares a
+                // partition with, as OpenSM.
+                let result = self.run_viewed(req, spec, trusted, |agent, viewer, q| {
+                    for (owner, r) in agent.subscriptions.owners().zip(records) {
+                        if viewer.sees(owner) && !q.offer(r) {
                             break;
                         }
                     }

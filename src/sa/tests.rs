@@ -1287,6 +1287,13 @@ fn untrusted_requesters_see_only_the_ports_they_share_a_partition_with() {
         assert_eq!(services(&mut a, b_.1, SA_KEY), 1, "{label}: trusted");
         let del = fetch(&mut a, &query(0x15, &svc, service_mask::SERVICE_ID | service_mask::SERVICE_GID, 0, a_.1));
         assert_eq!(del.status, 0);
+        // InformInfoRecords likewise: A's subscription, seen by C, not B.
+        assert_eq!(fetch(&mut a, &query(0x02, &inform(64, true), 0, 0, a_.1)).status, 0, "{label}: A subscribes");
+        let subs = |a: &mut SaAgent, lid: u16, key: u64| {
+            fetch(a, &query(0x12, &InformInfoRecordRepr::default(), 0, key, lid)).parse::<InformInfoRecordRepr>().len()
+        };
+        assert_eq!((subs(&mut a, c_.1, 0), subs(&mut a, b_.1, 0), subs(&mut a, b_.1, SA_KEY)), (1, 0, 1), "{label}");
+        assert_eq!(fetch(&mut a, &query(0x02, &inform(64, false), 0, 0, a_.1)).status, 0, "{label}: A unsubscribes");
 
         // PathRecords: none between A and B (no shared P_Key, whoever
         // asks), none between the two limited members, one between A and C.
