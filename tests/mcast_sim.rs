@@ -99,6 +99,23 @@ async fn ipoib_joins_get_loop_free_trees_that_reach_exactly_the_members_and_leav
         let mft = mft_of(&probe, &subnet, snm).await;
         check_flood(&subnet, &mft, &BTreeSet::from([g]));
     }
+    // The SA's MulticastForwardingTableRecords follow the passes between
+    // sweeps: the broadcast group's entries are what the switches hold.
+    let records: Vec<ibsm::mad::sa::MftRecordRepr> =
+        clients[0].clone().with_sm_key(1).get_table(0, &ibsm::mad::sa::MftRecordRepr::default()).await.unwrap();
+    let mft = mft_of(&probe, &subnet, bcast).await;
+    for id in subnet.switches() {
+        let lid = subnet.current_lid(id, 0).unwrap().0;
+        let mut from_sa = BTreeSet::new();
+        for r in records.iter().filter(|r| r.lid == lid && r.block_num == 0) {
+            for bit in 0..16u8 {
+                if r.block.port_masks[0] & (1 << bit) != 0 {
+                    from_sa.insert(r.position * 16 + bit);
+                }
+            }
+        }
+        assert_eq!(from_sa, mft[&id], "switch at LID {lid}: the SA's MFT record for 0xC000 is what the switch holds");
+    }
     let mft_sets = count(&net, AttributeId::MulticastForwardingTable, Method::Set) - mft_sets_before;
     let joins = 5 * hosts.len() as u64;
     eprintln!("{joins} joins: {mft_sets} MFT Sets ({:.2} per join)", mft_sets as f64 / joins as f64);

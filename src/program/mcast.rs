@@ -103,6 +103,10 @@ pub struct McastReport {
     /// Some switch's SMPs failed: a later pass must revisit it (the
     /// runtime schedules one).
     pub retry: bool,
+    /// After a pass between sweeps: the MLID -> ports tables of the
+    /// switches whose entries it changed, by switch GUID (empty: the
+    /// switch holds none now), for the SA's MulticastForwardingTableRecords.
+    pub tables: Vec<(Guid, BTreeMap<u16, PortSet>)>,
 }
 
 /// What a pass needs of a routed switch, kept from the heavy sweep that
@@ -231,6 +235,10 @@ impl McastState {
             return Some(report);
         }
         let touched = route_changed(view, &self.members_at, routes, &table, &changed, &mut report);
+        report.tables = touched
+            .iter()
+            .filter_map(|&id| Some((self.switches.get(id.index())?.guid, routes.table(id).clone())))
+            .collect();
         self.routed = table;
         // Only the switches whose entries moved (and those a failed SMP
         // left dirty): a join on a large fabric touches a handful of its

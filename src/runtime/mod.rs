@@ -517,9 +517,15 @@ impl<T: Transport + Clone> Owner<T> {
     fn on_sweep_done(&mut self, done: SweepDone) -> Option<Result<SweepReport, RunError>> {
         let now = self.now();
         match done {
-            SweepDone::McastProgrammed(Some(p)) => {
+            SweepDone::McastProgrammed(Some(mut p)) => {
                 if let Some(m) = &self.options.metrics {
                     m.mcast_pass("membership", &p);
+                }
+                // The SA's MulticastForwardingTableRecords follow (a full
+                // queue drops them: the next heavy sweep's snapshot has all).
+                let tables = std::mem::take(&mut p.tables);
+                if !tables.is_empty() {
+                    self.sa.offer(sa_task::SaInput::McastTables(tables));
                 }
                 // Failed SMPs left switches to revisit: again shortly,
                 // whether or not membership changes.

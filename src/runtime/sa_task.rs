@@ -61,6 +61,8 @@ pub enum SaInput {
     SmInfo(SmInfoRepr),
     /// A standby's read of the master's SA tables.
     Mirror(MirrorRead),
+    /// Switches' multicast tables a pass between sweeps changed.
+    McastTables(Vec<(Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>)>),
 }
 
 /// The owner's end: queue MADs, tell the role. Dropping it ends the task.
@@ -179,6 +181,7 @@ async fn run<T: Transport>(
                 Some(SaInput::Trap { notice, from }) => agent.handle_trap(now(), &notice, from),
                 Some(SaInput::SmInfo(info)) => agent.set_sm_info(info),
                 Some(SaInput::Mirror(read)) => agent.handle_mirror(now(), read),
+                Some(SaInput::McastTables(tables)) => agent.update_mcast_tables(tables),
                 None => {
                     debug!("SA task ends: the owner is gone");
                     return;

@@ -137,6 +137,10 @@ pub struct SaAgent {
     snapshot: Option<Arc<Snapshot>>,
     ports: PortIndex,
     records: Option<Records>,
+    /// The switches' multicast tables: the snapshot's, with the passes
+    /// between sweeps applied; `mft_stale` until the MFT records follow.
+    mcast_tables: std::collections::HashMap<Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>>,
+    mft_stale: bool,
     paths: Option<path::PathIndex>,
     qos: QosKnown,
     /// This SM's SMInfo as the runtime last told (for SMInfoRecords).
@@ -168,6 +172,8 @@ impl SaAgent {
             snapshot: None,
             ports: PortIndex::default(),
             records: None,
+            mcast_tables: Default::default(),
+            mft_stale: false,
             paths: None,
             qos: QosKnown::default(),
             sm_info: None,
@@ -365,6 +371,8 @@ impl SaAgent {
         let records = Records::build(&snap, &self.ports, &self.qos);
         self.stats.records = records.count() as u64;
         self.records = Some(records);
+        self.mcast_tables = snap.sweep.mcast_tables.clone();
+        self.mft_stale = false;
         self.paths = Some(path::PathIndex::build(&snap.sweep));
         self.snapshot = Some(snap.clone());
 
@@ -508,6 +516,33 @@ impl SaAgent {
         &self.stats
     }
 
+    /// Switches' multicast tables a pass between sweeps changed (an empty
+    /// table: the switch holds no group now): the MulticastForwardingTable
+    /// records follow them, rebuilt when next asked for.
+    pub fn update_mcast_tables(
+        &mut self,
+        tables: Vec<(Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>)>,
+    ) {
+        for (switch, table) in tables {
+            if table.is_empty() {
+                self.mcast_tables.remove(&switch);
+            } else {
+                self.mcast_tables.insert(switch, table);
+            }
+            self.mft_stale = true;
+        }
+    }
+
+    fn refresh_mft(&mut self, snap: &Snapshot) {
+        if !self.mft_stale {
+            return;
+        }
+        if let Some(r) = self.records.as_mut() {
+            r.mft = records::mft_table(&snap.sweep.subnet, &self.ports, &self.mcast_tables);
+        }
+        self.mft_stale = false;
+    }
+
     /// The multicast groups: what the runtime publishes for the SM to
     /// route ([`mcast::McGroups::mcast_table`], bumped
     /// [`mcast::McGroups::version`] on every change).
@@ -623,7 +658,10 @@ impl SaAgent {
                     self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
                 }
             }
-            A::MulticastForwardingTableRecord => self.table_query(now, req, trusted, |r| &r.mft),
+            A::MulticastForwardingTableRecord => {
+                self.refresh_mft(&snap);
+                self.table_query(now, req, trusted, |r| &r.mft)
+            }
             A::SlToVlMappingTableRecord => self.table_query(now, req, trusted, |r| &r.sl2vl),
             A::VlArbitrationTableRecord => self.table_query(now, req, trusted, |r| &r.vlarb),
             A::LinearForwardingTableRecord => {

@@ -33,6 +33,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use ibsm_routing::mcast::PortSet;
+
 use super::index::PortIndex;
 use super::table::{Owners, Query, Spec, Table};
 use crate::mad::lft::{LFT_BLOCK_ENTRIES, LFT_NO_PORT};
@@ -176,7 +178,6 @@ impl Records {
         let mut pkey_t = Table::new(Spec::of::<PKeyTableRecordRepr>(&[]), key::LID);
         let mut sl2vl_t = Table::new(Spec::of::<SlToVlRecordRepr>(&[]), key::LID);
         let mut vlarb_t = Table::new(Spec::of::<VlArbRecordRepr>(&[]), key::LID);
-        let mut mft_t = Table::new(Spec::of::<MftRecordRepr>(&[]), key::LID);
         let mut lft_switches = BTreeMap::new();
 
         for id in subnet.ids() {
@@ -242,22 +243,7 @@ impl Records {
             let record = VlArbRecordRepr { lid: lid.0, output_port_num: port, block_num: block, table };
             vlarb_t.push(&record, Owners::port(owner(subnet, id, port)));
         }
-        // MulticastForwardingTableRecords, by switch LID.
-        let mut mft_switches: Vec<(Lid, NodeId)> = sweep
-            .mcast_tables
-            .keys()
-            .filter_map(|g| subnet.by_guid.get(g).copied())
-            .filter(|&id| subnet.node(id).quarantined.is_none())
-            .filter_map(|id| Some((record_lid(subnet, ports, id, 0)?, id)))
-            .collect();
-        mft_switches.sort();
-        for (lid, id) in mft_switches {
-            let node = subnet.node(id);
-            let (Some(si), Some(table)) = (node.switch_info.as_ref(), sweep.mcast_tables.get(&node.guid())) else {
-                continue;
-            };
-            push_mfts(&mut mft_t, lid, node.port_guid(0), table, node.info.num_ports, si.multicast_fdb_cap);
-        }
+        let mft_t = mft_table(subnet, ports, &sweep.mcast_tables);
         // LinkRecords: every cable, from each end.
         for (id, port, _, (far, far_port)) in subnet.cabled_ports() {
             if subnet.node(far).quarantined.is_some() {
@@ -335,17 +321,29 @@ impl Records {
 
 /// One switch's MulticastForwardingTableRecords (IBA 15.2.5.8) from its
 /// routed MLID -> ports map, as the SM writes the blocks
+/// MulticastForwardingTableRecords of `tables` (switch GUID -> MLID ->
+/// ports), by switch LID; switches gone from `subnet` are left out.
+pub(super) fn mft_table(subnet: &Subnet, ports: &PortIndex, tables: &HashMap<Guid, BTreeMap<u16, PortSet>>) -> Table {
+    let mut t = Table::new(Spec::of::<MftRecordRepr>(&[]), key::LID);
+    let mut switches: Vec<(Lid, NodeId)> = tables
+        .keys()
+        .filter_map(|g| subnet.by_guid.get(g).copied())
+        .filter(|&id| subnet.node(id).quarantined.is_none())
+        .filter_map(|id| Some((record_lid(subnet, ports, id, 0)?, id)))
+        .collect();
+    switches.sort();
+    for (lid, id) in switches {
+        let node = subnet.node(id);
+        let (Some(si), Some(table)) = (node.switch_info.as_ref(), tables.get(&node.guid())) else { continue };
+        push_mfts(&mut t, lid, node.port_guid(0), table, node.info.num_ports, si.multicast_fdb_cap);
+    }
+    t
+}
+
 /// (`program::mfts::wanted_blocks`: MLIDs past MulticastFDBCap left out):
 /// every (block, position) up to the highest block holding a port, zero
 /// masks included (OpenSM's `osm_sa_mft_record.c` range).
-fn push_mfts(
-    t: &mut Table,
-    lid: Lid,
-    port0: Guid,
-    table: &BTreeMap<u16, ibsm_routing::mcast::PortSet>,
-    num_ports: u8,
-    cap: u16,
-) {
+fn push_mfts(t: &mut Table, lid: Lid, port0: Guid, table: &BTreeMap<u16, PortSet>, num_ports: u8, cap: u16) {
     let wanted = crate::program::mfts::wanted_blocks(table, num_ports, cap);
     let Some(last) = wanted.blocks.keys().map(|k| k.block).max() else { return };
     for block_num in 0..=last {
