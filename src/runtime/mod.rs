@@ -679,7 +679,6 @@ impl<T: Transport + Clone> Owner<T> {
             taken_at: std::time::SystemTime::now(),
             master: local.port_guid,
             master_lid,
-            partitions: report.partitions.clone(),
             sweep: report,
         });
         self.last = Some(published);

@@ -21,13 +21,8 @@ pub struct Snapshot {
     pub master: Guid,
     pub master_lid: Lid,
     /// Nodes, ports, links, LIDs, routes, path SLs and SL-to-VL tables.
+    /// The partitions in force are `sweep.partitions`.
     pub sweep: SweepReport,
-    /// The partitions in force for this sweep's ports, resolved from
-    /// `partitions.conf` (or the default partition with no file). `None`
-    /// only where nothing resolved them (tests that build a snapshot by
-    /// hand): readers then treat every port as a full member of the
-    /// default partition.
-    pub partitions: Option<std::sync::Arc<crate::partition::PartitionSet>>,
 }
 
 /// The publication point; clones share it.

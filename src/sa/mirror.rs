@@ -640,8 +640,7 @@ mod tests {
             taken_at: std::time::SystemTime::UNIX_EPOCH,
             master: base.master,
             master_lid: base.master_lid,
-            sweep: swept().clone(),
-            partitions: Some(std::sync::Arc::new(set)),
+            sweep: crate::program::SweepReport { partitions: Some(std::sync::Arc::new(set)), ..swept().clone() },
         })
     }
 

@@ -762,7 +762,7 @@ impl SaAgent {
             return Viewer::All;
         }
         let Some(me) = self.ports.by_lid(req.addr.lid).map(|p| p.guid) else { return Viewer::Nobody };
-        let by = match (self.snapshot.as_ref().and_then(|s| s.partitions.as_deref()), self.paths.as_ref()) {
+        let by = match (self.snapshot.as_ref().and_then(|s| s.sweep.partitions.as_deref()), self.paths.as_ref()) {
             (Some(set), _) => Partitions::Set(set),
             (None, Some(paths)) => Partitions::Tables(paths),
             (None, None) => return Viewer::Nobody,

@@ -46,7 +46,7 @@ pub(super) fn snapshot(sequence: u64, sweep: SweepReport) -> Arc<Snapshot> {
     let (node, port) = sweep.subnet.sm_port.unwrap();
     let master = sweep.subnet.node(node).port_guid(port);
     let master_lid = sweep.subnet.current_lid(node, port).unwrap();
-    Arc::new(Snapshot { sequence, taken_at: SystemTime::UNIX_EPOCH, master, master_lid, sweep, partitions: None })
+    Arc::new(Snapshot { sequence, taken_at: SystemTime::UNIX_EPOCH, master, master_lid, sweep })
 }
 
 pub(super) const SA_KEY: u64 = 0x5A;
@@ -519,7 +519,7 @@ fn multicast_forwarding_records_are_the_routed_trees_block_by_block() {
     let iso = isolated(true);
     let mut sweep = iso.snap.sweep.clone();
     sweep.mcast_tables = [(sw_guid, [(0xC000, ports(&[1, 3]))].into())].into();
-    let snap = Arc::new(Snapshot { sweep, partitions: iso.snap.partitions.clone(), ..*snapshot(3, swept().clone()) });
+    let snap = Arc::new(Snapshot { sweep, ..*snapshot(3, swept().clone()) });
     let mut b = agent_on(snap);
     assert_eq!(fetch(&mut b, &query(0x12, &MftRecordRepr::default(), 0, 0, iso.a.1)).parse::<MftRecordRepr>(), vec![]);
     assert_eq!(
@@ -1188,8 +1188,7 @@ fn isolated(with_set: bool) -> Isolated {
         taken_at: SystemTime::UNIX_EPOCH,
         master: base.master,
         master_lid: base.master_lid,
-        sweep: base.sweep.clone(),
-        partitions: with_set.then(|| Arc::new(set)),
+        sweep: SweepReport { partitions: with_set.then(|| Arc::new(set)), ..base.sweep.clone() },
     });
     Isolated { snap, a, b, c, d }
 }

@@ -49,7 +49,7 @@ impl SaAgent {
     pub(crate) fn sync_multicast(&mut self, snap: &Snapshot) {
         self.mlids = mlid_count(snap);
         let limits = McLimits::from_config(&self.cfg, self.mlids);
-        let well_known = snap.partitions.as_deref().map_or(&[][..], |p| p.groups.as_slice());
+        let well_known = snap.sweep.partitions.as_deref().map_or(&[][..], |p| p.groups.as_slice());
         let fabric = SnapshotFabric::new(&self.ports, snap);
         let r = self.mcast.sync(well_known, &fabric, &limits);
         self.stats.mcast.members_dropped += r.members_dropped as u64;
@@ -85,7 +85,7 @@ impl SaAgent {
                 }
             };
             let notice = NoticeRepr::gid_trap(number, mgid, snap.master_lid, issuer_gid);
-            let partitions = snap.partitions.clone();
+            let partitions = snap.sweep.partitions.clone();
             let in_partition = move |port| match partitions.as_deref() {
                 Some(set) => set.ports.get(&port).and_then(|p| p.membership(pkey)).is_some(),
                 None => pkey & PARTITION_MASK == DEFAULT_PARTITION,

@@ -264,8 +264,7 @@ fn partitioned(sequence: u64, in_p10: &[Guid]) -> Arc<Snapshot> {
         taken_at: SystemTime::UNIX_EPOCH,
         master: base.master,
         master_lid: base.master_lid,
-        sweep: swept().clone(),
-        partitions: Some(Arc::new(set)),
+        sweep: crate::program::SweepReport { partitions: Some(Arc::new(set)), ..swept().clone() },
     })
 }
 

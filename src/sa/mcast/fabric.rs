@@ -42,14 +42,14 @@ impl McFabric for SnapshotFabric<'_> {
     /// As the snapshot's partitions say; without them every port is a
     /// full member of the default partition and of no other.
     fn membership(&self, port: Guid, pkey: u16) -> Option<Membership> {
-        match self.snap.partitions.as_deref() {
+        match self.snap.sweep.partitions.as_deref() {
             Some(set) => set.ports.get(&port)?.membership(pkey),
             None => (pkey & PARTITION_MASK == DEFAULT_PARTITION).then_some(Membership::Full),
         }
     }
 
     fn share_partition(&self, a: Guid, b: Guid) -> bool {
-        match self.snap.partitions.as_deref() {
+        match self.snap.sweep.partitions.as_deref() {
             Some(set) => set.shared(a, b, None).is_some(),
             None => true,
         }
