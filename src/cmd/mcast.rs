@@ -268,12 +268,11 @@ pub async fn ipoib_up<T: Transport>(
     scope: u8,
 ) -> Result<IpoibUp, JoinError> {
     let port = IpoibPort::of(client, prefix, pkey, scope);
-    let (groups, ask) = (&port.groups, |g, c| port.ask(g, c));
-    let bcast = join(client, &ask(groups[0], None)).await?;
-    let mtu = mtu_bytes(bcast.mtu).ok_or(JoinError::BadMtu { mgid: gid_text(&groups[0]), code: bcast.mtu })?;
+    let bcast = join(client, &port.ask(port.groups[0], None)).await?;
+    let mtu = mtu_bytes(bcast.mtu).ok_or(JoinError::BadMtu { mgid: gid_text(&port.groups[0]), code: bcast.mtu })?;
     let mut joined = vec![JoinedGroup::from(&bcast)];
-    for &g in &groups[1..] {
-        joined.push(JoinedGroup::from(&join(client, &ask(g, Some(bcast))).await?));
+    for &g in &port.groups[1..] {
+        joined.push(JoinedGroup::from(&join(client, &port.ask(g, Some(bcast))).await?));
     }
     Ok(IpoibUp {
         pkey: pkey | 0x8000,
@@ -292,10 +291,9 @@ pub async fn ipoib_down<T: Transport>(
     scope: u8,
 ) -> Result<usize, JoinError> {
     let port = IpoibPort::of(client, prefix, pkey, scope);
-    let (groups, ask) = (&port.groups, |g, c| port.ask(g, c));
     let mut left = 0;
-    for &g in groups.iter().rev() {
-        leave(client, &ask(g, None)).await?;
+    for &g in port.groups.iter().rev() {
+        leave(client, &port.ask(g, None)).await?;
         left += 1;
     }
     Ok(left)

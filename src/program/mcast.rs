@@ -150,11 +150,6 @@ impl McastState {
         self.memo.clear();
     }
 
-    /// The groups the last pass routed.
-    pub fn routed(&self) -> &Arc<McastTable> {
-        &self.routed
-    }
-
     /// Each switch's MLID -> ports, by node GUID, as routed.
     pub fn tables(&self) -> HashMap<Guid, BTreeMap<u16, PortSet>> {
         let (Some(view), Some(routes)) = (&self.view, &self.routes) else { return HashMap::new() };

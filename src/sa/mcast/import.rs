@@ -379,20 +379,7 @@ mod tests {
         }
     }
 
-    fn limits() -> McLimits {
-        McLimits {
-            max_groups: 100,
-            max_members_per_group: 100,
-            max_groups_per_port: 100,
-            max_members: 1000,
-            mlids: MLID_SPACE,
-            packet_life_time: 18,
-        }
-    }
-
-    fn gid(port: u64) -> [u8; 16] {
-        crate::sa::index::gid(PREFIX, Guid(port))
-    }
+    use super::super::tests::{gid, limits};
 
     /// A site-local MGID ff15::n.
     fn mg(n: u8) -> [u8; 16] {

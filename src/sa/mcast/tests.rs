@@ -64,7 +64,7 @@ impl McFabric for Fabric {
     }
 }
 
-fn limits() -> McLimits {
+pub(super) fn limits() -> McLimits {
     McLimits {
         max_groups: 100,
         max_members_per_group: 100,
@@ -75,7 +75,7 @@ fn limits() -> McLimits {
     }
 }
 
-fn gid(guid: u64) -> [u8; 16] {
+pub(super) fn gid(guid: u64) -> [u8; 16] {
     crate::sa::index::gid(PREFIX, Guid(guid))
 }
 
