@@ -68,7 +68,7 @@ fn daemon_converges_with_ten_percent_loss_on_every_switch() {
     let t0 = Instant::now();
     let daemon = KillOnDrop(c.spawn().expect("starting ibsm run"));
     let limit =
-        Duration::from_secs(std::env::var("IBSM_CONVERGE_LIMIT_S").ok().and_then(|s| s.parse().ok()).unwrap_or(120));
+        Duration::from_secs(std::env::var("IBSM_CONVERGE_LIMIT_S").ok().and_then(|s| s.parse().ok()).unwrap_or(240));
     let up = ibsim::wait_for_log(&log, "SUBNET UP", limit);
     let took = t0.elapsed();
     let text = std::fs::read_to_string(&log).unwrap_or_default();

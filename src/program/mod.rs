@@ -559,6 +559,8 @@ impl<T: Transport> SubnetManager<T> {
             pkey_sets = report.program.pkey_sets,
             mcast_groups = report.mcast.groups,
             mft_sets = report.mcast.mft_sets,
+            resent = report.program.resent,
+            failures = report.program.failures,
             elapsed_ms = report.elapsed.as_millis() as u64,
             "sweep done"
         );

@@ -129,8 +129,10 @@ pub struct ProgramReport {
     pub guid_info_sets: usize,
     /// GUIDInfo blocks read before writing (takeover).
     pub guid_info_reads: usize,
-    /// SMPs (Gets or Sets) that got no usable answer.
+    /// SMPs (Gets or Sets) that got no usable answer, after any resends.
     pub failures: usize,
+    /// Sets sent again in the same sweep after every attempt timed out.
+    pub resent: usize,
     /// The whole P_Key table of every port the SM programs P_Keys on (end
     /// ports, switch port 0, and the switch ports enforcing partitions), by
     /// node GUID and port, block by block, as the ports answered the SM's
@@ -260,13 +262,22 @@ pub async fn program<T: Transport>(
     execute(client, subnet, first, rest, &ctx, &mut report, cache).await;
     report.pkey_blocks = super::pkeys::held_blocks(&cache.pkeys, &pkeys.ports);
 
-    // Pass 2: ACTIVE, once every port on both ends of each link is armed.
+    // Pass 2: ACTIVE, once both ends of a link are armed. A port whose
+    // peer did not arm (its Set was lost) would refuse the Set (ibsim
+    // answers 0x001C); the next sweep arms the peer and activates both.
+    let state = |node: NodeId, port: u8| subnet.node(node).ports.get(port as usize)?.info.as_ref().map(|i| i.port_state);
     let armed: Vec<Target> = managed
         .iter()
         .flat_map(|&node| {
             let n = subnet.node(node);
             (1..n.ports.len() as u8)
-                .filter(move |&p| n.ports[p as usize].info.as_ref().is_some_and(|i| i.port_state == PortState::Armed))
+                .filter(move |&p| state(node, p) == Some(PortState::Armed))
+                .filter(move |&p| match n.ports[p as usize].remote {
+                    Some((peer, peer_port)) => {
+                        !matches!(state(peer, peer_port), Some(s) if s != PortState::Armed && s != PortState::Active)
+                    }
+                    None => true,
+                })
                 .map(move |port| Target::Port { node, port })
         })
         .collect();
@@ -299,45 +310,59 @@ pub async fn program_aliases<T: Transport>(
 }
 
 /// Gets, driven by the runtime's driver; `answer` then sees each result
-/// with the key it was asked under.
+/// with the key it was asked under. Reads whose every attempt timed out are
+/// asked again, up to [`RESEND_ROUNDS`] times, as Sets are.
 pub(super) async fn read_all<T: Transport, K: Send>(
     client: &SmpClient<T>,
     reads: impl Iterator<Item = (K, DrPath, AttributeId, u32)>,
     mut answer: impl FnMut(K, DrPath, Result<[u8; 64], SmpError>),
 ) {
     // Collected first: the core then holds no closure borrowing the caller.
-    let reads: Vec<_> = reads.collect();
-    let mut core = ReadCore { reads: reads.into_iter(), answers: Vec::new(), outstanding: 0, exhausted: false };
-    crate::runtime::driver::drive(client, &mut core).await;
-    for (key, path, result) in core.answers {
-        answer(key, path, result);
+    let mut reads: Vec<_> = reads.collect();
+    for round in 0..=RESEND_ROUNDS {
+        let mut core = ReadCore { reads: reads.into_iter(), answers: Vec::new(), outstanding: 0, exhausted: false };
+        crate::runtime::driver::drive(client, &mut core).await;
+        reads = Vec::new();
+        for ((key, path, attr, amod), result) in core.answers {
+            match result {
+                Err(e) if round < RESEND_ROUNDS && is_timeout(&e) => reads.push((key, path, attr, amod)),
+                result => answer(key, path, result),
+            }
+        }
+        if reads.is_empty() {
+            return;
+        }
     }
+}
+
+fn is_timeout(e: &SmpError) -> bool {
+    matches!(e, SmpError::Transport(crate::transport::TransportError::Timeout { .. }))
 }
 
 /// Reads as an I/O-free core: one Get per item; the answers are kept, in
 /// the order they came, for the caller.
 struct ReadCore<K, I> {
     reads: I,
-    answers: Vec<(K, DrPath, Result<[u8; 64], SmpError>)>,
+    answers: Vec<((K, DrPath, AttributeId, u32), Result<[u8; 64], SmpError>)>,
     outstanding: usize,
     exhausted: bool,
 }
 
 impl<K, I: Iterator<Item = (K, DrPath, AttributeId, u32)>> SmpCore for ReadCore<K, I> {
-    type Token = (K, DrPath);
+    type Token = (K, DrPath, AttributeId, u32);
 
-    fn poll_request(&mut self) -> Option<((K, DrPath), SmpRequest)> {
+    fn poll_request(&mut self) -> Option<(Self::Token, SmpRequest)> {
         let Some((key, path, attr, amod)) = self.reads.next() else {
             self.exhausted = true;
             return None;
         };
         self.outstanding += 1;
-        Some(((key, path), SmpRequest::get(path, attr, amod)))
+        Some(((key, path, attr, amod), SmpRequest::get(path, attr, amod)))
     }
 
-    fn handle_answer(&mut self, (key, path): (K, DrPath), answer: Result<[u8; 64], SmpError>) {
+    fn handle_answer(&mut self, token: Self::Token, answer: Result<[u8; 64], SmpError>) {
         self.outstanding -= 1;
-        self.answers.push((key, path, answer));
+        self.answers.push((token, answer));
     }
 
     fn is_done(&self) -> bool {
@@ -558,9 +583,65 @@ async fn execute<T: Transport>(
     cache: &mut LftCache,
 ) {
     let Work::Prepared(prepared) = first;
-    let mut pass = SetPass { subnet, prepared, targets, ctx, report, cache, outstanding: 0, exhausted: false };
+    let mut failed = run_pass(client, subnet, prepared, targets, ctx, report, cache).await;
+    // A lossy fabric loses all of a Set's attempts now and then (four tries
+    // on a six-hop path at 10% loss a hop fail about one time in four):
+    // sending those again now costs one timeout, a new sweep costs a whole
+    // discovery. Refusals are not resent; they would be refused again.
+    for _ in 0..RESEND_ROUNDS {
+        let (again, refused): (Vec<_>, Vec<_>) =
+            failed.into_iter().partition(|(_, e)| is_timeout(e));
+        record_failures(subnet, ctx.plan, refused, report);
+        if again.is_empty() {
+            return;
+        }
+        report.resent += again.len();
+        // P_Key blocks are resent as they were planned; every other target
+        // is built again from the subnet as it stands now.
+        let (pkeys, others): (Vec<_>, Vec<_>) =
+            again.into_iter().map(|(req, _)| req).partition(|req| matches!(req.target, Target::PKeys { .. }));
+        let targets: Vec<Target> = others.iter().map(|req| req.target).collect();
+        failed = run_pass(client, subnet, pkeys.into_iter(), targets.into_iter(), ctx, report, cache).await;
+    }
+    record_failures(subnet, ctx.plan, failed, report);
+}
+
+/// Extra rounds for the Sets whose every attempt timed out.
+const RESEND_ROUNDS: usize = 2;
+
+async fn run_pass<T: Transport>(
+    client: &SmpClient<T>,
+    subnet: &mut Subnet,
+    prepared: std::vec::IntoIter<SetRequest>,
+    targets: impl Iterator<Item = Target>,
+    ctx: &Ctx<'_>,
+    report: &mut ProgramReport,
+    cache: &mut LftCache,
+) -> Vec<(SetRequest, SmpError)> {
+    let mut pass =
+        SetPass { subnet, prepared, targets, ctx, report, cache, outstanding: 0, exhausted: false, failed: Vec::new() };
     crate::runtime::driver::drive(client, &mut pass).await;
-    debug!(report = ?pass.report, "programming batch done");
+    debug!(report = ?pass.report, failed = pass.failed.len(), "programming batch done");
+    pass.failed
+}
+
+/// The Sets that failed for good: counted, and each a problem of the sweep
+/// naming the node, its path and the error.
+fn record_failures(subnet: &mut Subnet, plan: &Plan, failed: Vec<(SetRequest, SmpError)>, report: &mut ProgramReport) {
+    for (req, e) in failed {
+        report.failures += 1;
+        let (node, port) = match req.target {
+            Target::Port { node, port } | Target::PKeys { node, port, .. } => (node, Some(port)),
+            Target::SwitchInfo { node } | Target::Lft { node, .. } => (node, None),
+            Target::Qos { index } => (plan.qos[index as usize].node, None),
+            Target::GuidInfo { index } => {
+                let set = &plan.guid_info[index as usize];
+                (set.node, Some(set.port))
+            }
+        };
+        let what = Problem::SetFailed { attr: req.attr, amod: req.amod, port, error: e.to_string() };
+        subnet.problems.push(SweepProblem { path: req.path, guid: Some(subnet.node(node).guid()), what });
+    }
 }
 
 /// One programming pass as an I/O-free core: the prepared Sets first, then
@@ -576,6 +657,8 @@ struct SetPass<'a, 'c, I> {
     cache: &'a mut LftCache,
     outstanding: usize,
     exhausted: bool,
+    /// Sets that got no usable answer, with why.
+    failed: Vec<(SetRequest, SmpError)>,
 }
 
 impl<I: Iterator<Item = Target>> SmpCore for SetPass<'_, '_, I> {
@@ -600,33 +683,22 @@ impl<I: Iterator<Item = Target>> SmpCore for SetPass<'_, '_, I> {
         let data = match result {
             Ok(d) => d,
             Err(e) => {
-                self.report.failures += 1;
-                let (node, port) = match req.target {
-                    Target::Port { node, port } => (node, Some(port)),
+                // Whatever we believed the fabric holds there is unknown now:
+                // a resend or the next sweep writes it again.
+                match req.target {
                     Target::PKeys { node, port, block } => {
-                        // Unknown now: the next sweep reads it again.
                         self.cache.pkeys.remove(&(self.subnet.node(node).guid(), port, block));
-                        (node, Some(port))
                     }
-                    Target::SwitchInfo { node } => (node, None),
-                    Target::Qos { index } => (self.ctx.plan.qos[index as usize].node, None),
                     Target::Lft { node, .. } => {
-                        // Forget what we believe is there so the next sweep resends it.
                         self.cache.tables.remove(&self.subnet.node(node).guid());
-                        (node, None)
                     }
                     Target::GuidInfo { index } => {
                         let set = &self.ctx.plan.guid_info[index as usize];
                         self.cache.guid_info.remove(&(set.port_guid, set.block));
-                        (set.node, Some(set.port))
                     }
-                };
-                let what = Problem::SetFailed { attr: req.attr, amod: req.amod, port, error: e.to_string() };
-                self.subnet.problems.push(SweepProblem {
-                    path: req.path,
-                    guid: Some(self.subnet.node(node).guid()),
-                    what,
-                });
+                    Target::Port { .. } | Target::SwitchInfo { .. } | Target::Qos { .. } => {}
+                }
+                self.failed.push((req, e));
                 return;
             }
         };
