@@ -28,6 +28,7 @@ pub mod driver;
 pub mod metrics;
 pub mod sa_task;
 pub mod snapshot;
+pub mod status;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::future::Future;
@@ -41,7 +42,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::config::Config;
 use crate::election::{Action, Election, Event, Peer, PeerAddr, State};
-use crate::mad::header::status;
+use crate::mad::header::status as mad_status;
 use crate::mad::{AttributeId, DrPath, Method, PortInfoRepr, PortState, SmControl, SmInfoRepr, SmpAttribute};
 use crate::program::{Discovered, MasterMode, SubnetManager, SweepError, SweepReport};
 use crate::transport::{Datagram, SmpClient, Transport};
@@ -752,10 +753,10 @@ impl<T: Transport + Clone> Owner<T> {
                     // does not take) is answered with an error status, as
                     // OpenSM answers the controls it refuses.
                     Ok(from) if self.election.control(now, control, from, addr) => 0,
-                    Ok(_) => status::INVALID_FIELD,
+                    Ok(_) => mad_status::INVALID_FIELD,
                     Err(e) => {
                         error!(lid = %dgram.addr.lid, control = ?control, error = %e, "SubnSet(SMInfo) with an unreadable payload; ignored");
-                        status::INVALID_FIELD
+                        mad_status::INVALID_FIELD
                     }
                 };
                 let info = self.election.sm_info(key_ok);
