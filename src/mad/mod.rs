@@ -17,6 +17,7 @@ pub mod mft;
 pub mod node_description;
 pub mod node_info;
 pub mod notice;
+pub mod perf;
 pub mod pkey_table;
 pub mod port_info;
 pub mod rmpp;
