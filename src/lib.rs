@@ -6,6 +6,7 @@ pub mod election;
 pub mod lid;
 pub mod mad;
 pub mod partition;
+pub mod perfmgr;
 pub mod program;
 pub mod rmpp;
 pub mod runtime;

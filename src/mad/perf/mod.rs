@@ -89,7 +89,7 @@ impl<T: AsRef<[u8]>> PerfMad<T> {
         self.buffer
     }
     pub fn header(&self) -> MadHeader<&[u8]> {
-        MadHeader::new_checked(&self.buffer.as_ref()[..]).expect("a whole MAD holds a header")
+        MadHeader::new_checked(self.buffer.as_ref()).expect("a whole MAD holds a header")
     }
     pub fn data(&self) -> &[u8] {
         &self.buffer.as_ref()[PERF_DATA_OFFSET..MAD_SIZE]
@@ -98,7 +98,7 @@ impl<T: AsRef<[u8]>> PerfMad<T> {
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> PerfMad<T> {
     pub fn header_mut(&mut self) -> MadHeader<&mut [u8]> {
-        MadHeader::new_checked(&mut self.buffer.as_mut()[..]).expect("a whole MAD holds a header")
+        MadHeader::new_checked(self.buffer.as_mut()).expect("a whole MAD holds a header")
     }
     pub fn data_mut(&mut self) -> &mut [u8] {
         &mut self.buffer.as_mut()[PERF_DATA_OFFSET..MAD_SIZE]

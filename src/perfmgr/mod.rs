@@ -1,0 +1,25 @@
+//! The performance manager (PerfMgt, class 0x04): polls every port's
+//! PortCounters (and PortCountersExtended where the port has them) at an
+//! interval, keeps ibsm's own monotonic totals, clears 32-bit counters
+//! before they saturate, warns of sudden error-rate jumps, and exports the
+//! totals to Prometheus.
+//!
+//! ```text
+//!  Snapshots ──targets()──► driver::run ──PerfRequest──► Transport (PerfMgt window)
+//!                              │  ▲ answers
+//!                              ▼  │
+//!                           core::PerfCore (I/O-free: ClassPortInfo cache,
+//!                              │  cycles, counters::PortAccount per port)
+//!                              ▼ published once per cycle
+//!                           PerfShared ──► collector::PerfCollector (scrape)
+//! ```
+
+pub mod config;
+pub mod core;
+pub mod counters;
+pub mod targets;
+
+pub use self::core::{PerfCore, PerfEvent, PerfShared, PerfSnapshot, PerfStats};
+pub use config::PerfMgrConfig;
+pub use counters::{Counter, PortAccount};
+pub use targets::PerfPort;
