@@ -3,6 +3,7 @@
 pub mod cmd;
 pub mod config;
 pub mod election;
+pub mod http;
 pub mod lid;
 pub mod mad;
 pub mod partition;

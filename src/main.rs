@@ -29,6 +29,10 @@ enum Command {
     /// Query a running SA (ibsm's or OpenSM's).
     #[command(subcommand)]
     Sa(cmd::sa::Args),
+    /// Print a running SM's /status (state, counts, sweeps, errors).
+    Status(cmd::status::Args),
+    /// Write a running SM's subnet list, LFTs, MFTs, guid2lid and topology.dot into a directory.
+    Dump(cmd::dump::Args),
 }
 
 // One thread runs the SM: its work is waiting on MADs, which the I/O thread moves.
@@ -51,6 +55,8 @@ async fn main() -> ExitCode {
         Command::Route(args) => cmd::route::run(args).await,
         Command::Analyze(args) => cmd::analyze::run(args).await,
         Command::Sa(args) => cmd::sa::run(args).await,
+        Command::Status(args) => cmd::status::run(args).await,
+        Command::Dump(args) => cmd::dump::run(args).await,
     }
 }
 

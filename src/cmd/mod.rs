@@ -5,10 +5,12 @@
 //! command line, sets up logging and calls `run`.
 
 pub mod analyze;
+pub mod dump;
 pub mod join_bench;
 pub mod mcast;
 pub mod probe;
 pub mod route;
 pub mod run;
 pub mod sa;
+pub mod status;
 pub mod topology;
