@@ -207,6 +207,10 @@ impl PerfShared {
     fn publish(&self, s: PerfSnapshot) {
         self.0.store(Arc::new(s));
     }
+    #[cfg(test)]
+    pub(crate) fn publish_for_test(&self, s: PerfSnapshot) {
+        self.publish(s)
+    }
 }
 
 impl std::fmt::Debug for PerfShared {

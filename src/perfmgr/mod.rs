@@ -14,12 +14,15 @@
 //!                           PerfShared ──► collector::PerfCollector (scrape)
 //! ```
 
+pub mod collector;
 pub mod config;
 pub mod core;
 pub mod counters;
+pub mod driver;
 pub mod targets;
 
 pub use self::core::{PerfCore, PerfEvent, PerfShared, PerfSnapshot, PerfStats};
+pub use collector::PerfCollector;
 pub use config::PerfMgrConfig;
 pub use counters::{Counter, PortAccount};
 pub use targets::PerfPort;
