@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_pkgs=()
-for pair in ibsim:ibsim-utils smpquery:infiniband-diags opensm:opensm; do
+for pair in ibsim:ibsim-utils smpquery:infiniband-diags opensm:opensm promtool:prometheus systemd-analyze:systemd; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need_pkgs+=("${pair#*:}")
 done
 [ -e /usr/lib/x86_64-linux-gnu/libibumad.so.3 ] || need_pkgs+=(libibumad3)
