@@ -147,21 +147,36 @@ pub async fn run(args: Args) -> ExitCode {
     // A simulated fabric has no state worth keeping across runs unless the
     // operator names a cache directory.
     let persist = port.sim.is_none() || args.cache_dir.is_some();
+    // The HTTP endpoints (/metrics, /status, /healthz, /readyz, /dump)
+    // run on a thread of their own; a listen address that cannot be bound
+    // stops the SM before it touches the fabric.
+    let status = crate::runtime::status::StatusBoard::new();
+    let snapshots = crate::runtime::snapshot::Snapshots::new();
+    let mut http = None;
     let metrics = match config.metrics.listen.as_deref().filter(|l| !l.is_empty() && !args.once) {
-        Some(listen) => match listen.parse::<std::net::SocketAddr>() {
-            Ok(addr) => {
-                let m = crate::runtime::metrics::Metrics::new();
-                match crate::runtime::metrics::serve(addr, m.clone()).await {
-                    Ok(_) => tracing::info!(%addr, "metrics served"),
-                    Err(e) => tracing::warn!(%addr, error = %e, "metrics endpoint not started"),
+        Some(listen) => {
+            let addr = match listen.parse::<std::net::SocketAddr>() {
+                Ok(addr) => addr,
+                Err(e) => {
+                    eprintln!("ibsm run: metrics.listen = {listen}: {e}");
+                    return ExitCode::from(2);
                 }
-                Some(m)
+            };
+            let m = crate::runtime::metrics::Metrics::new();
+            let state =
+                crate::http::HttpState { metrics: m.clone(), status: status.clone(), snapshots: snapshots.clone() };
+            match crate::http::spawn(addr, state) {
+                Ok(h) => {
+                    tracing::info!(addr = %h.local_addr(), "HTTP endpoints served (/metrics, /status, /healthz, /readyz, /dump)");
+                    http = Some(h);
+                }
+                Err(e) => {
+                    eprintln!("ibsm run: metrics.listen = {listen}: cannot serve HTTP there: {e}");
+                    return ExitCode::from(2);
+                }
             }
-            Err(e) => {
-                eprintln!("ibsm run: metrics.listen = {listen}: {e}");
-                return ExitCode::from(2);
-            }
-        },
+            Some(m)
+        }
         None => None,
     };
     let options = RunOptions {
@@ -169,12 +184,27 @@ pub async fn run(args: Args) -> ExitCode {
         once: args.once,
         persist_lids: persist,
         operator_signals: !args.once,
+        status,
+        snapshots,
         ..RunOptions::default()
     };
+    // SIGINT, or SIGTERM from systemd or an operator: the SM stops cleanly.
     let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
     };
-    match runtime::run(opened.transport.clone(), opened.unsolicited, config, options, shutdown).await {
+    let outcome = runtime::run(opened.transport.clone(), opened.unsolicited, config, options, shutdown).await;
+    drop(http);
+    match outcome {
         Ok(report) => {
             if args.once {
                 let totals = crate::transport::Transport::stats(&opened.transport).txn.totals();

@@ -52,6 +52,8 @@ pub struct SweepReport {
     /// Cabled ports that did not reach ACTIVE.
     pub inactive: Vec<InactivePort>,
     pub routing_notes: Vec<String>,
+    /// The engine that routed and how long routing took.
+    pub routing: routes::RoutingRun,
     /// What the sweep decided to route.
     pub routes: SweptRoutes,
     /// The partitions this sweep programmed (`None`: the SM was given no
@@ -459,6 +461,7 @@ impl<T: Transport> SubnetManager<T> {
         let vls = qos::vl_budget(&subnet, &self.config);
         let computed = routes::compute(&view, &self.config.routing_engine, vls)?;
         let routing_notes = computed.notes;
+        let routing = computed.routing;
         for n in &routing_notes {
             warn!(note = %n, "routing");
         }
@@ -540,6 +543,7 @@ impl<T: Transport> SubnetManager<T> {
             program,
             inactive,
             routing_notes,
+            routing,
             routes,
             partitions: plan.partitions.clone(),
             mcast,
@@ -559,6 +563,8 @@ impl<T: Transport> SubnetManager<T> {
             pkey_sets = report.program.pkey_sets,
             mcast_groups = report.mcast.groups,
             mft_sets = report.mcast.mft_sets,
+            engine = report.routing.engine_name(),
+            routing_ms = report.routing.elapsed.as_millis() as u64,
             resent = report.program.resent,
             failures = report.program.failures,
             elapsed_ms = report.elapsed.as_millis() as u64,

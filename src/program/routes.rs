@@ -93,26 +93,46 @@ pub fn compute(view: &RoutingView, chain: &[String], max_vls: u8) -> Result<Comp
     let kinds = parse_chain(chain)?;
     let mut notes = Vec::new();
     let options = EngineOptions { max_vls, ..EngineOptions::default() };
-    let routes = match route_chain(&kinds, &view.fabric, &options) {
+    let started = std::time::Instant::now();
+    let (routes, engine) = match route_chain(&kinds, &view.fabric, &options) {
         Ok(outcome) => {
             for (kind, why) in &outcome.skipped {
                 notes.push(format!("{kind} passed over: {why}"));
             }
-            outcome.routes
+            (outcome.routes, Some(outcome.engine))
         }
         Err(e) => {
             notes.push(e.to_string());
             match e.partial_routes() {
-                Some(r) => r.clone(),
-                None => return Ok(Computed { tables: HashMap::new(), path_sl: None, notes }),
+                Some(r) => (r.clone(), None),
+                None => {
+                    let routing = RoutingRun { engine: None, elapsed: started.elapsed() };
+                    return Ok(Computed { tables: HashMap::new(), path_sl: None, notes, routing });
+                }
             }
         }
     };
+    let routing = RoutingRun { engine, elapsed: started.elapsed() };
     // The engine's tables move into the plan: at 50,000 LIDs and 4,000
     // switches each copy is 200 MB.
     let path_sl = routes.sl;
     let tables = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
-    Ok(Computed { tables, path_sl, notes })
+    Ok(Computed { tables, path_sl, notes, routing })
+}
+
+/// Which engine of the chain routed, and how long the chain took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RoutingRun {
+    /// `None`: every engine refused (the routes are partial or none).
+    pub engine: Option<EngineKind>,
+    pub elapsed: std::time::Duration,
+}
+
+impl RoutingRun {
+    /// The engine's name, or `none`.
+    pub fn engine_name(&self) -> &'static str {
+        self.engine.map_or("none", |e| e.name())
+    }
 }
 
 /// What routing produced for the SM.
@@ -122,6 +142,7 @@ pub struct Computed {
     /// routes onto VLs; indexed like `RoutingView::switch_nodes`.
     pub path_sl: Option<ibsm_routing::lft::PathSl>,
     pub notes: Vec<String>,
+    pub routing: RoutingRun,
 }
 
 /// Parses engine names; an empty chain means minhop.

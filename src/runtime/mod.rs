@@ -26,6 +26,7 @@ pub mod backend;
 pub mod dispatch;
 pub mod driver;
 pub mod metrics;
+pub mod notify;
 pub mod sa_task;
 pub mod snapshot;
 pub mod status;
@@ -63,6 +64,8 @@ pub struct RunOptions {
     pub operator_signals: bool,
     /// Where each heavy sweep's results are published for readers.
     pub snapshots: snapshot::Snapshots,
+    /// What `/status`, `/healthz` and `/readyz` answer from.
+    pub status: status::StatusBoard,
 }
 
 impl Default for RunOptions {
@@ -74,6 +77,7 @@ impl Default for RunOptions {
             persist_lids: true,
             operator_signals: false,
             snapshots: snapshot::Snapshots::new(),
+            status: status::StatusBoard::new(),
         }
     }
 }
@@ -110,7 +114,7 @@ const MCAST_RETRY: Duration = Duration::from_secs(1);
 enum SweepDone {
     Discovered(Result<Box<Discovered>, SweepError>),
     Programmed(Result<Box<SweepReport>, SweepError>),
-    LightSwept(Option<crate::sweep::light::LightFinding>),
+    LightSwept(Option<crate::sweep::light::LightFinding>, Duration),
     /// The alias pass (`None`: the SM has not programmed the fabric yet).
     AliasesProgrammed(Option<crate::program::sets::ProgramReport>),
     /// The multicast pass (`None`: no heavy sweep has routed yet).
@@ -188,7 +192,14 @@ struct Owner<T: Transport + Clone> {
     /// When to run a multicast pass again after one whose SMPs failed.
     mcast_retry: Option<Duration>,
     mirror: MirrorReads,
+    /// When the owner next stamps the `/healthz` heartbeat (it also
+    /// stamps it on every turn of its loop).
+    next_heartbeat: Duration,
 }
+
+/// How often an idle owner stamps its heartbeat: well inside
+/// `status::HEARTBEAT_LIMIT`.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
 /// Runs the SM until `shutdown` resolves (or, with `once`, until the subnet
 /// is up). Returns the last sweep's report.
@@ -229,6 +240,12 @@ pub async fn run<T: Transport + Clone>(
         poll_misses = config.sm.polling_retry_number,
         "SM starting in DISCOVERING"
     );
+    options.status.set_port(local.port_guid, local.lid);
+    options.status.set_election(State::Discovering, config.sm.priority, None, None);
+    options.status.heartbeat();
+    if let Some(m) = &options.metrics {
+        m.election(config.sm.priority, None);
+    }
     let mut owner = Owner {
         election,
         sm: Some(sm),
@@ -253,6 +270,7 @@ pub async fn run<T: Transport + Clone>(
         sa_drop_logged: None,
         mirror: MirrorReads::default(),
         mcast_retry: None,
+        next_heartbeat: Duration::ZERO,
     };
     let mut operator = if owner.options.operator_signals {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok()
@@ -269,6 +287,7 @@ pub async fn run<T: Transport + Clone>(
     let mut side: FuturesUnordered<SideJob> = FuturesUnordered::new();
     tokio::pin!(shutdown);
     loop {
+        owner.beat();
         while let Some(action) = owner.election.poll_action() {
             if let Some(end) = owner.act(action, &mut side) {
                 return end;
@@ -282,6 +301,7 @@ pub async fn run<T: Transport + Clone>(
             owner.next_sweep.filter(|_| job.is_none()),
             owner.mirror.next.filter(|_| !owner.mirror.running),
             owner.mcast_retry,
+            Some(owner.next_heartbeat),
         ]
         .into_iter()
         .flatten()
@@ -358,6 +378,60 @@ impl<T: Transport + Clone> Owner<T> {
         self.started.elapsed()
     }
 
+    /// The owner is alive: `/healthz` (and, under systemd, the watchdog).
+    fn beat(&mut self) {
+        let now = self.now();
+        if now >= self.next_heartbeat {
+            self.options.status.heartbeat();
+            self.next_heartbeat = now + HEARTBEAT_EVERY;
+        }
+    }
+
+    /// The master as this SM knows it: itself when master.
+    fn master(&self) -> Option<(crate::types::Guid, Lid)> {
+        match self.election.state() {
+            State::Master => {
+                let lid = self.last.as_ref().map(|s| s.master_lid).unwrap_or(self.transport.local_port().lid);
+                Some((self.transport.local_port().port_guid, lid))
+            }
+            _ => self.election.master().map(|p| (p.info.guid, p.addr.lid)),
+        }
+    }
+
+    /// The node behind `lid` as the last heavy sweep saw it (GUID,
+    /// description, directed path), for log lines about it.
+    fn node_at_lid(&self, lid: Lid) -> String {
+        let Some(snap) = self.last.as_ref().filter(|_| lid.is_unicast()) else {
+            return "unknown (no sweep yet)".into();
+        };
+        let subnet = &snap.sweep.subnet;
+        subnet
+            .ids()
+            .find_map(|id| {
+                let n = subnet.node(id);
+                // An end port answers to every LID of its LMC range.
+                let holds = |p: usize| {
+                    n.ports.get(p).and_then(|slot| slot.info.as_ref()).is_some_and(|i| {
+                        let span = 1u32 << i.lmc.min(7);
+                        i.lid.0 != 0 && (u32::from(i.lid.0)..u32::from(i.lid.0) + span).contains(&u32::from(lid.0))
+                    })
+                };
+                let hit = if n.is_switch() { subnet.current_lid(id, 0) == Some(lid) } else { (1..n.ports.len()).any(holds) };
+                hit.then(|| format!("{} '{}' at path {}", n.guid(), n.description.as_deref().unwrap_or(""), n.path))
+            })
+            .unwrap_or_else(|| format!("unknown at LID {lid}"))
+    }
+
+    /// The election as `/status` and the metrics show it.
+    fn publish_election(&self) {
+        let master = self.master();
+        let priority = self.config.sm.priority;
+        self.options.status.set_election(self.election.state(), priority, master.map(|m| m.0), master.map(|m| m.1));
+        if let Some(m) = &self.options.metrics {
+            m.election(priority, master);
+        }
+    }
+
     fn interval(&self) -> Option<Duration> {
         let s = self.config.sm.sweep_interval_s;
         (s > 0).then(|| Duration::from_secs(s))
@@ -393,8 +467,9 @@ impl<T: Transport + Clone> Owner<T> {
                 })
             }
             SweepWork::Light => Box::pin(async move {
+                let started = std::time::Instant::now();
                 let r = sm.light_sweep().await;
-                (sm, SweepDone::LightSwept(r))
+                (sm, SweepDone::LightSwept(r, started.elapsed()))
             }),
             // A discovery waiting for its programming: that heavy sweep
             // reads the alias table itself (and nothing slips in between).
@@ -435,7 +510,15 @@ impl<T: Transport + Clone> Owner<T> {
                     info!(from = %from, to = %to, cause = %cause, "SM state {to}");
                 }
                 if let Some(m) = &self.options.metrics {
-                    m.sm_state(to.sm_state().into());
+                    m.state_change(from, to, &cause);
+                }
+                self.publish_election();
+                match to {
+                    State::Standby => self.options.status.ready("standby: watching the master"),
+                    State::Master if self.master_swept => {}
+                    State::Master => self.options.status.unready("master: the first heavy sweep has not finished"),
+                    State::Discovering => self.options.status.unready("discovering"),
+                    State::NotActive => self.options.status.unready("not active"),
                 }
                 if to == State::Master && from != State::Master {
                     self.next_sweep = None;
@@ -566,6 +649,10 @@ impl<T: Transport + Clone> Owner<T> {
                 if self.options.once {
                     return Some(Err(e.into()));
                 }
+                if let Some(m) = &self.options.metrics {
+                    m.sweep_failed(metrics::SweepFailure::Discovery);
+                }
+                self.options.status.record_error(format!("discovery failed: {e}"));
                 self.election.handle(now, Event::DiscoveryFailed { why: e.to_string() });
             }
             SweepDone::Programmed(Ok(report)) => {
@@ -577,23 +664,29 @@ impl<T: Transport + Clone> Owner<T> {
             SweepDone::Programmed(Err(e)) if self.options.once => return Some(Err(e.into())),
             SweepDone::Programmed(Err(e)) => {
                 error!(error = %e, "heavy sweep could not program the fabric; trying again next interval");
+                if let Some(m) = &self.options.metrics {
+                    m.sweep_failed(metrics::SweepFailure::Programming);
+                }
+                self.options.status.record_error(format!("heavy sweep could not program the fabric: {e}"));
                 self.election.handle(now, Event::Programmed);
                 self.next_sweep = Some(now + self.interval().unwrap_or(Duration::from_secs(1)));
                 self.was_up = false;
             }
-            SweepDone::LightSwept(verdict) => {
+            SweepDone::LightSwept(verdict, elapsed) => {
                 if let Some(m) = &self.options.metrics {
-                    m.light_sweep();
+                    m.light_sweep_timed(elapsed);
                     m.transport(&self.transport.stats());
                 }
+                self.options.status.light_sweep(elapsed, verdict.as_ref());
                 self.election.handle(now, Event::LightSwept);
+                let elapsed_ms = elapsed.as_millis() as u64;
                 match verdict {
                     Some(why) => {
-                        info!(reason = %why, "heavy sweep");
+                        info!(change = %why, elapsed_ms, "light sweep done; heavy sweep next");
                         self.election.handle(now, Event::SweepWanted);
                     }
                     None => {
-                        debug!("light sweep: no change");
+                        info!(change = "none", elapsed_ms, "light sweep done");
                         self.next_sweep = self.interval().map(|i| now + i);
                     }
                 }
@@ -623,8 +716,10 @@ impl<T: Transport + Clone> Owner<T> {
         let up = report.subnet_up();
         if let Some(m) = &self.options.metrics {
             m.heavy_sweep(&report);
+            m.routing(report.routing.engine_name(), report.routing.elapsed);
             m.transport(&self.transport.stats());
         }
+        self.options.status.heavy_sweep(&report, report.routing.engine_name());
         if report.mode == MasterMode::Takeover {
             let p = &report.program;
             info!(
@@ -686,7 +781,10 @@ impl<T: Transport + Clone> Owner<T> {
         if self.election.state() == State::Master {
             self.master_swept = true;
             self.sa.set_serving(self.sa_serving());
+            self.options.status.ready("master: a heavy sweep has programmed the fabric");
         }
+        self.options.status.set_port(local.port_guid, master_lid);
+        self.publish_election();
         self.tell_sa_sm_info();
         None
     }
@@ -769,11 +867,24 @@ impl<T: Transport + Clone> Owner<T> {
                 // Traps go to the master (IBA 14.2.5.1); a standby leaves
                 // them to it, as OpenSM does.
                 if self.election.state() == State::Master {
-                    info!(attr = ?req.header.attribute_id, lid = %dgram.addr.lid, "trap received; sweeping");
                     self.reply(&dgram, dispatch::smp_response(&req, Method::TrapRepress, 0, req.data));
-                    match crate::mad::NoticeRepr::parse_data(&req.data) {
-                        Ok(notice) => self.hand_to_sa(sa_task::SaInput::Trap { notice, from: dgram.addr.lid }),
-                        Err(e) => debug!(lid = %dgram.addr.lid, error = %e, "trap with an unreadable Notice"),
+                    let notice = crate::mad::NoticeRepr::parse_data(&req.data);
+                    if let Some(m) = &self.options.metrics {
+                        m.trap(notice.as_ref().ok());
+                    }
+                    match notice {
+                        Ok(notice) => {
+                            info!(
+                                trap = notice.trap_number,
+                                issuer_lid = %notice.issuer_lid,
+                                node = %self.node_at_lid(notice.issuer_lid),
+                                "trap received; sweeping"
+                            );
+                            self.hand_to_sa(sa_task::SaInput::Trap { notice, from: dgram.addr.lid });
+                        }
+                        Err(e) => {
+                            warn!(lid = %dgram.addr.lid, node = %self.node_at_lid(dgram.addr.lid), error = %e, "trap with an unreadable Notice; sweeping")
+                        }
                     }
                     self.election.handle(now, Event::SweepWanted);
                 } else {
