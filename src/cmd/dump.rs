@@ -39,6 +39,10 @@ pub async fn run(args: Args) -> ExitCode {
             Err(e) => {
                 eprintln!("ibsm dump: {e}");
                 failed = true;
+                // The other files would fail the same way.
+                if e.unreachable {
+                    break;
+                }
             }
         }
     }
@@ -49,6 +53,26 @@ pub async fn run(args: Args) -> ExitCode {
     }
 }
 
+/// Why one file was not written.
+#[derive(Debug)]
+struct FetchError {
+    message: String,
+    /// The SM could not be reached at all.
+    unreachable: bool,
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<String> for FetchError {
+    fn from(message: String) -> Self {
+        FetchError { message, unreachable: false }
+    }
+}
+
 /// Fetches `/dump/<name>` and writes it to `dir/name`, whole or not at all
 /// (a temporary file renamed into place): where it went and its size.
 async fn fetch_one(
@@ -56,18 +80,21 @@ async fn fetch_one(
     name: &str,
     dir: &Path,
     timeout: std::time::Duration,
-) -> Result<(PathBuf, usize), String> {
+) -> Result<(PathBuf, usize), FetchError> {
     let url = client::join(base, &format!("/dump/{name}"));
-    let f = client::get(&url, timeout).await.map_err(|e| e.to_string())?;
+    let f = client::get(&url, timeout).await.map_err(|e| FetchError {
+        unreachable: matches!(e, client::ClientError::Connect { .. } | client::ClientError::BadUrl { .. }),
+        message: e.to_string(),
+    })?;
     if !f.status.is_success() {
-        return Err(format!("{url}: {}: {}", f.status, String::from_utf8_lossy(&f.body).trim_end()));
+        return Err(format!("{url}: {}: {}", f.status, String::from_utf8_lossy(&f.body).trim_end()).into());
     }
     let path = dir.join(name);
     let tmp = dir.join(format!(".{name}.part"));
     let write = std::fs::write(&tmp, &f.body).and_then(|()| std::fs::rename(&tmp, &path));
     if let Err(e) = write {
         let _ = std::fs::remove_file(&tmp);
-        return Err(format!("cannot write {} (from {url}): {e}", path.display()));
+        return Err(format!("cannot write {} (from {url}): {e}", path.display()).into());
     }
     Ok((path, f.body.len()))
 }
@@ -108,6 +135,8 @@ mod tests {
         assert_eq!(run(args.clone()).await, ExitCode::FAILURE);
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
         let e = fetch_one(&base, "guid2lid", &out, std::time::Duration::from_secs(5)).await.unwrap_err();
+        assert!(!e.unreachable);
+        let e = e.message;
         assert!(e.contains(&format!("{base}/dump/guid2lid")) && e.contains("503"), "{e}");
 
         let (node, port) = report.subnet.sm_port.unwrap();
@@ -144,6 +173,8 @@ mod tests {
         let base = format!("http://127.0.0.1:{port}");
         let dir = tempfile::tempdir().unwrap();
         let e = fetch_one(&base, "subnet.lst", dir.path(), std::time::Duration::from_secs(2)).await.unwrap_err();
+        assert!(e.unreachable);
+        let e = e.message;
         assert!(e.contains(&format!("{base}/dump/subnet.lst")) && e.contains("cannot reach"), "{e}");
     }
 }

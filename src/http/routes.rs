@@ -8,7 +8,6 @@ use hyper::header::{HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::HttpState;
-use crate::runtime::metrics::Metrics;
 use crate::runtime::snapshot::Snapshot;
 use crate::runtime::status::Health;
 
@@ -68,12 +67,9 @@ pub(super) async fn respond(state: &Arc<HttpState>, req: Request<Incoming>) -> R
             let metrics = state.metrics.clone();
             // A big fabric's exposition takes a while: render off this
             // thread so other clients (a probe's /healthz) are answered.
-            let rendered = tokio::task::spawn_blocking(move || {
-                match openmetrics {
-                    true => render_openmetrics(&metrics).map(|t| (t, OPENMETRICS_TEXT)),
-                    false => None,
-                }
-                .unwrap_or_else(|| (metrics.render(), PROMETHEUS_TEXT))
+            let rendered = tokio::task::spawn_blocking(move || match openmetrics {
+                true => (metrics.render_openmetrics(), OPENMETRICS_TEXT),
+                false => (metrics.render(), PROMETHEUS_TEXT),
             })
             .await;
             match rendered {
@@ -118,14 +114,6 @@ pub(super) async fn respond(state: &Arc<HttpState>, req: Request<Incoming>) -> R
 /// dump this build cannot write yet.
 pub(super) fn dump_formatter(name: &str) -> Option<fn(&Snapshot) -> String> {
     let _ = name;
-    None
-}
-
-/// The OpenMetrics exposition of `metrics`, `None` while the metrics
-/// cannot write it (then the Prometheus text is served instead, whatever
-/// `Accept` asked).
-pub(super) fn render_openmetrics(metrics: &Metrics) -> Option<String> {
-    let _ = metrics;
     None
 }
 

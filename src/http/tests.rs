@@ -219,11 +219,11 @@ fn accept_negotiation() {
     let server = spawn(local(), state()).unwrap();
     let a = request(server.local_addr(), "GET", "/metrics", &format!("Accept: {prometheus}\r\n"));
     assert_eq!(a.code, 200);
-    let om = routes::render_openmetrics(&Metrics::new()).is_some();
-    let expected = if om { routes::OPENMETRICS_TEXT } else { routes::PROMETHEUS_TEXT };
-    assert_eq!(a.header("content-type"), Some(expected));
+    assert_eq!(a.header("content-type"), Some(routes::OPENMETRICS_TEXT));
+    assert!(a.text().ends_with("# EOF\n"), "{}", a.text());
     let a = request(server.local_addr(), "GET", "/metrics", "Accept: text/plain\r\n");
     assert_eq!(a.header("content-type"), Some(routes::PROMETHEUS_TEXT));
+    assert!(!a.text().contains("# EOF"), "{}", a.text());
 }
 
 #[test]
