@@ -1,12 +1,25 @@
 //! The SM's configuration: a TOML file whose keys mirror OpenSM's opensm.conf
 //! where one exists, so an operator can carry settings across.
+//!
+//! A file is read in two steps, both before the fabric is touched: serde
+//! rejects unknown keys and wrong types (with the file's line and column),
+//! then [`Config::validate`] rejects values out of range, naming the key.
+//! [`docs`] prints every key with its default (`ibsm config
+//! --print-default`), [`opensm`] converts an opensm.conf, and [`reload`]
+//! says what a new file changes live and what waits for a restart.
+
+pub mod docs;
+pub mod opensm;
+pub mod reload;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub use reload::{reload_plan, ReloadPlan};
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub sm: SmConfig,
@@ -16,9 +29,58 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// The subnet administrator (`[sa]`).
     pub sa: crate::sa::SaConfig,
+    /// Logging (`[log]`).
+    pub log: LogConfig,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// The `[log]` section. `IBSM_LOG`, when set, takes precedence (see
+/// `crate::logging`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// A level (error, warn, info, debug, trace, off) or tracing's
+    /// directives, e.g. `info,ibsm::sa=debug`. Changes on SIGHUP.
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig { level: "info".to_string() }
+    }
+}
+
+impl LogConfig {
+    /// Checks `level` is a level or a list of `target=level` directives
+    /// and returns it as tracing's filter syntax (no blanks). tracing's own
+    /// parser takes any word as a target, so `verbose` would silently mean
+    /// "everything in a module named verbose"; that is refused here.
+    pub fn directives(level: &str) -> Result<String, String> {
+        const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+        let is_level = |l: &str| LEVELS.contains(&l.trim().to_ascii_lowercase().as_str());
+        let items: Vec<String> = level
+            .split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|item| match item.rsplit_once('=') {
+                Some((target, l)) if !target.trim().is_empty() && is_level(l) => {
+                    Ok(format!("{}={}", target.trim(), l.trim().to_ascii_lowercase()))
+                }
+                None if is_level(item) => Ok(item.to_ascii_lowercase()),
+                _ => {
+                    Err(format!("`{item}` is neither a level (off, error, warn, info, debug, trace) nor target=level"))
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        if items.is_empty() {
+            return Err("is empty; use a level: off, error, warn, info, debug, trace".into());
+        }
+        let joined = items.join(",");
+        tracing_subscriber::EnvFilter::try_new(&joined).map_err(|e| e.to_string())?;
+        Ok(joined)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SmConfig {
     /// Seconds between periodic sweeps; 0 sweeps only on traps (OpenSM `sweep_interval`).
@@ -29,7 +91,7 @@ pub struct SmConfig {
     /// SMInfo.SM_Key (OpenSM `sm_key`, default 1 there too: OpenSM ignores
     /// an SM whose key differs). Shown to requesters that present it or
     /// the fabric's M_Key; required on every SubnSet(SMInfo).
-    #[serde(deserialize_with = "hex_u64")]
+    #[serde(deserialize_with = "hex_u64", serialize_with = "hex_string")]
     pub sm_key: u64,
     /// How often a standby polls the master, in ms (OpenSM
     /// `sminfo_polling_timeout`, 10000 there).
@@ -47,10 +109,10 @@ pub struct SmConfig {
     /// Ignore current LIDs and the guid2lid file on the first sweep (OpenSM `-r`).
     pub reassign_lids: bool,
     /// Upper 64 bits of every port GID (OpenSM `subnet_prefix`).
-    #[serde(deserialize_with = "hex_u64")]
+    #[serde(deserialize_with = "hex_u64", serialize_with = "hex_string")]
     pub subnet_prefix: u64,
     /// Subnet-wide M_Key; 0 disables protection (OpenSM `m_key`).
-    #[serde(deserialize_with = "hex_u64")]
+    #[serde(deserialize_with = "hex_u64", serialize_with = "hex_string")]
     pub m_key: u64,
     pub m_key_protection_level: u8,
     pub m_key_lease_period: u16,
@@ -67,6 +129,7 @@ pub struct SmConfig {
     /// The routing engine chain, tried in order.
     pub routing_engine: Vec<String>,
     /// OpenSM's partitions.conf (OpenSM `partition_config_file`, `-P`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     /// Unset, or a file that does not exist: every port is a full member of
     /// the default partition with its IPoIB broadcast group (OpenSM's
     /// no-file default). Re-read on every heavy sweep and on SIGHUP; a file
@@ -113,7 +176,7 @@ impl Default for SmConfig {
 /// Fabric QoS tables, with OpenSM's `qos_*` keys as the model. Off by
 /// default, as in OpenSM. Engines that put routes on VLs program their own
 /// SL-to-VL tables whether or not this is on.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct QosConfig {
     /// Program VLArbitration tables and VLHighLimit (OpenSM `qos`).
@@ -177,7 +240,7 @@ impl QosConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct TransportConfig {
     /// SMPs in flight at once (OpenSM `max_wire_smps`, default 4).
@@ -204,19 +267,26 @@ impl TransportConfig {
 }
 
 /// Which local port the SM runs on; empty means the first active IB port.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct PortSelection {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ca: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u8>,
-    #[serde(deserialize_with = "opt_hex_u64")]
+    #[serde(
+        deserialize_with = "opt_hex_u64",
+        serialize_with = "opt_hex_string",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub guid: Option<u64>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
     /// Address of the Prometheus endpoint; empty disables it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<String>,
 }
 
@@ -230,10 +300,22 @@ impl Default for MetricsConfig {
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
+    /// A TOML syntax error, an unknown key or a wrong type, at the line
+    /// and column (1-based) where serde stopped.
     #[error("{path}:{line}:{column}: {message}")]
     Parse { path: PathBuf, line: usize, column: usize, message: String },
-    #[error("{path}: {key} = {value}: {why}")]
-    Invalid { path: PathBuf, key: &'static str, value: String, why: &'static str },
+    /// A well-formed value out of range.
+    #[error("{path}: {invalid}")]
+    Invalid { path: PathBuf, invalid: Invalid },
+}
+
+/// A value out of range: the key as `section.key`, the value, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key} = {value}: {why}")]
+pub struct Invalid {
+    pub key: &'static str,
+    pub value: String,
+    pub why: String,
 }
 
 impl SmConfig {
@@ -256,83 +338,70 @@ impl Config {
         Self::parse(&text, path)
     }
 
-    /// Parses `text` (named `path` in errors) and checks value ranges.
+    /// Parses `text` (named `path` in errors) and validates it.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let config: Config = toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
-            ConfigError::Parse { path: path.into(), line, column, message: e.message().to_string() }
+            ConfigError::Parse { path: path.into(), line, column, message: e.message().trim_end().to_string() }
         })?;
-        config.check(path)?;
+        config.validate().map_err(|invalid| ConfigError::Invalid { path: path.into(), invalid })?;
         Ok(config)
     }
 
-    fn check(&self, path: &Path) -> Result<(), ConfigError> {
-        let bad = |key, value: String, why| Err(ConfigError::Invalid { path: path.into(), key, value, why });
-        if self.sm.priority > 15 {
-            return bad("sm.priority", self.sm.priority.to_string(), "must be 0-15");
+    /// Checks every value's range, first failure first. [`Config::parse`]
+    /// calls it; call it again after command-line overrides.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        let (sm, tr) = (&self.sm, &self.transport);
+        in_range("sm.sweep_interval_s", sm.sweep_interval_s, 0, 86_400, "must be 0-86400 s (0 sweeps on traps only)")?;
+        in_range("sm.priority", sm.priority.into(), 0, 15, "must be 0-15")?;
+        in_range("sm.sminfo_polling_timeout_ms", sm.sminfo_polling_timeout_ms, 1, 600_000, "must be 1-600000 ms")?;
+        in_range("sm.polling_retry_number", sm.polling_retry_number.into(), 1, 100, "must be 1-100")?;
+        in_range("sm.lmc", sm.lmc.into(), 0, 7, "must be 0-7")?;
+        in_range("sm.subnet_timeout", sm.subnet_timeout.into(), 0, 31, "must be 0-31")?;
+        in_range("sm.packet_life_time", sm.packet_life_time.into(), 0, 31, "must be 0-31")?;
+        // max_op_vls is the VL budget of the engines that layer routes on
+        // VLs: a VLCap code, 1 = VL0 only ... 5 = VL0-14 (IBA 14.2.5.6, PortInfo.VLCap).
+        in_range("sm.max_op_vls", sm.max_op_vls.into(), 1, 5, "must be a VLCap code 1-5")?;
+        in_range("sm.m_key_protection_level", sm.m_key_protection_level.into(), 0, 3, "must be 0-3")?;
+        in_range("sm.sm_sl", sm.sm_sl.into(), 0, 15, "must be 0-15")?;
+        if sm.cache_dir.as_os_str().is_empty() {
+            return Err(invalid("sm.cache_dir", "\"\"", "must name a directory"));
         }
-        if self.sm.sminfo_polling_timeout_ms == 0 {
-            return bad("sm.sminfo_polling_timeout_ms", "0".into(), "must be at least 1");
+        if let Some(name) = sm.routing_engine.iter().find(|e| e.parse::<ibsm_routing::EngineKind>().is_err()) {
+            let known: Vec<&str> = ibsm_routing::EngineKind::ALL.iter().map(|k| k.name()).collect();
+            return Err(invalid("sm.routing_engine", name, &format!("unknown engine (known: {})", known.join(", "))));
         }
-        if self.sm.polling_retry_number == 0 {
-            return bad("sm.polling_retry_number", "0".into(), "must be at least 1");
+        if sm.partition_config_file.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+            return Err(invalid("sm.partition_config_file", "\"\"", "is empty; leave the key out for no file"));
         }
-        if self.sm.lmc > 7 {
-            return bad("sm.lmc", self.sm.lmc.to_string(), "must be 0-7");
+        QosConfig::parse_vlarb(&self.qos.vlarb_high)
+            .map_err(|why| invalid("qos.vlarb_high", &self.qos.vlarb_high, &why))?;
+        QosConfig::parse_vlarb(&self.qos.vlarb_low)
+            .map_err(|why| invalid("qos.vlarb_low", &self.qos.vlarb_low, &why))?;
+        QosConfig::parse_sl2vl(&self.qos.sl2vl).map_err(|why| invalid("qos.sl2vl", &self.qos.sl2vl, &why))?;
+        in_range("transport.window", tr.window as u64, 1, 1024, "must be 1-1024")?;
+        in_range("transport.gmp_window", tr.gmp_window as u64, 1, 1024, "must be 1-1024")?;
+        in_range("transport.timeout_ms", tr.timeout_ms, 1, 60_000, "must be 1-60000 ms")?;
+        in_range("transport.retries", tr.retries.into(), 0, 20, "must be 0-20")?;
+        if let Some(listen) = self.metrics.listen.as_deref().filter(|l| !l.is_empty()) {
+            listen.parse::<std::net::SocketAddr>().map_err(|e| {
+                invalid("metrics.listen", listen, &format!("{e} (address:port, or \"\" for no endpoint)"))
+            })?;
         }
-        if self.sm.subnet_timeout > 31 {
-            return bad("sm.subnet_timeout", self.sm.subnet_timeout.to_string(), "must be 0-31");
-        }
-        if self.sm.packet_life_time > 31 {
-            return bad("sm.packet_life_time", self.sm.packet_life_time.to_string(), "must be 0-31");
-        }
-        if !(1..=5).contains(&self.sm.max_op_vls) {
-            return bad("sm.max_op_vls", self.sm.max_op_vls.to_string(), "must be a VLCap code 1-5");
-        }
-        if self.sm.m_key_protection_level > 3 {
-            return bad("sm.m_key_protection_level", self.sm.m_key_protection_level.to_string(), "must be 0-3");
-        }
-        if let Some(name) = self.sm.routing_engine.iter().find(|e| e.parse::<ibsm_routing::EngineKind>().is_err()) {
-            return bad(
-                "sm.routing_engine",
-                name.clone(),
-                "unknown engine (minhop, updn, dnup, ftree, sssp, dfsssp, dor, nue)",
-            );
-        }
-        if let Err(why) = QosConfig::parse_vlarb(&self.qos.vlarb_high) {
-            return Err(ConfigError::Invalid {
-                path: path.into(),
-                key: "qos.vlarb_high",
-                value: self.qos.vlarb_high.clone(),
-                why: leak(why),
-            });
-        }
-        if let Err(why) = QosConfig::parse_vlarb(&self.qos.vlarb_low) {
-            return Err(ConfigError::Invalid {
-                path: path.into(),
-                key: "qos.vlarb_low",
-                value: self.qos.vlarb_low.clone(),
-                why: leak(why),
-            });
-        }
-        if let Err(why) = QosConfig::parse_sl2vl(&self.qos.sl2vl) {
-            return Err(ConfigError::Invalid {
-                path: path.into(),
-                key: "qos.sl2vl",
-                value: self.qos.sl2vl.clone(),
-                why: leak(why),
-            });
-        }
-        if self.transport.window == 0 {
-            return bad("transport.window", "0".into(), "must be at least 1");
-        }
-        if self.transport.gmp_window == 0 {
-            return bad("transport.gmp_window", "0".into(), "must be at least 1");
-        }
-        if self.transport.timeout_ms == 0 {
-            return bad("transport.timeout_ms", "0".into(), "must be at least 1");
-        }
+        LogConfig::directives(&self.log.level).map_err(|why| invalid("log.level", &self.log.level, &why))?;
         Ok(())
+    }
+}
+
+fn invalid(key: &'static str, value: &str, why: &str) -> Invalid {
+    Invalid { key, value: value.to_string(), why: why.to_string() }
+}
+
+fn in_range(key: &'static str, value: u64, lo: u64, hi: u64, why: &str) -> Result<(), Invalid> {
+    if (lo..=hi).contains(&value) {
+        Ok(())
+    } else {
+        Err(invalid(key, &value.to_string(), why))
     }
 }
 
@@ -355,6 +424,19 @@ fn opt_hex_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D:
     hex_u64(d).map(Some)
 }
 
+/// The other way: always a string of 16 hex digits, as OpenSM writes keys
+/// and GUIDs, so values past i64::MAX survive.
+pub(crate) fn hex_string<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{v:#018x}"))
+}
+
+fn opt_hex_string<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => hex_string(v, s),
+        None => s.serialize_none(),
+    }
+}
+
 /// Parses decimal or 0x-prefixed hexadecimal.
 pub fn parse_u64(text: &str) -> Option<u64> {
     let t = text.trim();
@@ -364,16 +446,16 @@ pub fn parse_u64(text: &str) -> Option<u64> {
     }
 }
 
-/// Config errors are built once, at start-up: a leaked message is fine.
-fn leak(s: String) -> &'static str {
-    Box::leak(s.into_boxed_str())
-}
-
+/// 1-based line and column (in characters) of a byte offset.
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
     let line = before.matches('\n').count() + 1;
-    let column = before.rfind('\n').map(|i| before.len() - i).unwrap_or(before.len() + 1);
-    (line, column)
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
 }
 
 #[cfg(test)]
@@ -412,7 +494,7 @@ mod tests {
         let d = Config::default().sm.election().detection_time();
         assert!(d <= Duration::from_secs(15), "{d:?}");
         let err = Config::parse("[sm]\npolling_retry_number = 0\n", Path::new("e.toml")).unwrap_err();
-        assert_eq!(err.to_string(), "e.toml: sm.polling_retry_number = 0: must be at least 1");
+        assert_eq!(err.to_string(), "e.toml: sm.polling_retry_number = 0: must be 1-100");
         let err = Config::parse("[sm]\nsm_priority = 16\n", Path::new("e.toml")).unwrap_err();
         assert_eq!(err.to_string(), "e.toml: sm.priority = 16: must be 0-15");
     }
@@ -424,13 +506,99 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_and_key() {
-        let err = Config::parse("[sm]\nlmc = 3\nbogus = 1\n", Path::new("/etc/ibsm.toml")).unwrap_err();
+        // An unknown key: line and column of the key itself.
+        let err = Config::parse("[sm]\nlmc = 3\n  bogus = 1\n", Path::new("/etc/ibsm.toml")).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.starts_with("/etc/ibsm.toml:3:"), "{msg}");
-        assert!(msg.contains("bogus"), "{msg}");
+        assert!(msg.starts_with("/etc/ibsm.toml:3:3: unknown field `bogus`"), "{msg}");
+        // A wrong type: line and column of the value.
+        let err = Config::parse("[transport]\nwindow = \"x\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().starts_with("c.toml:2:10: invalid type: string \"x\", expected usize"), "{err}");
+        let err = Config::parse("[sm]\n\nlmc_esp0 = 1\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().starts_with("c.toml:3:12: invalid type: integer"), "{err}");
+        // An unknown section.
+        let err = Config::parse("\n[perfmgrr]\nenabled = true\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().starts_with("c.toml:2:"), "{err}");
+        assert!(err.to_string().contains("unknown field `perfmgrr`"), "{err}");
+        // TOML syntax.
+        let err = Config::parse("[sm]\nlmc = = 3\n", Path::new("c.toml")).unwrap_err();
+        assert!(err.to_string().starts_with("c.toml:2:7:"), "{err}");
+        // Out of range: the key.
         let err = Config::parse("[sm]\nlmc = 9\n", Path::new("c.toml")).unwrap_err();
         assert_eq!(err.to_string(), "c.toml: sm.lmc = 9: must be 0-7");
-        let err = Config::parse("[transport]\nwindow = \"x\"\n", Path::new("c.toml")).unwrap_err();
-        assert!(err.to_string().starts_with("c.toml:2:"), "{err}");
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("ab\ncd", 0), (1, 1));
+        assert_eq!(line_col("ab\ncd", 3), (2, 1));
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+        assert_eq!(line_col("é = 1", 3), (1, 3), "é is one column");
+        assert_eq!(line_col("ab", 99), (1, 3));
+    }
+
+    #[test]
+    fn values_out_of_range_name_their_key() {
+        let cases = [
+            ("[sm]\npriority = 16", "sm.priority = 16: must be 0-15"),
+            ("[sm]\nsubnet_timeout = 32", "sm.subnet_timeout = 32: must be 0-31"),
+            ("[sm]\npacket_life_time = 40", "sm.packet_life_time = 40: must be 0-31"),
+            ("[sm]\nmax_op_vls = 0", "sm.max_op_vls = 0: must be a VLCap code 1-5"),
+            ("[sm]\nmax_op_vls = 6", "sm.max_op_vls = 6: must be a VLCap code 1-5"),
+            ("[sm]\nsm_sl = 16", "sm.sm_sl = 16: must be 0-15"),
+            ("[sm]\nm_key_protection_level = 4", "sm.m_key_protection_level = 4: must be 0-3"),
+            (
+                "[sm]\nsweep_interval_s = 100000",
+                "sm.sweep_interval_s = 100000: must be 0-86400 s (0 sweeps on traps only)",
+            ),
+            ("[sm]\nsminfo_polling_timeout_ms = 0", "sm.sminfo_polling_timeout_ms = 0: must be 1-600000 ms"),
+            ("[sm]\ncache_dir = \"\"", "sm.cache_dir = \"\": must name a directory"),
+            (
+                "[sm]\npartition_config_file = \"\"",
+                "sm.partition_config_file = \"\": is empty; leave the key out for no file",
+            ),
+            ("[transport]\nwindow = 0", "transport.window = 0: must be 1-1024"),
+            ("[transport]\ntimeout_ms = 600000", "transport.timeout_ms = 600000: must be 1-60000 ms"),
+            ("[transport]\nretries = 99", "transport.retries = 99: must be 0-20"),
+            ("[qos]\nsl2vl = \"0,1\"", "qos.sl2vl = 0,1: 2 entries, need one VL for each of the 16 SLs"),
+        ];
+        for (text, want) in cases {
+            let err = Config::parse(text, Path::new("r.toml")).unwrap_err();
+            assert_eq!(err.to_string(), format!("r.toml: {want}"), "{text}");
+        }
+        let err = Config::parse("[sm]\nrouting_engine = [\"ftree\", \"lash\"]", Path::new("r.toml")).unwrap_err();
+        assert!(err.to_string().starts_with("r.toml: sm.routing_engine = lash: unknown engine (known: "), "{err}");
+        let err = Config::parse("[metrics]\nlisten = \"localhost\"", Path::new("r.toml")).unwrap_err();
+        assert!(err.to_string().starts_with("r.toml: metrics.listen = localhost: "), "{err}");
+        assert!(Config::parse("[metrics]\nlisten = \"\"", Path::new("r.toml")).is_ok(), "empty turns it off");
+        // The edges are accepted.
+        Config::parse(
+            "[sm]\npriority = 15\nlmc = 7\nsubnet_timeout = 31\nmax_op_vls = 1\nsweep_interval_s = 0",
+            Path::new("r"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn log_levels() {
+        for ok in ["info", "DEBUG", "off", "info,ibsm::sa=debug", "warn, ibsm=trace"] {
+            assert!(LogConfig::directives(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "verbose", "info,ibsm::sa=loud", "=debug", ","] {
+            assert!(LogConfig::directives(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(LogConfig::directives(" Warn, ibsm = TRACE ").unwrap(), "warn,ibsm=trace");
+        let err = Config::parse("[log]\nlevel = \"verbose\"", Path::new("l.toml")).unwrap_err();
+        assert!(err.to_string().starts_with("l.toml: log.level = verbose: `verbose` is neither a level"), "{err}");
+    }
+
+    #[test]
+    fn serialized_default_round_trips_including_keys_past_i64() {
+        let mut c = Config::default();
+        c.sm.m_key = u64::MAX;
+        c.port.guid = Some(0x8000_0000_0000_0001);
+        c.sm.partition_config_file = Some("/etc/p.conf".into());
+        let text = toml::to_string(&c).unwrap();
+        assert!(text.contains("m_key = \"0xffffffffffffffff\""), "{text}");
+        assert_eq!(Config::parse(&text, Path::new("x")).unwrap(), c);
     }
 }

@@ -5,6 +5,7 @@
 //! command line, sets up logging and calls `run`.
 
 pub mod analyze;
+pub mod config;
 pub mod dump;
 pub mod join_bench;
 pub mod mcast;

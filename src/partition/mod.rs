@@ -30,7 +30,7 @@ pub const DEFAULT_PARTITION: u16 = 0x7fff;
 /// Where switches enforce partitions (OpenSM's `part_enforce`): on the
 /// switch ports facing end ports, inbound (PortInfo bit
 /// PartitionEnforcementInbound), outbound, both, or not at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PartEnforce {
     #[default]

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// What a SA that may not answer yet does with a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NotServing {
     /// Answer with MAD status BUSY (0x0001, IBA 13.4.7 Table 107: the
@@ -21,13 +21,13 @@ pub enum NotServing {
 
 /// The `[sa]` section. Defaults are sized for a 50,000-port fabric on one
 /// SM host; see each field.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SaConfig {
     /// The SM_Key that makes a requester trusted (OpenSM `sa_key`, default
     /// 1 there too). A request with SM_Key 0 is answered as untrusted; one
     /// with any other key is dropped (IBA C15-0.1.5, as OpenSM does).
-    #[serde(deserialize_with = "crate::config::hex_u64")]
+    #[serde(deserialize_with = "crate::config::hex_u64", serialize_with = "crate::config::hex_string")]
     pub sa_key: u64,
     /// PacketLifeTime and ClassPortInfo.RespTimeValue base, 4.096 µs × 2^n.
     /// Not a key of `[sa]`: the runtime copies `[sm] subnet_timeout`, the
