@@ -5,6 +5,7 @@ pub mod config;
 pub mod election;
 pub mod http;
 pub mod lid;
+pub mod logging;
 pub mod mad;
 pub mod partition;
 pub mod perfmgr;
