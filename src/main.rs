@@ -29,6 +29,8 @@ enum Command {
     /// Query a running SA (ibsm's or OpenSM's).
     #[command(subcommand)]
     Sa(cmd::sa::Args),
+    /// Print the default configuration, check a file, or convert an opensm.conf.
+    Config(cmd::config::Args),
     /// Print a running SM's /status (state, counts, sweeps, errors).
     Status(cmd::status::Args),
     /// Write a running SM's subnet list, LFTs, MFTs, guid2lid and topology.dot into a directory.
@@ -44,7 +46,8 @@ async fn main() -> ExitCode {
         Command::Run(a) => ("info", a.log_file.clone(), a.log_json),
         _ => ("warn", None, false),
     };
-    if let Err(e) = init_logging(default_level, file.as_deref(), json) {
+    // The handle stays reachable as ibsm::logging::handle() (SIGHUP reload).
+    if let Err(e) = ibsm::logging::init(default_level, file.as_deref(), json) {
         eprintln!("ibsm: {e}");
         return ExitCode::from(2);
     }
@@ -55,38 +58,8 @@ async fn main() -> ExitCode {
         Command::Route(args) => cmd::route::run(args).await,
         Command::Analyze(args) => cmd::analyze::run(args).await,
         Command::Sa(args) => cmd::sa::run(args).await,
+        Command::Config(args) => cmd::config::run(args).await,
         Command::Status(args) => cmd::status::run(args).await,
         Command::Dump(args) => cmd::dump::run(args).await,
     }
-}
-
-/// `IBSM_LOG` (tracing's filter syntax) overrides the default level.
-fn init_logging(default_level: &str, file: Option<&std::path::Path>, json: bool) -> Result<(), String> {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("IBSM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    match file {
-        Some(path) => {
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| format!("cannot open log file {}: {e}", path.display()))?;
-            let writer = std::sync::Mutex::new(f);
-            if json {
-                builder.json().with_writer(writer).init();
-            } else {
-                builder.with_ansi(false).with_writer(writer).init();
-            }
-        }
-        None => {
-            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            if json {
-                builder.json().with_writer(std::io::stderr).init();
-            } else {
-                builder.with_ansi(ansi).with_writer(std::io::stderr).init();
-            }
-        }
-    }
-    Ok(())
 }
