@@ -27,7 +27,6 @@ pub mod dispatch;
 pub mod driver;
 pub mod metrics;
 pub mod notify;
-pub mod notify;
 pub mod sa_task;
 pub mod snapshot;
 pub mod status;
