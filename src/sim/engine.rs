@@ -252,7 +252,7 @@ impl Fabric {
         Ok((Reached { port: t.port, hops: r.hops + t.hops }, lid))
     }
 
-    fn context(&self, node: u32, mad: &[u8], direction: Direction) -> Option<MadContext> {
+    pub(super) fn context(&self, node: u32, mad: &[u8], direction: Direction) -> Option<MadContext> {
         let h = MadHeader::new_checked(mad).ok()?;
         Some(MadContext {
             node: NodeIdx(node as usize),
@@ -265,7 +265,7 @@ impl Fabric {
 
     /// Applies the fault rules; Some(delay) if the MAD goes on. A held MAD
     /// is parked as `park` builds it.
-    fn apply_rules(&mut self, ctx: Option<MadContext>) -> Verdict {
+    pub(super) fn apply_rules(&mut self, ctx: Option<MadContext>) -> Verdict {
         match ctx {
             Some(ctx) if !self.rules.is_empty() => {
                 let v = self.rules.evaluate(&ctx, &mut self.rng);
@@ -278,7 +278,7 @@ impl Fabric {
         }
     }
 
-    fn park(&mut self, h: RuleHandle, ev: Event) {
+    pub(super) fn park(&mut self, h: RuleHandle, ev: Event) {
         self.seq += 1;
         let s = Scheduled { at: self.now, seq: self.seq, ev };
         self.held.push((h, s));
@@ -314,6 +314,10 @@ impl Fabric {
                 }
                 Verdict::Deliver { .. } => {}
             }
+        }
+        if class == MgmtClass::Perf && direction == Direction::Request {
+            // Every node's PMA answers PerfMgt itself (src/sim/pma.rs).
+            return self.pma_request(a);
         }
         let smp_class = matches!(class, MgmtClass::SubnMgmtDirected | MgmtClass::SubnMgmtLid);
         if !smp_class || direction == Direction::Response || matches!(method, Method::Trap | Method::Report) {
@@ -435,7 +439,7 @@ impl Fabric {
 
     /// The device that takes MADs arriving at `port`: `prefer` if it is
     /// attached there, else the first attached.
-    fn listener(&self, port: PortId, prefer: Option<DevId>) -> Option<DevId> {
+    pub(super) fn listener(&self, port: PortId, prefer: Option<DevId>) -> Option<DevId> {
         let devs = self.port_devices.get(&self.mgmt_port(port))?;
         prefer.filter(|d| devs.contains(d)).or_else(|| devs.first().copied())
     }

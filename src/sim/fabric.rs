@@ -201,6 +201,8 @@ pub struct Fabric {
     /// Real-time pacing: virtual time may not run ahead of the real time
     /// elapsed since (real start, virtual start).
     pub(crate) pace: Option<(std::time::Instant, Duration)>,
+    /// Every node's PerfMgt agent: port counters (src/sim/pma.rs).
+    pub(crate) pma: super::pma::Pma,
 }
 
 impl Fabric {
@@ -273,6 +275,7 @@ impl Fabric {
             pace: None,
             drops: HashMap::new(),
             port_devices: HashMap::new(),
+            pma: Default::default(),
         };
         for (li, l) in topo.links.iter().enumerate() {
             let a = f.cable_end(li, l.a)?;

@@ -28,6 +28,7 @@ mod drive;
 mod engine;
 mod fabric;
 pub mod fault;
+mod pma;
 mod profile;
 mod route;
 mod sma;
@@ -37,6 +38,7 @@ pub use device::{NodeSel, SimDevice};
 pub use drive::{drive_core, DriveError, Driven};
 pub use fabric::{Fabric, FabricBuilder, SharedFabric};
 pub use fault::{Action, Direction, Match, Rule, RuleHandle};
+pub use pma::DEFAULT_PMA_CAPABILITY;
 pub use virtual_transport::{VirtualClock, VirtualTransport};
 
 use crate::topology::{NodeIdx, PortRef};
@@ -55,6 +57,8 @@ pub enum SimError {
     NoSuchPort { node: NodeIdx, port: u8 },
     #[error("port {0:?} has no cable")]
     NotCabled(PortRef),
+    #[error("no PerfMgt counter is named {0:?}")]
+    NoSuchCounter(String),
 }
 
 /// Why the fabric lost a MAD (counted, see [`Fabric::dropped`]).

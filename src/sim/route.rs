@@ -36,7 +36,9 @@ const MAX_LID_HOPS: u32 = 64;
 impl Fabric {
     /// Crosses the link out of `out`: the port it arrives at.
     fn cross(&self, out: PortId) -> Result<PortId, DropReason> {
-        self.live_peer(out).ok_or(DropReason::LinkDown)
+        let peer = self.live_peer(out).ok_or(DropReason::LinkDown)?;
+        self.pma.count_crossing(out, peer);
+        Ok(peer)
     }
 
     /// The egress port a directed-route hop names at the node of `at`
