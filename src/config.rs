@@ -31,6 +31,8 @@ pub struct Config {
     pub sa: crate::sa::SaConfig,
     /// Logging (`[log]`).
     pub log: LogConfig,
+    /// The performance manager (`[perfmgr]`).
+    pub perfmgr: crate::perfmgr::config::PerfMgrConfig,
 }
 
 /// The `[log]` section. `IBSM_LOG`, when set, takes precedence (see
@@ -389,6 +391,13 @@ impl Config {
             })?;
         }
         LogConfig::directives(&self.log.level).map_err(|why| invalid("log.level", &self.log.level, &why))?;
+        let pm = &self.perfmgr;
+        in_range("perfmgr.interval_s", pm.interval_s, 0, 86_400, "must be 0-86400 s")?;
+        in_range("perfmgr.max_in_flight", pm.max_in_flight as u64, 0, 4096, "must be 0-4096")?;
+        if !(pm.error_rate_factor.is_finite() && pm.error_rate_factor >= 0.0) {
+            let value = pm.error_rate_factor.to_string();
+            return Err(invalid("perfmgr.error_rate_factor", &value, "must be 0 (off) or more"));
+        }
         Ok(())
     }
 }
@@ -559,6 +568,8 @@ mod tests {
             ("[transport]\nwindow = 0", "transport.window = 0: must be 1-1024"),
             ("[transport]\ntimeout_ms = 600000", "transport.timeout_ms = 600000: must be 1-60000 ms"),
             ("[transport]\nretries = 99", "transport.retries = 99: must be 0-20"),
+            ("[perfmgr]\ninterval_s = 90000", "perfmgr.interval_s = 90000: must be 0-86400 s"),
+            ("[perfmgr]\nerror_rate_factor = -1.0", "perfmgr.error_rate_factor = -1: must be 0 (off) or more"),
             ("[qos]\nsl2vl = \"0,1\"", "qos.sl2vl = 0,1: 2 entries, need one VL for each of the 16 SLs"),
         ];
         for (text, want) in cases {

@@ -18,6 +18,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("metrics", "The Prometheus endpoint."),
     ("sa", "The subnet administrator: answers only as MASTER after its first sweep."),
     ("log", "Logging; IBSM_LOG (tracing's filter syntax), when set, wins over this section."),
+    ("perfmgr", "The performance manager: PortCounters of every port, exported on /metrics."),
 ];
 
 /// `section.key` and its comment. Aliases are not listed: the output
@@ -93,6 +94,18 @@ const KEYS: &[(&str, &str)] = &[
     ("sa.max_queued", "answers waiting to be sent; more are dropped and counted"),
     ("sa.log_period_s", "at most one log line per reason per period for floods and drops"),
     ("sa.mirror_interval_s", "a standby copies the master's services, subscriptions, alias GUIDs this often; 0 = off"),
+    ("perfmgr.enabled", "poll every port's PortCounters/PortCountersExtended (opensm: perfmgr, off there)"),
+    (
+        "perfmgr.interval_s",
+        "seconds from one polling cycle to the next (opensm: perfmgr_sweep_time_s, 180 there); live",
+    ),
+    (
+        "perfmgr.max_in_flight",
+        "PerfMgt queries outstanding at once (opensm: perfmgr_max_outstanding_queries, 500 there)",
+    ),
+    ("perfmgr.on_standby", "also poll while this SM is a standby"),
+    ("perfmgr.error_threshold", "an error counter rising by more than this in one cycle is logged as an error jump"),
+    ("perfmgr.error_rate_factor", "or rising this many times faster than the cycle before; 0 = off"),
     ("log.level", "off, error, warn, info, debug, trace, or directives like \"info,ibsm::sa=debug\"; live on SIGHUP"),
 ];
 

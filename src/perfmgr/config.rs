@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// How the performance manager polls and what it calls an error jump.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct PerfMgrConfig {
     /// Poll every port's counters (OpenSM `perfmgr`, off there: OpenSM's
