@@ -2,6 +2,7 @@
 
 pub mod cmd;
 pub mod config;
+pub mod dump;
 pub mod election;
 pub mod http;
 pub mod lid;

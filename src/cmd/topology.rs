@@ -24,6 +24,11 @@ pub enum Args {
     MinimumSmps { topology: String },
     /// Print a summary: nodes, switches, hosts, links.
     Show { topology: String },
+    /// Print the topology for Graphviz (`| dot -Tsvg > fabric.svg`):
+    /// switches as boxes, CAs as ellipses, every cable an edge labelled
+    /// with its ports. Offline, so every link is drawn as cabled; a running
+    /// SM's drawing, coloured by link state, is `/dump/dot`.
+    Dot { topology: String },
 }
 
 /// `ibsm topology`.
@@ -56,6 +61,7 @@ pub async fn run(cmd: Args) -> ExitCode {
                     t.links.len()
                 ))
             }
+            Args::Dot { topology } => Ok(crate::dump::topology_dot(&load(&topology)?)),
         }
     })();
     match result {
