@@ -195,6 +195,46 @@ struct Owner<T: Transport + Clone> {
     /// When the owner next stamps the `/healthz` heartbeat (it also
     /// stamps it on every turn of its loop).
     next_heartbeat: Duration,
+    /// Whether the performance manager polls now: as master, or as standby
+    /// with `perfmgr.on_standby`.
+    perf_active: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Aborts its task when dropped: a task `run` started ends with it.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The performance manager as a task of its own beside the owner: it
+/// polls the ports of the newest snapshot while `active` says so, in the
+/// transport's PerfMgt window, and its counters are scraped through the
+/// metrics registry.
+fn spawn_perfmgr<T: Transport + Clone>(
+    transport: T,
+    config: crate::perfmgr::PerfMgrConfig,
+    options: &RunOptions,
+    active: Arc<std::sync::atomic::AtomicBool>,
+) -> AbortOnDrop {
+    let shared = crate::perfmgr::PerfShared::new();
+    if let Some(m) = &options.metrics {
+        m.register(Box::new(crate::perfmgr::PerfCollector::new(shared.clone())));
+    }
+    let mut core = crate::perfmgr::PerfCore::new(config, shared);
+    let mut of_snapshot = crate::perfmgr::targets::from_snapshots(options.snapshots.clone());
+    let targets = move || {
+        if active.load(std::sync::atomic::Ordering::Relaxed) {
+            of_snapshot()
+        } else {
+            Vec::new()
+        }
+    };
+    AbortOnDrop(tokio::spawn(async move {
+        crate::perfmgr::driver::run(&transport, &mut core, targets, std::future::pending()).await;
+    }))
 }
 
 /// How often an idle owner stamps its heartbeat: well inside
@@ -225,6 +265,10 @@ pub async fn run<T: Transport + Clone>(
     let (mcast_tx, mut mcast_changes) = tokio::sync::watch::channel(Arc::default());
     sm.set_mcast_source(mcast_changes.clone());
     let client = SmpClient::with_m_key(transport.clone(), config.sm.m_key);
+    let perf_active = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _perfmgr = config.perfmgr.enabled.then(|| {
+        spawn_perfmgr(transport.clone(), config.perfmgr.clone(), &options, perf_active.clone())
+    });
     let sa = sa_task::spawn(
         transport.clone(),
         crate::sa::SaConfig { subnet_timeout: config.sm.subnet_timeout, ..config.sa.clone() },
@@ -271,6 +315,7 @@ pub async fn run<T: Transport + Clone>(
         mirror: MirrorReads::default(),
         mcast_retry: None,
         next_heartbeat: Duration::ZERO,
+        perf_active,
     };
     let mut operator = if owner.options.operator_signals {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok()
@@ -513,6 +558,8 @@ impl<T: Transport + Clone> Owner<T> {
                     m.state_change(from, to, &cause);
                 }
                 self.publish_election();
+                let polls = to == State::Master || (to == State::Standby && self.config.perfmgr.on_standby);
+                self.perf_active.store(polls, std::sync::atomic::Ordering::Relaxed);
                 match to {
                     State::Standby => self.options.status.ready("standby: watching the master"),
                     State::Master if self.master_swept => {}
