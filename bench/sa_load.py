@@ -224,7 +224,7 @@ def bench_sm(kind, args, sock, hosts, work, cache, pairs):
         m_after = metrics(METRICS)
         r["flood_sweeps"] = tuple(b - a for a, b in zip(sweeps(m_before), sweeps(m_after)))
         r["sa_drops"] = {re.sub(r'.*what="([^"]*)".*', r"\1", k[1]): v for k, v in m_after.items()
-                         if k[0] == "ibsm_sa_events" and 'kind="drop"' in k[1] and v}
+                         if k[0] == "ibsm_sa_events_total" and 'kind="drop"' in k[1] and v}
     if cpu0 is not None and cpu1 is not None:
         r["cpu_s"] = cpu1 - cpu0
         r["cpu_share"] = (cpu1 - cpu0) / max(t1 - t0, 1e-9)

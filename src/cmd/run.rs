@@ -112,6 +112,9 @@ impl Args {
         if let Some(ca) = &self.port.ca {
             c.port.ca = Some(ca.clone());
         }
+        // The overrides are checked as the file's values are.
+        let named = self.config.clone().unwrap_or_else(|| "the command line".into());
+        c.validate().map_err(|invalid| crate::config::ConfigError::Invalid { path: named, invalid })?;
         Ok(c)
     }
 }
@@ -125,6 +128,12 @@ pub async fn run(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(h) = crate::logging::handle() {
+        if let Err(e) = h.set_config_level(&config.log.level) {
+            eprintln!("ibsm run: log.level: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let mut port = args.port.clone();
     if port.sim.is_none() && port.ca.is_none() && port.guid.is_none() {
         port.ca = config.port.ca.clone();
@@ -186,6 +195,11 @@ pub async fn run(args: Args) -> ExitCode {
         operator_signals: !args.once,
         status,
         snapshots,
+        notifier: std::sync::Arc::new(crate::runtime::notify::Notifier::from_env()),
+        reload: {
+            let args = args.clone();
+            Some(std::sync::Arc::new(move || args.config().map_err(|e| e.to_string())))
+        },
         ..RunOptions::default()
     };
     // SIGINT, or SIGTERM from systemd or an operator: the SM stops cleanly.

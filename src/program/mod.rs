@@ -316,6 +316,29 @@ impl<T: Transport> SubnetManager<T> {
         self.part_enforce = part_enforce;
     }
 
+    /// A reloaded configuration's live keys (SIGHUP), for the next heavy
+    /// sweep: QoS, partition enforcement and the partitions file. A new
+    /// file is read now; if it cannot be, the partitions in force and the
+    /// old file stay and the error is returned.
+    pub fn reconfigure(
+        &mut self,
+        config: &SmConfig,
+        qos: &crate::config::QosConfig,
+    ) -> Result<(), crate::partition::conf::PartitionConfError> {
+        self.qos = qos.clone();
+        self.part_enforce = config.part_enforce;
+        self.config.part_enforce = config.part_enforce;
+        if config.partition_config_file != self.config.partition_config_file {
+            let before = (self.config.partition_config_file.clone(), self.partition_source.take());
+            self.config.partition_config_file = config.partition_config_file.clone();
+            if let Err(e) = self.load_partitions() {
+                (self.config.partition_config_file, self.partition_source) = before;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     /// Fabric QoS tables to program (OpenSM's `qos_*`).
     pub fn with_qos(mut self, qos: crate::config::QosConfig) -> Self {
         self.qos = qos;

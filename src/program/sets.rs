@@ -339,17 +339,21 @@ fn is_timeout(e: &SmpError) -> bool {
     matches!(e, SmpError::Transport(crate::transport::TransportError::Timeout { .. }))
 }
 
+/// A read as asked: the caller's key, where, what.
+type ReadToken<K> = (K, DrPath, AttributeId, u32);
+type ReadAnswer = Result<[u8; 64], SmpError>;
+
 /// Reads as an I/O-free core: one Get per item; the answers are kept, in
 /// the order they came, for the caller.
 struct ReadCore<K, I> {
     reads: I,
-    answers: Vec<((K, DrPath, AttributeId, u32), Result<[u8; 64], SmpError>)>,
+    answers: Vec<(ReadToken<K>, ReadAnswer)>,
     outstanding: usize,
     exhausted: bool,
 }
 
 impl<K, I: Iterator<Item = (K, DrPath, AttributeId, u32)>> SmpCore for ReadCore<K, I> {
-    type Token = (K, DrPath, AttributeId, u32);
+    type Token = ReadToken<K>;
 
     fn poll_request(&mut self) -> Option<(Self::Token, SmpRequest)> {
         let Some((key, path, attr, amod)) = self.reads.next() else {

@@ -66,7 +66,16 @@ pub struct RunOptions {
     pub snapshots: snapshot::Snapshots,
     /// What `/status`, `/healthz` and `/readyz` answer from.
     pub status: status::StatusBoard,
+    /// systemd: READY=1 once ready, the watchdog fed by the owner,
+    /// RELOADING=1 around a SIGHUP reload, STOPPING=1 at the end.
+    pub notifier: Arc<notify::Notifier>,
+    /// SIGHUP: reads the configuration again (the file with the command
+    /// line's overrides). `None`: SIGHUP only re-reads partitions.conf.
+    pub reload: Option<ConfigReader>,
 }
+
+/// Reads the configuration afresh, validated, or says why it cannot.
+pub type ConfigReader = Arc<dyn Fn() -> Result<Config, String> + Send + Sync>;
 
 impl Default for RunOptions {
     fn default() -> Self {
@@ -78,6 +87,8 @@ impl Default for RunOptions {
             operator_signals: false,
             snapshots: snapshot::Snapshots::new(),
             status: status::StatusBoard::new(),
+            notifier: Arc::new(notify::Notifier::disabled()),
+            reload: None,
         }
     }
 }
@@ -198,6 +209,9 @@ struct Owner<T: Transport + Clone> {
     /// Whether the performance manager polls now: as master, or as standby
     /// with `perfmgr.on_standby`.
     perf_active: Arc<std::sync::atomic::AtomicBool>,
+    /// A SIGHUP changed keys the SubnetManager holds; applied when it is
+    /// home.
+    reconfigure_pending: bool,
 }
 
 /// Aborts its task when dropped: a task `run` started ends with it.
@@ -316,6 +330,7 @@ pub async fn run<T: Transport + Clone>(
         mcast_retry: None,
         next_heartbeat: Duration::ZERO,
         perf_active,
+        reconfigure_pending: false,
     };
     let mut operator = if owner.options.operator_signals {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok()
@@ -339,6 +354,7 @@ pub async fn run<T: Transport + Clone>(
             }
         }
         if job.is_none() {
+            owner.reconfigure();
             job = owner.next_job();
         }
         let wake = [
@@ -372,6 +388,7 @@ pub async fn run<T: Transport + Clone>(
         tokio::select! {
             _ = &mut shutdown => {
                 info!("shutting down");
+                let _ = owner.options.notifier.stopping();
                 // The publication point still holds the snapshot: its report
                 // is copied once, here, rather than at every sweep.
                 let last = owner.last.take().map(|s| s.sweep.clone());
@@ -401,13 +418,7 @@ pub async fn run<T: Transport + Clone>(
             },
             Ok(()) = alias_changes.changed() => owner.on_aliases_changed(),
             Ok(()) = mcast_changes.changed() => owner.on_mcast_changed(),
-            Some(()) = reload_asked => {
-                info!("SIGHUP: heavy sweep to re-read partitions.conf");
-                if owner.election.state() == State::Master {
-                    let now = owner.now();
-                    owner.election.handle(now, Event::SweepWanted);
-                }
-            }
+            Some(()) = reload_asked => owner.on_reload(),
             _ = sleep => owner.on_wake(job.is_some(), &mut side),
             Some(()) = operator_asks => {
                 info!("operator asks for a handover (SIGUSR1)");
@@ -428,7 +439,81 @@ impl<T: Transport + Clone> Owner<T> {
         let now = self.now();
         if now >= self.next_heartbeat {
             self.options.status.heartbeat();
-            self.next_heartbeat = now + HEARTBEAT_EVERY;
+            let _ = self.options.notifier.watchdog();
+            let every = self.options.notifier.watchdog_interval().map_or(HEARTBEAT_EVERY, |w| w.min(HEARTBEAT_EVERY));
+            self.next_heartbeat = now + every;
+        }
+    }
+
+    /// systemd: READY=1 (repeated sends are harmless) and a STATUS= line.
+    fn notify_ready(&self, status: &str) {
+        let n = &self.options.notifier;
+        if let Err(e) = n.ready().and_then(|_| n.status(status)) {
+            debug!(error = %e, "sd_notify failed");
+        }
+    }
+
+    /// SIGHUP: the configuration read again. A file that does not parse or
+    /// validate changes nothing; otherwise the keys that can change live
+    /// do, those that need a restart keep their running values, and one
+    /// line says which is which. A heavy sweep follows (it also re-reads
+    /// partitions.conf).
+    fn on_reload(&mut self) {
+        let _ = self.options.notifier.reloading();
+        let Some(read) = self.options.reload.clone() else {
+            info!("SIGHUP: heavy sweep to re-read partitions.conf");
+            return self.after_reload();
+        };
+        let new = match read() {
+            Ok(c) => c,
+            Err(e) => {
+                error!(error = %e, "SIGHUP: configuration refused; the running configuration stays");
+                self.options.status.record_error(format!("configuration reload refused: {e}"));
+                return self.after_reload();
+            }
+        };
+        let plan = crate::config::reload::reload_plan(&self.config, &new);
+        let merged = plan.apply(&self.config, &new);
+        if plan.changes("log.level") {
+            if let Some(h) = crate::logging::handle() {
+                match h.set_config_level(&merged.log.level) {
+                    Ok(true) => {}
+                    Ok(false) => info!(filter = h.env_filter().unwrap_or(""), "log.level changed; IBSM_LOG still rules"),
+                    Err(e) => warn!(error = %e, "log.level not applied"),
+                }
+            }
+        }
+        if plan.changes("sm.sweep_interval_s") && self.next_sweep.is_some() {
+            self.next_sweep = Some(self.now());
+        }
+        let sm_changes = ["qos.", "sm.partition_config_file", "sm.part_enforce"].iter().any(|k| plan.changes(k));
+        self.config = merged;
+        if sm_changes {
+            self.reconfigure_pending = true;
+        }
+        info!("SIGHUP: {}", plan.summary());
+        self.after_reload();
+    }
+
+    fn after_reload(&mut self) {
+        if self.election.state() == State::Master {
+            let now = self.now();
+            self.election.handle(now, Event::SweepWanted);
+        }
+        let _ = self.options.notifier.ready();
+    }
+
+    /// Hands a reloaded configuration's live keys to the SubnetManager
+    /// while it is home (no job runs).
+    fn reconfigure(&mut self) {
+        if !self.reconfigure_pending {
+            return;
+        }
+        let Some(sm) = self.sm.as_mut() else { return };
+        self.reconfigure_pending = false;
+        if let Err(e) = sm.reconfigure(&self.config.sm, &self.config.qos) {
+            error!(error = %e, "SIGHUP: the new partitions file is refused; the partitions in force stay");
+            self.options.status.record_error(format!("partitions file refused: {e}"));
         }
     }
 
@@ -561,7 +646,10 @@ impl<T: Transport + Clone> Owner<T> {
                 let polls = to == State::Master || (to == State::Standby && self.config.perfmgr.on_standby);
                 self.perf_active.store(polls, std::sync::atomic::Ordering::Relaxed);
                 match to {
-                    State::Standby => self.options.status.ready("standby: watching the master"),
+                    State::Standby => {
+                        self.options.status.ready("standby: watching the master");
+                        self.notify_ready("standby: watching the master");
+                    }
                     State::Master if self.master_swept => {}
                     State::Master => self.options.status.unready("master: the first heavy sweep has not finished"),
                     State::Discovering => self.options.status.unready("discovering"),
@@ -829,6 +917,11 @@ impl<T: Transport + Clone> Owner<T> {
             self.master_swept = true;
             self.sa.set_serving(self.sa_serving());
             self.options.status.ready("master: a heavy sweep has programmed the fabric");
+            self.notify_ready(&format!(
+                "master: {} nodes, {}",
+                self.last.as_ref().map_or(0, |s| s.sweep.subnet.nodes.len()),
+                if self.was_up { "subnet up" } else { "subnet not up yet" }
+            ));
         }
         self.options.status.set_port(local.port_guid, master_lid);
         self.publish_election();

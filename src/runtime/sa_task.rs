@@ -209,6 +209,8 @@ async fn run<T: Transport>(
             _ = export.tick(), if metrics.is_some() => {
                 if let Some(m) = &metrics {
                     m.sa(agent.stats());
+                    // The MADs in flight and queued stay live between sweeps.
+                    m.transport(&transport.stats());
                 }
             }
         }
