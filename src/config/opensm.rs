@@ -85,6 +85,7 @@ const WHY_NOT: &[(&str, &str)] = &[
     ("sa_db_file", "a standby mirrors the master's SA records ([sa] mirror_interval_s)"),
     ("sa_db_dump", "a standby mirrors the master's SA records ([sa] mirror_interval_s)"),
     ("torus_config", "no torus-2QoS engine"),
+    ("use_mfttop", "ibsm sets MulticastFDBTop wherever a switch supports it"),
     ("qos_policy_file", "no QoS policy file; only the fabric-wide qos_* tables"),
     ("qos_max_vls", "the VL budget is sm.max_op_vls"),
     ("qos_ca_*", "no per-port-kind QoS tables; only the fabric-wide qos_* keys"),
@@ -174,7 +175,7 @@ pub fn convert(text: &str) -> Conversion {
         let toml_value = match to_toml(kind, value) {
             Ok(Some(v)) => v,
             Ok(None) => {
-                out.skipped.push(skip(format!("{value}: OpenSM's \"unset\", ibsm's default applies")));
+                out.skipped.push(skip("OpenSM's \"unset\", ibsm's default applies".into()));
                 continue;
             }
             Err(Unconverted::Bad(why)) => {
