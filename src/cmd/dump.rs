@@ -159,7 +159,7 @@ mod tests {
                 assert!(!out.join(name).exists(), "{name} written from a failed answer");
             }
         }
-        assert_eq!(code == ExitCode::SUCCESS, served == DUMP_NAMES.len());
+        assert_eq!((code, served), (ExitCode::SUCCESS, DUMP_NAMES.len()));
         // No temporary files left behind.
         for entry in std::fs::read_dir(&out).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();

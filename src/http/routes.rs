@@ -25,7 +25,7 @@ enum Route<'a> {
     Status,
     Healthz,
     Readyz,
-    Dump(&'a str),
+    Dump(&'a str, fn(&Snapshot) -> String),
 }
 
 /// The answer to one request.
@@ -37,7 +37,7 @@ pub(super) async fn respond(state: &Arc<HttpState>, req: Request<Incoming>) -> R
         "/healthz" => Route::Healthz,
         "/readyz" => Route::Readyz,
         p => match p.strip_prefix("/dump/") {
-            Some(name) if DUMP_NAMES.contains(&name) => Route::Dump(name),
+            Some(name) if dump_formatter(name).is_some() => Route::Dump(name, dump_formatter(name).expect("checked")),
             Some(name) => {
                 return text(
                     StatusCode::NOT_FOUND,
@@ -90,16 +90,13 @@ pub(super) async fn respond(state: &Arc<HttpState>, req: Request<Incoming>) -> R
             (true, why) => text(StatusCode::OK, format!("ready: {why}\n")),
             (false, why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")),
         },
-        Route::Dump(name) => {
+        Route::Dump(name, format) => {
             let Some(snap) = state.snapshots.latest() else {
                 return text(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "no snapshot yet: this SM has not finished a heavy sweep as master (standby, or still sweeping)\n"
                         .to_string(),
                 );
-            };
-            let Some(format) = dump_formatter(name) else {
-                return text(StatusCode::NOT_IMPLEMENTED, format!("{name}: this build has no formatter for it\n"));
             };
             let content_type = if name.ends_with(".dot") { "text/vnd.graphviz; charset=utf-8" } else { PLAIN };
             match tokio::task::spawn_blocking(move || format(&snap)).await {
@@ -110,11 +107,17 @@ pub(super) async fn respond(state: &Arc<HttpState>, req: Request<Incoming>) -> R
     }
 }
 
-/// The formatter of the dump `name` (one of [`DUMP_NAMES`]), `None` for a
-/// dump this build cannot write yet.
+/// The formatter of the dump `name`, one of [`DUMP_NAMES`] (`crate::dump`
+/// writes them from a snapshot, as OpenSM writes its files).
 pub(super) fn dump_formatter(name: &str) -> Option<fn(&Snapshot) -> String> {
-    let _ = name;
-    None
+    Some(match name {
+        "subnet.lst" => crate::dump::subnet_list,
+        "opensm-lfts.dump" => crate::dump::lfts,
+        "opensm-mfts.dump" => crate::dump::mfts,
+        "guid2lid" => crate::dump::guid2lid,
+        "topology.dot" => crate::dump::dot,
+        _ => return None,
+    })
 }
 
 /// Whether an `Accept` header prefers OpenMetrics to the Prometheus text
