@@ -95,7 +95,10 @@ const KEYS: &[(&str, &str)] = &[
     ("sa.log_period_s", "at most one log line per reason per period for floods and drops"),
     ("sa.mirror_interval_s", "a standby copies the master's services, subscriptions, alias GUIDs this often; 0 = off"),
     ("perfmgr.enabled", "poll every port's PortCounters/PortCountersExtended (opensm: perfmgr, off there)"),
-    ("perfmgr.interval_s", "seconds from one polling cycle to the next (opensm: perfmgr_sweep_time_s, 180 there)"),
+    (
+        "perfmgr.interval_s",
+        "seconds from one polling cycle to the next (opensm: perfmgr_sweep_time_s, 180 there); live",
+    ),
     (
         "perfmgr.max_in_flight",
         "PerfMgt queries outstanding at once (opensm: perfmgr_max_outstanding_queries, 500 there)",

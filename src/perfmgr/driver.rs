@@ -20,8 +20,25 @@ type InFlight<'a> = Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
 /// which ports to read (e.g. [`super::targets::from_snapshots`]); a cycle
 /// with no ports is skipped. Time is tokio's, so paused-clock tests step
 /// through cycles in virtual time.
-pub async fn run<T, F, S>(transport: &T, core: &mut PerfCore, mut targets: F, shutdown: S)
+pub async fn run<T, F, S>(transport: &T, core: &mut PerfCore, targets: F, shutdown: S)
 where
+    T: Transport,
+    F: FnMut() -> Vec<PerfPort>,
+    S: Future<Output = ()>,
+{
+    let (_fixed, configs) = tokio::sync::watch::channel(core.config().clone());
+    run_configured(transport, core, targets, configs, shutdown).await
+}
+
+/// [`run`], taking each new configuration `configs` publishes (a SIGHUP
+/// reload) between cycles.
+pub async fn run_configured<T, F, S>(
+    transport: &T,
+    core: &mut PerfCore,
+    mut targets: F,
+    mut configs: tokio::sync::watch::Receiver<super::PerfMgrConfig>,
+    shutdown: S,
+) where
     T: Transport,
     F: FnMut() -> Vec<PerfPort>,
     S: Future<Output = ()>,
@@ -32,6 +49,12 @@ where
     loop {
         tokio::select! {
             _ = tokio::time::sleep_until(origin + core.next_cycle_at()) => {}
+            Ok(()) = configs.changed() => {
+                let cfg = configs.borrow_and_update().clone();
+                tracing::info!(interval_s = cfg.interval_s, "perfmgr: new configuration");
+                core.set_config(cfg);
+                continue;
+            }
             _ = &mut shutdown => return,
         }
         let ports = targets();

@@ -209,6 +209,8 @@ struct Owner<T: Transport + Clone> {
     /// Whether the performance manager polls now: as master, or as standby
     /// with `perfmgr.on_standby`.
     perf_active: Arc<std::sync::atomic::AtomicBool>,
+    /// The performance manager's configuration; a reload publishes here.
+    perf_config: tokio::sync::watch::Sender<crate::perfmgr::PerfMgrConfig>,
     /// A SIGHUP changed keys the SubnetManager holds; applied when it is
     /// home.
     reconfigure_pending: bool,
@@ -229,7 +231,7 @@ impl Drop for AbortOnDrop {
 /// metrics registry.
 fn spawn_perfmgr<T: Transport + Clone>(
     transport: T,
-    config: crate::perfmgr::PerfMgrConfig,
+    configs: tokio::sync::watch::Receiver<crate::perfmgr::PerfMgrConfig>,
     options: &RunOptions,
     active: Arc<std::sync::atomic::AtomicBool>,
 ) -> AbortOnDrop {
@@ -237,7 +239,7 @@ fn spawn_perfmgr<T: Transport + Clone>(
     if let Some(m) = &options.metrics {
         m.register(Box::new(crate::perfmgr::PerfCollector::new(shared.clone())));
     }
-    let mut core = crate::perfmgr::PerfCore::new(config, shared);
+    let mut core = crate::perfmgr::PerfCore::new(configs.borrow().clone(), shared);
     let mut of_snapshot = crate::perfmgr::targets::from_snapshots(options.snapshots.clone());
     let targets = move || {
         if active.load(std::sync::atomic::Ordering::Relaxed) {
@@ -247,7 +249,7 @@ fn spawn_perfmgr<T: Transport + Clone>(
         }
     };
     AbortOnDrop(tokio::spawn(async move {
-        crate::perfmgr::driver::run(&transport, &mut core, targets, std::future::pending()).await;
+        crate::perfmgr::driver::run_configured(&transport, &mut core, targets, configs, std::future::pending()).await;
     }))
 }
 
@@ -280,9 +282,9 @@ pub async fn run<T: Transport + Clone>(
     sm.set_mcast_source(mcast_changes.clone());
     let client = SmpClient::with_m_key(transport.clone(), config.sm.m_key);
     let perf_active = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let _perfmgr = config.perfmgr.enabled.then(|| {
-        spawn_perfmgr(transport.clone(), config.perfmgr.clone(), &options, perf_active.clone())
-    });
+    let (perf_config, perf_configs) = tokio::sync::watch::channel(config.perfmgr.clone());
+    let _perfmgr =
+        config.perfmgr.enabled.then(|| spawn_perfmgr(transport.clone(), perf_configs, &options, perf_active.clone()));
     let sa = sa_task::spawn(
         transport.clone(),
         crate::sa::SaConfig { subnet_timeout: config.sm.subnet_timeout, ..config.sa.clone() },
@@ -330,6 +332,7 @@ pub async fn run<T: Transport + Clone>(
         mcast_retry: None,
         next_heartbeat: Duration::ZERO,
         perf_active,
+        perf_config,
         reconfigure_pending: false,
     };
     let mut operator = if owner.options.operator_signals {
@@ -478,7 +481,9 @@ impl<T: Transport + Clone> Owner<T> {
             if let Some(h) = crate::logging::handle() {
                 match h.set_config_level(&merged.log.level) {
                     Ok(true) => {}
-                    Ok(false) => info!(filter = h.env_filter().unwrap_or(""), "log.level changed; IBSM_LOG still rules"),
+                    Ok(false) => {
+                        info!(filter = h.env_filter().unwrap_or(""), "log.level changed; IBSM_LOG still rules")
+                    }
                     Err(e) => warn!(error = %e, "log.level not applied"),
                 }
             }
@@ -486,8 +491,12 @@ impl<T: Transport + Clone> Owner<T> {
         if plan.changes("sm.sweep_interval_s") && self.next_sweep.is_some() {
             self.next_sweep = Some(self.now());
         }
+        if plan.changes("perfmgr.") {
+            self.perf_config.send_replace(merged.perfmgr.clone());
+        }
         let sm_changes = ["qos.", "sm.partition_config_file", "sm.part_enforce"].iter().any(|k| plan.changes(k));
         self.config = merged;
+        self.update_perf_active();
         if sm_changes {
             self.reconfigure_pending = true;
         }
@@ -515,6 +524,14 @@ impl<T: Transport + Clone> Owner<T> {
             error!(error = %e, "SIGHUP: the new partitions file is refused; the partitions in force stay");
             self.options.status.record_error(format!("partitions file refused: {e}"));
         }
+    }
+
+    /// The performance manager polls as master, and as standby when
+    /// `perfmgr.on_standby` says so.
+    fn update_perf_active(&self) {
+        let state = self.election.state();
+        let polls = state == State::Master || (state == State::Standby && self.config.perfmgr.on_standby);
+        self.perf_active.store(polls, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The master as this SM knows it: itself when master.
@@ -546,7 +563,8 @@ impl<T: Transport + Clone> Owner<T> {
                         i.lid.0 != 0 && (u32::from(i.lid.0)..u32::from(i.lid.0) + span).contains(&u32::from(lid.0))
                     })
                 };
-                let hit = if n.is_switch() { subnet.current_lid(id, 0) == Some(lid) } else { (1..n.ports.len()).any(holds) };
+                let hit =
+                    if n.is_switch() { subnet.current_lid(id, 0) == Some(lid) } else { (1..n.ports.len()).any(holds) };
                 hit.then(|| format!("{} '{}' at path {}", n.guid(), n.description.as_deref().unwrap_or(""), n.path))
             })
             .unwrap_or_else(|| format!("unknown at LID {lid}"))
@@ -643,8 +661,7 @@ impl<T: Transport + Clone> Owner<T> {
                     m.state_change(from, to, &cause);
                 }
                 self.publish_election();
-                let polls = to == State::Master || (to == State::Standby && self.config.perfmgr.on_standby);
-                self.perf_active.store(polls, std::sync::atomic::Ordering::Relaxed);
+                self.update_perf_active();
                 match to {
                     State::Standby => {
                         self.options.status.ready("standby: watching the master");
