@@ -187,8 +187,10 @@ async fn failover(seed: u64, b_mirror_interval_s: u64) -> After {
 
     // Two mirror intervals of standby. A's SA counts B's trusted reads.
     tokio::time::sleep(Duration::from_secs(25)).await;
-    let reads =
-        metric(&a_metrics.render(), "ibsm_sa_queries_total{attribute=\"ServiceRecord\",method=\"GetTable\",result=\"ok\"}");
+    let reads = metric(
+        &a_metrics.render(),
+        "ibsm_sa_queries_total{attribute=\"ServiceRecord\",method=\"GetTable\",result=\"ok\"}",
+    );
     if b_mirror_interval_s > 0 {
         assert!(reads.is_some_and(|n| n >= 2), "A answered {reads:?} ServiceRecord GetTables in 25 s");
     } else {

@@ -265,7 +265,8 @@ pub async fn program<T: Transport>(
     // Pass 2: ACTIVE, once both ends of a link are armed. A port whose
     // peer did not arm (its Set was lost) would refuse the Set (ibsim
     // answers 0x001C); the next sweep arms the peer and activates both.
-    let state = |node: NodeId, port: u8| subnet.node(node).ports.get(port as usize)?.info.as_ref().map(|i| i.port_state);
+    let state =
+        |node: NodeId, port: u8| subnet.node(node).ports.get(port as usize)?.info.as_ref().map(|i| i.port_state);
     let armed: Vec<Target> = managed
         .iter()
         .flat_map(|&node| {
@@ -593,8 +594,7 @@ async fn execute<T: Transport>(
     // sending those again now costs one timeout, a new sweep costs a whole
     // discovery. Refusals are not resent; they would be refused again.
     for _ in 0..RESEND_ROUNDS {
-        let (again, refused): (Vec<_>, Vec<_>) =
-            failed.into_iter().partition(|(_, e)| is_timeout(e));
+        let (again, refused): (Vec<_>, Vec<_>) = failed.into_iter().partition(|(_, e)| is_timeout(e));
         record_failures(subnet, ctx.plan, refused, report);
         if again.is_empty() {
             return;

@@ -166,7 +166,10 @@ mod tests {
 
     #[test]
     fn each_role_registers_its_agents() {
-        assert_eq!(agents(Role::SubnetManager), vec![(0x81, 1, true), (0x01, 1, true), (0x03, 2, true), (0x04, 1, false)]);
+        assert_eq!(
+            agents(Role::SubnetManager),
+            vec![(0x81, 1, true), (0x01, 1, true), (0x03, 2, true), (0x04, 1, false)]
+        );
         assert_eq!(agents(Role::Tool), vec![(0x81, 1, false), (0x01, 1, false)]);
         assert_eq!(agents(Role::SaClient), vec![(0x81, 1, false), (0x01, 1, false), (0x03, 2, false)]);
     }
