@@ -9,6 +9,7 @@ for pair in ibsim:ibsim-utils smpquery:infiniband-diags opensm:opensm promtool:p
   command -v "${pair%%:*}" >/dev/null 2>&1 || need_pkgs+=("${pair#*:}")
 done
 [ -e /usr/lib/x86_64-linux-gnu/libibumad.so.3 ] || need_pkgs+=(libibumad3)
+/usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || need_pkgs+=(python3-prometheus-client)
 [ -e /usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so ] || need_pkgs+=(ibsim-utils)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "installing: ${need_pkgs[*]}"
