@@ -53,6 +53,13 @@ pub const IDLE_WAIT: Duration = Duration::from_millis(2);
 pub const ACTIVE_IDLE_WAIT: Duration = Duration::from_micros(50);
 /// How long after the last MAD received the thread stays quick to look.
 pub const ACTIVE_SPAN: Duration = Duration::from_millis(100);
+/// The idle wait once nothing has been received for [`QUIET_AFTER`]: an
+/// SM at rest wakes 50 times a second, not 500 (an unsolicited MAD then
+/// waits up to this long to be seen; the first one ends the quiet).
+pub const QUIET_WAIT: Duration = Duration::from_millis(20);
+/// Silence (nothing received, nothing sent) after which the idle wait
+/// grows to [`QUIET_WAIT`].
+pub const QUIET_AFTER: Duration = Duration::from_secs(1);
 /// The longest device wait while requests are in flight, so new commands
 /// are picked up promptly.
 pub const BUSY_POLL: Duration = Duration::from_millis(1);
@@ -255,8 +262,13 @@ impl<D: MadDevice> IoLoop<D> {
             // An RMPP transfer being reassembled is as busy as a request
             // on the wire: its segments must be taken as they come.
             if self.core.in_flight() + self.core.receiving() == 0 {
-                let quick = self.last_traffic.is_some_and(|t| t.elapsed() < ACTIVE_SPAN);
-                match self.cmds.recv_timeout(if quick { ACTIVE_IDLE_WAIT } else { IDLE_WAIT }) {
+                let since = self.last_traffic.map(|t| t.elapsed());
+                let wait = match since {
+                    Some(s) if s < ACTIVE_SPAN => ACTIVE_IDLE_WAIT,
+                    Some(s) if s >= QUIET_AFTER => QUIET_WAIT,
+                    _ => IDLE_WAIT,
+                };
+                match self.cmds.recv_timeout(wait) {
                     Ok(c) => self.accept(c),
                     Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => self.closing = true,
