@@ -13,6 +13,9 @@ use super::targets::PerfPort;
 use crate::mad::perf::PERF_DATA_LEN;
 use crate::transport::{Transport, TransportError};
 
+/// How soon to ask for targets again after there were none.
+const EMPTY_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 type Answer = (Token, Result<[u8; PERF_DATA_LEN], PerfFailure>);
 type InFlight<'a> = Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
 
@@ -58,6 +61,15 @@ pub async fn run_configured<T, F, S>(
             _ = &mut shutdown => return,
         }
         let ports = targets();
+        if ports.is_empty() {
+            // Nothing to poll yet (no sweep published, or not master):
+            // look again shortly rather than a whole interval later, so
+            // the first cycle follows the first sweep.
+            tokio::select! {
+                _ = tokio::time::sleep(EMPTY_RETRY.min(core.config().interval())) => continue,
+                _ = &mut shutdown => return,
+            }
+        }
         tracing::debug!(ports = ports.len(), "perfmgr: cycle starts");
         core.begin_cycle(now(), ports);
         let mut in_flight: FuturesUnordered<InFlight<'_>> = FuturesUnordered::new();
