@@ -78,8 +78,12 @@ impl Notifier {
 
     /// Reloading the configuration (SIGHUP); send [`Notifier::ready`]
     /// when done, which systemd needs to leave the reloading state.
+    ///
+    /// With `Type=notify-reload` systemd (253 and later) tells one reload
+    /// cycle from another by `MONOTONIC_USEC`, the `CLOCK_MONOTONIC` time
+    /// the reload started: without it, the reload is not acknowledged.
     pub fn reloading(&self) -> io::Result<()> {
-        self.send("RELOADING=1")
+        self.send(&reloading_message(monotonic_usec()))
     }
 
     /// One line for `systemctl status`.
@@ -132,6 +136,25 @@ impl Notifier {
     }
 }
 
+/// The datagram announcing a reload that started at `usec` on
+/// `CLOCK_MONOTONIC`.
+fn reloading_message(usec: u64) -> String {
+    format!("RELOADING=1\nMONOTONIC_USEC={usec}")
+}
+
+/// `CLOCK_MONOTONIC` in microseconds, the clock systemd compares
+/// `MONOTONIC_USEC` against. std's `Instant` reads the same clock but hides
+/// its value, hence the one libc call outside the umad binding.
+#[allow(unsafe_code)]
+fn monotonic_usec() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always
+    // exists on Linux, so the call cannot fail.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    debug_assert_eq!(rc, 0, "clock_gettime(CLOCK_MONOTONIC)");
+    (ts.tv_sec as u64).saturating_mul(1_000_000).saturating_add(ts.tv_nsec as u64 / 1_000)
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::linux::net::SocketAddrExt;
@@ -159,14 +182,32 @@ mod tests {
         assert_eq!(recv(&sock), "STATUS=3 nodes up");
         n.watchdog().unwrap();
         assert_eq!(recv(&sock), "WATCHDOG=1");
+        let before = monotonic_usec();
         n.reloading().unwrap();
-        assert_eq!(recv(&sock), "RELOADING=1");
+        let after = monotonic_usec();
+        let reload = recv(&sock);
+        let usec = reload
+            .strip_prefix("RELOADING=1\nMONOTONIC_USEC=")
+            .unwrap_or_else(|| panic!("not a reload with its time: {reload:?}"));
+        let usec: u64 = usec.parse().unwrap_or_else(|_| panic!("MONOTONIC_USEC not a number: {reload:?}"));
+        assert!((before..=after).contains(&usec), "{before} <= {usec} <= {after}");
         n.extend_timeout(Duration::from_secs(2)).unwrap();
         assert_eq!(recv(&sock), "EXTEND_TIMEOUT_USEC=2000000");
         n.stopping().unwrap();
         assert_eq!(recv(&sock), "STOPPING=1");
         assert_eq!(n.watchdog_timeout(), Some(Duration::from_secs(30)));
         assert_eq!(n.watchdog_interval(), Some(Duration::from_secs(15)));
+    }
+
+    #[test]
+    fn the_reload_datagram_carries_the_monotonic_time() {
+        assert_eq!(reloading_message(1_234_567), "RELOADING=1\nMONOTONIC_USEC=1234567");
+        // The clock is CLOCK_MONOTONIC (what `Instant` reads on Linux), in
+        // microseconds: it moves with a sleep by about as much.
+        let a = monotonic_usec();
+        std::thread::sleep(Duration::from_millis(20));
+        let b = monotonic_usec();
+        assert!((20_000..2_000_000).contains(&(b - a)), "{a} then {b}");
     }
 
     #[test]
