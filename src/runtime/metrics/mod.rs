@@ -19,7 +19,6 @@ pub mod openmetrics;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,10 +29,7 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
-use tracing::{debug, warn};
+use tracing::warn;
 
 use crate::election::{State, TransitionCause};
 use crate::mad::{MgmtClass, NoticeRepr, SmControl};
@@ -557,39 +553,4 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
     }
-}
-
-/// Serves `GET /metrics` (any path, in fact) on `addr`, a few clients at a
-/// time. Returns once the listener is bound.
-pub async fn serve(addr: SocketAddr, metrics: Metrics) -> std::io::Result<tokio::task::JoinHandle<()>> {
-    let listener = TcpListener::bind(addr).await?;
-    let limit = Arc::new(Semaphore::new(4));
-    Ok(tokio::spawn(async move {
-        loop {
-            let Ok((mut stream, peer)) = listener.accept().await else { continue };
-            let Ok(permit) = limit.clone().try_acquire_owned() else {
-                debug!(%peer, "metrics: too many clients, dropping one");
-                continue;
-            };
-            let metrics = metrics.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
-                let mut req = [0u8; 1024];
-                let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut req)).await;
-                if !matches!(read, Ok(Ok(n)) if n > 0) {
-                    return;
-                }
-                let body = metrics.render();
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                if let Err(e) = stream.write_all(head.as_bytes()).await {
-                    warn!(%peer, error = %e, "metrics: write failed");
-                    return;
-                }
-                let _ = stream.write_all(body.as_bytes()).await;
-            });
-        }
-    }))
 }

@@ -4,8 +4,6 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
 use super::*;
 use crate::config::SmConfig;
 use crate::election::{Peer, PeerAddr};
@@ -55,23 +53,6 @@ fn value(text: &str, series: &str) -> Option<f64> {
 
 fn type_of(text: &str, family: &str) -> Option<String> {
     text.lines().find_map(|l| Some(l.strip_prefix(&format!("# TYPE {family} "))?.to_string()))
-}
-
-#[tokio::test]
-async fn serves_the_text_format() {
-    let m = Metrics::new();
-    m.light_sweep();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
-    serve(addr, m.clone()).await.unwrap();
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
-    assert!(out.contains("ibsm_sweeps_total{kind=\"light\"} 1"), "{out}");
-    assert!(out.contains("ibsm_subnet_up 0"), "{out}");
 }
 
 #[test]
