@@ -7,7 +7,8 @@
 //!  Metrics ── counters ─────────┐     accept loop ── at most max_connections ──┐
 //!  StatusBoard ── arc-swap ─────┼──►  one task per connection (hyper http1)    │
 //!  Snapshots ── arc-swap ───────┘     renders (metrics, dumps) on its blocking ◄┘
-//!                                     pool, so /healthz answers during them
+//!                                     pool, so /healthz answers during them;
+//!                                     /metrics one render at a time, cached
 //! ```
 //!
 //! The SM only ever writes what it shares (atomics and pointer swaps) and
@@ -32,6 +33,7 @@ use crate::runtime::snapshot::Snapshots;
 use crate::runtime::status::StatusBoard;
 
 pub mod client;
+mod render;
 mod routes;
 
 pub use routes::{wants_openmetrics, DUMP_NAMES};
@@ -65,6 +67,11 @@ pub struct HttpLimits {
     /// Requests one connection may make; the last answer says
     /// `Connection: close`.
     pub max_requests_per_connection: u32,
+    /// How long a `/metrics` render is reused (per format): scrapers
+    /// asking within it cost nothing. A render slower than this is reused
+    /// for as long as it took. Zero still shares a render among the
+    /// requests that wait for it.
+    pub metrics_cache: Duration,
 }
 
 impl Default for HttpLimits {
@@ -76,6 +83,7 @@ impl Default for HttpLimits {
             request_timeout: Duration::from_secs(60),
             connection_timeout: Duration::from_secs(120),
             max_requests_per_connection: 100,
+            metrics_cache: Duration::from_secs(1),
         }
     }
 }
@@ -93,6 +101,9 @@ pub struct HttpStats {
     pub requests: u64,
     /// Connections ended by `connection_timeout`.
     pub timed_out: u64,
+    /// `/metrics` expositions rendered (either format); requests answered
+    /// from the cache, or sharing a render, do not count.
+    pub metrics_renders: u64,
 }
 
 #[derive(Default)]
@@ -109,6 +120,7 @@ struct Counters {
 pub struct HttpHandle {
     addr: SocketAddr,
     counters: Arc<Counters>,
+    renders: Arc<render::RenderCache>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -127,6 +139,7 @@ impl HttpHandle {
             open: c.open.load(Ordering::Relaxed),
             requests: c.requests.load(Ordering::Relaxed),
             timed_out: c.timed_out.load(Ordering::Relaxed),
+            metrics_renders: self.renders.renders(),
         }
     }
 
@@ -186,14 +199,23 @@ pub fn spawn_with(addr: SocketAddr, state: HttpState, limits: HttpLimits) -> std
         TcpListener::from_std(std_listener)?
     };
     let counters = Arc::new(Counters::default());
+    let metrics = state.metrics.clone();
+    let renders = Arc::new(render::RenderCache::new(
+        limits.metrics_cache,
+        Arc::new(move |format| match format {
+            render::Format::Text => metrics.render(),
+            render::Format::OpenMetrics => metrics.render_openmetrics(),
+        }),
+    ));
     let (stop_tx, stop_rx) = oneshot::channel();
     let c = counters.clone();
+    let r = renders.clone();
     let thread = std::thread::Builder::new().name("ibsm-http".into()).spawn(move || {
-        rt.block_on(accept_loop(listener, Arc::new(state), limits, c, stop_rx));
+        rt.block_on(accept_loop(listener, Arc::new(state), r, limits, c, stop_rx));
         // A render still running is abandoned, not awaited.
         rt.shutdown_timeout(Duration::from_secs(1));
     })?;
-    Ok(HttpHandle { addr, counters, stop: Some(stop_tx), thread: Some(thread) })
+    Ok(HttpHandle { addr, counters, renders, stop: Some(stop_tx), thread: Some(thread) })
 }
 
 /// Decrements the open count when a connection ends, however it ends.
@@ -208,6 +230,7 @@ impl Drop for OpenGuard {
 async fn accept_loop(
     listener: TcpListener,
     state: Arc<HttpState>,
+    renders: Arc<render::RenderCache>,
     limits: HttpLimits,
     counters: Arc<Counters>,
     mut stop: oneshot::Receiver<()>,
@@ -247,6 +270,7 @@ async fn accept_loop(
         let guard = OpenGuard(counters.clone());
         let _ = stream.set_nodelay(true);
         let state = state.clone();
+        let renders = renders.clone();
         let builder = builder.clone();
         let counters = counters.clone();
         tokio::spawn(async move {
@@ -257,11 +281,14 @@ async fn accept_loop(
                 let counters = counters.clone();
                 service_fn(move |req| {
                     let state = state.clone();
+                    let renders = renders.clone();
                     let n = served.fetch_add(1, Ordering::Relaxed) + 1;
                     let counters = counters.clone();
                     async move {
                         let mut resp =
-                            match tokio::time::timeout(limits.request_timeout, routes::respond(&state, req)).await {
+                            match tokio::time::timeout(limits.request_timeout, routes::respond(&state, &renders, req))
+                                .await
+                            {
                                 Ok(r) => r,
                                 Err(_) => routes::text(
                                     hyper::StatusCode::SERVICE_UNAVAILABLE,

@@ -7,6 +7,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::render::{Format, RenderCache};
 use super::HttpState;
 use crate::runtime::snapshot::Snapshot;
 use crate::runtime::status::Health;
@@ -29,7 +30,7 @@ enum Route<'a> {
 }
 
 /// The answer to one request.
-pub(super) async fn respond(state: &Arc<HttpState>, req: Request<Incoming>) -> Response<Body> {
+pub(super) async fn respond(state: &Arc<HttpState>, renders: &RenderCache, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path();
     let route = match path {
         "/metrics" => Route::Metrics,
@@ -63,17 +64,16 @@ pub(super) async fn respond(state: &Arc<HttpState>, req: Request<Incoming>) -> R
     }
     match route {
         Route::Metrics => {
-            let openmetrics = wants_openmetrics(req.headers().get(ACCEPT).and_then(|v| v.to_str().ok()));
-            let metrics = state.metrics.clone();
-            // A big fabric's exposition takes a while: render off this
-            // thread so other clients (a probe's /healthz) are answered.
-            let rendered = tokio::task::spawn_blocking(move || match openmetrics {
-                true => (metrics.render_openmetrics(), OPENMETRICS_TEXT),
-                false => (metrics.render(), PROMETHEUS_TEXT),
-            })
-            .await;
-            match rendered {
-                Ok((body, content_type)) => with_type(StatusCode::OK, content_type, body),
+            let (format, content_type) =
+                match wants_openmetrics(req.headers().get(ACCEPT).and_then(|v| v.to_str().ok())) {
+                    true => (Format::OpenMetrics, OPENMETRICS_TEXT),
+                    false => (Format::Text, PROMETHEUS_TEXT),
+                };
+            // A big fabric's exposition takes a while: it is rendered off
+            // this thread (so a probe's /healthz is answered meanwhile),
+            // once for every request waiting, and reused a moment.
+            match renders.get(format).await {
+                Ok(body) => with_type(StatusCode::OK, content_type, body),
                 Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, format!("rendering the metrics failed: {e}\n")),
             }
         }

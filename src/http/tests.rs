@@ -226,6 +226,55 @@ fn accept_negotiation() {
 }
 
 #[test]
+fn concurrent_scrapes_cost_one_render() {
+    // A long cache, so that how slowly the threads start does not matter.
+    let limits = HttpLimits { metrics_cache: Duration::from_secs(60), ..HttpLimits::default() };
+    let st = state();
+    st.metrics.light_sweep();
+    let server = spawn_with(local(), st.clone(), limits).unwrap();
+    let addr = server.local_addr();
+    let start = Arc::new(std::sync::Barrier::new(16));
+    let scrapers: Vec<_> = (0..16)
+        .map(|_| {
+            let start = start.clone();
+            std::thread::spawn(move || {
+                let mut s = connect(addr);
+                start.wait();
+                s.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+                read_answer(&mut s).expect("an answer")
+            })
+        })
+        .collect();
+    let bodies: Vec<Answer> = scrapers.into_iter().map(|t| t.join().unwrap()).collect();
+    for a in &bodies {
+        assert_eq!(a.code, 200, "{}", a.text());
+        assert_eq!(a.body, bodies[0].body);
+    }
+    assert!(bodies[0].text().contains("ibsm_sweeps_total{kind=\"light\"} 1"), "{}", bodies[0].text());
+    assert_eq!(server.stats().metrics_renders, 1, "{:?}", server.stats());
+    // The other format is rendered apart, once.
+    for _ in 0..3 {
+        let a = request(addr, "GET", "/metrics", "Accept: application/openmetrics-text\r\n");
+        assert!(a.text().ends_with("# EOF\n"), "{}", a.text());
+    }
+    assert_eq!(server.stats().metrics_renders, 2, "{:?}", server.stats());
+}
+
+#[test]
+fn the_metrics_cache_expires() {
+    let limits = HttpLimits { metrics_cache: Duration::from_millis(50), ..HttpLimits::default() };
+    let st = state();
+    let server = spawn_with(local(), st.clone(), limits).unwrap();
+    let addr = server.local_addr();
+    assert!(!get(addr, "/metrics").text().contains("ibsm_sweeps_total{kind=\"light\"} 1"));
+    st.metrics.light_sweep();
+    std::thread::sleep(Duration::from_millis(200));
+    // A new render, with the sweep in it.
+    assert!(get(addr, "/metrics").text().contains("ibsm_sweeps_total{kind=\"light\"} 1"));
+    assert_eq!(server.stats().metrics_renders, 2);
+}
+
+#[test]
 fn keep_alive_is_bounded() {
     let limits = HttpLimits { max_requests_per_connection: 3, ..HttpLimits::default() };
     let server = spawn_with(local(), state(), limits).unwrap();
