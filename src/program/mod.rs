@@ -325,10 +325,13 @@ impl<T: Transport> SubnetManager<T> {
         config: &SmConfig,
         qos: &crate::config::QosConfig,
     ) -> Result<(), crate::partition::conf::PartitionConfError> {
+        // The partition policy reads qos.enabled (SLs from the file or
+        // none): a change of it rebuilds the source as a new path does.
+        let policy_changed = self.qos.enabled != qos.enabled;
         self.qos = qos.clone();
         self.part_enforce = config.part_enforce;
         self.config.part_enforce = config.part_enforce;
-        if config.partition_config_file != self.config.partition_config_file {
+        if config.partition_config_file != self.config.partition_config_file || policy_changed {
             let before = (self.config.partition_config_file.clone(), self.partition_source.take());
             self.config.partition_config_file = config.partition_config_file.clone();
             if let Err(e) = self.load_partitions() {
@@ -337,6 +340,12 @@ impl<T: Transport> SubnetManager<T> {
             }
         }
         Ok(())
+    }
+
+    /// The partitions file the SM reads (`sm.partition_config_file` as
+    /// last accepted).
+    pub fn partition_file(&self) -> Option<&std::path::Path> {
+        self.config.partition_config_file.as_deref()
     }
 
     /// Fabric QoS tables to program (OpenSM's `qos_*`).

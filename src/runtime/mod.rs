@@ -208,12 +208,54 @@ struct Owner<T: Transport + Clone> {
     next_heartbeat: Duration,
     /// Whether the performance manager polls now: as master, or as standby
     /// with `perfmgr.on_standby`.
-    perf_active: Arc<std::sync::atomic::AtomicBool>,
+    perf_active: Arc<std::sync::atomic::AtomicU8>,
+    /// What a standby's performance manager polls: the ports its own
+    /// discovery found (a standby publishes no snapshots).
+    standby_ports: StandbyPorts,
     /// The performance manager's configuration; a reload publishes here.
     perf_config: tokio::sync::watch::Sender<crate::perfmgr::PerfMgrConfig>,
     /// A SIGHUP changed keys the SubnetManager holds; applied when it is
     /// home.
     reconfigure_pending: bool,
+    /// systemd has had READY=1 (a reload ends with another).
+    told_ready: bool,
+    /// LID -> node, for log lines, built once per snapshot (its sequence).
+    lid_names: std::cell::RefCell<Option<(u64, std::collections::HashMap<u16, String>)>>,
+    /// Trap lines logged in the current second (its start, the count): a
+    /// storm is logged as a count, not line by line.
+    traps_logged: (Duration, u32),
+}
+
+/// Trap lines logged one by one per second; the rest are counted.
+const TRAP_LINES_PER_S: u32 = 10;
+
+/// The performance manager polls nothing, the newest snapshot's ports
+/// (master), or the standby's discovered ports.
+const PERF_OFF: u8 = 0;
+const PERF_MASTER: u8 = 1;
+const PERF_STANDBY: u8 = 2;
+
+type StandbyPorts = Arc<arc_swap::ArcSwap<Vec<crate::perfmgr::PerfPort>>>;
+
+/// Every LID of `subnet` (each end port's LMC range, each switch's port
+/// 0) to the node's GUID, description and directed path, for log lines.
+fn lid_index(subnet: &crate::sweep::subnet::Subnet) -> std::collections::HashMap<u16, String> {
+    let mut names = std::collections::HashMap::new();
+    for id in subnet.ids() {
+        let n = subnet.node(id);
+        let name = format!("{} '{}' at path {}", n.guid(), n.description.as_deref().unwrap_or(""), n.path);
+        let ports = if n.is_switch() { 0..1 } else { 1..n.ports.len() };
+        for p in ports {
+            let Some(info) = n.ports.get(p).and_then(|slot| slot.info.as_ref()) else { continue };
+            if info.lid.0 == 0 {
+                continue;
+            }
+            for l in info.lid.0..info.lid.0.saturating_add(1 << info.lmc.min(7)) {
+                names.insert(l, name.clone());
+            }
+        }
+    }
+    names
 }
 
 /// Aborts its task when dropped: a task `run` started ends with it.
@@ -233,7 +275,8 @@ fn spawn_perfmgr<T: Transport + Clone>(
     transport: T,
     configs: tokio::sync::watch::Receiver<crate::perfmgr::PerfMgrConfig>,
     options: &RunOptions,
-    active: Arc<std::sync::atomic::AtomicBool>,
+    mode: Arc<std::sync::atomic::AtomicU8>,
+    standby_ports: StandbyPorts,
 ) -> AbortOnDrop {
     let shared = crate::perfmgr::PerfShared::new();
     if let Some(m) = &options.metrics {
@@ -241,12 +284,10 @@ fn spawn_perfmgr<T: Transport + Clone>(
     }
     let mut core = crate::perfmgr::PerfCore::new(configs.borrow().clone(), shared);
     let mut of_snapshot = crate::perfmgr::targets::from_snapshots(options.snapshots.clone());
-    let targets = move || {
-        if active.load(std::sync::atomic::Ordering::Relaxed) {
-            of_snapshot()
-        } else {
-            Vec::new()
-        }
+    let targets = move || match mode.load(std::sync::atomic::Ordering::Relaxed) {
+        PERF_MASTER => of_snapshot(),
+        PERF_STANDBY => standby_ports.load().as_ref().clone(),
+        _ => Vec::new(),
     };
     AbortOnDrop(tokio::spawn(async move {
         crate::perfmgr::driver::run_configured(&transport, &mut core, targets, configs, std::future::pending()).await;
@@ -281,10 +322,13 @@ pub async fn run<T: Transport + Clone>(
     let (mcast_tx, mut mcast_changes) = tokio::sync::watch::channel(Arc::default());
     sm.set_mcast_source(mcast_changes.clone());
     let client = SmpClient::with_m_key(transport.clone(), config.sm.m_key);
-    let perf_active = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let perf_active = Arc::new(std::sync::atomic::AtomicU8::new(PERF_OFF));
+    let standby_ports: StandbyPorts = Arc::default();
     let (perf_config, perf_configs) = tokio::sync::watch::channel(config.perfmgr.clone());
-    let _perfmgr =
-        config.perfmgr.enabled.then(|| spawn_perfmgr(transport.clone(), perf_configs, &options, perf_active.clone()));
+    let _perfmgr = config
+        .perfmgr
+        .enabled
+        .then(|| spawn_perfmgr(transport.clone(), perf_configs, &options, perf_active.clone(), standby_ports.clone()));
     let sa = sa_task::spawn(
         transport.clone(),
         crate::sa::SaConfig { subnet_timeout: config.sm.subnet_timeout, ..config.sa.clone() },
@@ -332,8 +376,12 @@ pub async fn run<T: Transport + Clone>(
         mcast_retry: None,
         next_heartbeat: Duration::ZERO,
         perf_active,
+        standby_ports,
         perf_config,
         reconfigure_pending: false,
+        told_ready: false,
+        lid_names: std::cell::RefCell::new(None),
+        traps_logged: (Duration::ZERO, 0),
     };
     let mut operator = if owner.options.operator_signals {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok()
@@ -448,8 +496,19 @@ impl<T: Transport + Clone> Owner<T> {
         }
     }
 
+    /// systemd: a sweep failed before the SM was ever ready; it tries
+    /// again, so the start is not timed out (and restarted) meanwhile.
+    fn extend_start(&self) {
+        if !self.told_ready {
+            let wait = self.interval().unwrap_or(Duration::from_secs(1)) * 4 + Duration::from_secs(60);
+            let _ = self.options.notifier.extend_timeout(wait);
+            let _ = self.options.notifier.status("starting: a heavy sweep failed; trying again");
+        }
+    }
+
     /// systemd: READY=1 (repeated sends are harmless) and a STATUS= line.
-    fn notify_ready(&self, status: &str) {
+    fn notify_ready(&mut self, status: &str) {
+        self.told_ready = true;
         let n = &self.options.notifier;
         if let Err(e) = n.ready().and_then(|_| n.status(status)) {
             debug!(error = %e, "sd_notify failed");
@@ -509,7 +568,11 @@ impl<T: Transport + Clone> Owner<T> {
             let now = self.now();
             self.election.handle(now, Event::SweepWanted);
         }
-        let _ = self.options.notifier.ready();
+        // READY=1 ends the reload; before the SM was ever ready it would
+        // also end `systemctl start` early.
+        if self.told_ready {
+            let _ = self.options.notifier.ready();
+        }
     }
 
     /// Hands a reloaded configuration's live keys to the SubnetManager
@@ -521,6 +584,9 @@ impl<T: Transport + Clone> Owner<T> {
         let Some(sm) = self.sm.as_mut() else { return };
         self.reconfigure_pending = false;
         if let Err(e) = sm.reconfigure(&self.config.sm, &self.config.qos) {
+            // The running path stays the SM's: a later reload compares
+            // against what is really read.
+            self.config.sm.partition_config_file = sm.partition_file().map(|p| p.to_path_buf());
             error!(error = %e, "SIGHUP: the new partitions file is refused; the partitions in force stay");
             self.options.status.record_error(format!("partitions file refused: {e}"));
         }
@@ -529,9 +595,12 @@ impl<T: Transport + Clone> Owner<T> {
     /// The performance manager polls as master, and as standby when
     /// `perfmgr.on_standby` says so.
     fn update_perf_active(&self) {
-        let state = self.election.state();
-        let polls = state == State::Master || (state == State::Standby && self.config.perfmgr.on_standby);
-        self.perf_active.store(polls, std::sync::atomic::Ordering::Relaxed);
+        let mode = match self.election.state() {
+            State::Master => PERF_MASTER,
+            State::Standby if self.config.perfmgr.on_standby => PERF_STANDBY,
+            _ => PERF_OFF,
+        };
+        self.perf_active.store(mode, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The master as this SM knows it: itself when master.
@@ -548,26 +617,15 @@ impl<T: Transport + Clone> Owner<T> {
     /// The node behind `lid` as the last heavy sweep saw it (GUID,
     /// description, directed path), for log lines about it.
     fn node_at_lid(&self, lid: Lid) -> String {
-        let Some(snap) = self.last.as_ref().filter(|_| lid.is_unicast()) else {
+        let Some(snap) = self.last.as_ref() else {
             return "unknown (no sweep yet)".into();
         };
-        let subnet = &snap.sweep.subnet;
-        subnet
-            .ids()
-            .find_map(|id| {
-                let n = subnet.node(id);
-                // An end port answers to every LID of its LMC range.
-                let holds = |p: usize| {
-                    n.ports.get(p).and_then(|slot| slot.info.as_ref()).is_some_and(|i| {
-                        let span = 1u32 << i.lmc.min(7);
-                        i.lid.0 != 0 && (u32::from(i.lid.0)..u32::from(i.lid.0) + span).contains(&u32::from(lid.0))
-                    })
-                };
-                let hit =
-                    if n.is_switch() { subnet.current_lid(id, 0) == Some(lid) } else { (1..n.ports.len()).any(holds) };
-                hit.then(|| format!("{} '{}' at path {}", n.guid(), n.description.as_deref().unwrap_or(""), n.path))
-            })
-            .unwrap_or_else(|| format!("unknown at LID {lid}"))
+        let mut cache = self.lid_names.borrow_mut();
+        if cache.as_ref().is_none_or(|(seq, _)| *seq != snap.sequence) {
+            *cache = Some((snap.sequence, lid_index(&snap.sweep.subnet)));
+        }
+        let names = &cache.as_ref().expect("just built").1;
+        names.get(&lid.0).cloned().unwrap_or_else(|| format!("unknown at LID {lid}"))
     }
 
     /// The election as `/status` and the metrics show it.
@@ -793,6 +851,10 @@ impl<T: Transport + Clone> Owner<T> {
                     warn!(problem = %p, "sweep problem");
                 }
                 self.discovery_problems = found.subnet.problems.len();
+                if self.config.perfmgr.on_standby {
+                    // Its LIDs as the ports report them: a standby assigns none.
+                    self.standby_ports.store(Arc::new(crate::perfmgr::targets::from_subnet(&found.subnet, |_| None)));
+                }
                 let peers = self.peers(&found);
                 self.discovered = Some(*found);
                 self.election.handle(now, Event::DiscoveryDone { peers });
@@ -805,6 +867,7 @@ impl<T: Transport + Clone> Owner<T> {
                     m.sweep_failed(metrics::SweepFailure::Discovery);
                 }
                 self.options.status.record_error(format!("discovery failed: {e}"));
+                self.extend_start();
                 self.election.handle(now, Event::DiscoveryFailed { why: e.to_string() });
             }
             SweepDone::Programmed(Ok(report)) => {
@@ -820,6 +883,7 @@ impl<T: Transport + Clone> Owner<T> {
                     m.sweep_failed(metrics::SweepFailure::Programming);
                 }
                 self.options.status.record_error(format!("heavy sweep could not program the fabric: {e}"));
+                self.extend_start();
                 self.election.handle(now, Event::Programmed);
                 self.next_sweep = Some(now + self.interval().unwrap_or(Duration::from_secs(1)));
                 self.was_up = false;
@@ -1010,7 +1074,7 @@ impl<T: Transport + Clone> Owner<T> {
                     Ok(from) if self.election.control(now, control, from, addr) => 0,
                     Ok(_) => mad_status::INVALID_FIELD,
                     Err(e) => {
-                        error!(lid = %dgram.addr.lid, control = ?control, error = %e, "SubnSet(SMInfo) with an unreadable payload; ignored");
+                        error!(lid = %dgram.addr.lid, node = %self.node_at_lid(dgram.addr.lid), control = ?control, error = %e, "SubnSet(SMInfo) with an unreadable payload; ignored");
                         mad_status::INVALID_FIELD
                     }
                 };
@@ -1031,12 +1095,25 @@ impl<T: Transport + Clone> Owner<T> {
                     }
                     match notice {
                         Ok(notice) => {
-                            info!(
-                                trap = notice.trap_number,
-                                issuer_lid = %notice.issuer_lid,
-                                node = %self.node_at_lid(notice.issuer_lid),
-                                "trap received; sweeping"
-                            );
+                            let (since, n) = self.traps_logged;
+                            if now.saturating_sub(since) >= Duration::from_secs(1) {
+                                if n > TRAP_LINES_PER_S {
+                                    info!(
+                                        traps = n - TRAP_LINES_PER_S,
+                                        "more traps in the last second, not logged one by one"
+                                    );
+                                }
+                                self.traps_logged = (now, 0);
+                            }
+                            self.traps_logged.1 += 1;
+                            if self.traps_logged.1 <= TRAP_LINES_PER_S {
+                                info!(
+                                    trap = notice.trap_number,
+                                    issuer_lid = %notice.issuer_lid,
+                                    node = %self.node_at_lid(notice.issuer_lid),
+                                    "trap received; sweeping"
+                                );
+                            }
                             self.hand_to_sa(sa_task::SaInput::Trap { notice, from: dgram.addr.lid });
                         }
                         Err(e) => {
@@ -1071,7 +1148,7 @@ impl<T: Transport + Clone> Owner<T> {
 
     fn reply(&self, to: &Datagram, smp: crate::mad::SmpRepr) {
         if let Err(e) = self.transport.send(Datagram { addr: to.addr, mad: smp.to_bytes().to_vec() }) {
-            error!(error = %e, "could not answer SMP");
+            error!(lid = %to.addr.lid, node = %self.node_at_lid(to.addr.lid), error = %e, "could not answer SMP");
         }
     }
 
