@@ -189,3 +189,81 @@ async fn counters_are_polled_exported_and_accounted_as_the_pmas_hold_them() {
     let core = mgr.await.unwrap();
     assert_eq!(core.stats().cycles, 3);
 }
+
+/// A port that misses a cycle (Down at a sweep, say) and comes back goes
+/// on from its total: after ibsm cleared its 32-bit data counter, the
+/// hardware holds far less than the exported total, and restarting there
+/// would read as a counter reset to Prometheus, counted whole.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_port_away_for_a_cycle_continues_its_totals() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let net = Net::new(12);
+    let snapshots = Snapshots::new();
+    let options = RunOptions { persist_lids: false, snapshots: snapshots.clone(), ..RunOptions::default() };
+    let _sm = net.start_sm_with(0, sm_config(), options);
+    wait_every(Duration::from_millis(50), "bring-up", Duration::from_secs(30), async || {
+        net.lids_if_up().is_some() && snapshots.latest().is_some_and(|s| s.sweep.subnet_up())
+    })
+    .await;
+    // An old host: 32-bit counters only, its data counter past half.
+    let host = net.host(9);
+    let guid = net.topo.node(host).node_guid;
+    {
+        let mut f = net.fabric.lock().unwrap();
+        f.set_pma_capability(host, 0);
+        f.performance_set(PortRef { node: host, port: 1 }, "PortXmitData", 3_000_000_000).unwrap();
+    }
+    let away = Arc::new(AtomicBool::new(false));
+    let targets = {
+        let mut all = targets::from_snapshots(snapshots.clone());
+        let away = away.clone();
+        move || {
+            let mut t = all();
+            if away.load(Ordering::SeqCst) {
+                t.retain(|p| p.node_guid != guid);
+            }
+            t
+        }
+    };
+    let cfg = PerfMgrConfig { interval_s: 10, ..PerfMgrConfig::default() };
+    let shared = PerfShared::new();
+    let (transport, _unsolicited) = net.transport(5);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mgr = {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let mut core = PerfCore::new(cfg, shared);
+            driver::run(&transport, &mut core, targets, async {
+                let _ = stopped.await;
+            })
+            .await;
+        })
+    };
+
+    cycles(&shared, 1).await;
+    let before = totals(&shared.latest(), guid, 1);
+    assert!(before[Counter::XmitData.index()].unwrap() >= 3_000_000_000);
+    let (pc, _) = net.fabric.lock().unwrap().port_counters(PortRef { node: host, port: 1 }).unwrap();
+    assert!(pc.port_xmit_data < 1_000_000, "cleared by ibsm: {}", pc.port_xmit_data);
+
+    away.store(true, Ordering::SeqCst);
+    cycles(&shared, 2).await;
+    assert!(shared.latest().ports.iter().all(|p| p.node_guid != guid), "away: not exported");
+    net.fabric.lock().unwrap().performance_set(PortRef { node: host, port: 1 }, "SymbolErrorCounter", 7).unwrap();
+    away.store(false, Ordering::SeqCst);
+    cycles(&shared, 3).await;
+    let s3 = shared.latest();
+    let after = totals(&s3, guid, 1);
+    for c in Counter::ALL {
+        if let Some(b) = before[c.index()] {
+            let a = after[c.index()].unwrap_or_else(|| panic!("{c:?} exported again"));
+            assert!(a >= b, "{c:?} went back from {b} to {a}: a reset to Prometheus");
+        }
+    }
+    assert_eq!(after[Counter::SymbolErrors.index()], Some(7), "what it counted while away");
+    assert_eq!(s3.stats.backwards, 0);
+    stop.send(()).unwrap();
+    mgr.await.unwrap();
+}

@@ -13,6 +13,12 @@
 //! clears the counters past half their range. A port whose query goes
 //! unanswered (or is refused) is skipped for the cycle and counted; its
 //! totals stay as they were.
+//!
+//! A port that leaves the targets (Down at a heavy sweep, its node gone)
+//! leaves the export but keeps its account for [`ABSENT_GRACE`]; back
+//! within it, its series continues from its total (see
+//! [`PortAccount::resume`]) rather than restarting at the hardware's
+//! value, which Prometheus would read as a reset and count whole.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -28,6 +34,16 @@ use crate::mad::perf::{
 use crate::mad::Method;
 use crate::transport::{Datagram, MadAddress};
 use crate::types::{Guid, Lid};
+
+/// How long the account of a port no longer among the targets is kept.
+/// Time, not cycles: what it must outlast is a repair (a cable reseated,
+/// a switch rebooted or replaced overnight) and the range of the
+/// `increase()` a dashboard or alert takes across the gap (up to a day is
+/// common), whatever the interval (which a reload may change). Past it a
+/// returning port restarts at its hardware value, which such a range
+/// would count whole. An account is about 1 KiB, so even a director's
+/// 648 ports gone for the day cost under 1 MiB.
+pub const ABSENT_GRACE: Duration = Duration::from_secs(24 * 3600);
 
 /// Identifies a request handed out by [`PerfCore::poll_request`].
 pub type Token = u64;
@@ -243,12 +259,22 @@ struct Cycle {
     skipped: usize,
 }
 
+/// A port's account and when it was last among the targets.
+struct Kept {
+    account: PortAccount,
+    /// The start of the last cycle that had the port among its targets.
+    seen: Duration,
+}
+
 /// The performance manager's state machine.
 pub struct PerfCore {
     cfg: PerfMgrConfig,
-    /// CapabilityMask of each node's PMA.
+    /// CapabilityMask of each node's PMA (while the node is a target).
     caps: HashMap<Guid, u16>,
-    accounts: HashMap<(Guid, u8), PortAccount>,
+    /// Of target ports, and of absent ones for [`ABSENT_GRACE`].
+    accounts: HashMap<(Guid, u8), Kept>,
+    /// When the last cycle began (finished or not).
+    last_begun: Option<Duration>,
     stats: PerfStats,
     cycle: Option<Cycle>,
     next_cycle: Duration,
@@ -266,6 +292,7 @@ impl PerfCore {
             cfg,
             caps: HashMap::new(),
             accounts: HashMap::new(),
+            last_begun: None,
             stats: PerfStats::default(),
             cycle: None,
             next_cycle: Duration::ZERO,
@@ -294,9 +321,10 @@ impl PerfCore {
         &self.stats
     }
 
-    /// The totals of one port, if it was ever read.
+    /// The totals of one port, if it was ever read (and, if it left the
+    /// targets, not longer than [`ABSENT_GRACE`] ago).
     pub fn port_account(&self, node: Guid, port: u8) -> Option<&PortAccount> {
-        self.accounts.get(&(node, port))
+        self.accounts.get(&(node, port)).map(|k| &k.account)
     }
 
     /// When the next cycle is due (only meaningful while none runs).
@@ -313,15 +341,29 @@ impl PerfCore {
         self.cycle.as_ref().map_or(0, |c| c.in_flight.len())
     }
 
-    /// Starts a cycle over `targets` (duplicates dropped). Ports and nodes
-    /// no longer among them are forgotten, so the export only names ports
-    /// that exist. A cycle already running is abandoned: its unanswered
-    /// queries are ignored when they come back.
+    /// Starts a cycle over `targets` (duplicates dropped). Only they are
+    /// exported at its end. Ports no longer among them keep their account
+    /// for [`ABSENT_GRACE`], so that one coming back continues its total;
+    /// a port back after missing a cycle or more resumes. Nodes no longer
+    /// among them lose their cached ClassPortInfo (read again if they come
+    /// back: their PMA may have changed). A cycle already running is
+    /// abandoned: its unanswered queries are ignored when they come back.
     pub fn begin_cycle(&mut self, now: Duration, mut targets: Vec<PerfPort>) {
         targets.sort();
         targets.dedup_by(|a, b| (a.node_guid, a.port) == (b.node_guid, b.port));
         let keep: HashSet<(Guid, u8)> = targets.iter().map(|t| (t.node_guid, t.port)).collect();
-        self.accounts.retain(|k, _| keep.contains(k));
+        let previous = self.last_begun.replace(now);
+        self.accounts.retain(|k, kept| {
+            if keep.contains(k) {
+                if previous.is_some_and(|p| kept.seen < p) {
+                    kept.account.resume();
+                }
+                kept.seen = now;
+                true
+            } else {
+                now.saturating_sub(kept.seen) <= ABSENT_GRACE
+            }
+        });
         let nodes: HashSet<Guid> = targets.iter().map(|t| t.node_guid).collect();
         self.caps.retain(|g, _| nodes.contains(g));
         let n = targets.len();
@@ -463,8 +505,8 @@ impl PerfCore {
             }
             (Query::Clear { select, select2 }, Ok(_)) => {
                 let port = c.targets[i].port;
-                if let Some(a) = self.accounts.get_mut(&(guid, port)) {
-                    a.cleared(select, select2);
+                if let Some(k) = self.accounts.get_mut(&(guid, port)) {
+                    k.account.cleared(select, select2);
                 }
                 self.stats.clears += 1;
             }
@@ -494,7 +536,11 @@ impl PerfCore {
         let Some(c) = self.cycle.as_mut() else { return };
         let t = &c.targets[i];
         let reading = Reading::new(pc, mode, ext);
-        let applied = self.accounts.entry((t.node_guid, t.port)).or_default().apply(now, &reading, &rule);
+        let kept = self
+            .accounts
+            .entry((t.node_guid, t.port))
+            .or_insert_with(|| Kept { account: PortAccount::new(), seen: c.started });
+        let applied = kept.account.apply(now, &reading, &rule);
         c.polled += 1;
         self.stats.backwards += applied.backwards.len() as u64;
         for j in applied.jumps {
@@ -533,7 +579,7 @@ impl PerfCore {
             .targets
             .iter()
             .filter_map(|t| {
-                let a = self.accounts.get(&(t.node_guid, t.port))?;
+                let a = &self.accounts.get(&(t.node_guid, t.port))?.account;
                 Some(PortTotals {
                     node_guid: t.node_guid,
                     node_desc: t.node_desc.clone(),

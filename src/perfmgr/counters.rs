@@ -13,6 +13,16 @@
 //!   counts; after the clear is answered the next reading counts from 0.
 //!   A clear whose answer was lost is caught by the backwards rule.
 //!   Counters read from PortCountersExtended are 64 bits and never cleared.
+//! - A port away from the fabric for a while keeps its account; when it
+//!   returns ([`PortAccount::resume`]) the same rules continue from the
+//!   reading before it left. Both rises (the difference, or the reading
+//!   after a clear) only count what the port counted while away: never
+//!   more, so never a spike, and the LinkDowned that took it away is kept.
+//!   That rise spans the absence, not one interval, so it is not judged
+//!   as an error jump. A counter whose width changed meanwhile (its node
+//!   answered another CapabilityMask: 32-bit PortCounters against 64-bit
+//!   PortCountersExtended) is not the same counter: its reading is a new
+//!   base and adds nothing.
 //!
 //! Half, not OpenSM's 75%: the counts between the reading and the clear
 //! are lost either way, and half leaves the most headroom for a port that
@@ -333,6 +343,8 @@ pub struct PortAccount {
     last_rise: PerCounter<Option<(u64, Duration)>>,
     /// When each counter was last read.
     last_at: PerCounter<Option<Duration>>,
+    /// The width in bits of each counter's previous reading.
+    widths: PerCounter<u8>,
 }
 
 impl PortAccount {
@@ -361,16 +373,23 @@ impl PortAccount {
             let since = self.last_at[i].map(|t| now.saturating_sub(t));
             let rise = match self.last[i] {
                 None => None,
+                Some(_) if self.widths[i] != width => None,
                 Some(prev) if raw >= prev => Some(raw - prev),
                 Some(_) => {
                     out.backwards.push(c);
                     Some(raw)
                 }
             };
-            let total = self.totals[i].unwrap_or(0);
-            self.totals[i] = Some(total.saturating_add(rise.unwrap_or(raw)));
+            self.totals[i] = Some(match (self.totals[i], rise) {
+                (Some(total), Some(rise)) => total.saturating_add(rise),
+                // A new base (width changed): what it holds was not counted here.
+                (Some(total), None) => total,
+                // The first reading ever: the total starts at what the port holds.
+                (None, _) => raw,
+            });
             self.last[i] = Some(raw);
             self.last_at[i] = Some(now);
+            self.widths[i] = width;
             if let (Some(rise), Some(elapsed)) = (rise, since) {
                 if c.is_error() {
                     if let Some(kind) = jump(rule, rise, elapsed, self.last_rise[i]) {
@@ -386,6 +405,14 @@ impl PortAccount {
             }
         }
         out
+    }
+
+    /// The port is back after an absence (not polled for a while): the
+    /// next reading's rises are added as usual but span the absence, so
+    /// they are judged for no jump and are no previous rate for the next.
+    pub fn resume(&mut self) {
+        self.last_at = [None; COUNTERS];
+        self.last_rise = [None; COUNTERS];
     }
 
     /// A clear of the counters `select`/`select2` name was answered: they
@@ -546,6 +573,56 @@ mod tests {
         d.apply(at(0), &Reading::new(&pc(|_| ()), Extended::None, None), &RULE);
         let out = d.apply(at(1), &Reading::new(&pc(|r| r.port_xmit_pkts = 1_000_000), Extended::None, None), &RULE);
         assert!(out.jumps.is_empty());
+    }
+
+    #[test]
+    fn a_port_back_from_an_absence_continues_and_never_spikes() {
+        let mut a = PortAccount::new();
+        let read = |f: fn(&mut PortCountersRepr)| Reading::new(&pc(f), Extended::None, None);
+        a.apply(at(0), &read(|r| r.port_rcv_errors = 400), &RULE);
+        a.apply(at(1), &read(|r| r.port_rcv_errors = 410), &RULE);
+        // Away for an hour; meanwhile the link went down once and errors rose.
+        a.resume();
+        let out = a.apply(
+            at(61),
+            &read(|r| {
+                r.port_rcv_errors = 700;
+                r.link_downed_counter = 1;
+            }),
+            &RULE,
+        );
+        assert_eq!(a.total(Counter::RcvErrors), Some(700), "the rise while away, once");
+        assert_eq!(a.total(Counter::LinkDowned), Some(1), "the down that took it away is kept");
+        assert!(out.jumps.is_empty(), "a rise over an hour is no jump of one interval");
+        // Someone cleared the counter while it was away: only what it holds is new.
+        a.resume();
+        let out = a.apply(
+            at(70),
+            &read(|r| {
+                r.port_rcv_errors = 3;
+                r.link_downed_counter = 1;
+            }),
+            &RULE,
+        );
+        assert_eq!(out.backwards, vec![Counter::RcvErrors]);
+        assert_eq!(a.total(Counter::RcvErrors), Some(703));
+        // Back with 64-bit counters where it had 32-bit ones: a new base.
+        a.apply(at(71), &read(|r| r.port_xmit_data = 1000), &RULE);
+        a.resume();
+        let e = PortCountersExtendedRepr { port_xmit_data: 1 << 50, ..Default::default() };
+        a.apply(at(80), &Reading::new(&pc(|_| ()), Extended::Full, Some(&e)), &RULE);
+        assert_eq!(a.total(Counter::XmitData), Some(1000), "another counter, not a rise of 2^50");
+        a.apply(
+            at(81),
+            &Reading::new(
+                &pc(|_| ()),
+                Extended::Full,
+                Some(&PortCountersExtendedRepr { port_xmit_data: (1 << 50) + 5, ..e }),
+            ),
+            &RULE,
+        );
+        assert_eq!(a.total(Counter::XmitData), Some(1005));
+        assert_eq!(a.total(Counter::UnicastXmitPkts), Some(0), "new counters start at their reading");
     }
 
     #[test]

@@ -192,11 +192,56 @@ fn ports_that_leave_the_targets_leave_the_export() {
     assert_eq!(shared.latest().ports.len(), 2);
     run_cycle(&mut core, &mut pma, Duration::from_secs(60), vec![port(1, 2, 1, true), port(1, 2, 1, true)]);
     assert_eq!(shared.latest().ports.len(), 1, "gone, and duplicates count once");
-    assert!(core.port_account(Guid(1), 1).is_none());
+    assert!(core.port_account(Guid(1), 1).is_some(), "kept for a while, in case it comes back");
     // No targets: the cycle ends at once.
     core.begin_cycle(Duration::from_secs(120), Vec::new());
     assert!(!core.in_cycle());
     assert!(shared.latest().ports.is_empty());
+    // Forgotten once away (last targeted at 0) for longer than the grace.
+    core.begin_cycle(ABSENT_GRACE, Vec::new());
+    assert!(core.port_account(Guid(1), 1).is_some(), "not longer yet");
+    core.begin_cycle(ABSENT_GRACE + Duration::from_secs(1), Vec::new());
+    assert!(core.port_account(Guid(1), 1).is_none());
+}
+
+/// A port cleared by ibsm, then away (Down at a sweep) and back: its
+/// exported total goes on from where it was, never below it (which
+/// Prometheus would take for a reset and count the raw value whole).
+#[test]
+fn a_port_back_after_an_absence_continues_its_total() {
+    use crate::mad::perf::port_counters::select;
+    let shared = PerfShared::new();
+    let mut core = PerfCore::new(cfg(4), shared.clone());
+    let mut pma = FakePma::default();
+    pma.caps.insert(1, Some(0));
+    pma.counters.insert((1, 1), PortCountersRepr { port_rcv_pkts: 3_000_000_000, ..Default::default() });
+    let both = vec![port(1, 1, 1, true), port(1, 2, 1, true)];
+    let exported = |shared: &PerfShared, c: Counter| {
+        let snap = shared.latest();
+        snap.ports.iter().find(|p| p.port == 1).map(|p| p.totals[c.index()].unwrap())
+    };
+    let mut t = Duration::ZERO;
+    run_cycle(&mut core, &mut pma, t, both.clone());
+    assert_eq!(pma.sets, vec![(1, 1, select::PORT_RCV_PKTS, 0)], "cleared by ibsm: the hardware now holds less");
+    t += Duration::from_secs(60);
+    run_cycle(&mut core, &mut pma, t, vec![port(1, 2, 1, true)]);
+    assert_eq!(exported(&shared, Counter::RcvPkts), None, "away: not exported");
+    // While away the port counted on, and its receive errors burst.
+    let c = pma.counters.get_mut(&(1, 1)).unwrap();
+    c.port_rcv_pkts = 25;
+    c.port_rcv_errors = 400;
+    t += Duration::from_secs(600);
+    run_cycle(&mut core, &mut pma, t, both.clone());
+    assert_eq!(exported(&shared, Counter::RcvPkts), Some(3_000_000_025), "continued, not restarted at 25");
+    assert_eq!(exported(&shared, Counter::RcvErrors), Some(400));
+    assert_eq!(core.stats().error_jumps, 0, "a rise over an absence is no jump of one interval");
+    assert_eq!(core.stats().backwards, 0);
+    // Back in step: the next cycle judges jumps again.
+    pma.counters.get_mut(&(1, 1)).unwrap().port_rcv_errors = 900;
+    t += Duration::from_secs(60);
+    run_cycle(&mut core, &mut pma, t, both);
+    assert_eq!(exported(&shared, Counter::RcvErrors), Some(900));
+    assert_eq!(core.stats().error_jumps, 1);
 }
 
 #[test]
