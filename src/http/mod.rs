@@ -14,6 +14,9 @@
 //! The SM only ever writes what it shares (atomics and pointer swaps) and
 //! never waits for this thread; a client, however slow, holds nothing but
 //! its own connection slot, and only for as long as [`HttpLimits`] allow.
+//! A few slots are kept for probes: when slow clients hold every other
+//! one, `/healthz` and `/readyz` are still answered, so a supervisor does
+//! not restart an SM that is only being scraped badly.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -49,9 +52,15 @@ pub struct HttpState {
 /// The bounds on clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpLimits {
-    /// Connections open at once; one more is closed as soon as it is
-    /// accepted.
+    /// Connections open at once, `probe_connections` included; one more
+    /// is closed as soon as it is accepted.
     pub max_connections: usize,
+    /// Of `max_connections`, the slots given only once all others are
+    /// taken, and then only to answer one `/healthz` or `/readyz` (any
+    /// other path is answered 503): a probe's answer is small enough never
+    /// to stall on a slow reader, so these slots free up within
+    /// `header_read_timeout` and a few seconds, whatever the others do.
+    pub probe_connections: usize,
     /// Time to send a request's whole head, counted from when the server
     /// starts waiting for it: also how long a kept-alive connection may sit
     /// idle.
@@ -78,6 +87,7 @@ impl Default for HttpLimits {
     fn default() -> Self {
         HttpLimits {
             max_connections: 32,
+            probe_connections: 4,
             header_read_timeout: Duration::from_secs(5),
             max_header_bytes: 16 * 1024,
             request_timeout: Duration::from_secs(60),
@@ -95,6 +105,8 @@ pub struct HttpStats {
     pub accepted: u64,
     /// Connections closed at once because every slot was taken.
     pub refused: u64,
+    /// Connections given a probe slot (every other slot was taken).
+    pub probe_only: u64,
     /// Connections open now.
     pub open: u64,
     /// Requests answered (any status).
@@ -110,6 +122,7 @@ pub struct HttpStats {
 struct Counters {
     accepted: AtomicU64,
     refused: AtomicU64,
+    probe_only: AtomicU64,
     open: AtomicU64,
     requests: AtomicU64,
     timed_out: AtomicU64,
@@ -136,6 +149,7 @@ impl HttpHandle {
         HttpStats {
             accepted: c.accepted.load(Ordering::Relaxed),
             refused: c.refused.load(Ordering::Relaxed),
+            probe_only: c.probe_only.load(Ordering::Relaxed),
             open: c.open.load(Ordering::Relaxed),
             requests: c.requests.load(Ordering::Relaxed),
             timed_out: c.timed_out.load(Ordering::Relaxed),
@@ -179,8 +193,8 @@ pub fn spawn(addr: SocketAddr, state: HttpState) -> std::io::Result<HttpHandle> 
 /// [`spawn`] with other limits.
 pub fn spawn_with(addr: SocketAddr, state: HttpState, limits: HttpLimits) -> std::io::Result<HttpHandle> {
     let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("HTTP limits: {why}"));
-    if limits.max_connections == 0 {
-        return Err(invalid("max_connections must be at least 1"));
+    if limits.max_connections <= limits.probe_connections {
+        return Err(invalid("max_connections must be more than probe_connections"));
     }
     if limits.max_requests_per_connection == 0 {
         return Err(invalid("max_requests_per_connection must be at least 1"));
@@ -218,6 +232,9 @@ pub fn spawn_with(addr: SocketAddr, state: HttpState, limits: HttpLimits) -> std
     Ok(HttpHandle { addr, counters, renders, stop: Some(stop_tx), thread: Some(thread) })
 }
 
+/// How long a probe slot's connection may take past its request head.
+const PROBE_ANSWER_TIME: Duration = Duration::from_secs(5);
+
 /// Decrements the open count when a connection ends, however it ends.
 struct OpenGuard(Arc<Counters>);
 
@@ -235,7 +252,10 @@ async fn accept_loop(
     counters: Arc<Counters>,
     mut stop: oneshot::Receiver<()>,
 ) {
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let slots = Arc::new(Semaphore::new(limits.max_connections - limits.probe_connections));
+    let probe_slots = Arc::new(Semaphore::new(limits.probe_connections));
+    // A probe connection asks once, gets a few hundred bytes, and is gone.
+    let probe_life = limits.connection_timeout.min(limits.header_read_timeout + PROBE_ANSWER_TIME);
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -244,7 +264,9 @@ async fn accept_loop(
         // The read buffer holds the head; hyper's minimum is 8 KiB.
         .max_buf_size((limits.max_header_bytes * 2).max(8192))
         .keep_alive(limits.max_requests_per_connection > 1);
-    let builder = Arc::new(builder);
+    let mut probe_builder = builder.clone();
+    probe_builder.keep_alive(false);
+    let (builder, probe_builder) = (Arc::new(builder), Arc::new(probe_builder));
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -259,11 +281,20 @@ async fn accept_loop(
                 continue;
             }
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            counters.refused.fetch_add(1, Ordering::Relaxed);
-            debug!(%peer, max = limits.max_connections, "http: every connection slot taken; closing");
-            drop(stream);
-            continue;
+        let (permit, probe_only) = match slots.clone().try_acquire_owned() {
+            Ok(p) => (p, false),
+            Err(_) => match probe_slots.clone().try_acquire_owned() {
+                Ok(p) => {
+                    counters.probe_only.fetch_add(1, Ordering::Relaxed);
+                    (p, true)
+                }
+                Err(_) => {
+                    counters.refused.fetch_add(1, Ordering::Relaxed);
+                    debug!(%peer, max = limits.max_connections, "http: every connection slot taken; closing");
+                    drop(stream);
+                    continue;
+                }
+            },
         };
         counters.accepted.fetch_add(1, Ordering::Relaxed);
         counters.open.fetch_add(1, Ordering::Relaxed);
@@ -271,7 +302,10 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         let state = state.clone();
         let renders = renders.clone();
-        let builder = builder.clone();
+        let (builder, life) = match probe_only {
+            false => (builder.clone(), limits.connection_timeout),
+            true => (probe_builder.clone(), probe_life),
+        };
         let counters = counters.clone();
         tokio::spawn(async move {
             let _slot = permit;
@@ -285,6 +319,10 @@ async fn accept_loop(
                     let n = served.fetch_add(1, Ordering::Relaxed) + 1;
                     let counters = counters.clone();
                     async move {
+                        if probe_only && !routes::is_probe(req.uri().path()) {
+                            counters.requests.fetch_add(1, Ordering::Relaxed);
+                            return Ok(routes::probes_only(req.uri().path()));
+                        }
                         let mut resp =
                             match tokio::time::timeout(limits.request_timeout, routes::respond(&state, &renders, req))
                                 .await
@@ -308,7 +346,7 @@ async fn accept_loop(
                 })
             };
             let conn = builder.serve_connection(TokioIo::new(stream), service);
-            match tokio::time::timeout(limits.connection_timeout, conn).await {
+            match tokio::time::timeout(life, conn).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => debug!(%peer, error = %e, "http: connection ended with an error"),
                 Err(_) => {

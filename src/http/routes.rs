@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::render::{Format, RenderCache};
@@ -146,6 +146,21 @@ pub fn wants_openmetrics(accept: Option<&str>) -> bool {
         Some(om) if om > 0.0 => om >= text.unwrap_or(0.0),
         _ => false,
     }
+}
+
+/// Whether `path` is a probe's, one a probe slot serves.
+pub(super) fn is_probe(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz")
+}
+
+/// The answer on a probe slot to anything but a probe.
+pub(super) fn probes_only(path: &str) -> Response<Body> {
+    let mut r = text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("{path}: every connection slot is taken; only /healthz and /readyz are answered now\n"),
+    );
+    r.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    r
 }
 
 pub(super) fn text(status: StatusCode, body: String) -> Response<Body> {

@@ -377,6 +377,8 @@ fn connections_beyond_the_limit_are_refused() {
     }
     let stats = server.stats();
     assert_eq!((stats.refused, stats.accepted, stats.open), (100, 8, 8), "{stats:?}");
+    // The last four stallers took the probe slots.
+    assert_eq!(stats.probe_only, 4, "{stats:?}");
 
     // The stallers are dropped at their header timeout; then a client that
     // behaves is served.
@@ -392,10 +394,81 @@ fn connections_beyond_the_limit_are_refused() {
 }
 
 #[test]
+fn probes_are_answered_while_slow_readers_hold_every_other_slot() {
+    let limits = HttpLimits {
+        max_connections: 6,
+        probe_connections: 2,
+        max_requests_per_connection: u32::MAX,
+        ..HttpLimits::default()
+    };
+    let st = state();
+    st.status.heartbeat();
+    let server = spawn_with(local(), st, limits).unwrap();
+    let addr = server.local_addr();
+    // Six clients scrape without ever reading, to hold every slot: on a
+    // general slot the answers fill the socket buffers and the client
+    // holds it until connection_timeout (two minutes); on a probe slot it
+    // is answered 503 and closed.
+    let (ended_tx, ended) = std::sync::mpsc::channel();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..6)
+        .map(|_| {
+            let (ended_tx, stop) = (ended_tx.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut s = connect(addr);
+                s.set_write_timeout(Some(Duration::from_millis(200))).unwrap();
+                let e = loop {
+                    if let Err(e) = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n") {
+                        break e;
+                    }
+                };
+                let stalled = matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
+                ended_tx.send(stalled).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        })
+        .collect();
+    let stalled = (0..6)
+        .map(|_| ended.recv_timeout(Duration::from_secs(60)).expect("a slow reader to stall or be closed"))
+        .filter(|&s| s)
+        .count();
+    assert_eq!(stalled, 4, "{:?}", server.stats());
+    wait_for("the probe slots to be freed", || server.stats().open == 4);
+
+    let h = get(addr, "/healthz");
+    assert_eq!(h.code, 200, "{}", h.text());
+    let r = get(addr, "/readyz");
+    assert_eq!(r.code, 503);
+    assert!(r.text().starts_with("not ready"), "{}", r.text());
+    // A probe slot answers nothing else.
+    let m = get(addr, "/metrics");
+    assert_eq!(m.code, 503);
+    assert!(m.text().contains("only /healthz and /readyz"), "{}", m.text());
+    assert_eq!(m.header("retry-after"), Some("1"));
+    // And one request only: a client cannot keep the slot.
+    let mut s = connect(addr);
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    assert_eq!(read_answer(&mut s).unwrap().code, 200);
+    assert!(closed_within(&mut s, Duration::from_secs(5)), "a probe slot was kept alive");
+    let stats = server.stats();
+    assert_eq!((stats.probe_only, stats.refused, stats.timed_out), (6, 0, 0), "{stats:?}");
+
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    // No slot for probes at all is refused.
+    let limits = HttpLimits { max_connections: 4, probe_connections: 4, ..HttpLimits::default() };
+    assert!(spawn_with(local(), state(), limits).is_err());
+}
+
+#[test]
 fn a_well_behaved_client_is_served_during_a_flood() {
     // The flood opens and closes connections as fast as it can; slots free
     // up as fast, and the client that retries on a refusal gets in.
-    let limits = HttpLimits { max_connections: 4, ..HttpLimits::default() };
+    let limits = HttpLimits { max_connections: 4, probe_connections: 1, ..HttpLimits::default() };
     let st = state();
     st.status.heartbeat();
     let server = spawn_with(local(), st, limits).unwrap();
@@ -414,6 +487,8 @@ fn a_well_behaved_client_is_served_during_a_flood() {
             })
         })
         .collect();
+    // The client starts once the flood fills the slots, not before.
+    wait_for("the flood to hit the limit", || server.stats().refused > 0);
     let until = Instant::now() + Duration::from_secs(20);
     let mut served = false;
     while Instant::now() < until && !served {
