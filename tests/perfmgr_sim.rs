@@ -129,6 +129,11 @@ async fn counters_are_polled_exported_and_accounted_as_the_pmas_hold_them() {
                 node != leaf.0,
                 "extended only where offered"
             );
+            assert_eq!(
+                p.totals[Counter::XmitWait.index()].is_some(),
+                node != leaf.0,
+                "PortXmitWait only where ClassPortInfo has bit 12"
+            );
         }
     }
     let text = {
@@ -138,6 +143,9 @@ async fn counters_are_polled_exported_and_accounted_as_the_pmas_hold_them() {
     };
     let line = format!("ibsm_port_symbol_errors_total{{node_guid=\"{leaf_guid}\",node_desc=");
     assert!(text.contains(&line), "{line} in\n{text}");
+    let wait = format!("ibsm_port_xmit_wait_total{{node_guid=\"{leaf_guid}\"");
+    assert!(!text.contains(&wait), "not on the leaf without bit 12");
+    assert!(text.contains("ibsm_port_xmit_wait_total{"), "but elsewhere");
     assert!(text.contains(&format!("ibsm_perfmgr_ports{{outcome=\"polled\"}} {expected_ports}")));
 
     // A PerformanceSet on a host port, a burst of receive errors on the

@@ -7,7 +7,8 @@
 //! [`PerfCore::next_cycle_at`] once the cycle is done.
 //!
 //! Per node, a ClassPortInfo Get first (cached while the node stays in the
-//! targets): its CapabilityMask says whether the PMA has 64-bit counters.
+//! targets): its CapabilityMask says whether the PMA has 64-bit counters,
+//! and whether its PortXmitWait counts (where not, it is not exported).
 //! Then per port a PortCounters Get, a PortCountersExtended Get where the
 //! node has them, and, when the accounting asks, a PortCounters Set that
 //! clears the counters past half their range. A port whose query goes
@@ -25,12 +26,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::config::PerfMgrConfig;
-use super::counters::{Counter, Extended, JumpKind, JumpRule, PerCounter, PortAccount, Reading, COUNTERS};
+use super::counters::{Counter, Extended, JumpKind, JumpRule, PerCounter, PmaCaps, PortAccount, Reading, COUNTERS};
 use super::targets::PerfPort;
 use crate::mad::class_port_info::ClassPortInfoRepr;
-use crate::mad::perf::{
-    perf_cap, PerfAttributeId, PerfMadRepr, PortCountersExtendedRepr, PortCountersRepr, PERF_DATA_LEN,
-};
+use crate::mad::perf::{PerfAttributeId, PerfMadRepr, PortCountersExtendedRepr, PortCountersRepr, PERF_DATA_LEN};
 use crate::mad::Method;
 use crate::transport::{Datagram, MadAddress};
 use crate::types::{Guid, Lid};
@@ -484,8 +483,9 @@ impl PerfCore {
             }
             (Query::Counters, Ok(data)) => {
                 let Ok(pc) = PortCountersRepr::parse_bytes(&data) else { return self.maybe_finish(now) };
-                match extended(self.caps.get(&guid).copied().unwrap_or(0)) {
-                    Extended::None => self.account(now, i, &pc, Extended::None, None),
+                let caps = PmaCaps::from_mask(self.caps.get(&guid).copied().unwrap_or(0));
+                match caps.extended {
+                    Extended::None => self.account(now, i, &pc, caps, None),
                     _ => {
                         c.partial.insert(i, pc);
                         c.ready.push_front((i, Query::Extended));
@@ -497,10 +497,10 @@ impl PerfCore {
                 self.stats.ports_skipped_total += 1;
             }
             (Query::Extended, answer) => {
-                let mode = extended(self.caps.get(&guid).copied().unwrap_or(0));
+                let caps = PmaCaps::from_mask(self.caps.get(&guid).copied().unwrap_or(0));
                 if let Some(pc) = c.partial.remove(&i) {
                     let ext = answer.ok().and_then(|d| PortCountersExtendedRepr::parse_bytes(&d).ok());
-                    self.account(now, i, &pc, mode, ext.as_ref());
+                    self.account(now, i, &pc, caps, ext.as_ref());
                 }
             }
             (Query::Clear { select, select2 }, Ok(_)) => {
@@ -525,7 +525,7 @@ impl PerfCore {
         now: Duration,
         i: usize,
         pc: &PortCountersRepr,
-        mode: Extended,
+        caps: PmaCaps,
         ext: Option<&PortCountersExtendedRepr>,
     ) {
         let rule = JumpRule {
@@ -535,7 +535,7 @@ impl PerfCore {
         };
         let Some(c) = self.cycle.as_mut() else { return };
         let t = &c.targets[i];
-        let reading = Reading::new(pc, mode, ext);
+        let reading = Reading::new(pc, caps, ext);
         let kept = self
             .accounts
             .entry((t.node_guid, t.port))
@@ -589,16 +589,6 @@ impl PerfCore {
             })
             .collect();
         self.shared.publish(PerfSnapshot { ports, stats: self.stats.clone() });
-    }
-}
-
-fn extended(mask: u16) -> Extended {
-    if mask & perf_cap::IS_EXTENDED_WIDTH_SUPPORTED != 0 {
-        Extended::Full
-    } else if perf_cap::has_extended(mask) {
-        Extended::DataOnly
-    } else {
-        Extended::None
     }
 }
 

@@ -33,7 +33,7 @@
 use std::time::Duration;
 
 use crate::mad::perf::port_counters::{select, select2};
-use crate::mad::perf::{PortCountersExtendedRepr, PortCountersRepr};
+use crate::mad::perf::{perf_cap, PortCountersExtendedRepr, PortCountersRepr};
 
 /// Every counter ibsm keeps, with its Prometheus name stem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -232,7 +232,7 @@ pub struct Reading {
     pub values: PerCounter<Option<(u64, u8)>>,
 }
 
-/// What a port's PMA offers, from its ClassPortInfo.
+/// Which 64-bit counters a port's PMA offers, from its ClassPortInfo.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Extended {
     /// No PortCountersExtended: data and packets from 32-bit PortCounters.
@@ -243,12 +243,37 @@ pub enum Extended {
     Full,
 }
 
+/// What a port's PMA offers, from the CapabilityMask of its PerfMgt
+/// ClassPortInfo (IBA 16.1.3.1; the bits in [`perf_cap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PmaCaps {
+    pub extended: Extended,
+    /// PortCounters' PortXmitWait counts (IsPortCountersXmitWaitSupported,
+    /// bit 12). Without it the field is reserved: whatever it holds is no
+    /// count, so it is neither exported nor cleared.
+    pub xmit_wait: bool,
+}
+
+impl PmaCaps {
+    pub fn from_mask(mask: u16) -> PmaCaps {
+        let extended = if mask & perf_cap::IS_EXTENDED_WIDTH_SUPPORTED != 0 {
+            Extended::Full
+        } else if perf_cap::has_extended(mask) {
+            Extended::DataOnly
+        } else {
+            Extended::None
+        };
+        PmaCaps { extended, xmit_wait: mask & perf_cap::IS_PORT_COUNTERS_XMIT_WAIT_SUPPORTED != 0 }
+    }
+}
+
 impl Reading {
     /// A reading from PortCounters and, where the port has them (and they
-    /// were read), PortCountersExtended. With `extended` not `None` the
-    /// 32-bit data and packet counters are left out even when `ext` is
-    /// missing: mixing the two widths would look like clears.
-    pub fn new(pc: &PortCountersRepr, extended: Extended, ext: Option<&PortCountersExtendedRepr>) -> Reading {
+    /// were read), PortCountersExtended. With `caps.extended` not `None`
+    /// the 32-bit data and packet counters are left out even when `ext` is
+    /// missing: mixing the two widths would look like clears. PortXmitWait
+    /// only where `caps.xmit_wait`.
+    pub fn new(pc: &PortCountersRepr, caps: PmaCaps, ext: Option<&PortCountersExtendedRepr>) -> Reading {
         let mut values = [None; COUNTERS];
         let mut put = |c: Counter, v: u64, w: u8| values[c.index()] = Some((v, w));
         put(Counter::SymbolErrors, pc.symbol_error_counter.into(), 16);
@@ -263,8 +288,10 @@ impl Reading {
         put(Counter::LocalLinkIntegrityErrors, (pc.local_link_integrity_errors & 0xF).into(), 4);
         put(Counter::ExcessiveBufferOverrunErrors, (pc.excessive_buffer_overrun_errors & 0xF).into(), 4);
         put(Counter::Vl15Dropped, pc.vl15_dropped.into(), 16);
-        put(Counter::XmitWait, pc.port_xmit_wait.into(), 32);
-        match (extended, ext) {
+        if caps.xmit_wait {
+            put(Counter::XmitWait, pc.port_xmit_wait.into(), 32);
+        }
+        match (caps.extended, ext) {
             (Extended::None, _) => {
                 put(Counter::XmitData, pc.port_xmit_data.into(), 32);
                 put(Counter::RcvData, pc.port_rcv_data.into(), 32);
@@ -461,15 +488,20 @@ mod tests {
         S * n
     }
 
+    /// A PMA with PortXmitWait.
+    fn w(extended: Extended) -> PmaCaps {
+        PmaCaps { extended, xmit_wait: true }
+    }
+
     #[test]
     fn first_reading_is_the_baseline_and_rises_add_up() {
         let mut a = PortAccount::new();
         assert_eq!(a.total(Counter::SymbolErrors), None);
-        let r = Reading::new(&pc(|r| r.symbol_error_counter = 7), Extended::None, None);
+        let r = Reading::new(&pc(|r| r.symbol_error_counter = 7), w(Extended::None), None);
         let out = a.apply(at(0), &r, &RULE);
         assert_eq!(a.total(Counter::SymbolErrors), Some(7));
         assert!(out.jumps.is_empty(), "no jump on a baseline");
-        a.apply(at(1), &Reading::new(&pc(|r| r.symbol_error_counter = 10), Extended::None, None), &RULE);
+        a.apply(at(1), &Reading::new(&pc(|r| r.symbol_error_counter = 10), w(Extended::None), None), &RULE);
         assert_eq!(a.total(Counter::SymbolErrors), Some(10));
         assert_eq!(a.total(Counter::UnicastXmitPkts), None, "not in a 32-bit reading");
     }
@@ -477,15 +509,15 @@ mod tests {
     #[test]
     fn a_counter_going_backwards_is_a_clear_not_a_spike() {
         let mut a = PortAccount::new();
-        a.apply(at(0), &Reading::new(&pc(|r| r.port_xmit_data = 1_000_000), Extended::None, None), &RULE);
-        let out = a.apply(at(1), &Reading::new(&pc(|r| r.port_xmit_data = 40), Extended::None, None), &RULE);
+        a.apply(at(0), &Reading::new(&pc(|r| r.port_xmit_data = 1_000_000), w(Extended::None), None), &RULE);
+        let out = a.apply(at(1), &Reading::new(&pc(|r| r.port_xmit_data = 40), w(Extended::None), None), &RULE);
         assert_eq!(out.backwards, vec![Counter::XmitData]);
         assert_eq!(a.total(Counter::XmitData), Some(1_000_040), "the rise is the new reading");
         // The same for a 64-bit counter (a reset port).
         let mut a = PortAccount::new();
         let e = |v| PortCountersExtendedRepr { port_rcv_pkts: v, ..Default::default() };
-        a.apply(at(0), &Reading::new(&pc(|_| ()), Extended::Full, Some(&e(u64::MAX - 1))), &RULE);
-        a.apply(at(1), &Reading::new(&pc(|_| ()), Extended::Full, Some(&e(3))), &RULE);
+        a.apply(at(0), &Reading::new(&pc(|_| ()), w(Extended::Full), Some(&e(u64::MAX - 1))), &RULE);
+        a.apply(at(1), &Reading::new(&pc(|_| ()), w(Extended::Full), Some(&e(3))), &RULE);
         assert_eq!(a.total(Counter::RcvPkts), Some(u64::MAX), "totals saturate, never wrap");
     }
 
@@ -493,7 +525,7 @@ mod tests {
     fn thirty_two_bit_counters_are_cleared_past_half_their_range() {
         let mut a = PortAccount::new();
         let half = u32::MAX / 2;
-        let out = a.apply(at(0), &Reading::new(&pc(|r| r.port_rcv_pkts = half), Extended::None, None), &RULE);
+        let out = a.apply(at(0), &Reading::new(&pc(|r| r.port_rcv_pkts = half), w(Extended::None), None), &RULE);
         assert_eq!(out.clear, (0, 0), "exactly half is not past it");
         let out = a.apply(
             at(1),
@@ -502,7 +534,7 @@ mod tests {
                     r.port_rcv_pkts = half + 1;
                     r.port_xmit_wait = u32::MAX;
                 }),
-                Extended::None,
+                w(Extended::None),
                 None,
             ),
             &RULE,
@@ -510,7 +542,7 @@ mod tests {
         assert_eq!(out.clear, (select::PORT_RCV_PKTS, select2::PORT_XMIT_WAIT));
         assert_eq!(a.total(Counter::RcvPkts), Some(u64::from(half) + 1));
         a.cleared(out.clear.0, out.clear.1);
-        let out = a.apply(at(2), &Reading::new(&pc(|r| r.port_rcv_pkts = 5), Extended::None, None), &RULE);
+        let out = a.apply(at(2), &Reading::new(&pc(|r| r.port_rcv_pkts = 5), w(Extended::None), None), &RULE);
         assert!(out.backwards.is_empty(), "after our own clear a low reading is no surprise");
         assert_eq!(a.total(Counter::RcvPkts), Some(u64::from(half) + 6));
         assert_eq!(a.total(Counter::XmitWait), Some(u64::from(u32::MAX)), "cleared, then read 0");
@@ -527,7 +559,7 @@ mod tests {
                     r.link_downed_counter = 0xFF;
                     r.excessive_buffer_overrun_errors = 7;
                 }),
-                Extended::None,
+                w(Extended::None),
                 None,
             ),
             &RULE,
@@ -540,22 +572,39 @@ mod tests {
         let mut a = PortAccount::new();
         let base = pc(|r| r.port_xmit_data = u32::MAX);
         let e = PortCountersExtendedRepr { port_xmit_data: 1 << 40, port_multicast_rcv_pkts: 9, ..Default::default() };
-        let out = a.apply(at(0), &Reading::new(&base, Extended::DataOnly, Some(&e)), &RULE);
+        let out = a.apply(at(0), &Reading::new(&base, w(Extended::DataOnly), Some(&e)), &RULE);
         assert_eq!(a.total(Counter::XmitData), Some(1 << 40));
         assert_eq!(a.total(Counter::MulticastRcvPkts), None, "NoIETF keeps only the first four");
         assert_eq!(out.clear, (0, 0), "the saturated 32-bit copy is not ours to clear");
         let mut b = PortAccount::new();
-        b.apply(at(0), &Reading::new(&base, Extended::Full, Some(&e)), &RULE);
+        b.apply(at(0), &Reading::new(&base, w(Extended::Full), Some(&e)), &RULE);
         assert_eq!(b.total(Counter::MulticastRcvPkts), Some(9));
         // An extended read that failed leaves data out rather than mixing widths.
-        b.apply(at(1), &Reading::new(&base, Extended::Full, None), &RULE);
+        b.apply(at(1), &Reading::new(&base, w(Extended::Full), None), &RULE);
         assert_eq!(b.total(Counter::XmitData), Some(1 << 40));
+    }
+
+    #[test]
+    fn xmit_wait_only_where_the_pma_counts_it() {
+        let base = pc(|r| r.port_xmit_wait = u32::MAX);
+        let without = PmaCaps::from_mask(perf_cap::ALL_PORT_SELECT | perf_cap::IS_EXTENDED_WIDTH_SUPPORTED);
+        assert_eq!(without, PmaCaps { extended: Extended::Full, xmit_wait: false });
+        let mut a = PortAccount::new();
+        let out = a.apply(at(0), &Reading::new(&base, without, None), &RULE);
+        assert_eq!(a.total(Counter::XmitWait), None, "a reserved field is no count");
+        assert_eq!(out.clear, (0, 0), "and not ours to clear");
+        let with = PmaCaps::from_mask(perf_cap::IS_PORT_COUNTERS_XMIT_WAIT_SUPPORTED);
+        assert_eq!(with, PmaCaps { extended: Extended::None, xmit_wait: true });
+        let out = a.apply(at(1), &Reading::new(&base, with, None), &RULE);
+        assert_eq!(a.total(Counter::XmitWait), Some(u64::from(u32::MAX)));
+        assert_eq!(out.clear.1, select2::PORT_XMIT_WAIT);
+        assert_eq!(PmaCaps::from_mask(perf_cap::IS_EXTENDED_WIDTH_SUPPORTED_NO_IETF).extended, Extended::DataOnly);
     }
 
     #[test]
     fn error_jumps_by_threshold_and_by_rate() {
         let mut a = PortAccount::new();
-        let read = |v: u16| Reading::new(&pc(|r| r.port_rcv_errors = v), Extended::None, None);
+        let read = |v: u16| Reading::new(&pc(|r| r.port_rcv_errors = v), w(Extended::None), None);
         a.apply(at(0), &read(0), &RULE);
         let out = a.apply(at(1), &read(5), &RULE);
         assert!(out.jumps.is_empty(), "5 is under both rules");
@@ -570,15 +619,15 @@ mod tests {
         assert_eq!(out.jumps[0].counter, Counter::RcvErrors);
         // Data counters never jump.
         let mut d = PortAccount::new();
-        d.apply(at(0), &Reading::new(&pc(|_| ()), Extended::None, None), &RULE);
-        let out = d.apply(at(1), &Reading::new(&pc(|r| r.port_xmit_pkts = 1_000_000), Extended::None, None), &RULE);
+        d.apply(at(0), &Reading::new(&pc(|_| ()), w(Extended::None), None), &RULE);
+        let out = d.apply(at(1), &Reading::new(&pc(|r| r.port_xmit_pkts = 1_000_000), w(Extended::None), None), &RULE);
         assert!(out.jumps.is_empty());
     }
 
     #[test]
     fn a_port_back_from_an_absence_continues_and_never_spikes() {
         let mut a = PortAccount::new();
-        let read = |f: fn(&mut PortCountersRepr)| Reading::new(&pc(f), Extended::None, None);
+        let read = |f: fn(&mut PortCountersRepr)| Reading::new(&pc(f), w(Extended::None), None);
         a.apply(at(0), &read(|r| r.port_rcv_errors = 400), &RULE);
         a.apply(at(1), &read(|r| r.port_rcv_errors = 410), &RULE);
         // Away for an hour; meanwhile the link went down once and errors rose.
@@ -610,13 +659,13 @@ mod tests {
         a.apply(at(71), &read(|r| r.port_xmit_data = 1000), &RULE);
         a.resume();
         let e = PortCountersExtendedRepr { port_xmit_data: 1 << 50, ..Default::default() };
-        a.apply(at(80), &Reading::new(&pc(|_| ()), Extended::Full, Some(&e)), &RULE);
+        a.apply(at(80), &Reading::new(&pc(|_| ()), w(Extended::Full), Some(&e)), &RULE);
         assert_eq!(a.total(Counter::XmitData), Some(1000), "another counter, not a rise of 2^50");
         a.apply(
             at(81),
             &Reading::new(
                 &pc(|_| ()),
-                Extended::Full,
+                w(Extended::Full),
                 Some(&PortCountersExtendedRepr { port_xmit_data: (1 << 50) + 5, ..e }),
             ),
             &RULE,

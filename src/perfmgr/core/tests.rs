@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::*;
 use crate::mad::class_port_info::ClassPortInfoRepr;
+use crate::mad::perf::perf_cap;
 
 /// A fabric of PMAs: per LID a CapabilityMask (None: silent), per (LID,
 /// port) the counters.
@@ -265,4 +266,28 @@ fn answers_are_checked_against_their_request() {
     resp.data[1] = 6;
     assert_eq!(req.check_answer(&resp.to_bytes()), Err(PerfFailure::Malformed), "another port's counters");
     assert_eq!(req.check_answer(&[0u8; 10]), Err(PerfFailure::Malformed));
+}
+
+/// PortXmitWait is reserved in PortCounters unless ClassPortInfo has
+/// IsPortCountersXmitWaitSupported: not exported, never cleared there.
+#[test]
+fn xmit_wait_is_exported_only_where_supported() {
+    use crate::mad::perf::port_counters::select2;
+    let shared = PerfShared::new();
+    let mut core = PerfCore::new(cfg(4), shared.clone());
+    let mut pma = FakePma::default();
+    pma.caps.insert(1, Some(perf_cap::IS_EXTENDED_WIDTH_SUPPORTED));
+    pma.caps.insert(2, Some(perf_cap::IS_EXTENDED_WIDTH_SUPPORTED | perf_cap::IS_PORT_COUNTERS_XMIT_WAIT_SUPPORTED));
+    for lid in [1, 2] {
+        pma.counters.insert((lid, 1), PortCountersRepr { port_xmit_wait: u32::MAX, ..Default::default() });
+    }
+    run_cycle(&mut core, &mut pma, Duration::ZERO, vec![port(1, 1, 1, false), port(2, 1, 2, false)]);
+    let snap = shared.latest();
+    let wait = |g: u64| snap.ports.iter().find(|p| p.node_guid == Guid(g)).unwrap().totals[Counter::XmitWait.index()];
+    assert_eq!(wait(1), None, "unsupported: not exported");
+    assert_eq!(wait(2), Some(u64::from(u32::MAX)));
+    assert_eq!(pma.sets, vec![(2, 1, 0, select2::PORT_XMIT_WAIT)], "cleared only where it counts");
+    let families = crate::perfmgr::collector::families(&snap);
+    let f = families.iter().find(|f| f.get_name() == "port_xmit_wait_total").expect("the family");
+    assert_eq!(f.get_metric().len(), 1, "one port has it");
 }
