@@ -1,6 +1,6 @@
 //! `promtool check metrics` on a populated exposition: a sweep of the
-//! in-process fabric, its MAD counts, SA figures, the election, traps and a
-//! registered collector. promtool must be installed (Debian: `prometheus`);
+//! in-process fabric, its MAD counts, SA figures, the election, traps, a
+//! registered collector and a cycle of the performance manager. promtool must be installed (Debian: `prometheus`);
 //! a missing promtool fails the test rather than skipping it.
 //!
 //! promtool reads only the Prometheus text format (fed OpenMetrics it
@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use ibsm::config::SmConfig;
 use ibsm::election::{State, TransitionCause};
+use ibsm::perfmgr::{collector, driver, targets, PerfCore, PerfMgrConfig, PerfShared};
 use ibsm::program::SubnetManager;
 use ibsm::runtime::metrics::{Handover, Metrics, SweepFailure};
 use ibsm::sim::{FabricBuilder, SimDevice};
@@ -30,15 +31,27 @@ fn populated() -> Metrics {
     let dev = SimDevice::attach(&fabric, topo.hosts().next().unwrap(), 1).unwrap();
     dev.set_is_sm(true);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let shared = PerfShared::new();
     let (report, stats) = rt.block_on(async {
         let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
         let (transport, _unsolicited) = MadTransport::spawn(dev, txn);
         let mut sm = SubnetManager::new(transport.clone(), SmConfig::default(), false);
         let report = sm.sweep().await.unwrap();
+        // One cycle of the performance manager over the swept fabric.
+        let ports = targets::from_subnet(&report.subnet, |g| report.lids.ranges.get(&g).map(|r| r.base()));
+        assert!(!ports.is_empty());
+        let mut core = PerfCore::new(PerfMgrConfig::default(), shared.clone());
+        let done = async {
+            while shared.latest().stats.cycles == 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        driver::run(&transport, &mut core, move || ports.clone(), done).await;
         (report, transport.stats())
     });
     assert!(report.subnet_up());
     let m = Metrics::new();
+    collector::register(&m, &shared);
     m.heavy_sweep(&report);
     m.transport(&stats);
     m.light_sweep_timed(Duration::from_millis(2));
@@ -56,10 +69,9 @@ fn populated() -> Metrics {
     sa.by_status.insert(0x0300, 1);
     sa.mcast.groups = 2;
     m.sa(&sa);
-    // A collector from elsewhere, as the performance manager registers one;
-    // a label value that needs escaping.
+    // A collector from elsewhere; a label value that needs escaping.
     let per_port = prometheus::IntCounterVec::new(
-        prometheus::Opts::new("port_symbol_errors_total", "Symbol errors by port"),
+        prometheus::Opts::new("other_port_errors_total", "Errors by port, from elsewhere"),
         &["node_desc", "port"],
     )
     .unwrap();
@@ -72,6 +84,8 @@ fn populated() -> Metrics {
 fn promtool_finds_nothing_to_say() {
     let text = populated().render();
     assert!(text.contains("ibsm_mads_sent_total{"), "populated: {text}");
+    assert!(text.contains("ibsm_port_xmit_data_bytes_total{node_guid=\""), "the perfmgr's section: {text}");
+    assert!(text.contains("ibsm_perfmgr_cycles_total 1\n"), "{text}");
     let mut child = match Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -92,6 +106,7 @@ fn promtool_finds_nothing_to_say() {
 fn openmetrics_parses_with_prometheus_client() {
     let text = populated().render_openmetrics();
     assert!(text.ends_with("# EOF\n"));
+    assert!(text.contains("# TYPE ibsm_port_xmit_data_bytes counter\n"), "{text}");
     // Debian's python3 and its python3-prometheus-client, which
     // scripts/test.sh installs: a missing parser fails the test.
     let probe = Command::new("/usr/bin/python3").args(["-c", "import prometheus_client.openmetrics.parser"]).output();

@@ -15,7 +15,7 @@ use std::time::Duration;
 use ibsm::config::Config;
 use ibsm::mad::MgmtClass;
 use ibsm::perfmgr::core::PerfSnapshot;
-use ibsm::perfmgr::{driver, targets, Counter, PerfCollector, PerfCore, PerfMgrConfig, PerfShared};
+use ibsm::perfmgr::{collector, driver, targets, Counter, PerfCollector, PerfCore, PerfMgrConfig, PerfShared};
 use ibsm::runtime::snapshot::Snapshots;
 use ibsm::runtime::RunOptions;
 use ibsm::sim::{Match, Rule};
@@ -89,6 +89,10 @@ async fn counters_are_polled_exported_and_accounted_as_the_pmas_hold_them() {
 
     let cfg = PerfMgrConfig { interval_s: 10, error_threshold: 100, ..PerfMgrConfig::default() };
     let shared = PerfShared::new();
+    // As the runtime registers them, and the old collector beside, whose
+    // encoding the section's must match.
+    let metrics = ibsm::runtime::metrics::Metrics::new();
+    collector::register(&metrics, &shared);
     let registry = prometheus::Registry::new_custom(Some("ibsm".into()), None).unwrap();
     registry.register(Box::new(PerfCollector::new(shared.clone()))).unwrap();
     let (transport, _unsolicited) = net.transport(5);
@@ -136,11 +140,25 @@ async fn counters_are_polled_exported_and_accounted_as_the_pmas_hold_them() {
             );
         }
     }
-    let text = {
+    let text = metrics.render();
+    {
         let mut buf = Vec::new();
         prometheus::Encoder::encode(&prometheus::TextEncoder::new(), &registry.gather(), &mut buf).unwrap();
-        String::from_utf8(buf).unwrap()
-    };
+        let old = String::from_utf8(buf).unwrap();
+        let ours = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| {
+                    let name = l.strip_prefix("# HELP ").or_else(|| l.strip_prefix("# TYPE ")).unwrap_or(l);
+                    name.starts_with("ibsm_perfmgr_") || name.starts_with("ibsm_port_")
+                })
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(ours(&text), ours(&old), "the section writes what the collector encoded");
+        let om = metrics.render_openmetrics();
+        let old_om = ibsm::runtime::metrics::openmetrics::encode(&registry.gather());
+        assert_eq!(ours(&om), ours(&old_om), "in OpenMetrics too");
+    }
     let line = format!("ibsm_port_symbol_errors_total{{node_guid=\"{leaf_guid}\",node_desc=");
     assert!(text.contains(&line), "{line} in\n{text}");
     let wait = format!("ibsm_port_xmit_wait_total{{node_guid=\"{leaf_guid}\"");

@@ -88,6 +88,9 @@ impl RenderCache {
                 return Ok(r.body.clone());
             }
         }
+        // Stale: let it go before the new one is built, so that (past the
+        // responses still sending it) one body per format is held.
+        slots[format.slot()] = None;
         let render = self.render.clone();
         let renders = self.renders.clone();
         // The guard moves into the render, and is released when the render

@@ -4,16 +4,28 @@
 //! leaves the fabric leaves the next cycle's export), and the manager's
 //! own `perfmgr_*` metrics.
 //!
-//! Names are without the `ibsm_` prefix the Metrics registry adds
-//! (`Registry::new_custom(Some("ibsm"))`), as the other collectors are.
-//! Data counters are exported in bytes (PortXmitData and PortRcvData count
-//! 4-byte words).
+//! [`register`] adds them to [`Metrics`]: the per-port families as a
+//! [`PortSection`], written as text straight from the published
+//! snapshot (over a million series on a large fabric: through
+//! `prometheus`'s `MetricFamily`, a protobuf `Metric` and three
+//! `LabelPair`s each, a scrape cost several times the text's size), and
+//! the manager's own through the registry ([`SelfCollector`]).
+//!
+//! Collector names are without the `ibsm_` prefix the Metrics registry
+//! adds (`Registry::new_custom(Some("ibsm"))`), as the other collectors
+//! are; the section writes them with it. Data counters are exported in
+//! bytes (PortXmitData and PortRcvData count 4-byte words).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricFamily, MetricType};
 
-use super::core::{PerfFailure, PerfShared, PerfSnapshot, QueryKind};
+use super::core::{PerfFailure, PerfShared, PerfSnapshot, PortTotals, QueryKind};
 use super::counters::Counter;
+use crate::runtime::metrics::text::{self, Format};
+use crate::runtime::metrics::{Metrics, TextSection, PREFIX};
 
 const PORT_LABELS: &[&str] = &["node_guid", "node_desc", "port"];
 
@@ -45,7 +57,143 @@ const SELF_FAMILIES: &[(&str, &str, MetricType, &[&str])] = &[
     ("perfmgr_ports", "Ports the last completed cycle polled, by outcome", MetricType::GAUGE, &["outcome"]),
 ];
 
-/// A collector over the performance manager's published totals.
+/// Exports what `shared` publishes through `metrics`: the per-port
+/// families as a text section, the manager's own through the registry.
+pub fn register(metrics: &Metrics, shared: &PerfShared) {
+    metrics.register(Box::new(SelfCollector::new(shared.clone())));
+    metrics.register_text(Arc::new(PortSection::new(shared.clone())));
+}
+
+/// The per-port families, written from the latest snapshot as
+/// `Registry::gather` and the encoders wrote [`PerfCollector`]'s: families
+/// by name, ports by their label values as strings (GUID, description,
+/// then port number as text), a family no port has left out.
+pub struct PortSection {
+    shared: PerfShared,
+    /// `Counter::ALL` by family name.
+    order: Vec<Counter>,
+}
+
+impl PortSection {
+    pub fn new(shared: PerfShared) -> Self {
+        let mut order = Counter::ALL.to_vec();
+        order.sort_by_key(|c| c.metric());
+        PortSection { shared, order }
+    }
+
+    fn write(&self, out: &mut String, format: Format) {
+        let snap = self.shared.latest();
+        let ports = &snap.ports;
+        let mut by_labels: Vec<u32> = (0..ports.len() as u32).collect();
+        by_labels.sort_by(|&a, &b| label_order(&ports[a as usize], &ports[b as usize]));
+        // The label set of each port up to its value, written once:
+        // `{node_guid="0x…",node_desc="…",port="7"} `.
+        let mut labels = String::new();
+        let mut ends = Vec::with_capacity(ports.len());
+        for &i in &by_labels {
+            let p = &ports[i as usize];
+            use std::fmt::Write as _;
+            let _ = write!(labels, "{{node_guid=\"{}\",node_desc=", p.node_guid);
+            text::push_label_value(&mut labels, &p.node_desc);
+            let _ = write!(labels, ",port=\"{}\"}} ", p.port);
+            ends.push(labels.len());
+        }
+        for c in &self.order {
+            if !ports.iter().any(|p| p.totals[c.index()].is_some()) {
+                continue;
+            }
+            let name = prefixed(c.metric());
+            text::counter_header(out, format, &name, c.help());
+            let mut start = 0;
+            for (&i, &end) in by_labels.iter().zip(&ends) {
+                if let Some(v) = ports[i as usize].totals[c.index()] {
+                    // Counter names end in `_total`, as both formats
+                    // spell a counter's sample.
+                    out.push_str(&name);
+                    out.push_str(&labels[start..end]);
+                    text::push_u64_value(out, v.saturating_mul(c.unit_factor()));
+                    out.push('\n');
+                }
+                start = end;
+            }
+        }
+    }
+}
+
+/// How `Registry::gather` orders a family's series: by each label value
+/// as a string, in label order.
+fn label_order(a: &PortTotals, b: &PortTotals) -> Ordering {
+    // The GUID's text is fixed-width hex: its order is the number's.
+    a.node_guid.0.cmp(&b.node_guid.0).then_with(|| a.node_desc.cmp(&b.node_desc)).then_with(|| {
+        let (x, y) = (itoa3(a.port), itoa3(b.port));
+        x.0[..x.1].cmp(&y.0[..y.1])
+    })
+}
+
+/// A port number's decimal digits, on the stack.
+fn itoa3(n: u8) -> ([u8; 3], usize) {
+    let (h, t, o) = (n / 100, n / 10 % 10, n % 10);
+    match (h, t) {
+        (0, 0) => ([b'0' + o, 0, 0], 1),
+        (0, _) => ([b'0' + t, b'0' + o, 0], 2),
+        _ => ([b'0' + h, b'0' + t, b'0' + o], 3),
+    }
+}
+
+fn prefixed(name: &str) -> String {
+    format!("{PREFIX}_{name}")
+}
+
+impl TextSection for PortSection {
+    fn write_text(&self, out: &mut String) {
+        self.write(out, Format::Text)
+    }
+
+    fn write_openmetrics(&self, out: &mut String) {
+        self.write(out, Format::OpenMetrics)
+    }
+
+    fn family_names(&self) -> Vec<String> {
+        self.order.iter().map(|c| prefixed(c.metric())).collect()
+    }
+
+    fn size_hint(&self) -> usize {
+        // A sample is about 120 bytes; most ports have most counters.
+        self.shared.latest().ports.len() * Counter::ALL.len() * 120
+    }
+}
+
+/// The manager's own `perfmgr_*` families, through the registry.
+pub struct SelfCollector {
+    shared: PerfShared,
+    descs: Vec<Desc>,
+}
+
+impl SelfCollector {
+    pub fn new(shared: PerfShared) -> Self {
+        let descs = SELF_FAMILIES.iter().map(|(n, h, _, l)| desc(n, h, l)).collect();
+        SelfCollector { shared, descs }
+    }
+}
+
+impl Collector for SelfCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        self.descs.iter().collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        self_families(&self.shared.latest())
+    }
+}
+
+fn desc(name: &str, help: &str, labels: &[&str]) -> Desc {
+    Desc::new(name.to_string(), help.to_string(), labels.iter().map(|l| l.to_string()).collect(), Default::default())
+        .expect("family names and labels are valid")
+}
+
+/// Every family as one collector, per-port ones included: what [`register`]
+/// replaces, kept as the reference the section's output is tested against
+/// (its `MetricFamily` per series costs too much on a large fabric).
 pub struct PerfCollector {
     shared: PerfShared,
     descs: Vec<Desc>,
@@ -53,15 +201,6 @@ pub struct PerfCollector {
 
 impl PerfCollector {
     pub fn new(shared: PerfShared) -> Self {
-        let desc = |name: &str, help: &str, labels: &[&str]| {
-            Desc::new(
-                name.to_string(),
-                help.to_string(),
-                labels.iter().map(|l| l.to_string()).collect(),
-                Default::default(),
-            )
-            .expect("family names and labels are valid")
-        };
         let mut descs: Vec<Desc> = Counter::ALL.iter().map(|c| desc(c.metric(), c.help(), PORT_LABELS)).collect();
         descs.extend(SELF_FAMILIES.iter().map(|(n, h, _, l)| desc(n, h, l)));
         PerfCollector { shared, descs }
@@ -81,6 +220,13 @@ impl Collector for PerfCollector {
 /// Every family of `snap`, in a fixed order; port families without any
 /// port are left out.
 pub fn families(snap: &PerfSnapshot) -> Vec<MetricFamily> {
+    let mut out = port_families(snap);
+    out.extend(self_families(snap));
+    out
+}
+
+/// The per-port families of `snap` as `MetricFamily`s.
+pub fn port_families(snap: &PerfSnapshot) -> Vec<MetricFamily> {
     let mut out = Vec::new();
     for c in Counter::ALL {
         let metrics: Vec<proto::Metric> = snap
@@ -101,6 +247,12 @@ pub fn families(snap: &PerfSnapshot) -> Vec<MetricFamily> {
             out.push(family(c.metric(), c.help(), MetricType::COUNTER, metrics));
         }
     }
+    out
+}
+
+/// The manager's own families of `snap`.
+fn self_families(snap: &PerfSnapshot) -> Vec<MetricFamily> {
+    let mut out = Vec::new();
     let s = &snap.stats;
     for (name, help, kind, _) in SELF_FAMILIES {
         let metrics = match *name {
@@ -217,5 +369,88 @@ mod tests {
         let t = text(PerfSnapshot::default());
         assert!(!t.contains("ibsm_port_"));
         assert!(t.contains("ibsm_perfmgr_cycles_total 0"));
+    }
+
+    /// Ports in no order, two-digit port numbers (sorted as text by the
+    /// registry), descriptions that need escaping, a value past 2^53, and
+    /// counters some ports lack.
+    fn mixed() -> PerfSnapshot {
+        let mut ports = Vec::new();
+        for (g, desc) in [(0x30u64, "leaf \"3\"\\x"), (0x2c9, "host\nnext"), (0x10, "spine")] {
+            for port in [12u8, 1, 7, 10, 2] {
+                let mut totals = [None; crate::perfmgr::counters::COUNTERS];
+                for c in Counter::ALL {
+                    if (c.index() + port as usize) % 3 != 0 {
+                        totals[c.index()] = Some(g * 1000 + port as u64 * 10 + c.index() as u64);
+                    }
+                }
+                totals[Counter::XmitData.index()] = Some(u64::MAX / 3 + port as u64);
+                ports.push(PortTotals { node_guid: Guid(g), node_desc: Arc::from(desc), port, totals });
+            }
+        }
+        PerfSnapshot { ports, stats: PerfStats { cycles: 3, ..Default::default() } }
+    }
+
+    /// What the old collector's families encode to, per-port ones only.
+    fn reference(snap: &PerfSnapshot) -> (String, String) {
+        let shared = PerfShared::new();
+        shared.publish_for_test(snap.clone());
+        let registry = prometheus::Registry::new_custom(Some("ibsm".into()), None).unwrap();
+        registry.register(Box::new(PerfCollector::new(shared))).unwrap();
+        let fams: Vec<_> = registry.gather().into_iter().filter(|f| f.get_name().starts_with("ibsm_port_")).collect();
+        let mut text = Vec::new();
+        prometheus::Encoder::encode(&prometheus::TextEncoder::new(), &fams, &mut text).unwrap();
+        let mut om = String::new();
+        crate::runtime::metrics::openmetrics::encode_families(&mut om, &fams);
+        (String::from_utf8(text).unwrap(), om)
+    }
+
+    fn section(snap: &PerfSnapshot) -> (String, String) {
+        let shared = PerfShared::new();
+        shared.publish_for_test(snap.clone());
+        let s = PortSection::new(shared);
+        let (mut text, mut om) = (String::new(), String::new());
+        s.write_text(&mut text);
+        s.write_openmetrics(&mut om);
+        (text, om)
+    }
+
+    #[test]
+    fn the_section_writes_what_the_collector_encoded() {
+        let snap = mixed();
+        let (text, om) = section(&snap);
+        let (want_text, want_om) = reference(&snap);
+        assert!(text.contains("node_desc=\"leaf \\\"3\\\"\\\\x\""), "{text}");
+        assert!(text.contains("node_desc=\"host\\nnext\""), "{text}");
+        assert!(om.contains("# TYPE ibsm_port_xmit_data_bytes counter\n"), "{om}");
+        assert_eq!(text, want_text);
+        assert_eq!(om, want_om);
+        // And for one port only, and none.
+        let one = PerfSnapshot { ports: snap.ports[..1].to_vec(), stats: PerfStats::default() };
+        assert_eq!(section(&one), reference(&one));
+        assert_eq!(section(&PerfSnapshot::default()), (String::new(), String::new()));
+    }
+
+    #[test]
+    fn registered_the_families_are_rendered_and_named_once() {
+        let shared = PerfShared::new();
+        shared.publish_for_test(mixed());
+        let m = Metrics::new();
+        register(&m, &shared);
+        let text = m.render();
+        let om = m.render_openmetrics();
+        for c in Counter::ALL {
+            let n = format!("ibsm_{}", c.metric());
+            assert_eq!(text.matches(&format!("# TYPE {n} counter\n")).count(), 1, "{n}");
+            assert!(m.family_names().contains(&n), "{n}");
+        }
+        assert_eq!(text.matches("# TYPE ibsm_perfmgr_cycles_total counter").count(), 1);
+        assert!(text.contains("ibsm_perfmgr_cycles_total 3\n"));
+        assert!(om.ends_with("ibsm_port_xmit_wait_total{node_guid=\"0x00000000000002c9\",node_desc=\"host\\nnext\",port=\"7\"} 713082\n# EOF\n"), "{om}");
+        // A second registration is refused: its names are taken.
+        register(&m, &shared);
+        assert_eq!(m.render().matches("# TYPE ibsm_port_xmit_wait_total").count(), 1);
+        // The next buffer is sized from this one.
+        assert_eq!(m.render().len(), text.len());
     }
 }

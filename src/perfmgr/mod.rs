@@ -11,7 +11,7 @@
 //!                           core::PerfCore (I/O-free: ClassPortInfo cache,
 //!                              │  cycles, counters::PortAccount per port)
 //!                              ▼ published once per cycle
-//!                           PerfShared ──► collector::PerfCollector (scrape)
+//!                           PerfShared ──► collector::register: PortSection, SelfCollector (scrape)
 //! ```
 
 pub mod collector;

@@ -17,16 +17,19 @@ mod fabric;
 pub mod openmetrics;
 #[cfg(test)]
 mod tests;
+pub mod text;
+
+pub use text::TextSection;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus::core::Collector;
 use prometheus::proto::MetricType;
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
 use tracing::warn;
@@ -103,6 +106,11 @@ pub struct Metrics {
     registry: Registry,
     latest: cumulative::Latest,
     declared: Arc<Mutex<Vec<Declared>>>,
+    /// Written after the registry's families ([`Self::register_text`]).
+    sections: Arc<Mutex<Vec<Arc<dyn TextSection>>>>,
+    /// The size of the last render, text then OpenMetrics: the next one's
+    /// buffer starts that large rather than doubling its way up.
+    last_len: Arc<[AtomicUsize; 2]>,
     /// Set when the master was lost (missed polls, stepped down): the next
     /// move to MASTER is a failover.
     master_lost: Arc<AtomicBool>,
@@ -252,6 +260,8 @@ impl Metrics {
             registry,
             latest: latest.clone(),
             declared: Arc::default(),
+            sections: Arc::default(),
+            last_len: Arc::default(),
             master_lost: Arc::default(),
             subnet_up,
             nodes,
@@ -339,6 +349,42 @@ impl Metrics {
         if let Err(e) = self.add(c, None) {
             warn!(families = ?names, error = %e, "metrics: collector not registered");
         }
+    }
+
+    /// Adds families its owner renders as text itself, after the
+    /// registry's (see [`text`]). Names the registry or another section
+    /// already has are refused (logged), and the section is not added.
+    pub fn register_text(&self, section: Arc<dyn TextSection>) {
+        let names = section.family_names();
+        let taken = self.family_names();
+        if let Some(dup) = names.iter().find(|n| taken.binary_search(n).is_ok()) {
+            warn!(family = %dup, "metrics: text section not registered, a family name is taken");
+            return;
+        }
+        self.sections.lock().expect("never poisoned").push(section);
+    }
+
+    fn sections(&self) -> Vec<Arc<dyn TextSection>> {
+        self.sections.lock().expect("never poisoned").clone()
+    }
+
+    /// A buffer for a render in slot `slot` (0 text, 1 OpenMetrics): as
+    /// large as the last one and a little more (a growing fabric), or
+    /// what the sections expect on the first.
+    fn buffer(&self, slot: usize, sections: &[Arc<dyn TextSection>]) -> String {
+        let last = self.last_len[slot].load(Ordering::Relaxed);
+        let want = if last == 0 { 64 * 1024 + sections.iter().map(|s| s.size_hint()).sum::<usize>() } else { last };
+        String::with_capacity(want + want / 32)
+    }
+
+    /// Notes the size of a finished render and gives back what it did
+    /// not use (a shrinking fabric): the buffer is kept by the HTTP cache.
+    fn finish(&self, slot: usize, mut out: String) -> String {
+        self.last_len[slot].store(out.len(), Ordering::Relaxed);
+        if out.capacity() - out.len() > 64 * 1024 + out.len() / 16 {
+            out.shrink_to_fit();
+        }
+        out
     }
 
     /// What the SA counted (cumulative figures; exported as they stand at
@@ -503,14 +549,25 @@ impl Metrics {
 
     /// The Prometheus text exposition format (version 0.0.4).
     pub fn render(&self) -> String {
-        let mut buf = Vec::new();
-        TextEncoder::new().encode(&self.registry.gather(), &mut buf).expect("text encoding cannot fail");
-        String::from_utf8(buf).expect("the text format is UTF-8")
+        let sections = self.sections();
+        let mut out = self.buffer(0, &sections);
+        TextEncoder::new().encode_utf8(&self.registry.gather(), &mut out).expect("text encoding cannot fail");
+        for s in &sections {
+            s.write_text(&mut out);
+        }
+        self.finish(0, out)
     }
 
     /// The OpenMetrics 1.0 text format ([`openmetrics::CONTENT_TYPE`]).
     pub fn render_openmetrics(&self) -> String {
-        openmetrics::encode(&self.registry.gather())
+        let sections = self.sections();
+        let mut out = self.buffer(1, &sections);
+        openmetrics::encode_families(&mut out, &self.registry.gather());
+        for s in &sections {
+            s.write_openmetrics(&mut out);
+        }
+        out.push_str("# EOF\n");
+        self.finish(1, out)
     }
 
     /// Every series name the registry can emit, as the Prometheus text
@@ -527,7 +584,7 @@ impl Metrics {
         for mf in self.registry.gather() {
             kinds.insert(mf.get_name().to_string(), Some(mf.get_field_type()));
         }
-        let mut names = Vec::new();
+        let mut names: Vec<String> = self.sections().iter().flat_map(|s| s.family_names()).collect();
         for (name, kind) in kinds {
             match kind {
                 Some(MetricType::HISTOGRAM) => {

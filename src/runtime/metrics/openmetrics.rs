@@ -22,11 +22,17 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// Encodes `families` (as `Registry::gather` returns them).
 pub fn encode(families: &[MetricFamily]) -> String {
     let mut out = String::new();
-    for mf in families {
-        family(&mut out, mf);
-    }
+    encode_families(&mut out, families);
     out.push_str("# EOF\n");
     out
+}
+
+/// Appends `families` to `out`, without the closing `# EOF` (the caller
+/// may append more families before it).
+pub fn encode_families(out: &mut String, families: &[MetricFamily]) {
+    for mf in families {
+        family(out, mf);
+    }
 }
 
 fn family(out: &mut String, mf: &MetricFamily) {
