@@ -380,7 +380,7 @@ mod tests {
             for port in [12u8, 1, 7, 10, 2] {
                 let mut totals = [None; crate::perfmgr::counters::COUNTERS];
                 for c in Counter::ALL {
-                    if (c.index() + port as usize) % 3 != 0 {
+                    if !(c.index() + port as usize).is_multiple_of(3) {
                         totals[c.index()] = Some(g * 1000 + port as u64 * 10 + c.index() as u64);
                     }
                 }
