@@ -43,6 +43,24 @@ def sim_env(sock, host, preload=True):
     return env
 
 
+def build_shim(work):
+    """bench/madcount.c: counts the MADs a process sends, by class, method and attribute."""
+    so = os.path.join(work, "madcount.so")
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", so, os.path.join(ROOT, "bench", "madcount.c"), "-ldl",
+                    "-lpthread"], check=True)
+    return so
+
+
+def perf_mads(path):
+    """PerfMgt (class 0x04) requests sent, from a madcount file."""
+    n = 0
+    if os.path.exists(path):
+        for line in open(path):
+            c, m, _a, k = (int(x) for x in line.split())
+            n += k if c == 0x04 and m in (0x01, 0x02) else 0
+    return n
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -165,7 +183,7 @@ def stop(proc):
         proc.wait()
 
 
-def run_sm(kind, spec, ibsm, rest, perf_interval, work):
+def run_sm(kind, spec, ibsm, rest, perf_interval, work, shim):
     net, flags, hosts, links = common.fabric_files(spec, ibsm, work)
     host = subprocess.run([ibsm, "topology", "sm-node", spec], capture_output=True, text=True, check=True).stdout.strip()
     sock = f"ops{os.getpid()}{kind}"
@@ -179,7 +197,9 @@ def run_sm(kind, spec, ibsm, rest, perf_interval, work):
         wait_attachable(sock, host, smdir)
         log = os.path.join(smdir, "log")
         env = sim_env(sock, host)
-        env.update({"OSM_TMP_DIR": smdir, "OSM_CACHE_DIR": smdir})
+        counts = os.path.join(smdir, "madcount")
+        env.update({"OSM_TMP_DIR": smdir, "OSM_CACHE_DIR": smdir, "LD_PRELOAD": f"{shim} {UMAD2SIM}",
+                    "MADCOUNT_OUT": counts})
         port = free_port()
         if kind == "opensm":
             cmd = ["opensm", "-d2", "-f", log, "-s", "10", "--perfmgr", "--perfmgr_sweep_time_s", str(perf_interval)]
@@ -193,6 +213,9 @@ def run_sm(kind, spec, ibsm, rest, perf_interval, work):
         r = watch(proc, log, rest)
         r.update({"hosts": len(hosts), "links": links})
         if kind == "ibsm":
+            # At the end of the rest period, as OpenSM's count is (it stops then).
+            _, body = fetch(f"http://127.0.0.1:{port}/metrics")
+            r["perf_mads_at_rest_end"] = sample(body.decode(), "ibsm_mads_sent_total", **{"class": "Perf"})
             text = wait_perf_cycle(port)
             r["perf_cycle_s"] = sample(text, "ibsm_perfmgr_last_cycle_duration_seconds")
             r["perf_ports"] = sample(text, "ibsm_perfmgr_ports", outcome="polled")
@@ -200,6 +223,7 @@ def run_sm(kind, spec, ibsm, rest, perf_interval, work):
             lids = list(range(1, len(hosts) + 1))
             r["perfquery"] = perfquery_rate(sock, host, smdir, lids)
         stop(proc)
+        r["perf_mads"] = r.get("perf_mads_at_rest_end", perf_mads(counts))
         return r
     finally:
         sim.kill()
@@ -238,8 +262,9 @@ def main():
     args = ap.parse_args()
     common.kill_started_processes_on_exit()
     work = tempfile.mkdtemp(prefix="ibsm-ops-")
-    o = run_sm("opensm", args.spec, args.ibsm, args.rest, args.perf_interval, work)
-    i = run_sm("ibsm", args.spec, args.ibsm, args.rest, args.perf_interval, work)
+    shim = build_shim(work)
+    o = run_sm("opensm", args.spec, args.ibsm, args.rest, args.perf_interval, work, shim)
+    i = run_sm("ibsm", args.spec, args.ibsm, args.rest, args.perf_interval, work, shim)
     print(f"## {args.spec} on ibsim: {i['hosts']} hosts, {i['links']} links; light sweeps every 10 s, "
           f"performance manager every {args.perf_interval} s")
     print("| | OpenSM | ibsm | ibsm/OpenSM |")
@@ -253,6 +278,7 @@ def main():
         ("peak RSS (MiB)", o["peak_rss"], i["peak_rss"], 1),
         ("RSS at rest (MiB)", o["rest_rss"], i["rest_rss"], 1),
     ]
+    rows.append(("PerfMgt requests sent, start to end of rest", o["perf_mads"], i["perf_mads"], 0))
     for name, a, b, d in rows:
         print(f"| {name} | {common.fmt(a, d)} | {common.fmt(b, d)} | {common.ratio(b, a)} |")
     m, pq = i["metrics"], i["perfquery"]

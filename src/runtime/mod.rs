@@ -280,7 +280,7 @@ fn spawn_perfmgr<T: Transport + Clone>(
 ) -> AbortOnDrop {
     let shared = crate::perfmgr::PerfShared::new();
     if let Some(m) = &options.metrics {
-        m.register(Box::new(crate::perfmgr::PerfCollector::new(shared.clone())));
+        crate::perfmgr::collector::register(m, &shared);
     }
     let mut core = crate::perfmgr::PerfCore::new(configs.borrow().clone(), shared);
     let mut of_snapshot = crate::perfmgr::targets::from_snapshots(options.snapshots.clone());
