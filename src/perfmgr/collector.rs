@@ -300,15 +300,7 @@ fn metric(labels: &[(&str, &str)], kind: MetricType, v: f64) -> proto::Metric {
             })
             .collect(),
     );
-    if kind == MetricType::COUNTER {
-        let mut c = proto::Counter::default();
-        c.set_value(v);
-        m.set_counter(c);
-    } else {
-        let mut g = proto::Gauge::default();
-        g.set_value(v);
-        m.set_gauge(g);
-    }
+    crate::runtime::metrics::set_value(&mut m, kind, v);
     m
 }
 

@@ -229,6 +229,19 @@ impl Collector for CumulativeCollector {
     }
 }
 
+/// Gives a sample its value as a counter or a gauge, by its family's type.
+pub(crate) fn set_value(m: &mut proto::Metric, kind: MetricType, v: f64) {
+    if kind == MetricType::COUNTER {
+        let mut c = proto::Counter::default();
+        c.set_value(v);
+        m.set_counter(c);
+    } else {
+        let mut g = proto::Gauge::default();
+        g.set_value(v);
+        m.set_gauge(g);
+    }
+}
+
 fn family(f: &Family, rows: Rows) -> MetricFamily {
     let mut mf = MetricFamily::default();
     mf.set_name(f.name.to_string());
@@ -252,15 +265,7 @@ fn family(f: &Family, rows: Rows) -> MetricFamily {
             // By name, as the crate's own families write them.
             labels.sort_by(|a, b| a.get_name().cmp(b.get_name()));
             m.set_label(labels);
-            if f.kind == MetricType::COUNTER {
-                let mut c = proto::Counter::default();
-                c.set_value(v);
-                m.set_counter(c);
-            } else {
-                let mut g = proto::Gauge::default();
-                g.set_value(v);
-                m.set_gauge(g);
-            }
+            set_value(&mut m, f.kind, v);
             m
         })
         .collect();

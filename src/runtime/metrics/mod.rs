@@ -13,6 +13,7 @@
 //! sends. Every family and its cardinality is listed in the README.
 
 mod cumulative;
+pub(crate) use cumulative::set_value;
 mod fabric;
 pub mod openmetrics;
 #[cfg(test)]
