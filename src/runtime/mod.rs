@@ -220,7 +220,7 @@ struct Owner<T: Transport + Clone> {
     /// systemd has had READY=1 (a reload ends with another).
     told_ready: bool,
     /// LID -> node, for log lines, built once per snapshot (its sequence).
-    lid_names: std::cell::RefCell<Option<(u64, std::collections::HashMap<u16, String>)>>,
+    lid_names: std::cell::RefCell<Option<(u64, std::collections::HashMap<u16, crate::sweep::subnet::NodeId>)>>,
     /// Trap lines logged in the current second (its start, the count): a
     /// storm is logged as a count, not line by line.
     traps_logged: (Duration, u32),
@@ -238,12 +238,11 @@ const PERF_STANDBY: u8 = 2;
 type StandbyPorts = Arc<arc_swap::ArcSwap<Vec<crate::perfmgr::PerfPort>>>;
 
 /// Every LID of `subnet` (each end port's LMC range, each switch's port
-/// 0) to the node's GUID, description and directed path, for log lines.
-fn lid_index(subnet: &crate::sweep::subnet::Subnet) -> std::collections::HashMap<u16, String> {
-    let mut names = std::collections::HashMap::new();
+/// 0) to its node, for log lines.
+fn lid_index(subnet: &crate::sweep::subnet::Subnet) -> std::collections::HashMap<u16, crate::sweep::subnet::NodeId> {
+    let mut nodes = std::collections::HashMap::new();
     for id in subnet.ids() {
         let n = subnet.node(id);
-        let name = format!("{} '{}' at path {}", n.guid(), n.description.as_deref().unwrap_or(""), n.path);
         let ports = if n.is_switch() { 0..1 } else { 1..n.ports.len() };
         for p in ports {
             let Some(info) = n.ports.get(p).and_then(|slot| slot.info.as_ref()) else { continue };
@@ -251,11 +250,11 @@ fn lid_index(subnet: &crate::sweep::subnet::Subnet) -> std::collections::HashMap
                 continue;
             }
             for l in info.lid.0..info.lid.0.saturating_add(1 << info.lmc.min(7)) {
-                names.insert(l, name.clone());
+                nodes.insert(l, id);
             }
         }
     }
-    names
+    nodes
 }
 
 /// Aborts its task when dropped: a task `run` started ends with it.
@@ -345,11 +344,6 @@ pub async fn run<T: Transport + Clone>(
         "SM starting in DISCOVERING"
     );
     options.status.set_port(local.port_guid, local.lid);
-    options.status.set_election(State::Discovering, config.sm.priority, None, None);
-    options.status.heartbeat();
-    if let Some(m) = &options.metrics {
-        m.election(config.sm.priority, None);
-    }
     let mut owner = Owner {
         election,
         sm: Some(sm),
@@ -383,6 +377,7 @@ pub async fn run<T: Transport + Clone>(
         lid_names: std::cell::RefCell::new(None),
         traps_logged: (Duration::ZERO, 0),
     };
+    owner.publish_election();
     let mut operator = if owner.options.operator_signals {
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).ok()
     } else {
@@ -624,8 +619,12 @@ impl<T: Transport + Clone> Owner<T> {
         if cache.as_ref().is_none_or(|(seq, _)| *seq != snap.sequence) {
             *cache = Some((snap.sequence, lid_index(&snap.sweep.subnet)));
         }
-        let names = &cache.as_ref().expect("just built").1;
-        names.get(&lid.0).cloned().unwrap_or_else(|| format!("unknown at LID {lid}"))
+        let nodes = &cache.as_ref().expect("just built").1;
+        let subnet = &snap.sweep.subnet;
+        match nodes.get(&lid.0).map(|&id| subnet.node(id)) {
+            Some(n) => format!("{} '{}' at path {}", n.guid(), n.description.as_deref().unwrap_or(""), n.path),
+            None => format!("unknown at LID {lid}"),
+        }
     }
 
     /// The election as `/status` and the metrics show it.
