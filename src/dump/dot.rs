@@ -134,10 +134,6 @@ fn escape(s: &str) -> String {
     e
 }
 
-fn guid_id(g: crate::types::Guid) -> String {
-    format!("0x{:016x}", g.0)
-}
-
 /// The fabric as the snapshot's sweep found it: every node, every cable
 /// once, coloured by the lower of its ends' PortState.
 pub fn dot(snap: &Snapshot) -> String {
@@ -156,7 +152,7 @@ pub fn dot(snap: &Snapshot) -> String {
                 .map_or(crate::types::Lid(0), |p| port_lid(snap, id, p))
         };
         d.vertices.push(Vertex {
-            id: guid_id(n.guid()),
+            id: n.guid().to_string(),
             label: n.name(),
             lid: (lid.0 != 0).then_some(lid.0),
             switch: n.info.node_type == NodeType::Switch,
@@ -175,9 +171,9 @@ pub fn dot(snap: &Snapshot) -> String {
             let near = EdgeState::of(slot.info.map(|i| i.port_state));
             let far_state = EdgeState::of(other.and_then(|p| p.info).map(|i| i.port_state));
             d.edges.push(Edge {
-                a: guid_id(n.guid()),
+                a: n.guid().to_string(),
                 a_port: port,
-                b: guid_id(subnet.node(far).guid()),
+                b: subnet.node(far).guid().to_string(),
                 b_port: far_port,
                 state: near.min(far_state),
             });
@@ -192,7 +188,7 @@ pub fn topology_dot(topo: &Topology) -> String {
     let mut d = Drawing::default();
     for n in &topo.nodes {
         d.vertices.push(Vertex {
-            id: guid_id(n.node_guid),
+            id: n.node_guid.to_string(),
             label: n.description.clone(),
             lid: None,
             switch: n.kind == NodeKind::Switch,
@@ -200,9 +196,9 @@ pub fn topology_dot(topo: &Topology) -> String {
     }
     for l in &topo.links {
         d.edges.push(Edge {
-            a: guid_id(topo.node(l.a.node).node_guid),
+            a: topo.node(l.a.node).node_guid.to_string(),
             a_port: l.a.port,
-            b: guid_id(topo.node(l.b.node).node_guid),
+            b: topo.node(l.b.node).node_guid.to_string(),
             b_port: l.b.port,
             state: EdgeState::Cabled,
         });

@@ -40,9 +40,8 @@ pub fn lfts(snap: &Snapshot) -> String {
         };
         let _ = writeln!(
             out,
-            "Unicast lids [0-{top}] of switch Lid {} guid 0x{:016x} ('{}'):",
+            "Unicast lids [0-{top}] of switch Lid {} guid {guid} ('{}'):",
             port_lid(snap, id, 0).0,
-            guid.0,
             description(subnet.node(id))
         );
         for (lid, &port) in table.iter().enumerate().take(top + 1) {
@@ -59,7 +58,7 @@ pub fn lfts(snap: &Snapshot) -> String {
                         _ => "Channel Adapter",
                     };
                     let pg = o.port_guid(owner_port);
-                    writeln!(out, "{kind} portguid 0x{:016x}: '{}'", pg.0, description(o))
+                    writeln!(out, "{kind} portguid {pg}: '{}'", description(o))
                 }
                 None => writeln!(out, "unknown node and type"),
             };

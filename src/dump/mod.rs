@@ -42,7 +42,7 @@ pub fn mfts(snap: &Snapshot) -> String {
         if routed.is_empty() {
             continue;
         }
-        let _ = write!(out, "\nSwitch 0x{:016x}\nLID    : Out Port(s)\n", guid.0);
+        let _ = write!(out, "\nSwitch {guid}\nLID    : Out Port(s)\n");
         for (mlid, ports) in routed {
             let _ = write!(out, "0x{mlid:04X} :");
             for p in ports.iter() {

@@ -16,7 +16,7 @@ use crate::runtime::status::Health;
 pub const DUMP_NAMES: [&str; 5] = ["subnet.lst", "opensm-lfts.dump", "opensm-mfts.dump", "guid2lid", "topology.dot"];
 
 pub(super) const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
-pub(super) const OPENMETRICS_TEXT: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(super) const OPENMETRICS_TEXT: &str = crate::runtime::metrics::openmetrics::CONTENT_TYPE;
 const PLAIN: &str = "text/plain; charset=utf-8";
 
 pub(super) type Body = Full<Bytes>;
