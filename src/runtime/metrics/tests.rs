@@ -460,8 +460,8 @@ fn the_readme_lists_every_family() {
         }
     }
     let m = Metrics::new();
-    // The performance manager's families come through its collector.
-    m.register(Box::new(crate::perfmgr::PerfCollector::new(crate::perfmgr::PerfShared::new())));
+    // The performance manager's families, registered as the runtime does.
+    crate::perfmgr::collector::register(&m, &crate::perfmgr::PerfShared::new());
     let names = m.family_names();
     assert!(names.iter().any(|n| n == "ibsm_port_symbol_errors_total"), "{names:?}");
     let mut missing = Vec::new();
