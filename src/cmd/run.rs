@@ -157,8 +157,7 @@ pub async fn run(args: Args) -> ExitCode {
     // operator names a cache directory.
     let persist = port.sim.is_none() || args.cache_dir.is_some();
     // The HTTP endpoints (/metrics, /status, /healthz, /readyz, /dump)
-    // run on a thread of their own; a listen address that cannot be bound
-    // stops the SM before it touches the fabric.
+    // run on a thread of their own.
     let status = crate::runtime::status::StatusBoard::new();
     let snapshots = crate::runtime::snapshot::Snapshots::new();
     let mut http = None;
@@ -179,10 +178,9 @@ pub async fn run(args: Args) -> ExitCode {
                     tracing::info!(addr = %h.local_addr(), "HTTP endpoints served (/metrics, /status, /healthz, /readyz, /dump)");
                     http = Some(h);
                 }
-                Err(e) => {
-                    eprintln!("ibsm run: metrics.listen = {listen}: cannot serve HTTP there: {e}");
-                    return ExitCode::from(2);
-                }
+                // The fabric still needs its SM: run without the endpoints
+                // (a second SM on the host holding the default port, say).
+                Err(e) => tracing::error!(%addr, error = %e, "HTTP endpoints not served; the SM runs without them"),
             }
             Some(m)
         }
