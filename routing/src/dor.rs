@@ -92,10 +92,10 @@
 //! detection O(S·D³) after a degree check that refuses high-radix fabrics
 //! (fat trees) in O(S + E); routing O(S²·D + L·S) for L destination LIDs.
 
-use crate::engine::EngineOptions;
 use crate::error::RoutingError;
 use crate::fabric::{PortEnd, RoutingFabric, SwitchId};
 use crate::lft::{HopVls, Lft, PathSl, Routes, SL_COUNT};
+use crate::options::EngineOptions;
 
 const NONE: u32 = u32::MAX;
 const ENGINE: &str = "dor";

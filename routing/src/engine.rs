@@ -8,6 +8,7 @@ use std::str::FromStr;
 use crate::error::RoutingError;
 use crate::fabric::RoutingFabric;
 use crate::lft::Routes;
+pub use crate::options::EngineOptions;
 
 /// The routing engines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,28 +80,11 @@ impl FromStr for EngineKind {
     }
 }
 
-/// What engines may use beyond the fabric itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineOptions {
-    /// Data VLs every port supports (1-15): the budget for deadlock
-    /// avoidance layers (dfsssp, nue, dor on tori).
-    pub max_vls: u8,
-    /// Root switches (updn, dnup, ftree); empty = detect automatically.
-    pub root_guids: Vec<u64>,
-    /// Compute-node port GUIDs (ftree, dfsssp); empty = every end port.
-    pub cn_guids: Vec<u64>,
-    /// I/O-node port GUIDs (ftree).
-    pub io_guids: Vec<u64>,
-}
-
-impl Default for EngineOptions {
-    fn default() -> Self {
-        EngineOptions { max_vls: 8, root_guids: Vec::new(), cn_guids: Vec::new(), io_guids: Vec::new() }
-    }
-}
-
 /// Runs one engine.
+/// Options are checked first: a VL budget outside 1-15 is
+/// [`RoutingError::VlBudget`], whatever the engine.
 pub fn route(kind: EngineKind, fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, RoutingError> {
+    options.check()?;
     match kind {
         EngineKind::MinHop => crate::minhop::minhop(fabric),
         EngineKind::Sssp => crate::sssp::sssp(fabric, options),

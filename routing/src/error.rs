@@ -39,6 +39,9 @@ pub enum RoutingError {
     /// Deadlock freedom needs more virtual lanes than the fabric offers.
     #[error("{engine} needs {needed} virtual lanes, the fabric offers {available}")]
     TooFewVls { engine: &'static str, needed: u8, available: u8 },
+    /// A VL budget no port can have (a port has 1-15 data VLs).
+    #[error("a VL budget of {given} is outside 1-15 (PortInfo:VLCap)")]
+    VlBudget { given: u8 },
     /// An input file (root, compute-node or I/O GUID list) is unusable.
     #[error("{file}:{line}: {problem}")]
     Input { file: String, line: usize, problem: String },

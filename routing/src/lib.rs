@@ -27,6 +27,7 @@ pub mod lft;
 pub mod mcast;
 pub mod minhop;
 pub mod nue;
+pub mod options;
 mod select;
 pub mod sssp;
 pub mod testfab;
@@ -38,7 +39,7 @@ pub use analysis::{
 };
 pub use cdg::{analyze_cdg, CdgReport, CdgScope};
 pub use dump::{write_opensm_dump, DumpError, LftDump};
-pub use engine::{route, route_chain, ChainOutcome, EngineKind, EngineOptions};
+pub use engine::{route, route_chain, ChainOutcome, EngineKind};
 pub use error::RoutingError;
 pub use fabric::{
     EndPort, EndPortId, FabricBuilder, FabricError, LinkRate, NodeRef, PortEnd, RoutingFabric, Switch, SwitchId,
@@ -49,3 +50,4 @@ pub use mcast::{
     McastUpdate, PortSet,
 };
 pub use minhop::minhop;
+pub use options::EngineOptions;

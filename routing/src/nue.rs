@@ -147,10 +147,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::engine::EngineOptions;
 use crate::error::RoutingError;
 use crate::fabric::{PortEnd, RoutingFabric, SwitchId};
 use crate::lft::{Lft, PathSl, Routes};
+use crate::options::EngineOptions;
 
 const ENGINE: &str = "nue";
 const NONE: u32 = u32::MAX;

@@ -484,6 +484,56 @@ pub fn renumbered(f: &RoutingFabric, seed: u64) -> RoutingFabric {
     b.build().expect("valid in the original")
 }
 
+/// The same fabric with `percent`% of its switch-to-switch cables removed
+/// (rounded down), chosen by `seed`, keeping the switches connected: a fat
+/// tree after cable failures, as operators run them between repairs. A
+/// seeded random spanning tree of the switch cables is kept, the cables to
+/// remove are drawn from the rest; so at most E - (S - 1) go.
+pub fn degraded(f: &RoutingFabric, percent: u32, seed: u64) -> RoutingFabric {
+    let mut rng = SplitMix64(seed ^ 0x9e37_79b9_7f4a_7c15);
+    let is_switch_cable = |l: &crate::fabric::Link| matches!((l.a, l.b), (PortEnd::Switch(..), PortEnd::Switch(..)));
+    let mut cables: Vec<usize> = (0..f.links().len()).filter(|&i| is_switch_cable(&f.links()[i])).collect();
+    for k in (1..cables.len()).rev() {
+        cables.swap(k, rng.below(k + 1));
+    }
+    let mut parent: Vec<usize> = (0..f.num_switches()).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    let mut spare = Vec::new();
+    for &i in &cables {
+        let (PortEnd::Switch(a, _), PortEnd::Switch(b, _)) = (f.links()[i].a, f.links()[i].b) else { continue };
+        let (ra, rb) = (root(&mut parent, a.index()), root(&mut parent, b.index()));
+        if ra == rb {
+            spare.push(i);
+        } else {
+            parent[ra] = rb;
+        }
+    }
+    let cut = (cables.len() * percent as usize / 100).min(spare.len());
+    let mut gone = vec![false; f.links().len()];
+    for &i in &spare[..cut] {
+        gone[i] = true;
+    }
+    let mut b = FabricBuilder::new();
+    for s in f.switches() {
+        b.add_switch(s.clone()).expect("valid in the original");
+    }
+    for e in f.end_ports() {
+        b.add_end_port(e.clone()).expect("valid in the original");
+    }
+    for (i, l) in f.links().iter().enumerate() {
+        if !gone[i] {
+            b.connect_with(l.a, l.b, l.rate).expect("valid in the original");
+        }
+    }
+    b.build().expect("valid in the original")
+}
+
 /// The fat trees every routing benchmark measures: 648, 3,888, 11,664 and
 /// 45,056 hosts (the last is the largest radix-64 3-level tree whose LIDs
 /// fit the unicast space with LMC 0).

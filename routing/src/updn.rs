@@ -146,10 +146,10 @@ use crate::select::{egress_bound, heapify, sift_down, BlockUse, LOAD_SHIFT};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::engine::EngineOptions;
 use crate::error::RoutingError;
 use crate::fabric::{RoutingFabric, SwitchEdge, SwitchId};
 use crate::lft::{Lft, Routes};
+use crate::options::EngineOptions;
 
 const INF: u32 = u32::MAX;
 

@@ -6,9 +6,9 @@ use std::collections::HashSet;
 
 use petgraph::unionfind::UnionFind;
 
-use crate::engine::EngineOptions;
 use crate::error::RoutingError;
 use crate::fabric::{EndPortId, PortEnd, RoutingFabric, SwitchId};
+use crate::options::EngineOptions;
 
 /// Fewest switch levels ftree routes: one level has only trivial paths.
 pub const MIN_LEVELS: u8 = 2;

@@ -97,10 +97,10 @@ mod cdg;
 mod detect;
 mod route;
 
-use crate::engine::EngineOptions;
 use crate::error::{PartialRoutes, RoutingError};
 use crate::fabric::{EndPortId, RoutingFabric, SwitchId};
 use crate::lft::Routes;
+use crate::options::EngineOptions;
 
 pub use detect::{MAX_LEVELS, MIN_LEVELS};
 

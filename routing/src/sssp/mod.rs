@@ -176,10 +176,10 @@ pub mod cdg;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::engine::EngineOptions;
 use crate::error::RoutingError;
 use crate::fabric::{NodeRef, RoutingFabric};
 use crate::lft::{Lft, Routes, UNROUTED};
+use crate::options::EngineOptions;
 
 pub use cdg::{LayerMethod, Layering, MAX_LAYERS};
 
