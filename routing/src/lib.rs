@@ -7,14 +7,16 @@
 //! - [`fabric`]: the routing view of a fabric and its checked builder.
 //! - [`lft`]: forwarding tables, their 64-LID blocks and block diffs.
 //! - [`mcast`]: one spanning tree per multicast group, spread over the links.
-//! - [`mod@minhop`]: the default engine (shortest paths, balanced per port).
+//! - [`mod@minhop`]: OpenSM's default engine (shortest paths, balanced per port).
 //! - [`analysis`]: traces every (source, LID) pair through the tables.
+//! - [`auto`]: the engine picked by topology, checked free of credit loops.
 //! - [`cdg`]: channel dependency graphs per VL (deadlock freedom).
 //! - [`dump`]: OpenSM's `opensm-lfts.dump` and `ibroute` text, read and written.
 //! - [`testfab`]: fabric generators for tests and benchmarks.
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod auto;
 pub mod cdg;
 pub mod dor;
 pub mod dump;
@@ -37,6 +39,7 @@ pub use analysis::{
     analyze, shift_balance, trace, validate, validate_with_loads, AnalysisOptions, AnalysisReport, Report,
     ShiftBalance, ShiftOrder,
 };
+pub use auto::{route_auto, route_chain_auto, AutoChoice, AutoOutcome, ChainEntry, ChainRouted};
 pub use cdg::{analyze_cdg, CdgReport, CdgScope};
 pub use dump::{write_opensm_dump, DumpError, LftDump};
 pub use engine::{route, route_chain, ChainOutcome, EngineKind};
