@@ -24,11 +24,19 @@
 //!   links allowed, no self-links), then hosts on random switches; ports
 //!   numbered in cabling order; ChaCha8 seeded by `seed`.
 //! - b2b: `h0` port 1 to `h1` port 1.
+//!
+//! A `cut` then removes floor(E * percent / 100) of the E switch-to-switch
+//! cables (hosts' cables never): ChaCha8 seeded by `cutseed` shuffles them, a
+//! spanning forest is kept (Kruskal over the shuffled order), and the first
+//! of the others in that order go, at most all of them. The switches stay as
+//! connected as they were; the ports of a removed cable are left uncabled,
+//! with every other port number and the GUIDs as in the intact fabric.
 
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::spec::{GeneratorSpec, Shape};
+use super::spec::{Cut, GeneratorSpec, Shape};
 use super::{assign_ibsim_guids, Node, NodeIdx, NodeKind, PortRef, SpecError, Topology, TopologyError};
 use crate::types::{Guid, MAX_PORTS};
 
@@ -55,9 +63,65 @@ impl GeneratorSpec {
             }
         }
         let mut topo = b.topo;
+        if let Some(cut) = self.cut {
+            cut_cables(&mut topo, cut);
+        }
         assign_ibsim_guids(&mut topo);
         topo.validate()?;
         Ok(topo)
+    }
+}
+
+/// Removes the cables `cut` names (see the module doc). O(links log nodes).
+fn cut_cables(topo: &mut Topology, cut: Cut) {
+    let is_switch = |p: PortRef| topo.nodes[p.node.0].kind == NodeKind::Switch;
+    let mut between: Vec<usize> =
+        (0..topo.links.len()).filter(|&i| is_switch(topo.links[i].a) && is_switch(topo.links[i].b)).collect();
+    let want = between.len() * cut.percent as usize / 100;
+    if want == 0 {
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(cut.seed);
+    between.shuffle(&mut rng);
+    // A cable joining two switches already joined by the kept forest is
+    // spare: removing spares never disconnects anything.
+    let mut forest = Forest::new(topo.nodes.len());
+    let spare = between.into_iter().filter(|&i| !forest.union(topo.links[i].a.node.0, topo.links[i].b.node.0));
+    let mut gone = vec![false; topo.links.len()];
+    for i in spare.take(want) {
+        gone[i] = true;
+    }
+    let mut i = 0;
+    topo.links.retain(|_| {
+        i += 1;
+        !gone[i - 1]
+    });
+}
+
+/// Union-find with path halving, for `cut_cables`'s spanning forest.
+struct Forest(Vec<usize>);
+
+impl Forest {
+    fn new(n: usize) -> Forest {
+        Forest((0..n).collect())
+    }
+
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.0[x] != x {
+            self.0[x] = self.0[self.0[x]];
+            x = self.0[x];
+        }
+        x
+    }
+
+    /// Joins the sets of `a` and `b`; false when they were one already.
+    fn union(&mut self, a: usize, b: usize) -> bool {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra == rb {
+            return false;
+        }
+        self.0[ra] = rb;
+        true
     }
 }
 
@@ -446,6 +510,96 @@ mod tests {
         assert_eq!(t.nodes.len(), 2);
         assert_eq!(t.links.len(), 1);
         assert_eq!((t.nodes[0].node_guid, t.nodes[1].node_guid), (Guid(0x100000), Guid(0x100002)));
+    }
+
+    /// The switch-to-switch cables, as sorted (port, port) pairs.
+    fn switch_cables(t: &Topology) -> Vec<(PortRef, PortRef)> {
+        let sw = |p: PortRef| t.node(p.node).kind == NodeKind::Switch;
+        let mut c: Vec<_> =
+            t.links.iter().filter(|l| sw(l.a) && sw(l.b)).map(|l| (l.a.min(l.b), l.a.max(l.b))).collect();
+        c.sort();
+        c
+    }
+
+    /// Every switch reachable from the first over switch-to-switch cables.
+    fn switches_connected(t: &Topology) -> bool {
+        let ix = t.index();
+        let switches: Vec<_> = t.switches().collect();
+        let mut seen = vec![false; t.nodes.len()];
+        let mut queue = std::collections::VecDeque::from([switches[0]]);
+        seen[switches[0].0] = true;
+        while let Some(n) = queue.pop_front() {
+            for (_, far) in ix.cabled_ports(n) {
+                if t.node(far.node).kind == NodeKind::Switch && !seen[far.node.0] {
+                    seen[far.node.0] = true;
+                    queue.push_back(far.node);
+                }
+            }
+        }
+        switches.iter().all(|s| seen[s.0])
+    }
+
+    #[test]
+    fn cut_zero_is_the_intact_fabric() {
+        assert_eq!(gen("fattree2:radix=8,cut=0,cutseed=5"), gen("fattree2:radix=8"));
+        assert_eq!(gen("torus2d:4x4,cut=0"), gen("torus2d:4x4"));
+    }
+
+    #[test]
+    fn cut_removes_the_share_and_keeps_switches_connected() {
+        let full = gen("fattree2:radix=8");
+        let before = switch_cables(&full);
+        // 8 leaves x 4 spines.
+        assert_eq!(before.len(), 32);
+        let a = gen("fattree2:radix=8,cut=15,cutseed=1");
+        let after = switch_cables(&a);
+        assert_eq!(after.len(), before.len() - before.len() * 15 / 100);
+        assert_eq!(before.len() - after.len(), 4);
+        // Only switch cables go, and only by removal: what is left was there.
+        assert_eq!(a.links.len(), full.links.len() - 4);
+        assert!(after.iter().all(|c| before.contains(c)));
+        assert_eq!(a.hosts().count(), full.hosts().count());
+        assert_eq!(a.nodes, full.nodes);
+        assert!(switches_connected(&a));
+        assert!(connected(&a));
+
+        // Seeded: the same seed removes the same cables, another seed others.
+        assert_eq!(gen("fattree2:radix=8,cut=15,cutseed=1"), a);
+        let b = gen("fattree2:radix=8,cut=15,cutseed=2");
+        assert_eq!(switch_cables(&b).len(), after.len());
+        assert_ne!(switch_cables(&b), after);
+
+        // The fabric: 36 leaves x 18 spines, 15% cut.
+        let big_full = switch_cables(&gen("fattree2:radix=36"));
+        let big = gen("fattree2:radix=36,cut=15,cutseed=2");
+        assert_eq!(big_full.len(), 648);
+        assert_eq!(switch_cables(&big).len(), 648 - 97);
+        assert!(switches_connected(&big));
+        assert_eq!(big.hosts().count(), 648);
+    }
+
+    #[test]
+    fn cut_never_disconnects() {
+        // 90% of a ring-heavy torus's cables is more than its spare cables:
+        // the cut stops at the spanning tree.
+        let full = gen("torus2d:4x4,hosts=1");
+        let e = switch_cables(&full).len();
+        assert_eq!(e, 32);
+        let t = gen("torus2d:4x4,hosts=1,cut=90,cutseed=3");
+        // 16 switches: a spanning tree has 15 cables, and 90% of 32 is 28.
+        assert_eq!(switch_cables(&t).len(), 15);
+        assert!(switches_connected(&t));
+        assert!(connected(&t));
+        for s in ["fattree3:radix=8,pods=3", "dragonfly:routers=4,global=1", "random:switches=20,seed=4"] {
+            for seed in 1..6 {
+                let t = gen(&format!("{s},cut=30,cutseed={seed}"));
+                let e = switch_cables(&gen(s)).len();
+                assert_eq!(switch_cables(&t).len(), e - e * 30 / 100, "{s} cutseed={seed}");
+                assert!(switches_connected(&t), "{s} cutseed={seed}");
+            }
+        }
+        // No switch cables to cut.
+        assert_eq!(gen("b2b:cut=50"), gen("b2b"));
     }
 
     #[test]

@@ -6,7 +6,11 @@
 //! dims  := N { "x" N }                     e.g. 4x4x4
 //! ```
 //! Keys every kind accepts: `width=1x|2x|4x|8x|12x` and `speed=sdr|ddr|qdr`
-//! (all links; default 4x SDR, ibsim's default).
+//! (all links; default 4x SDR, ibsim's default), and `cut=<percent>` (0..=90,
+//! default 0) with `cutseed=<n>` (default 1): a degraded fabric, with
+//! floor(E * cut / 100) of its E switch-to-switch cables removed at random
+//! while the switches stay connected (see `generate`). `cutseed` without a
+//! cut changes nothing.
 //!
 //! | kind | keys (default) |
 //! |---|---|
@@ -19,8 +23,11 @@
 //!
 //! `fattree2:radix=36` has 648 hosts; `fattree3:radix=36,pods=12` 3,888;
 //! `fattree3:radix=36,pods=36` 11,664; `fattree3:radix=64,pods=49` 50,176.
-//! Defaults are resolved while parsing and `Display` prints every key, so
-//! `spec.to_string().parse()` gives the same spec back.
+//! `fattree2:radix=36,cut=15,cutseed=2` is the 648-host tree with 97 of its
+//! 648 leaf-spine cables removed.
+//! Defaults are resolved while parsing and `Display` prints every key (the
+//! cut keys only when a cut is set), so `spec.to_string().parse()` gives the
+//! same spec back.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -51,6 +58,22 @@ pub struct GeneratorSpec {
     pub width: LinkWidthCode,
     /// LinkSpeedActive of every link.
     pub speed: LinkSpeedCode,
+    /// Switch-to-switch cables removed after the shape is built; `None` for
+    /// the intact fabric (`cut=0` parses to `None`).
+    pub cut: Option<Cut>,
+}
+
+/// The largest `cut` percentage: past it a fabric is mostly its spanning
+/// tree, which the cut keeps anyway.
+pub const MAX_CUT_PERCENT: u8 = 90;
+
+/// A degraded fabric: `percent` of the switch-to-switch cables removed, the
+/// choice drawn from ChaCha8 seeded by `seed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// 1..=`MAX_CUT_PERCENT`.
+    pub percent: u8,
+    pub seed: u64,
 }
 
 /// A fabric shape with every size resolved. Port layouts are in `generate`.
@@ -157,12 +180,14 @@ impl FromStr for GeneratorSpec {
             other => return Err(SpecError::UnknownKind { kind: other.to_string(), known: KINDS }),
         };
         let accepted: &'static str = match kind {
-            "fattree2" => "radix, hosts, spines, leaves, parallel, width, speed",
-            "fattree3" => "radix, pods, hosts, leaves, spines, uplinks, width, speed",
-            "mesh2d" | "mesh3d" | "torus2d" | "torus3d" => "<dims> (e.g. 4x4), dims, hosts, radix, width, speed",
-            "dragonfly" => "routers, hosts, global, groups, width, speed",
-            "random" => "switches, links, degree, hosts, seed, radix, width, speed",
-            _ => "width, speed",
+            "fattree2" => "radix, hosts, spines, leaves, parallel, width, speed, cut, cutseed",
+            "fattree3" => "radix, pods, hosts, leaves, spines, uplinks, width, speed, cut, cutseed",
+            "mesh2d" | "mesh3d" | "torus2d" | "torus3d" => {
+                "<dims> (e.g. 4x4), dims, hosts, radix, width, speed, cut, cutseed"
+            }
+            "dragonfly" => "routers, hosts, global, groups, width, speed, cut, cutseed",
+            "random" => "switches, links, degree, hosts, seed, radix, width, speed, cut, cutseed",
+            _ => "width, speed, cut, cutseed",
         };
         let grid = kind.starts_with("mesh") || kind.starts_with("torus");
         let mut items = Items { kind, map: BTreeMap::new(), dims: None };
@@ -203,6 +228,9 @@ impl FromStr for GeneratorSpec {
                 reason: "expected sdr, ddr or qdr".into(),
             })?,
         };
+        let percent: u8 = items.num("cut", 0, MAX_CUT_PERCENT as u64)?.unwrap_or(0);
+        let cut_seed: u64 = items.num("cutseed", 0, u64::MAX)?.unwrap_or(1);
+        let cut = (percent > 0).then_some(Cut { percent, seed: cut_seed });
 
         let shape = match kind {
             "fattree2" => {
@@ -346,7 +374,7 @@ impl FromStr for GeneratorSpec {
         if switches + hosts > MAX_GENERATED_NODES {
             return Err(infeasible(kind, format!("{} nodes exceed the {MAX_GENERATED_NODES} limit", switches + hosts)));
         }
-        Ok(GeneratorSpec { shape, width, speed })
+        Ok(GeneratorSpec { shape, width, speed, cut })
     }
 }
 
@@ -421,7 +449,11 @@ impl fmt::Display for GeneratorSpec {
             }
             Shape::BackToBack => {}
         }
-        write!(f, "width={},speed={}", width_text(self.width), speed_text(self.speed))
+        write!(f, "width={},speed={}", width_text(self.width), speed_text(self.speed))?;
+        if let Some(Cut { percent, seed }) = self.cut {
+            write!(f, ",cut={percent},cutseed={seed}")?;
+        }
+        Ok(())
     }
 }
 
@@ -486,6 +518,8 @@ mod tests {
             "random:switches=20,links=40,hosts=30,seed=7,radix=12",
             "b2b",
             "b2b:width=1x,speed=ddr",
+            "fattree2:radix=36,cut=15,cutseed=2",
+            "torus2d:4x4,cut=90,cutseed=18446744073709551615",
         ] {
             let a = spec(s);
             assert_eq!(spec(&a.to_string()), a, "{s} -> {a}");
@@ -500,7 +534,7 @@ mod tests {
             SpecError::UnknownKey {
                 kind: "fattree2",
                 key: "leafs".into(),
-                accepted: "radix, hosts, spines, leaves, parallel, width, speed"
+                accepted: "radix, hosts, spines, leaves, parallel, width, speed, cut, cutseed"
             }
         );
         assert_eq!(e("fattree2:hosts=4"), SpecError::MissingKey { kind: "fattree2", key: "radix" });
@@ -520,6 +554,39 @@ mod tests {
         assert!(matches!(e("fattree2:8"), SpecError::Malformed { .. }));
         assert!(matches!(e("fatree2:radix=8"), SpecError::UnknownKind { .. }));
         assert!(matches!(e("mesh3d:1000x1000x1000"), SpecError::Infeasible { .. }));
+    }
+
+    #[test]
+    fn cut_keys() {
+        let plain = spec("fattree2:radix=8");
+        assert_eq!(plain.cut, None);
+        // cut=0 is the intact fabric, whatever the seed.
+        assert_eq!(spec("fattree2:radix=8,cut=0"), plain);
+        assert_eq!(spec("fattree2:radix=8,cut=0,cutseed=9"), plain);
+        assert_eq!(spec("fattree2:radix=8,cut=15").cut, Some(Cut { percent: 15, seed: 1 }));
+        assert_eq!(spec("mesh2d:4x4,cutseed=7,cut=90").cut, Some(Cut { percent: 90, seed: 7 }));
+        assert_eq!(spec("b2b:cut=5").cut, Some(Cut { percent: 5, seed: 1 }));
+        // Uncut specs print as before; cut ones print both keys.
+        assert_eq!(plain.to_string(), "fattree2:radix=8,hosts=4,spines=4,leaves=8,parallel=1,width=4x,speed=sdr");
+        assert_eq!(
+            spec("fattree2:radix=8,cut=15,cutseed=3").to_string(),
+            "fattree2:radix=8,hosts=4,spines=4,leaves=8,parallel=1,width=4x,speed=sdr,cut=15,cutseed=3"
+        );
+
+        let e = |s: &str| s.parse::<GeneratorSpec>().unwrap_err();
+        assert_eq!(
+            e("fattree2:radix=8,cut=91"),
+            SpecError::BadValue {
+                kind: "fattree2",
+                key: "cut",
+                value: "91".into(),
+                reason: "must be in 0..=90".into()
+            }
+        );
+        assert!(matches!(e("fattree2:radix=8,cut=abc"), SpecError::BadValue { key: "cut", .. }));
+        assert!(matches!(e("fattree2:radix=8,cut=-1"), SpecError::BadValue { key: "cut", .. }));
+        assert!(matches!(e("torus2d:4x4,cut=5,cutseed=x"), SpecError::BadValue { key: "cutseed", .. }));
+        assert!(matches!(e("fattree2:radix=8,cut=5,cut=6"), SpecError::DuplicateKey { .. }));
     }
 
     #[test]
