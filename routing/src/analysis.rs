@@ -444,12 +444,7 @@ pub fn validate_with_loads(f: &RoutingFabric, routes: &Routes) -> (Report, LinkL
     let ne = f.num_end_ports();
 
     // End ports hanging off each switch.
-    let mut attached = vec![0u64; ns];
-    for e in f.end_port_ids() {
-        if let Some((s, _)) = f.attached_switch(e) {
-            attached[s.index()] += 1;
-        }
-    }
+    let attached = f.end_ports_per_switch();
 
     // Destination LIDs grouped by the switch they hang off, so that one BFS
     // serves them all; LIDs of end ports that hang off no switch apart.

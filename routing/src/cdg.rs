@@ -265,12 +265,7 @@ impl DepBits {
 /// cycle in each. See the module documentation for the method and cost.
 pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgReport {
     let ns = f.num_switches();
-    let mut has_end = vec![false; ns];
-    for e in f.end_port_ids() {
-        if let Some((s, _)) = f.attached_switch(e) {
-            has_end[s.index()] = true;
-        }
-    }
+    let has_end: Vec<bool> = f.end_ports_per_switch().iter().map(|&n| n > 0).collect();
     let sources: Vec<u32> =
         f.switch_ids().filter(|s| scope.include_switches || has_end[s.index()]).map(|s| s.0).collect();
 

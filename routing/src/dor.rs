@@ -672,11 +672,8 @@ fn route_part(
             }
         }
     }
-    let hosts: Vec<u64> = shape
-        .switches
-        .iter()
-        .map(|&s| f.switch_ports(s).iter().filter(|p| matches!(p, Some(PortEnd::End(_)))).count() as u64)
-        .collect();
+    let per_switch = f.end_ports_per_switch();
+    let hosts: Vec<u64> = shape.switches.iter().map(|&s| per_switch[s.index()]).collect();
 
     let mut next = vec![NONE; n];
     let mut slot = vec![0u32; n];

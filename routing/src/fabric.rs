@@ -539,6 +539,22 @@ impl RoutingFabric {
         }
     }
 
+    /// The number of end ports cabled to each switch, indexed by switch
+    /// index: the traffic a switch injects and the destinations it delivers
+    /// to, which the engines' balance and the analysis both weigh by. `u64`
+    /// because every caller adds it into route or load counts. End ports
+    /// cabled to another end port or to nothing count nowhere. O(N) for N end
+    /// ports.
+    pub fn end_ports_per_switch(&self) -> Vec<u64> {
+        let mut n = vec![0u64; self.switches.len()];
+        for peer in &self.end_peers {
+            if let Some(PortEnd::Switch(s, _)) = *peer {
+                n[s.index()] += 1;
+            }
+        }
+        n
+    }
+
     /// GUID of a node: the switch GUID or the end port's port GUID.
     pub fn guid_of(&self, node: NodeRef) -> u64 {
         match node {
@@ -721,6 +737,8 @@ mod tests {
         assert_eq!(f.lid_owner(0), None);
         assert_eq!(f.attached_switch(h0), Some((s0, 1)));
         assert_eq!(f.attached_switch(h1), None);
+        // h1 and h2 are cabled to each other, so only h0 counts.
+        assert_eq!(f.end_ports_per_switch(), vec![1, 0, 0]);
         assert_eq!(f.switch_peer(s0, 0), None);
         assert_eq!(f.switch_peer(s0, 200), None);
 
@@ -733,5 +751,21 @@ mod tests {
         assert_eq!(c.sizes, vec![4, 2]);
         assert_eq!(c.of_switch, vec![0, 0, 0]);
         assert_eq!(c.of_end_port, vec![0, 1, 1]);
+    }
+
+    #[test]
+    fn end_ports_per_switch_counts_each_cabled_end_port() {
+        let mut b = RoutingFabric::builder();
+        let s0 = b.add_switch(Switch::new(0x10, 4, 1)).unwrap();
+        let s1 = b.add_switch(Switch::new(0x11, 4, 2)).unwrap();
+        let h: Vec<EndPortId> =
+            (0..4).map(|i| b.add_end_port(EndPort::new(0x20 + i, 0x30 + i, 1, 3 + i as u16)).unwrap()).collect();
+        b.connect(PortEnd::Switch(s0, 1), PortEnd::Switch(s1, 1)).unwrap();
+        b.connect(PortEnd::End(h[0]), PortEnd::Switch(s1, 2)).unwrap();
+        b.connect(PortEnd::End(h[1]), PortEnd::Switch(s1, 3)).unwrap();
+        b.connect(PortEnd::End(h[2]), PortEnd::Switch(s1, 4)).unwrap();
+        // h[3] is not cabled.
+        let f = b.build().unwrap();
+        assert_eq!(f.end_ports_per_switch(), vec![0, 3]);
     }
 }

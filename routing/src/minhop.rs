@@ -239,8 +239,6 @@ impl Selector {
 struct Canon {
     /// Canonical index -> fabric switch.
     order: Vec<SwitchId>,
-    /// Fabric switch index -> canonical index.
-    pos: Vec<u32>,
     /// CSR over switch-to-switch cables in canonical numbering.
     adj_base: Vec<u32>,
     adj: Vec<SwitchEdge>,
@@ -287,11 +285,18 @@ impl Canon {
         }
         adj_base.push(adj.len() as u32);
         port_base.push(slots);
-        Canon { order, pos, adj_base, adj, port_base }
+        Canon { order, adj_base, adj, port_base }
     }
 
     fn neighbors(&self, s: usize) -> &[SwitchEdge] {
         &self.adj[self.adj_base[s] as usize..self.adj_base[s + 1] as usize]
+    }
+
+    /// End ports hanging off each switch in canonical numbering: the
+    /// traffic a switch injects.
+    fn end_ports_per_switch(&self, f: &RoutingFabric) -> Vec<u64> {
+        let per_switch = f.end_ports_per_switch();
+        self.order.iter().map(|s| per_switch[s.index()]).collect()
     }
 
     /// Hop distances to canonical switch `dest` by breadth-first search;
@@ -455,13 +460,7 @@ pub(crate) fn counted_per_switch(dest_base: &[u32], dests: &[Dest]) -> Vec<u64> 
 pub fn minhop(fabric: &RoutingFabric) -> Result<Routes, RoutingError> {
     let c = Canon::new(fabric);
     let (dest_base, dests) = destinations(fabric, &c.order);
-    // End ports hanging off each switch: the traffic a switch injects.
-    let mut local = vec![0u64; c.order.len()];
-    for e in fabric.end_port_ids() {
-        if let Some((s, _)) = fabric.attached_switch(e) {
-            local[c.pos[s.index()] as usize] += 1;
-        }
-    }
+    let local = c.end_ports_per_switch(fabric);
     let (mut lfts, max) = route_pass(fabric, &c, &dest_base, &dests, &local, Balance::Traffic);
     let bound = load_bound(&c, &dest_base, &dests, &local);
     if max > bound {
@@ -778,10 +777,7 @@ mod tests {
         for f in &fabrics {
             let c = Canon::new(f);
             let (base, dests) = destinations(f, &c.order);
-            let mut local = vec![0u64; c.order.len()];
-            for e in f.end_port_ids() {
-                local[c.pos[f.attached_switch(e).unwrap().0.index()] as usize] += 1;
-            }
+            let local = c.end_ports_per_switch(f);
             let (lt, mt) = route_pass(f, &c, &base, &dests, &local, Balance::Traffic);
             let (le, me) = route_pass(f, &c, &base, &dests, &local, Balance::Entries);
             let bound = load_bound(&c, &base, &dests, &local);
