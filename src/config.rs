@@ -128,7 +128,10 @@ pub struct SmConfig {
     pub sm_sl: u8,
     /// Where guid2lid lives (OpenSM `$OSM_CACHE_DIR`).
     pub cache_dir: PathBuf,
-    /// The routing engine chain, tried in order.
+    /// The routing engine chain, tried in order. `auto` (the default, and
+    /// what an empty chain means) picks by topology: ftree on fat trees,
+    /// dor on meshes and tori within the VL budget, the better of updn and
+    /// nue on one VL elsewhere; it may only end a chain.
     pub routing_engine: Vec<String>,
     /// OpenSM's partitions.conf (OpenSM `partition_config_file`, `-P`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -167,7 +170,10 @@ impl Default for SmConfig {
             max_op_vls: 5,
             sm_sl: 0,
             cache_dir: PathBuf::from("/var/cache/ibsm"),
-            routing_engine: vec!["minhop".to_string()],
+            // No engine named: ibsm picks one by topology and checks it
+            // for credit loops (ibsm_routing::auto). OpenSM's default,
+            // minhop, leaves credit loops on tori and irregular fabrics.
+            routing_engine: vec![ibsm_routing::auto::AUTO.to_string()],
             partition_config_file: None,
             part_enforce: crate::partition::PartEnforce::Both,
             allow_both_pkeys: false,
@@ -369,10 +375,22 @@ impl Config {
         if sm.cache_dir.as_os_str().is_empty() {
             return Err(invalid("sm.cache_dir", "\"\"", "must name a directory"));
         }
-        if let Some(name) = sm.routing_engine.iter().find(|e| e.parse::<ibsm_routing::EngineKind>().is_err()) {
-            let known: Vec<&str> = ibsm_routing::EngineKind::ALL.iter().map(|k| k.name()).collect();
-            return Err(invalid("sm.routing_engine", name, &format!("unknown engine (known: {})", known.join(", "))));
+        let mut chain = Vec::with_capacity(sm.routing_engine.len());
+        for name in &sm.routing_engine {
+            let Ok(entry) = name.parse::<ibsm_routing::ChainEntry>() else {
+                let known: Vec<&str> = std::iter::once(ibsm_routing::auto::AUTO)
+                    .chain(ibsm_routing::EngineKind::ALL.iter().map(|k| k.name()))
+                    .collect();
+                return Err(invalid(
+                    "sm.routing_engine",
+                    name,
+                    &format!("unknown engine (known: {})", known.join(", ")),
+                ));
+            };
+            chain.push(entry);
         }
+        ibsm_routing::auto::check_chain(&chain)
+            .map_err(|why| invalid("sm.routing_engine", &sm.routing_engine.join(","), &why))?;
         if sm.partition_config_file.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
             return Err(invalid("sm.partition_config_file", "\"\"", "is empty; leave the key out for no file"));
         }
@@ -577,7 +595,24 @@ mod tests {
             assert_eq!(err.to_string(), format!("r.toml: {want}"), "{text}");
         }
         let err = Config::parse("[sm]\nrouting_engine = [\"ftree\", \"lash\"]", Path::new("r.toml")).unwrap_err();
-        assert!(err.to_string().starts_with("r.toml: sm.routing_engine = lash: unknown engine (known: "), "{err}");
+        assert!(
+            err.to_string().starts_with("r.toml: sm.routing_engine = lash: unknown engine (known: auto, "),
+            "{err}"
+        );
+        // auto ends a chain or stands alone; before another engine it would
+        // hide it.
+        let err = Config::parse("[sm]\nrouting_engine = [\"auto\", \"minhop\"]", Path::new("r.toml")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "r.toml: sm.routing_engine = auto,minhop: `auto` must be the last engine of the chain: it routes every \
+             fabric, so minhop after it would never run"
+        );
+        for ok in [&["auto"][..], &["ftree", "auto"], &["minhop"], &[]] {
+            let text = format!("[sm]\nrouting_engine = {ok:?}");
+            let c = Config::parse(&text, Path::new("r.toml")).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(c.sm.routing_engine, ok, "{text}");
+        }
+        assert_eq!(SmConfig::default().routing_engine, ["auto"]);
         let err = Config::parse("[metrics]\nlisten = \"localhost\"", Path::new("r.toml")).unwrap_err();
         assert!(err.to_string().starts_with("r.toml: metrics.listen = localhost: "), "{err}");
         assert!(Config::parse("[metrics]\nlisten = \"\"", Path::new("r.toml")).is_ok(), "empty turns it off");

@@ -48,7 +48,11 @@ const KEYS: &[(&str, &str)] = &[
     ("sm.max_op_vls", "VLCap code 1-5 capping PortInfo.OperationalVLs: 1 = VL0, 5 = VL0-14 (opensm: max_op_vls)"),
     ("sm.sm_sl", "SL of SMP traffic toward the SM, PortInfo.MasterSMSL (opensm: sm_sl)"),
     ("sm.cache_dir", "where guid2lid is kept, in OpenSM's format (opensm: $OSM_CACHE_DIR); --cache-dir overrides"),
-    ("sm.routing_engine", "routing engines tried in order: minhop, updn, dnup, ftree, sssp, dfsssp, dor, nue"),
+    (
+        "sm.routing_engine",
+        "engines tried in order: auto (picked by topology, checked for credit loops; last only), minhop, updn, \
+         dnup, ftree, sssp, dfsssp, dor, nue (opensm: routing_engine)",
+    ),
     (
         "sm.partition_config_file",
         "OpenSM's partitions.conf (opensm: partition_config_file, -P); unset = all in 0x7fff; live on SIGHUP",

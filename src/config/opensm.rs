@@ -49,6 +49,12 @@ const MAP: &[(&str, &str, Kind)] = &[
     ("packet_life_time", "sm.packet_life_time", Kind::Int),
     ("max_op_vls", "sm.max_op_vls", Kind::Int),
     ("sm_sl", "sm.sm_sl", Kind::Int),
+    // An opensm.conf without routing_engine (or with `(null)`) converts to
+    // nothing, so ibsm's default applies: `auto`, not OpenSM's minhop. The
+    // operator chose no engine, and auto takes ftree or dor where they
+    // apply and a single-VL engine elsewhere, free of the credit loops
+    // minhop leaves on tori and irregular fabrics. An engine the file does
+    // name is converted and obeyed as named.
     ("routing_engine", "sm.routing_engine", Kind::Engines),
     ("partition_config_file", "sm.partition_config_file", Kind::Text),
     ("part_enforce", "sm.part_enforce", Kind::Text),
@@ -356,6 +362,14 @@ mod tests {
         assert_eq!(conv.converted[0].value, "3");
         assert_eq!(conv.skipped[0].why, "overridden by line 6");
         assert!(conv.skipped[1].why.contains("no routing engine lash"), "{:?}", conv.skipped);
+    }
+
+    #[test]
+    fn no_routing_engine_means_ibsm_default_and_a_named_one_is_kept() {
+        let parsed = |text: &str| Config::parse(&convert(text).to_toml("t.conf"), Path::new("out.toml")).unwrap();
+        assert_eq!(parsed("sm_priority 3\n").sm.routing_engine, ["auto"]);
+        assert_eq!(parsed("routing_engine (null)\n").sm.routing_engine, ["auto"]);
+        assert_eq!(parsed("routing_engine minhop\n").sm.routing_engine, ["minhop"]);
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! From a sweep to the routing crate and back: builds the routing view of
-//! the discovered subnet, runs the configured engine and maps the tables
-//! onto the sweep's node IDs.
+//! the discovered subnet, runs the configured engine chain (by default
+//! `auto`, the engine picked by topology) and maps the tables onto the
+//! sweep's node IDs.
 
 use std::collections::HashMap;
 
-use ibsm_routing::engine::{route_chain, EngineKind, EngineOptions};
+use ibsm_routing::auto::{check_chain, route_chain_auto, AutoChoice, ChainEntry, PassReason};
+use ibsm_routing::engine::{EngineKind, EngineOptions};
 use ibsm_routing::fabric::{EndPort, EndPortId, FabricError, PortEnd, RoutingFabric, Switch, SwitchId};
+use tracing::info;
 
 use crate::lid::LidRange;
 use crate::sweep::subnet::{NodeId, Subnet};
@@ -14,8 +17,10 @@ use crate::sweep::subnet::{NodeId, Subnet};
 pub enum RouteError {
     #[error("routing view of the subnet is inconsistent: {0}")]
     Fabric(#[from] FabricError),
-    #[error("unknown routing engine `{0}` (known: minhop, updn, dnup, ftree, sssp, dfsssp, dor, nue)")]
+    #[error("unknown routing engine `{0}` (known: auto, minhop, updn, dnup, ftree, sssp, dfsssp, dor, nue)")]
     UnknownEngine(String),
+    #[error("routing engine chain: {0}")]
+    Chain(String),
 }
 
 /// The routing input built from a sweep, with the ID maps back to it.
@@ -86,33 +91,51 @@ pub fn routing_view(subnet: &Subnet, lids: &HashMap<(NodeId, u8), LidRange>) -> 
 /// Each switch's forwarding table (port per LID), by sweep node ID.
 pub type SwitchTables = HashMap<NodeId, Vec<u8>>;
 
-/// Runs the engine chain (e.g. `ftree,updn,minhop`): the first engine that
-/// applies routes the fabric. Returns each switch's table and notes worth
-/// reporting (engines passed over, disconnected parts).
+/// Runs the engine chain (e.g. `ftree,updn,minhop`, or `auto`, the
+/// default): the first engine that applies routes the fabric. Returns each
+/// switch's table and notes worth a warning (engines of the chain passed
+/// over, candidates auto refused for a credit loop or broken tables,
+/// disconnected parts).
+///
+/// When `auto` chose, the engine and why are logged here at info, one line
+/// per routing run with the candidates it passed over, and kept in
+/// [`RoutingRun::auto`]: that a torus is no fat tree is no warning.
 pub fn compute(view: &RoutingView, chain: &[String], max_vls: u8) -> Result<Computed, RouteError> {
-    let kinds = parse_chain(chain)?;
+    let entries = parse_chain(chain)?;
     let mut notes = Vec::new();
     let options = EngineOptions { max_vls, ..EngineOptions::default() };
     let started = std::time::Instant::now();
-    let (routes, engine) = match route_chain(&kinds, &view.fabric, &options) {
+    let (routes, engine, auto) = match route_chain_auto(&entries, &view.fabric, &options) {
         Ok(outcome) => {
             for (kind, why) in &outcome.skipped {
                 notes.push(format!("{kind} passed over: {why}"));
             }
-            (outcome.routes, Some(outcome.engine))
+            if let Some(choice) = &outcome.auto {
+                log_choice(choice);
+                // An engine that claims deadlock freedom and fails the
+                // check is a bug worth a warning; the others only did
+                // not apply.
+                for p in &choice.passed_over {
+                    if matches!(p.why, PassReason::CreditLoop { .. } | PassReason::Broken { .. }) {
+                        notes.push(format!("auto: {p}"));
+                    }
+                }
+                if !choice.deadlock_free {
+                    notes.push(format!("auto: {}; its tables are programmed with a credit loop", choice.reason));
+                }
+            }
+            if let Some(parts) = &outcome.parts {
+                notes.push(parts.to_string());
+            }
+            (outcome.routes, Some(outcome.engine), outcome.auto)
         }
         Err(e) => {
             notes.push(e.to_string());
-            match e.partial_routes() {
-                Some(r) => (r.clone(), None),
-                None => {
-                    let routing = RoutingRun { engine: None, elapsed: started.elapsed() };
-                    return Ok(Computed { tables: HashMap::new(), path_sl: None, notes, routing });
-                }
-            }
+            let routing = RoutingRun { engine: None, auto: None, elapsed: started.elapsed() };
+            return Ok(Computed { tables: HashMap::new(), path_sl: None, notes, routing });
         }
     };
-    let routing = RoutingRun { engine, elapsed: started.elapsed() };
+    let routing = RoutingRun { engine, auto, elapsed: started.elapsed() };
     // The engine's tables move into the plan: at 50,000 LIDs and 4,000
     // switches each copy is 200 MB.
     let path_sl = routes.sl;
@@ -120,11 +143,25 @@ pub fn compute(view: &RoutingView, chain: &[String], max_vls: u8) -> Result<Comp
     Ok(Computed { tables, path_sl, notes, routing })
 }
 
+/// Auto's choice, one info line: the engine, why, and what it passed over.
+fn log_choice(choice: &AutoChoice) {
+    let passed: Vec<String> = choice.passed_over.iter().map(|p| format!("{}: {}", p.engine, p.why)).collect();
+    info!(
+        engine = choice.engine.name(),
+        reason = %choice.reason,
+        passed_over = %passed.join("; "),
+        "routing engine chosen by topology"
+    );
+}
+
 /// Which engine of the chain routed, and how long the chain took.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RoutingRun {
-    /// `None`: every engine refused (the routes are partial or none).
+    /// The engine whose tables were programmed (auto's pick when `auto`
+    /// chose). `None`: every engine refused and nothing was routed.
     pub engine: Option<EngineKind>,
+    /// Set when `auto` chose the engine: why, and the candidates passed over.
+    pub auto: Option<AutoChoice>,
     pub elapsed: std::time::Duration,
 }
 
@@ -145,10 +182,120 @@ pub struct Computed {
     pub routing: RoutingRun,
 }
 
-/// Parses engine names; an empty chain means minhop.
-pub fn parse_chain(chain: &[String]) -> Result<Vec<EngineKind>, RouteError> {
-    if chain.is_empty() {
-        return Ok(vec![EngineKind::MinHop]);
+/// Parses engine names (`auto` among them, which may only end the chain);
+/// an empty chain means `auto`.
+pub fn parse_chain(chain: &[String]) -> Result<Vec<ChainEntry>, RouteError> {
+    let entries = chain
+        .iter()
+        .map(|name| name.parse::<ChainEntry>().map_err(|_| RouteError::UnknownEngine(name.clone())))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_chain(&entries).map_err(RouteError::Chain)?;
+    if entries.is_empty() {
+        return Ok(vec![ChainEntry::Auto]);
     }
-    chain.iter().map(|name| name.parse::<EngineKind>().map_err(|_| RouteError::UnknownEngine(name.clone()))).collect()
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use ibsm_routing::testfab::{self, FatTree, RandomSpec};
+    use ibsm_routing::{analyze_cdg, CdgScope};
+
+    use super::*;
+    use crate::config::SmConfig;
+    use crate::program::SubnetManager;
+    use crate::sim::{FabricBuilder, SimDevice};
+    use crate::topology::Topology;
+    use crate::transport::io_thread::MadTransport;
+    use crate::transport::txn::TxnConfig;
+
+    /// A routing view of a generated fabric, switch i as node i.
+    fn view(fabric: RoutingFabric) -> RoutingView {
+        let switch_nodes = (0..fabric.num_switches() as u32).map(NodeId).collect();
+        RoutingView { fabric, switch_nodes, end_ports: Vec::new() }
+    }
+
+    fn default_chain() -> Vec<String> {
+        SmConfig::default().routing_engine
+    }
+
+    #[test]
+    fn the_default_chain_is_auto_and_says_why() {
+        let cases = [
+            (FatTree::full(8, 2).build(), EngineKind::FTree, "fat tree detected: 2 levels, 8 leaves → ftree"),
+            (testfab::grid(&[5, 5], &[true, true], 1, 1), EngineKind::Dor, "5x5 torus within 8 VLs (needs 2) → dor"),
+        ];
+        for (fabric, engine, reason) in cases {
+            let v = view(fabric);
+            let c = compute(&v, &default_chain(), 8).unwrap();
+            assert_eq!(c.routing.engine, Some(engine));
+            let auto = c.routing.auto.as_ref().expect("auto chose");
+            assert_eq!((auto.engine, auto.reason.as_str()), (engine, reason));
+            assert!(c.notes.is_empty(), "a refusal of ftree or dor is no warning: {:?}", c.notes);
+            assert_eq!(c.tables.len(), v.fabric.num_switches());
+        }
+        // Elsewhere: a single-VL engine, whatever the budget, and its
+        // tables are the ones programmed.
+        let spec = RandomSpec { switches: 16, extra_links: 20, max_hosts_per_switch: 3, max_lmc: 0 };
+        let v = view(testfab::random_connected(7, spec));
+        let c = compute(&v, &default_chain(), 8).unwrap();
+        let auto = c.routing.auto.as_ref().unwrap();
+        assert!(matches!(c.routing.engine, Some(EngineKind::UpDn | EngineKind::Nue)), "{}", auto.reason);
+        assert_eq!(
+            auto.passed_over.iter().map(|p| p.engine).collect::<Vec<_>>()[..2],
+            [EngineKind::FTree, EngineKind::Dor]
+        );
+        assert!(auto.reason.ends_with("on 1 VL"), "{}", auto.reason);
+        let routes = ibsm_routing::Routes {
+            lfts: v.switch_nodes.iter().map(|n| ibsm_routing::Lft { ports: c.tables[n].clone() }).collect(),
+            sl: c.path_sl.clone(),
+        };
+        assert!(analyze_cdg(&v.fabric, &routes, CdgScope::default()).deadlock_free());
+    }
+
+    #[test]
+    fn explicit_chains_are_obeyed_and_auto_may_only_end_one() {
+        let v = view(testfab::grid(&[5, 5], &[true, true], 1, 1));
+        // minhop leaves credit loops on a torus; asked for, it is used.
+        let c = compute(&v, &["minhop".into()], 8).unwrap();
+        assert_eq!((c.routing.engine, c.routing.auto.is_none()), (Some(EngineKind::MinHop), true));
+        assert!(c.notes.is_empty(), "{:?}", c.notes);
+        // ftree refuses and auto takes over: the refusal is the operator's
+        // engine, so it is a note.
+        let c = compute(&v, &["ftree".into(), "auto".into()], 8).unwrap();
+        assert_eq!(c.routing.engine, Some(EngineKind::Dor));
+        assert!(c.notes.len() == 1 && c.notes[0].starts_with("ftree passed over: "), "{:?}", c.notes);
+        // An empty chain is auto too.
+        // An empty chain is auto too; on one VL the torus is dor's no more.
+        let c = compute(&v, &[], 1).unwrap();
+        assert!(c.routing.auto.is_some());
+        assert!(matches!(c.routing.engine, Some(EngineKind::UpDn | EngineKind::Nue)), "{:?}", c.routing);
+        let e = compute(&v, &["auto".into(), "minhop".into()], 8).err().unwrap();
+        assert!(e.to_string().contains("`auto` must be the last engine"), "{e}");
+        let e = compute(&v, &["lash".into()], 8).err().unwrap();
+        assert!(e.to_string().contains("unknown routing engine `lash` (known: auto, minhop"), "{e}");
+    }
+
+    #[test]
+    fn a_sweep_with_the_default_config_routes_a_torus_with_dor() {
+        let topo = Topology::from_spec_or_file("torus2d:5x5,hosts=1").unwrap();
+        let fabric = FabricBuilder::new(&topo).seed(3).build_shared().unwrap();
+        let host = topo.hosts().next().unwrap();
+        let dev = SimDevice::attach(&fabric, host, 1).unwrap();
+        let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
+        let (transport, _unsolicited) = MadTransport::spawn(dev, txn);
+        // max_op_vls 2 = VL0-VL1: enough for dor's datelines.
+        let config = SmConfig { max_op_vls: 2, ..SmConfig::default() };
+        let mut sm = SubnetManager::new(transport, config, false);
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let report = rt.block_on(sm.sweep()).expect("sweep");
+        assert!(report.subnet_up(), "{:?} {:?}", report.inactive, report.problems());
+        assert_eq!(report.routing.engine_name(), "dor");
+        let auto = report.routing.auto.as_ref().expect("auto chose");
+        assert_eq!(auto.reason, "5x5 torus within 2 VLs (needs 2) → dor");
+        assert!(report.routing_notes.is_empty(), "{:?}", report.routing_notes);
+        assert!(report.program.sl2vl_sets > 0, "dor's datelines need SL-to-VL tables");
+    }
 }

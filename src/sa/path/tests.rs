@@ -101,7 +101,9 @@ fn resweep(s: &mut Swept) {
 
 /// Fabric A with H4 an older device (MTUCap 1024).
 fn swept_a(lmc: u8) -> Swept {
-    sweep(fabric_a(), SmConfig { lmc, ..SmConfig::default() }, |f| f.set_mtu_cap(p(H4, 1), 3).unwrap())
+    // minhop named: the SL checks below are minhop's (SL 0 everywhere).
+    let config = SmConfig { lmc, routing_engine: vec!["minhop".into()], ..SmConfig::default() };
+    sweep(fabric_a(), config, |f| f.set_mtu_cap(p(H4, 1), 3).unwrap())
 }
 
 /// The end port of topology port `r` (port 0 for a switch).
