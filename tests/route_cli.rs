@@ -53,12 +53,12 @@ fn route_then_analyze_the_written_dump_gives_the_same_figures() {
 
 #[test]
 fn minhop_on_a_torus_is_reported_cyclic_with_its_cycle() {
-    let out = ibsm(&["route", "-t", "torus2d:5x3"]);
+    let out = ibsm(&["route", "-t", "torus2d:5x3", "-e", "minhop"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("deadlock free: NO"), "{text}");
     assert!(text.contains("cycle of 5 channels:"), "{text}");
-    let v = ok_json(&["route", "-t", "torus2d:5x3", "--json"]);
+    let v = ok_json(&["route", "-t", "torus2d:5x3", "-e", "minhop", "--json"]);
     let cycle = v["analysis"]["deadlock"]["vls"][0]["cycle"].as_array().unwrap();
     assert_eq!(cycle.len(), 5);
     for (a, b) in cycle.iter().zip(cycle.iter().cycle().skip(1)) {
@@ -111,7 +111,18 @@ fn routing_on_opensm_lids_writes_opensm_headers() {
     let dir = tempfile::tempdir().unwrap();
     let out = tmp(&dir, "ours.dump");
     let g = format!("guid2lid={}", fixture("ft2-r4-minhop.guid2lid"));
-    ok_json(&["route", "-t", &fixture("ft2-r4.net"), "--lids", &g, "--lfts-out", out.to_str().unwrap(), "--json"]);
+    ok_json(&[
+        "route",
+        "-t",
+        &fixture("ft2-r4.net"),
+        "-e",
+        "minhop",
+        "--lids",
+        &g,
+        "--lfts-out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
     let ours = std::fs::read_to_string(&out).unwrap();
     let theirs = std::fs::read_to_string(fixture("ft2-r4-minhop.lfts.dump")).unwrap();
     let headers = |t: &str| t.lines().filter(|l| l.starts_with("Unicast")).map(String::from).collect::<Vec<_>>();
@@ -240,7 +251,7 @@ fn path_sls_feed_the_deadlock_analysis() {
     let dump = tmp(&dir, "t.dump");
     let sls = tmp(&dir, "t.sl");
     let (d, p) = (dump.to_str().unwrap(), sls.to_str().unwrap());
-    ok_json(&["route", "-t", "torus2d:5x3", "--lfts-out", d, "--path-sl-out", p, "--json"]);
+    ok_json(&["route", "-t", "torus2d:5x3", "-e", "minhop", "--lfts-out", d, "--path-sl-out", p, "--json"]);
     // minhop sets no SLs: the file is just its header.
     assert_eq!(std::fs::read_to_string(&sls).unwrap().lines().count(), 1);
     // Every path from every switch on SL 3 (switch LIDs are 1..=15 in node

@@ -275,7 +275,9 @@ impl Daemon {
     fn start(sm: Sm, f: &Fabric, host: &str, cache: &Path) -> Daemon {
         match sm {
             Sm::OpenSm => Daemon::opensm(f, host, cache, &[]),
-            Sm::Ibsm => Daemon::ibsm(f, host, cache, &[]),
+            // minhop, OpenSM's default, so both route alike (ibsm's own
+            // default is auto).
+            Sm::Ibsm => Daemon::ibsm(f, host, cache, &["--routing-engine", "minhop"]),
         }
     }
 

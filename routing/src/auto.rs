@@ -223,7 +223,7 @@ pub fn choose(fabric: &RoutingFabric, options: &EngineOptions) -> Result<AutoOut
                 Ok(shapes) => {
                     let needed = shapes.iter().map(|s| s.vls_needed()).max().unwrap_or(1);
                     let names: Vec<String> = shapes.iter().map(|s| s.describe()).collect();
-                    format!("{} within {} VLs (needs {needed}) → dor", names.join(", "), options.max_vls)
+                    format!("{} within {} (needs {needed}) → dor", names.join(", "), vl_count(options.max_vls))
                 }
                 Err(_) => "mesh or torus detected → dor".into(),
             };
@@ -255,7 +255,7 @@ pub fn choose(fabric: &RoutingFabric, options: &EngineOptions) -> Result<AutoOut
             fallback = Some(r);
         }
     }
-    let why_here = format!("no fat tree, and no mesh or torus within {} VLs", options.max_vls);
+    let why_here = format!("no fat tree, and no mesh or torus within {}", vl_count(options.max_vls));
     // Stable: on equal loads updn, tried first, stays first.
     scored.sort_by_key(|&(_, busiest, _)| busiest);
     let mut scored = scored.into_iter();
@@ -286,6 +286,15 @@ pub fn choose(fabric: &RoutingFabric, options: &EngineOptions) -> Result<AutoOut
             _ => None,
         })
         .unwrap_or(RoutingError::NotApplicable { engine: AUTO, reason: "no engine routes this fabric".into() }))
+}
+
+/// "1 VL", "8 VLs".
+fn vl_count(n: u8) -> String {
+    if n == 1 {
+        "1 VL".into()
+    } else {
+        format!("{n} VLs")
+    }
 }
 
 /// A candidate's tables, with the parts when the fabric is disconnected.

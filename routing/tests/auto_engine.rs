@@ -94,7 +94,7 @@ fn a_torus_gets_dor_within_the_vl_budget_and_a_single_vl_engine_below_it() {
         dor.why
     );
     assert!(
-        out.choice.reason.starts_with("no fat tree, and no mesh or torus within 1 VLs → "),
+        out.choice.reason.starts_with("no fat tree, and no mesh or torus within 1 VL → "),
         "{}",
         out.choice.reason
     );
@@ -118,7 +118,7 @@ fn meshes_get_dor_on_one_vl() {
     let f = testfab::grid(&[4, 3], &[false, false], 1, 2);
     let out = sound(&f, &vls(1), "4x3 mesh");
     assert_eq!(out.choice.engine, EngineKind::Dor, "{}", out.choice.reason);
-    assert!(out.choice.reason.starts_with("4x3 mesh within 1 VLs"), "{}", out.choice.reason);
+    assert!(out.choice.reason.starts_with("4x3 mesh within 1 VL"), "{}", out.choice.reason);
 }
 
 #[test]

@@ -13,8 +13,9 @@ use clap::{Args as ClapArgs, ValueEnum};
 use serde::Serialize;
 
 use ibsm_routing::analysis::{analyze, AnalysisOptions, AnalysisReport, ShiftOrder};
+use ibsm_routing::auto::{check_chain, route_chain_auto, ChainEntry};
 use ibsm_routing::dump::{write_opensm_dump_with, write_path_sl, LftDump, PATH_SL_HEADER};
-use ibsm_routing::engine::{route_chain, EngineKind, EngineOptions};
+use ibsm_routing::engine::EngineOptions;
 use ibsm_routing::guidfile::{load_guid_file, GuidKind};
 use ibsm_routing::{CdgScope, RoutingError};
 
@@ -83,9 +84,12 @@ pub struct Args {
     #[arg(long, short = 't', value_name = "T")]
     pub topology: String,
     /// Routing engines, tried in order until one applies (as OpenSM's
-    /// routing_engine): minhop, updn, dnup, ftree, sssp, dfsssp, dor, nue.
-    #[arg(long, short = 'e', value_delimiter = ',', default_value = "minhop", value_name = "E[,E2...]")]
-    pub engine: Vec<EngineKind>,
+    /// routing_engine): minhop, updn, dnup, ftree, sssp, dfsssp, dor, nue,
+    /// or auto (the SM's default, last only): ftree on fat trees, dor on
+    /// meshes and tori within --max-vls, else the better of updn and nue
+    /// on one VL, checked for credit loops.
+    #[arg(long, short = 'e', value_delimiter = ',', default_value = "auto", value_name = "E[,E2...]")]
+    pub engine: Vec<ChainEntry>,
     /// Write the tables here in OpenSM's opensm-lfts.dump format.
     #[arg(long, value_name = "FILE")]
     pub lfts_out: Option<PathBuf>,
@@ -138,6 +142,12 @@ struct RouteOutput {
     /// The engine whose tables these are.
     engine: String,
     skipped: Vec<Skipped>,
+    /// When `auto` chose the engine: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// When `auto` chose: the candidates it tried and did not use.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    passed_over: Vec<Skipped>,
     /// A problem the tables were computed despite (a disconnected fabric).
     warning: Option<String>,
     /// Wall-clock and thread CPU time of the engine chain.
@@ -297,28 +307,33 @@ fn route_text(args: &Args) -> Result<String, String> {
         }
     }
 
+    check_chain(&args.engine).map_err(|e| format!("-e: {e}"))?;
     let cpu0 = thread_cpu_ns();
     let t0 = Instant::now();
-    let outcome = route_chain(&args.engine, &view.fabric, &options);
+    let outcome = route_chain_auto(&args.engine, &view.fabric, &options);
     let compute_ms = t0.elapsed().as_secs_f64() * 1e3;
     let compute_cpu_ms = match (cpu0, thread_cpu_ns()) {
         (Some(a), Some(b)) => Some((b - a) as f64 / 1e6),
         _ => None,
     };
-    let chain: Vec<String> = args.engine.iter().map(|k| k.name().to_string()).collect();
-    let (routes, engine, skipped, warning) = match outcome {
-        Ok(o) => (o.routes, o.engine.name().to_string(), o.skipped, None),
-        Err(e) => match e.partial_routes() {
-            // A disconnected fabric: the parts are routed, the rest reported.
-            Some(r) => {
-                let engine = args.engine.first().map_or("?", |k| k.name()).to_string();
-                (r.clone(), engine, Vec::new(), Some(e.to_string()))
-            }
-            None => return Err(format!("no engine of {} routes {}: {e}", chain.join(","), args.topology)),
-        },
-    };
+    let chain: Vec<String> = args.engine.iter().map(|k| k.to_string()).collect();
+    let o = outcome.map_err(|e| format!("no engine of {} routes {}: {e}", chain.join(","), args.topology))?;
+    // A disconnected fabric: the parts are routed, the rest reported.
+    let mut warnings: Vec<String> = o.parts.iter().map(|p| p.to_string()).collect();
+    if o.auto.as_ref().is_some_and(|a| !a.deadlock_free) {
+        warnings.push("no candidate of auto passed the credit-loop check; these tables have a credit loop".into());
+    }
+    let warning = (!warnings.is_empty()).then(|| warnings.join("; "));
+    let (routes, engine) = (o.routes, o.engine.name().to_string());
     let skipped: Vec<Skipped> =
-        skipped.into_iter().map(|(k, e)| Skipped { engine: k.name().to_string(), reason: e.to_string() }).collect();
+        o.skipped.into_iter().map(|(k, e)| Skipped { engine: k.name().to_string(), reason: e.to_string() }).collect();
+    let reason = o.auto.as_ref().map(|a| a.reason.clone());
+    let passed_over: Vec<Skipped> = o
+        .auto
+        .iter()
+        .flat_map(|a| &a.passed_over)
+        .map(|p| Skipped { engine: p.engine.name().to_string(), reason: p.why.to_string() })
+        .collect();
 
     if let Some(path) = &args.lfts_out {
         let text = write_opensm_dump_with(&view.fabric, &routes, &|e| view.end_kind_text(e));
@@ -339,6 +354,8 @@ fn route_text(args: &Args) -> Result<String, String> {
         chain,
         engine,
         skipped,
+        reason,
+        passed_over,
         warning,
         compute_ms,
         compute_cpu_ms,
@@ -354,6 +371,12 @@ fn route_text(args: &Args) -> Result<String, String> {
     for k in &out.skipped {
         let _ = writeln!(s, "engine {} skipped: {}", k.engine, k.reason);
     }
+    for k in &out.passed_over {
+        let _ = writeln!(s, "auto passed over {}: {}", k.engine, k.reason);
+    }
+    if let Some(r) = &out.reason {
+        let _ = writeln!(s, "auto: {r}");
+    }
     let cpu = out.compute_cpu_ms.map(|c| format!(", {c:.1} ms CPU")).unwrap_or_default();
     let _ = writeln!(s, "engine {}: routed in {:.1} ms{cpu}", out.engine, out.compute_ms);
     if let Some(w) = &out.warning {
@@ -364,4 +387,72 @@ fn route_text(args: &Args) -> Result<String, String> {
     }
     let _ = write!(s, "{}", out.analysis);
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        route: Args,
+    }
+
+    fn route(args: &[&str]) -> Result<String, String> {
+        let cli =
+            Cli::try_parse_from(std::iter::once("route").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+        route_text(&cli.route)
+    }
+
+    fn json(args: &[&str]) -> serde_json::Value {
+        let args: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
+        serde_json::from_str(&route(&args).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_default_is_auto_and_the_output_says_what_it_chose_and_why() {
+        let text = route(&["-t", "fattree2:radix=8"]).unwrap();
+        assert!(
+            text.contains("auto: fat tree detected: 2 levels, 8 leaves → ftree\nengine ftree: routed in"),
+            "{text}"
+        );
+        let v = json(&["-t", "fattree2:radix=8"]);
+        assert_eq!(v["chain"], serde_json::json!(["auto"]));
+        assert_eq!(v["engine"], "ftree");
+        assert_eq!(v["reason"], "fat tree detected: 2 levels, 8 leaves → ftree");
+        assert!(v.get("passed_over").is_none(), "nothing passed over: {v}");
+
+        // A torus with one VL: ftree and dor refuse, a single-VL engine
+        // routes it free of credit loops.
+        let text = route(&["-t", "torus2d:5x3", "--max-vls", "1"]).unwrap();
+        assert!(text.contains("auto passed over ftree: ftree does not apply"), "{text}");
+        assert!(text.contains("auto passed over dor: dor needs 2 virtual lanes, the fabric offers 1"), "{text}");
+        assert!(text.contains("deadlock free: yes"), "{text}");
+        let v = json(&["-t", "torus2d:5x3", "--max-vls", "1"]);
+        let engine = v["engine"].as_str().unwrap();
+        assert!(["updn", "nue"].contains(&engine), "{v}");
+        let reason = v["reason"].as_str().unwrap();
+        assert!(reason.starts_with("no fat tree, and no mesh or torus within 1 VL → "), "{reason}");
+        assert!(reason.contains(&format!("→ {engine} (busiest link")), "{reason}");
+        let passed: Vec<&str> =
+            v["passed_over"].as_array().unwrap().iter().map(|p| p["engine"].as_str().unwrap()).collect();
+        assert_eq!(passed[..2], ["ftree", "dor"]);
+        assert_eq!(v["analysis"]["summary"]["deadlock_free"], true);
+    }
+
+    #[test]
+    fn an_explicit_engine_is_used_as_named_and_auto_only_ends_a_chain() {
+        let v = json(&["-t", "torus2d:5x3", "-e", "minhop"]);
+        assert_eq!(v["engine"], "minhop");
+        assert!(v.get("reason").is_none());
+        assert_eq!(v["analysis"]["summary"]["deadlock_free"], false);
+        let v = json(&["-t", "torus2d:5x3", "-e", "ftree,auto"]);
+        assert_eq!((v["engine"].as_str(), v["skipped"][0]["engine"].as_str()), (Some("dor"), Some("ftree")));
+        assert_eq!(v["reason"], "5x3 torus within 8 VLs (needs 2) → dor");
+        let err = route(&["-t", "torus2d:5x3", "-e", "auto,minhop"]).unwrap_err();
+        assert!(err.starts_with("-e: `auto` must be the last engine of the chain"), "{err}");
+    }
 }
