@@ -141,7 +141,8 @@ DEFAULT_MAX_VLS = 8
 IBSIM_VLS = 8
 # OperationalVLs code (IBA 14.2.5.6, PortInfo) per data-VL count.
 OP_VLS_CODE = {1: 1, 2: 2, 4: 3, 8: 4, 15: 5}
-# The longest net file line `ibsm route` and `ibsm topology` accept.
+# ibsim reads net files in 255-byte lines (it splits longer ones), so ibsm
+# refuses longer lines, comments included.
 MAX_LINE = 255
 
 
