@@ -172,6 +172,7 @@
 //! random fabrics balance as well or better on them).
 
 pub mod cdg;
+mod repair;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -266,10 +267,29 @@ pub fn sssp_with(fabric: &RoutingFabric, options: &EngineOptions, config: &SsspC
 
 /// DFSSSP with the default configuration: minimal SSSP paths, layered for
 /// deadlock freedom within `options.max_vls` VLs, then balanced over them.
-/// Fails with [`RoutingError::TooFewVls`] when the layers needed exceed
-/// `max_vls`.
+///
+/// When SSSP's own paths do not fit the VLs (even with their management
+/// routes re-routed, see `repair`), the fallback paths of
+/// [`DfssspConfig::fallback`] and Nue's escape-path routing (deadlock free
+/// on any budget, 1 VL included) are both candidates, and the one with the
+/// less busy busiest link is kept (ties: DFSSSP's own). So DFSSSP routes at
+/// every budget, and is never busier than Nue there. The cost: one Nue run
+/// and two validations, only when SSSP's paths did not fit.
 pub fn dfsssp(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, RoutingError> {
-    dfsssp_with(fabric, options, &DfssspConfig::default()).map(|(r, _)| r)
+    let config = DfssspConfig::default();
+    let own = dfsssp_with(fabric, options, &config);
+    let kept_sssp = matches!(&own, Ok((_, layering)) if layering.sssp == config.sssp);
+    if kept_sssp || matches!(own, Err(RoutingError::Disconnected { .. })) {
+        return own.map(|(r, _)| r);
+    }
+    let busiest = |r: &Routes| crate::analysis::validate(fabric, r).inter_switch_load.max;
+    let nue = crate::nue::nue(fabric, options);
+    match (own, nue) {
+        (Ok((mine, _)), Ok(theirs)) if busiest(&theirs) < busiest(&mine) => Ok(theirs),
+        (Ok((mine, _)), _) => Ok(mine),
+        (Err(_), Ok(theirs)) => Ok(theirs),
+        (Err(e), Err(_)) => Err(e),
+    }
 }
 
 /// DFSSSP with an explicit configuration; also returns what the layering
@@ -307,6 +327,18 @@ pub fn dfsssp_with(
         let mut layering = cdg::assign_layers(&net, &cols, &lfts, max_lid, &to_end_port, max_vls);
         layering.sssp = sssp.clone();
         if layering.needed > max_vls {
+            // Perhaps only management routes close the cycles: keep the
+            // end-port paths and route those anew (see `repair`).
+            let mut fixed = cols.clone();
+            if repair::repair(fabric, &net, &mut fixed, &to_end_port) {
+                let fixed_lfts = transpose_to_lfts(&fixed, net.ns, max_lid);
+                let mut l = cdg::assign_layers(&net, &fixed, &fixed_lfts, max_lid, &to_end_port, max_vls);
+                l.sssp = sssp.clone();
+                if l.needed <= max_vls && found.as_ref().is_none_or(|&(_, _, best)| max_load < best) {
+                    found = Some((fixed_lfts, l, max_load));
+                    continue;
+                }
+            }
             tried.push((cols, lfts));
         } else if found.as_ref().is_none_or(|&(_, _, best)| max_load < best) {
             found = Some((lfts, layering, max_load));
