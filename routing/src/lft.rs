@@ -122,8 +122,9 @@ pub fn diff_blocks<'a>(old: &'a Lft, new: &'a Lft) -> impl Iterator<Item = LftBl
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PathSl {
     /// `by_source_switch[s][dlid]` is the SL for traffic entering the fabric
-    /// at switch `s` towards `dlid`.
-    pub by_source_switch: Vec<Vec<u8>>,
+    /// at switch `s` towards `dlid`; one row per switch, or one row all
+    /// switches share ([`PathSl::per_destination`]).
+    pub by_source_switch: SlRows,
     /// Further SLs towards a DLID used by some of the end ports on a source
     /// switch, as (DLID, switch index, SL), sorted: an SA that answers per
     /// source *port* (OpenSM's dfsssp and nue) may give two ports of one
@@ -141,7 +142,14 @@ pub struct PathSl {
 impl PathSl {
     /// One SL per (source switch, DLID).
     pub fn per_switch(by_source_switch: Vec<Vec<u8>>) -> PathSl {
-        PathSl { by_source_switch, more: Vec::new(), hop_vls: None }
+        PathSl { by_source_switch: SlRows::per_switch(by_source_switch), more: Vec::new(), hop_vls: None }
+    }
+
+    /// One SL per DLID, the same from each of `switches` source switches
+    /// (nue: a path's SL is its destination's layer): `by_dlid[dlid]` is
+    /// stored once instead of once per switch.
+    pub fn per_destination(by_dlid: Vec<u8>, switches: usize) -> PathSl {
+        PathSl { by_source_switch: SlRows::per_destination(by_dlid, switches), more: Vec::new(), hop_vls: None }
     }
 
     /// The VL a packet on `sl` takes leaving switch `s` by `out_port`,
@@ -162,6 +170,121 @@ impl PathSl {
     pub fn more_for(&self, dlid: u16) -> impl Iterator<Item = (u32, u8)> + '_ {
         let start = self.more.partition_point(|m| m.0 < dlid);
         self.more[start..].iter().take_while(move |m| m.0 == dlid).map(|m| (m.1, m.2))
+    }
+}
+
+/// The SL rows of a [`PathSl`], one per source switch (`rows[s][dlid]`),
+/// read like a `Vec<Vec<u8>>` whatever the storage. Engines that give every
+/// source the same SL towards a DLID store that row once: S x L bytes
+/// become L (21 MB -> 13 kB for nue on the 11,664-host fat tree, whose 1,620
+/// switches each held a copy of the same 13,285-byte row).
+#[derive(Debug, Clone)]
+pub struct SlRows(Rows);
+
+#[derive(Debug, Clone)]
+enum Rows {
+    PerSwitch(Vec<Vec<u8>>),
+    /// `row` is every one of the `switches` rows.
+    Shared {
+        row: Vec<u8>,
+        switches: usize,
+    },
+}
+
+impl SlRows {
+    pub fn per_switch(rows: Vec<Vec<u8>>) -> SlRows {
+        SlRows(Rows::PerSwitch(rows))
+    }
+
+    /// `switches` rows, each `row`, stored once.
+    pub fn per_destination(row: Vec<u8>, switches: usize) -> SlRows {
+        SlRows(Rows::Shared { row, switches })
+    }
+
+    /// Whether one row is stored for every switch.
+    pub fn is_per_destination(&self) -> bool {
+        matches!(self.0, Rows::Shared { .. })
+    }
+
+    /// Source switches covered (rows).
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Rows::PerSwitch(rows) => rows.len(),
+            Rows::Shared { switches, .. } => *switches,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Source switch `s`'s row (SL per DLID).
+    pub fn get(&self, s: usize) -> Option<&Vec<u8>> {
+        match &self.0 {
+            Rows::PerSwitch(rows) => rows.get(s),
+            Rows::Shared { row, switches } => (s < *switches).then_some(row),
+        }
+    }
+
+    /// The rows in switch order (a shared row once per switch).
+    pub fn iter(&self) -> impl Iterator<Item = &Vec<u8>> + '_ {
+        (0..self.len()).map(move |s| &self[s])
+    }
+}
+
+impl Default for SlRows {
+    fn default() -> Self {
+        SlRows::per_switch(Vec::new())
+    }
+}
+
+impl std::ops::Index<usize> for SlRows {
+    type Output = Vec<u8>;
+
+    /// # Panics
+    /// When `s` is not below [`SlRows::len`], as a `Vec` would.
+    fn index(&self, s: usize) -> &Vec<u8> {
+        match self.get(s) {
+            Some(row) => row,
+            None => panic!("source switch {s} out of range for {} SL rows", self.len()),
+        }
+    }
+}
+
+/// Writing one switch's row gives every switch its own copy first, so the
+/// others keep theirs.
+impl std::ops::IndexMut<usize> for SlRows {
+    fn index_mut(&mut self, s: usize) -> &mut Vec<u8> {
+        if let Rows::Shared { row, switches } = &mut self.0 {
+            let rows = vec![std::mem::take(row); *switches];
+            self.0 = Rows::PerSwitch(rows);
+        }
+        match &mut self.0 {
+            Rows::PerSwitch(rows) => &mut rows[s],
+            Rows::Shared { .. } => unreachable!("expanded above"),
+        }
+    }
+}
+
+/// Equal when every switch's row is: the storage does not count.
+impl PartialEq for SlRows {
+    fn eq(&self, other: &SlRows) -> bool {
+        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a == b)
+    }
+}
+
+impl Eq for SlRows {}
+
+/// Serialized as the rows, one per switch, as when this was a `Vec<Vec<u8>>`.
+impl Serialize for SlRows {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for SlRows {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<SlRows, D::Error> {
+        Vec::<Vec<u8>>::deserialize(deserializer).map(SlRows::per_switch)
     }
 }
 
@@ -322,5 +445,35 @@ mod tests {
         let sl = PathSl::per_switch(vec![vec![0, 1, 2]]);
         assert_eq!(sl.sl(SwitchId(0), 2), Some(2));
         assert_eq!(sl.sl(SwitchId(0), 3), None);
+    }
+
+    #[test]
+    fn per_destination_sls_read_as_one_row_per_switch() {
+        let shared = PathSl::per_destination(vec![0, 1, 2], 3);
+        let copies = PathSl::per_switch(vec![vec![0, 1, 2]; 3]);
+        assert!(shared.by_source_switch.is_per_destination());
+        assert!(!copies.by_source_switch.is_per_destination());
+        for s in 0..3 {
+            assert_eq!(shared.sl(SwitchId(s), 2), Some(2));
+            assert_eq!(shared.by_source_switch[s as usize], vec![0, 1, 2]);
+        }
+        assert_eq!(shared.sl(SwitchId(0), 3), None);
+        assert_eq!(shared.sl(SwitchId(3), 0), None, "no row past the switches");
+        assert_eq!(shared.by_source_switch.len(), 3);
+        assert_eq!(shared.by_source_switch.iter().count(), 3);
+        assert_eq!(shared, copies, "equal tables, whatever the storage");
+        assert_eq!(serde_json::to_string(&shared).unwrap(), serde_json::to_string(&copies).unwrap());
+        let back: PathSl = serde_json::from_str(&serde_json::to_string(&shared).unwrap()).unwrap();
+        assert_eq!(back, shared);
+
+        // Writing one switch's row leaves the others' alone.
+        let mut one = shared.clone();
+        one.by_source_switch[1][0] = 5;
+        assert!(!one.by_source_switch.is_per_destination());
+        assert_eq!(one.sl(SwitchId(1), 0), Some(5));
+        assert_eq!(one.sl(SwitchId(0), 0), Some(0));
+        assert_eq!(one.sl(SwitchId(2), 0), Some(0));
+        assert_ne!(one, shared);
+        assert!(PathSl::per_destination(vec![1], 0).by_source_switch.is_empty());
     }
 }

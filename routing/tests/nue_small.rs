@@ -137,9 +137,11 @@ fn layers_and_sls() {
     assert_eq!(st.layers, 4);
     assert_eq!(st.destinations, 75, "50 hosts + 25 switches");
     // Every source switch sees the same SL per LID (destination-based),
-    // and all four layers are in use.
+    // stored once, and all four layers are in use.
     let sl = &r.sl.as_ref().unwrap().by_source_switch;
-    assert!(sl.windows(2).all(|w| w[0] == w[1]));
+    assert_eq!(sl.len(), f.num_switches());
+    assert!(sl.iter().all(|row| *row == sl[0]));
+    assert!(sl.is_per_destination(), "one SL row for all switches");
     let mut used = [false; 4];
     for lid in 1..=f.max_lid() {
         used[usize::from(sl[0][usize::from(lid)])] = true;

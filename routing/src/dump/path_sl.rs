@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::text::{clip, parse_lid};
 use super::DumpError;
 use crate::fabric::{NodeRef, RoutingFabric, SwitchId};
-use crate::lft::{HopVls, PathSl, SL_COUNT};
+use crate::lft::{HopVls, PathSl, SlRows, SL_COUNT};
 
 /// The first line of a path-SL file.
 pub const PATH_SL_HEADER: &str =
@@ -152,7 +152,7 @@ pub fn parse_path_sl(text: &str, file: &str, fabric: &RoutingFabric) -> Result<P
     }
     more.sort_unstable();
     more.dedup();
-    Ok(PathSl { by_source_switch: rows, more, hop_vls })
+    Ok(PathSl { by_source_switch: SlRows::per_switch(rows), more, hop_vls })
 }
 
 /// One `vl <switch LID> <in port> <out port> <16 hex VLs>` line into `h`;

@@ -280,7 +280,7 @@ fn route_all(net: &Net, by_layer: &[Vec<Dest>], fabric: &RoutingFabric, floor: u
 
 /// Routes every LID deadlock-free within `options.max_vls` layers (at most
 /// 15); see the module documentation. Fills [`Routes::sl`] with each
-/// destination's layer.
+/// destination's layer, stored once per DLID ([`PathSl::per_destination`]).
 ///
 /// Errors: [`RoutingError::TooFewVls`] for `max_vls` 0;
 /// [`RoutingError::Disconnected`] with the routes of every part when the
@@ -357,7 +357,7 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
         layer_of[usize::from(lid)] = layer_of[usize::from(like)];
     }
 
-    let sl = vec![layer_of; fabric.num_switches()];
-    let routes = Routes { lfts, sl: Some(PathSl::per_switch(sl)) };
+    // Every source has its destination's layer: one SL row for all switches.
+    let routes = Routes { lfts, sl: Some(PathSl::per_destination(layer_of, fabric.num_switches())) };
     crate::error::disconnected_or_ok(fabric, routes).map(|r| (r, stats))
 }
