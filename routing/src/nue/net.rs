@@ -1,7 +1,7 @@
 //! The switch graph nue routes on: directed channels, connected parts
 //! and the index space of the complete dependency graph.
 
-use crate::fabric::{PortEnd, RoutingFabric, SwitchId};
+use crate::fabric::{RoutingFabric, SwitchId};
 
 use super::cdg::{BLOCKED, UNUSED};
 use super::NONE;
@@ -20,7 +20,8 @@ pub(super) struct Net {
     /// Dependencies through switch v: `dep_base[v] + k * deg + j` is "in
     /// over the cable of out-channel k, out over out-channel j".
     pub(super) dep_base: Vec<usize>,
-    /// End ports attached to each switch.
+    /// End ports cabled to each switch ([`RoutingFabric::end_ports_per_switch`]
+    /// in internal order).
     pub(super) hosts: Vec<u64>,
     /// Connected parts: part of each switch, switches of each part.
     pub(super) part: Vec<u32>,
@@ -83,10 +84,8 @@ impl Net {
                 }
             }
         }
-        let hosts = order
-            .iter()
-            .map(|&s| f.switch_ports(s).iter().filter(|p| matches!(p, Some(PortEnd::End(_)))).count() as u64)
-            .collect();
+        let per_switch = f.end_ports_per_switch();
+        let hosts = order.iter().map(|s| per_switch[s.index()]).collect();
         let mut part = vec![NONE; n];
         let mut parts = Vec::new();
         for root in 0..n {
