@@ -247,7 +247,7 @@ struct Routing {
 }
 
 /// Routes the layers' destinations in order, with or without
-/// [`rechoose`](search::rechoose).
+/// `search::rechoose`.
 fn route_all(net: &Net, by_layer: &[Vec<Dest>], fabric: &RoutingFabric, floor: u64, aware: bool) -> Routing {
     let top = fabric.max_lid();
     let mut lfts: Vec<Lft> = (0..fabric.num_switches()).map(|_| Lft::unrouted(top)).collect();
