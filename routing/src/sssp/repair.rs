@@ -127,7 +127,7 @@ pub(super) fn repair(f: &RoutingFabric, net: &Net, cols: &mut [u8], to_end_port:
     let mut routed = vec![false; ns];
     let mut dist = vec![u32::MAX; ns];
     let mut queue: Vec<usize> = Vec::with_capacity(ns);
-    for lid in 1..nl {
+    for (lid, &to_end) in to_end_port.iter().enumerate().take(nl).skip(1) {
         let col = lid * ns;
         if cols[col..col + ns].iter().all(|&p| p == UNROUTED) {
             continue;
@@ -137,21 +137,17 @@ pub(super) fn repair(f: &RoutingFabric, net: &Net, cols: &mut [u8], to_end_port:
         routed.fill(false);
         dist.fill(u32::MAX);
         queue.clear();
-        if to_end_port[lid] {
+        if to_end {
             walk_used(net, cols, &mut deps, &mut used, lid);
-            for s in 0..ns {
-                if used[s] == lid as u32 {
-                    routed[s] = true;
-                }
+            for (r, &u) in routed.iter_mut().zip(&used) {
+                *r = u == lid as u32;
             }
         } else if let Some(NodeRef::Switch(d)) = f.lid_owner(lid as u16) {
             routed[d.index()] = true;
         }
-        for s in 0..ns {
-            if routed[s] {
-                dist[s] = 0;
-                queue.push(s);
-            }
+        queue.extend((0..ns).filter(|&s| routed[s]));
+        for &s in &queue {
+            dist[s] = 0;
         }
         // Breadth-first over the switches not routed, nearest first.
         let mut head = 0;
