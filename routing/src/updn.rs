@@ -815,6 +815,11 @@ impl Selector {
     /// force the next switch down for this LID, with all the traffic that
     /// switch carries.
     fn best_free(&self, down_only: bool, binds: impl Fn(Cand) -> bool) -> usize {
+        // The usual case: the least loaded candidate binds nothing.
+        let top = self.cand_of(self.keys[0]);
+        if (!down_only || self.all_down || top.down) && !binds(top) {
+            return 0;
+        }
         let mut best = (true, u64::MAX, usize::MAX);
         for (i, &k) in self.keys.iter().enumerate() {
             let c = self.cand_of(k);
