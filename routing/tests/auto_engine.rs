@@ -93,11 +93,7 @@ fn a_torus_gets_dor_within_the_vl_budget_and_a_single_vl_engine_below_it() {
         "{}",
         dor.why
     );
-    assert!(
-        out.choice.reason.starts_with("no fat tree, and no mesh or torus within 1 VL → "),
-        "{}",
-        out.choice.reason
-    );
+    assert!(out.choice.reason.starts_with("no fat tree, and no mesh or torus within 1 VL → "), "{}", out.choice.reason);
 }
 
 #[test]
