@@ -15,17 +15,6 @@ use ibsm_routing::engine::{route, EngineKind};
 use ibsm_routing::testfab::{degraded, FatTree};
 use ibsm_routing::{analyze_cdg, validate, CdgScope, EngineOptions};
 
-const ENGINES: [EngineKind; 8] = [
-    EngineKind::MinHop,
-    EngineKind::UpDn,
-    EngineKind::DnUp,
-    EngineKind::FTree,
-    EngineKind::Sssp,
-    EngineKind::Dfsssp,
-    EngineKind::Nue,
-    EngineKind::Dor,
-];
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let vls: u8 =
@@ -37,18 +26,18 @@ fn main() {
     };
     println!("max VLs {vls}");
     print!("| tree | cut | seed |");
-    for e in ENGINES {
+    for e in EngineKind::ALL {
         print!(" {e} |");
     }
     println!();
-    println!("|---|---|---|{}", "---|".repeat(ENGINES.len()));
+    println!("|---|---|---|{}", "---|".repeat(EngineKind::ALL.len()));
     for (name, ft) in trees {
         let full = ft.build();
         for cut in [0u32, 5, 10, 15, 30] {
             for seed in if cut == 0 { 1..=1 } else { 1..=2u64 } {
                 let f = degraded(&full, cut, seed);
                 print!("| {name} | {cut}% | {seed} |");
-                for e in ENGINES {
+                for e in EngineKind::ALL {
                     let o = EngineOptions { max_vls: vls, ..EngineOptions::default() };
                     match route(e, &f, &o) {
                         Ok(r) => {
