@@ -1,8 +1,9 @@
 //! Property tests: on seeded random connected fabrics (parallel cables,
 //! cables looping a switch to itself, LMC up to 2), SSSP gives valid
-//! shortest-path tables, and DFSSSP either gives valid tables whose every
-//! SL has an acyclic channel dependency graph, or says how many VLs it
-//! would need (and routes when given that many). Never a panic.
+//! shortest-path tables, and DFSSSP either gives valid tables (shortest to
+//! every end port) whose every SL has an acyclic channel dependency graph,
+//! or says how many VLs it would need (and routes when given that many).
+//! Never a panic.
 
 mod sssp_common;
 
@@ -63,7 +64,7 @@ proptest! {
                 let rep = validate(&f, &r);
                 prop_assert!(rep.is_clean() && rep.fully_connected(), "seed {}: {}", seed, rep);
                 prop_assert_eq!(rep.delivered, rep.pairs);
-                prop_assert!(rep.all_minimal(), "seed {}: {}", seed, rep);
+                prop_assert_eq!(longer_end_port_path(&f, &r), None, "seed {}: {}", seed, rep);
                 let sl = r.sl.as_ref().expect("dfsssp sets SLs");
                 prop_assert_eq!(sl.by_source_switch.len(), f.num_switches());
                 prop_assert!(max_sl(&r) < max_vls, "SL {} with {} VLs", max_sl(&r), max_vls);

@@ -123,6 +123,32 @@ pub fn assert_valid_minimal(f: &RoutingFabric, r: &Routes, what: &str) {
     }
 }
 
+/// The first path between end ports that is longer than the cables allow,
+/// as (source switch, LID, cables taken, shortest): DFSSSP keeps SSSP's
+/// end-port paths when it re-routes other entries to fit its VLs (those
+/// may detour), so minimality holds between end ports alone.
+pub fn longer_end_port_path(f: &RoutingFabric, r: &Routes) -> Option<(SwitchId, u16, usize, u32)> {
+    let (mut dist, mut queue) = (Vec::new(), Vec::new());
+    let with_end_ports: Vec<SwitchId> = f
+        .switch_ids()
+        .filter(|&s| f.switch_ports(s).iter().any(|p| matches!(p, Some(PortEnd::End(_)))))
+        .collect();
+    for dlid in 1..=f.max_lid() {
+        let Some(NodeRef::End(e)) = f.lid_owner(dlid) else { continue };
+        let Some((dest, _)) = f.attached_switch(e) else { continue };
+        f.switch_distances(dest, &mut dist, &mut queue);
+        for &s in &with_end_ports {
+            let t = trace(f, r, NodeRef::Switch(s), dlid);
+            // The last hop is the cable to the end port.
+            let taken = t.hops.len().saturating_sub(1);
+            if matches!(t.end, TraceEnd::Delivered(_)) && taken as u32 > dist[s.index()] {
+                return Some((s, dlid, taken, dist[s.index()]));
+            }
+        }
+    }
+    None
+}
+
 /// Every switch's table and SL row keyed by switch GUID, for comparing
 /// routes of the same fabric numbered differently.
 pub fn by_guid(f: &RoutingFabric, r: &Routes) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
