@@ -199,10 +199,11 @@ pub fn route_auto(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Aut
 /// parts and why.
 ///
 /// Errors: [`RoutingError::VlBudget`] and [`RoutingError::Input`] (bad
-/// options) at once; otherwise only if no candidate routes at all, which
-/// updn's construction rules out.
+/// options, see [`EngineOptions::check_against`]) at once; otherwise only
+/// if no candidate routes at all, which updn's construction rules out.
 pub fn choose(fabric: &RoutingFabric, options: &EngineOptions) -> Result<AutoOutcome, RoutingError> {
     options.check()?;
+    options.check_against(fabric)?;
     let mut passed = Vec::new();
 
     // 1. A fat tree.

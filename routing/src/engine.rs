@@ -81,10 +81,16 @@ impl FromStr for EngineKind {
 }
 
 /// Runs one engine.
-/// Options are checked first: a VL budget outside 1-15 is
-/// [`RoutingError::VlBudget`], whatever the engine.
+/// Options are checked first, whatever the engine: a VL budget outside
+/// 1-15 is [`RoutingError::VlBudget`]; a root, compute-node or I/O GUID the
+/// fabric lacks, or of the wrong kind, is [`RoutingError::Input`] naming the
+/// list, the place in it and the GUID ([`EngineOptions::check_against`]).
+/// Node GUIDs in `cn_guids` and `io_guids` then stand for their end ports
+/// ([`EngineOptions::with_port_guids`]).
 pub fn route(kind: EngineKind, fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, RoutingError> {
     options.check()?;
+    options.check_against(fabric)?;
+    let options = &*options.with_port_guids(fabric);
     match kind {
         EngineKind::MinHop => crate::minhop::minhop(fabric),
         EngineKind::Sssp => crate::sssp::sssp(fabric, options),

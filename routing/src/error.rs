@@ -42,7 +42,10 @@ pub enum RoutingError {
     /// A VL budget no port can have (a port has 1-15 data VLs).
     #[error("a VL budget of {given} is outside 1-15 (PortInfo:VLCap)")]
     VlBudget { given: u8 },
-    /// An input file (root, compute-node or I/O GUID list) is unusable.
+    /// A root, compute-node or I/O GUID list is unusable: a file (`file`
+    /// its path, `line` 1-based, 0 when it could not be read) or one of
+    /// [`crate::EngineOptions`]' lists (`file` the field's name, `line` the
+    /// GUID's 1-based place in it). `problem` names the GUID.
     #[error("{file}:{line}: {problem}")]
     Input { file: String, line: usize, problem: String },
 }

@@ -289,6 +289,10 @@ fn rank_from_leaves(ctx: &RankCheck<'_>, has_cn: &[bool]) -> Result<Vec<u32>, Ro
 /// joins adjacent ranks, every compute node hangs off a leaf and there are
 /// 2 to 8 ranks. Cost: O(levels · (S + E)) plus sorting.
 pub(super) fn detect(f: &RoutingFabric, options: &EngineOptions) -> Result<Tree, RoutingError> {
+    // Node GUIDs stand for their ports, which is what is matched below.
+    // GUIDs the fabric lacks are skipped here (a root may be down);
+    // `engine::route` refuses them before any engine runs.
+    let options = &*options.with_port_guids(f);
     let ns = f.num_switches();
     if ns == 0 {
         return Err(refuse("the fabric has no switches"));
@@ -320,7 +324,10 @@ pub(super) fn detect(f: &RoutingFabric, options: &EngineOptions) -> Result<Tree,
         return Err(refuse(if cn.is_empty() {
             "no compute node (end port) hangs off a switch".to_string()
         } else {
-            format!("none of the {} compute-node GUIDs names an end port cabled to a switch", cn.len())
+            format!(
+                "none of the {} compute-node GUIDs names an end port cabled to a switch of the largest connected part",
+                cn.len()
+            )
         }));
     }
 
@@ -335,7 +342,10 @@ pub(super) fn detect(f: &RoutingFabric, options: &EngineOptions) -> Result<Tree,
         let roots: Vec<u32> =
             (0..ns as u32).filter(|&s| in_part[s as usize] && wanted.contains(&guid(s as usize))).collect();
         if roots.is_empty() {
-            return Err(refuse(format!("none of the {} root GUIDs names a switch of this fabric", wanted.len())));
+            return Err(refuse(format!(
+                "none of the {} root GUIDs names a switch of the largest connected part",
+                wanted.len()
+            )));
         }
         let rank = bfs(f, &in_part, &roots);
         ctx.check(&rank).map_err(refuse)?;

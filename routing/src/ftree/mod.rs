@@ -24,10 +24,13 @@
 //! A fabric in several connected parts is routed in its largest part that
 //! holds a switch and reported as [`RoutingError::Disconnected`].
 //!
-//! Compute nodes are `options.cn_guids` (port GUIDs), or every end port but
-//! `options.io_guids` when that list is empty. Only compute nodes define
-//! leaves; other end ports (storage on a spine, say) may hang off any rank
-//! and are routed after the compute nodes.
+//! Compute nodes are `options.cn_guids` (port GUIDs, or node GUIDs standing
+//! for their ports), or every end port but `options.io_guids` when that
+//! list is empty. Listed GUIDs the fabric lacks are skipped here, as are
+//! roots outside the routed part; [`crate::engine::route`] refuses unknown
+//! GUIDs before ftree runs. Only compute nodes define leaves; other end
+//! ports (storage on a spine, say) may hang off any rank and are routed
+//! after the compute nodes.
 //!
 //! ## Indexing
 //! Switches get a canonical order, top-down: inside each level by the
