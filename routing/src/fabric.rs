@@ -258,6 +258,11 @@ impl FabricBuilder {
         self.connect_with(a, b, LinkRate::default())
     }
 
+    /// Cables `a` to `b`. A port cabled to itself is refused; two ports of
+    /// one switch cabled together (a loopback cable, which real fabrics
+    /// have) are accepted: the cable shows in [`RoutingFabric::switch_neighbors`]
+    /// as an edge from the switch to itself, once from each port, and
+    /// carries no route, since it leads nowhere new.
     pub fn connect_with(&mut self, a: PortEnd, b: PortEnd, rate: LinkRate) -> Result<LinkId, FabricError> {
         if a == b {
             return Err(FabricError::SelfLink(a));
@@ -498,7 +503,8 @@ impl RoutingFabric {
     }
 
     /// Switch-to-switch cables leaving `s`, sorted by local port; parallel
-    /// cables to the same neighbour appear once each.
+    /// cables to the same neighbour appear once each, a loopback cable
+    /// (two ports of `s`) twice, with `neighbor == s`.
     pub fn switch_neighbors(&self, s: SwitchId) -> &[SwitchEdge] {
         let a = self.adj_base[s.index()] as usize;
         let b = self.adj_base[s.index() + 1] as usize;
