@@ -129,10 +129,8 @@ pub fn assert_valid_minimal(f: &RoutingFabric, r: &Routes, what: &str) {
 /// may detour), so minimality holds between end ports alone.
 pub fn longer_end_port_path(f: &RoutingFabric, r: &Routes) -> Option<(SwitchId, u16, usize, u32)> {
     let (mut dist, mut queue) = (Vec::new(), Vec::new());
-    let with_end_ports: Vec<SwitchId> = f
-        .switch_ids()
-        .filter(|&s| f.switch_ports(s).iter().any(|p| matches!(p, Some(PortEnd::End(_)))))
-        .collect();
+    let with_end_ports: Vec<SwitchId> =
+        f.switch_ids().filter(|&s| f.switch_ports(s).iter().any(|p| matches!(p, Some(PortEnd::End(_))))).collect();
     for dlid in 1..=f.max_lid() {
         let Some(NodeRef::End(e)) = f.lid_owner(dlid) else { continue };
         let Some((dest, _)) = f.attached_switch(e) else { continue };
