@@ -128,12 +128,12 @@ fn root_guids_that_name_no_switch_are_refused_by_every_engine() {
 #[test]
 fn compute_and_io_guids_that_name_no_end_port_are_refused_by_every_engine() {
     let f = small_tree();
-    let host = f.end_ports()[0].port_guid;
+    let (host, other) = (f.end_ports()[0].port_guid, f.end_ports()[1].port_guid);
     let leaf = f.switches()[0].guid;
     let cases = [(0xdead_beef, "not an end port or node in the fabric"), (leaf, "is a switch")];
     for kind in EngineKind::ALL {
         for (bad, what) in cases {
-            let cn = EngineOptions { cn_guids: vec![host, host + 1, bad], ..opts() };
+            let cn = EngineOptions { cn_guids: vec![host, other, bad], ..opts() };
             assert_option_error(route(kind, &f, &cn), "cn_guids", 3, bad, what);
             let io = EngineOptions { io_guids: vec![bad], ..opts() };
             assert_option_error(route(kind, &f, &io), "io_guids", 1, bad, what);
@@ -149,6 +149,11 @@ fn node_guids_in_compute_lists_mean_their_ports() {
     let half = f.end_ports().len() / 2;
     let ports: Vec<u64> = f.end_ports()[..half].iter().map(|e| e.port_guid).collect();
     let nodes: Vec<u64> = f.end_ports()[..half].iter().map(|e| e.node_guid).collect();
+    // ftree's leaves and index order come from the listed compute nodes
+    // alone: the node GUIDs must name exactly the first half of the hosts.
+    let lay = ibsm_routing::ftree::layout(&f, &EngineOptions { cn_guids: nodes.clone(), ..opts() }).unwrap();
+    let listed: Vec<u64> = lay.compute_nodes.iter().map(|&e| f.end_port(e).port_guid).collect();
+    assert_eq!(listed, ports);
     for kind in [EngineKind::FTree, EngineKind::Sssp, EngineKind::Dfsssp] {
         let by_port = route(kind, &f, &EngineOptions { cn_guids: ports.clone(), ..opts() }).unwrap();
         let by_node = route(kind, &f, &EngineOptions { cn_guids: nodes.clone(), ..opts() }).unwrap();
@@ -173,26 +178,28 @@ fn vl_budgets_outside_one_to_fifteen_are_refused_by_every_engine() {
 
 #[test]
 fn fabrics_with_no_switch_to_order_are_refused_or_trivially_routed() {
-    // No switch at all: two hosts back to back, or hosts with no cable.
-    // There are no tables to compute; an engine either routes nothing
-    // (Ok with no LFTs) or says it does not apply, naming why.
+    // No switch at all: two hosts back to back, or two hosts with no cable.
+    // There are no tables to compute: every engine but ftree returns none
+    // (the uncabled hosts as two parts, naming the second); ftree says it
+    // has no switch to rank.
     let mut lone = Build::new();
     lone.lone_host();
     lone.lone_host();
-    for (name, f) in [("back to back", testfab::back_to_back()), ("uncabled hosts", lone.finish())] {
+    let uncabled = lone.finish();
+    let second = uncabled.end_ports()[1].port_guid;
+    for (f, parted) in [(testfab::back_to_back(), false), (uncabled, true)] {
         for kind in EngineKind::ALL {
-            match route(kind, &f, &opts()) {
-                Ok(r) => assert!(r.lfts.is_empty(), "{name}, {kind}: {} LFTs", r.lfts.len()),
-                Err(RoutingError::NotApplicable { engine, reason }) => {
-                    assert_eq!(engine, kind.name(), "{name}");
-                    assert!(reason.contains("switch"), "{name}, {kind}: {reason}");
+            let what = format!("{kind}, {}", if parted { "uncabled" } else { "back to back" });
+            match (kind, route(kind, &f, &opts())) {
+                (EngineKind::FTree, Err(RoutingError::NotApplicable { engine: "ftree", reason })) => {
+                    assert_eq!(reason, "the fabric has no switches")
                 }
-                Err(RoutingError::Disconnected { unreachable, partial, .. }) => {
-                    // Two uncabled hosts are two parts; one is named.
-                    assert_eq!(unreachable.len(), 1, "{name}, {kind}");
-                    assert!(partial.0.lfts.is_empty(), "{name}, {kind}");
+                (_, Ok(r)) if !parted => assert!(r.lfts.is_empty(), "{what}: {} LFTs", r.lfts.len()),
+                (_, Err(RoutingError::Disconnected { components: 2, unreachable, partial })) if parted => {
+                    assert_eq!(unreachable, vec![second], "{what}");
+                    assert!(partial.0.lfts.is_empty(), "{what}");
                 }
-                Err(e) => panic!("{name}, {kind}: {e:?}"),
+                (_, other) => panic!("{what}: {other:?}"),
             }
         }
     }
