@@ -271,6 +271,48 @@ pub fn spine_leaf(spines: u8, leaves: u8, parallel: u8, hosts_per_leaf: u8) -> R
     g.finish(None)
 }
 
+/// A balanced dragonfly with one global cable per router: `routers + 1`
+/// groups of `routers` switches, each group cabled all-to-all, each pair of
+/// groups joined by one cable, `hosts` hosts per switch. Router `r` of a
+/// group reaches router `q` by port `hosts + 1 + q` (skipping itself) and
+/// takes its global cable on the last port; the `r`-th router of group `g`
+/// leads to group `g + 1 + r` (mod groups), as ibsm's
+/// `dragonfly:routers=R,hosts=H` generator cables them.
+pub fn dragonfly(routers: u8, hosts: u8) -> RoutingFabric {
+    assert!(routers >= 1, "a dragonfly needs a router per group");
+    let (a, groups) = (usize::from(routers), usize::from(routers) + 1);
+    let global_port = hosts + routers;
+    let mut g = Gen::new();
+    let sw: Vec<Vec<SwitchId>> =
+        (0..groups).map(|gi| (0..a).map(|r| g.switch(global_port, format!("g{gi}r{r}"))).collect()).collect();
+    let local = |from: usize, to: usize| hosts + 1 + (if to < from { to } else { to - 1 }) as u8;
+    for row in &sw {
+        for r in 0..a {
+            for q in r + 1..a {
+                g.link(PortEnd::Switch(row[r], local(r, q)), PortEnd::Switch(row[q], local(q, r)));
+            }
+        }
+    }
+    for gi in 0..groups {
+        for r in 0..a {
+            let peer = (gi + 1 + r) % groups;
+            if gi < peer {
+                let peer_router = a - 1 - r;
+                g.link(PortEnd::Switch(sw[gi][r], global_port), PortEnd::Switch(sw[peer][peer_router], global_port));
+            }
+        }
+    }
+    for (gi, row) in sw.iter().enumerate() {
+        for (r, &s) in row.iter().enumerate() {
+            for h in 1..=hosts {
+                let e = g.host(0, format!("g{gi}r{r}h{h}"));
+                g.link(PortEnd::End(e), PortEnd::Switch(s, h));
+            }
+        }
+    }
+    g.finish(None)
+}
+
 /// A ring of `switches` switches (port 1 to the next switch's port 2) with
 /// `hosts_per_switch` hosts on ports 3.. of each.
 pub fn ring(switches: u8, hosts_per_switch: u8) -> RoutingFabric {
