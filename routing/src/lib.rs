@@ -32,6 +32,7 @@ pub mod nue;
 pub mod options;
 mod select;
 pub mod sssp;
+mod switch_graph;
 pub mod testfab;
 pub mod updn;
 
