@@ -20,11 +20,11 @@
 //! charge nothing (like OpenSM's default `port_profile_switch_nodes`).
 //!
 //! Switches are renumbered canonically first (breadth-first from the lowest
-//! GUID, see `Canon`), so routes depend only on GUIDs, ports and cabling,
-//! not on discovery order. Ties go to the first candidate port at or after
-//! a rotation of (switch number + destination switch number) in port order
-//! rather than always to the lowest port; this decorrelates the choices
-//! successive tree levels make.
+//! GUID, see `switch_graph::canonical_order`), so routes depend only on
+//! GUIDs, ports and cabling, not on discovery order. Ties go to the first
+//! candidate port at or after a rotation of (switch number + destination
+//! switch number) in port order rather than always to the lowest port; this
+//! decorrelates the choices successive tree levels make.
 //!
 //! Edge forwarding index on the full 3-level radix-36 tree (11,664 hosts;
 //! ideal 11,646), `examples/route_bench.rs`, generator numbering / random
@@ -73,9 +73,10 @@
 //! so the result is deterministic.
 
 use crate::error::RoutingError;
-use crate::fabric::{PortEnd, RoutingFabric, SwitchEdge, SwitchId};
+use crate::fabric::{PortEnd, RoutingFabric, SwitchId};
 use crate::lft::{Lft, Routes};
 use crate::select::{egress_bound, heapify, sift_down, BlockUse, LOAD_SHIFT};
+use crate::switch_graph::{canonical_order, Bfs, SwitchGraph};
 
 /// A block of LIDs that terminates at one switch.
 #[derive(Debug, Clone, Copy)]
@@ -229,106 +230,12 @@ impl Selector {
     }
 }
 
-/// The switches renumbered canonically: breadth-first from the switch with
-/// the lowest GUID, neighbours in port order (then from the lowest-GUID
-/// switch not yet reached, for disconnected fabrics). The order depends only
-/// on GUIDs and cabling, not on the order the SM discovered switches in, so
-/// the same fabric always gets the same routes (an SM that fails over does
-/// not rewrite every table), and neighbours get nearby numbers, which keeps
-/// the per-destination sweeps cache-friendly.
-struct Canon {
-    /// Canonical index -> fabric switch.
-    order: Vec<SwitchId>,
-    /// CSR over switch-to-switch cables in canonical numbering.
-    adj_base: Vec<u32>,
-    adj: Vec<SwitchEdge>,
-    /// Flat per-port slot of port 0 of each canonical switch (+ total).
-    port_base: Vec<u32>,
-}
-
-impl Canon {
-    fn new(f: &RoutingFabric) -> Canon {
-        let n = f.num_switches();
-        let mut by_guid: Vec<SwitchId> = f.switch_ids().collect();
-        by_guid.sort_by_key(|s| f.switch(*s).guid);
-        let mut pos = vec![u32::MAX; n];
-        let mut order = Vec::with_capacity(n);
-        for root in by_guid {
-            if pos[root.index()] != u32::MAX {
-                continue;
-            }
-            pos[root.index()] = order.len() as u32;
-            order.push(root);
-            let mut head = order.len() - 1;
-            while head < order.len() {
-                let u = order[head];
-                head += 1;
-                for e in f.switch_neighbors(u) {
-                    if pos[e.neighbor.index()] == u32::MAX {
-                        pos[e.neighbor.index()] = order.len() as u32;
-                        order.push(e.neighbor);
-                    }
-                }
-            }
-        }
-        let mut adj_base = Vec::with_capacity(n + 1);
-        let mut adj = Vec::new();
-        let mut port_base = Vec::with_capacity(n + 1);
-        let mut slots = 0u32;
-        for &s in &order {
-            adj_base.push(adj.len() as u32);
-            adj.extend(
-                f.switch_neighbors(s).iter().map(|e| SwitchEdge { neighbor: SwitchId(pos[e.neighbor.index()]), ..*e }),
-            );
-            port_base.push(slots);
-            slots += u32::from(f.switch(s).num_ports) + 1;
-        }
-        adj_base.push(adj.len() as u32);
-        port_base.push(slots);
-        Canon { order, adj_base, adj, port_base }
-    }
-
-    fn neighbors(&self, s: usize) -> &[SwitchEdge] {
-        &self.adj[self.adj_base[s] as usize..self.adj_base[s + 1] as usize]
-    }
-
-    /// End ports hanging off each switch in canonical numbering: the
-    /// traffic a switch injects.
-    fn end_ports_per_switch(&self, f: &RoutingFabric) -> Vec<u64> {
-        let per_switch = f.end_ports_per_switch();
-        self.order.iter().map(|s| per_switch[s.index()]).collect()
-    }
-
-    /// Hop distances to canonical switch `dest` by breadth-first search;
-    /// `queue` ends up listing the switches that reach it, nearest first.
-    fn distances(&self, dest: usize, dist: &mut Vec<u32>, queue: &mut Vec<u32>) {
-        dist.clear();
-        dist.resize(self.order.len(), u32::MAX);
-        queue.clear();
-        dist[dest] = 0;
-        queue.push(dest as u32);
-        let mut head = 0;
-        while head < queue.len() {
-            let u = queue[head] as usize;
-            head += 1;
-            let du = dist[u] + 1;
-            for e in self.neighbors(u) {
-                let v = e.neighbor.index();
-                if dist[v] == u32::MAX {
-                    dist[v] = du;
-                    queue.push(v as u32);
-                }
-            }
-        }
-    }
-}
-
 /// One greedy routing of every LID, ports balanced as `balance` says.
 /// Returns the tables and the most all-to-all paths (end port to end-port
 /// base LID, as `analysis` counts them) any switch-to-switch port carries.
 fn route_pass(
     fabric: &RoutingFabric,
-    c: &Canon,
+    g: &SwitchGraph,
     dest_base: &[u32],
     dests: &[Dest],
     local: &[u64],
@@ -336,12 +243,11 @@ fn route_pass(
 ) -> (Vec<Lft>, u64) {
     let top = fabric.max_lid();
     let mut lfts: Vec<Lft> = (0..fabric.num_switches()).map(|_| Lft::unrouted(top)).collect();
-    let ns = c.order.len();
-    let mut paths = vec![0u64; *c.port_base.last().unwrap_or(&0) as usize];
+    let ns = g.len();
+    let mut paths = vec![0u64; g.port_slots()];
 
-    let mut load = vec![0u64; *c.port_base.last().unwrap_or(&0) as usize];
-    let mut dist = Vec::new();
-    let mut queue = Vec::new();
+    let mut load = vec![0u64; g.port_slots()];
+    let mut bfs = Bfs::new(ns);
     let mut sel =
         Selector { keys: Vec::new(), next: vec![u32::MAX; 256], used: BlockUse::default(), port_of_rank: [0; 256] };
     // inflow[s * m + j]: end ports whose packets to the j-th LID of the
@@ -350,17 +256,18 @@ fn route_pass(
     let max_m = dests.iter().map(|x| x.slot as usize + usize::from(x.count)).max().unwrap_or(0);
     let mut inflow: Vec<u64> = vec![0; ns * max_m];
 
-    // Switch indices below are canonical (see `Canon`); `c.order` maps
+    // Switch indices below are canonical numbers in `g`; `g.switch` maps
     // them back to the fabric's for the tables.
     for d in 0..ns {
         let ds = &dests[dest_base[d] as usize..dest_base[d + 1] as usize];
         if ds.is_empty() {
             continue;
         }
-        c.distances(d, &mut dist, &mut queue);
+        bfs.run(g, [d as u32]);
+        let (dist, queue) = (bfs.dist(), bfs.visited());
         let m = ds.last().map_or(0, |x| x.slot as usize + usize::from(x.count));
 
-        let own = &mut lfts[c.order[d].index()].ports;
+        let own = &mut lfts[g.switch(d).index()].ports;
         for dest in ds {
             let b = usize::from(dest.base);
             own[b..b + usize::from(dest.count)].fill(dest.out_port);
@@ -372,9 +279,9 @@ fn route_pass(
         for &s in queue[1..].iter().rev() {
             let s = s as usize;
             let next_dist = dist[s] - 1;
-            let pb = c.port_base[s] as usize;
+            let pb = g.port_base(s);
             sel.keys.clear();
-            for e in c.neighbors(s) {
+            for e in g.neighbors(s) {
                 if dist[e.neighbor.index()] == next_dist {
                     sel.port_of_rank[sel.keys.len()] = e.port;
                     sel.keys.push(load[pb + usize::from(e.port)]);
@@ -384,7 +291,7 @@ fn route_pass(
             debug_assert!(!sel.keys.is_empty(), "a BFS-reached switch has a downhill neighbour");
             sel.rank(s + d);
 
-            let lft = &mut lfts[c.order[s].index()].ports;
+            let lft = &mut lfts[g.switch(s).index()].ports;
             let row = s * m;
             for dest in ds {
                 let b = usize::from(dest.base);
@@ -439,8 +346,8 @@ fn route_pass(
 
 /// [`egress_bound`] over end-port destinations (base LIDs, as the
 /// analysis counts them).
-fn load_bound(c: &Canon, dest_base: &[u32], dests: &[Dest], local: &[u64]) -> u64 {
-    egress_bound(local, &counted_per_switch(dest_base, dests), |s| c.neighbors(s).len())
+fn load_bound(g: &SwitchGraph, dest_base: &[u32], dests: &[Dest], local: &[u64]) -> u64 {
+    egress_bound(local, &counted_per_switch(dest_base, dests), |s| g.neighbors(s).len())
 }
 
 /// End-port destinations (LMC blocks) per destination switch position.
@@ -458,13 +365,13 @@ pub(crate) fn counted_per_switch(dest_base: &[u32], dests: &[Dest]) -> Vec<u64> 
 /// A disconnected fabric is routed part by part and reported as
 /// [`RoutingError::Disconnected`], which carries those routes.
 pub fn minhop(fabric: &RoutingFabric) -> Result<Routes, RoutingError> {
-    let c = Canon::new(fabric);
-    let (dest_base, dests) = destinations(fabric, &c.order);
-    let local = c.end_ports_per_switch(fabric);
-    let (mut lfts, max) = route_pass(fabric, &c, &dest_base, &dests, &local, Balance::Traffic);
-    let bound = load_bound(&c, &dest_base, &dests, &local);
+    let g = SwitchGraph::new(fabric, canonical_order(fabric).0);
+    let (dest_base, dests) = destinations(fabric, g.switches());
+    let local = g.end_ports_per_switch(fabric);
+    let (mut lfts, max) = route_pass(fabric, &g, &dest_base, &dests, &local, Balance::Traffic);
+    let bound = load_bound(&g, &dest_base, &dests, &local);
     if max > bound {
-        let (lfts_e, max_e) = route_pass(fabric, &c, &dest_base, &dests, &local, Balance::Entries);
+        let (lfts_e, max_e) = route_pass(fabric, &g, &dest_base, &dests, &local, Balance::Entries);
         if max_e < max {
             lfts = lfts_e;
         }
@@ -775,12 +682,12 @@ mod tests {
             FatTree::full(8, 3).build(),
         ];
         for f in &fabrics {
-            let c = Canon::new(f);
-            let (base, dests) = destinations(f, &c.order);
-            let local = c.end_ports_per_switch(f);
-            let (lt, mt) = route_pass(f, &c, &base, &dests, &local, Balance::Traffic);
-            let (le, me) = route_pass(f, &c, &base, &dests, &local, Balance::Entries);
-            let bound = load_bound(&c, &base, &dests, &local);
+            let g = SwitchGraph::new(f, canonical_order(f).0);
+            let (base, dests) = destinations(f, g.switches());
+            let local = g.end_ports_per_switch(f);
+            let (lt, mt) = route_pass(f, &g, &base, &dests, &local, Balance::Traffic);
+            let (le, me) = route_pass(f, &g, &base, &dests, &local, Balance::Entries);
+            let bound = load_bound(&g, &base, &dests, &local);
             assert!(bound <= mt.min(me));
             for (lfts, m) in [(lt.clone(), mt), (le.clone(), me)] {
                 let rep = validate(f, &Routes { lfts, sl: None });
