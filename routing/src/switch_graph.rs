@@ -19,8 +19,6 @@ pub(crate) const NONE: u32 = u32::MAX;
 pub(crate) struct SwitchGraph {
     /// Number -> fabric switch.
     switches: Vec<SwitchId>,
-    /// Fabric switch index -> number.
-    number: Vec<u32>,
     /// The cables of switch `i` are `edges[offsets[i]..offsets[i + 1]]`.
     offsets: Vec<u32>,
     /// In the fabric's port order per switch; `neighbor` is a number.
@@ -65,7 +63,7 @@ impl SwitchGraph {
                 slot_peer[port_base[i] as usize + usize::from(e.port)] = e.neighbor.0;
             }
         }
-        SwitchGraph { switches: order, number, offsets, edges, port_base, slot_peer }
+        SwitchGraph { switches: order, offsets, edges, port_base, slot_peer }
     }
 
     /// Switches numbered as the fabric numbers them.
@@ -86,11 +84,6 @@ impl SwitchGraph {
     /// The fabric switch numbered `i`.
     pub(crate) fn switch(&self, i: usize) -> SwitchId {
         self.switches[i]
-    }
-
-    /// The number of fabric switch `s`.
-    pub(crate) fn number(&self, s: SwitchId) -> usize {
-        self.number[s.index()] as usize
     }
 
     /// The cables of switch `i` in port order, neighbours by number.
@@ -244,7 +237,6 @@ mod tests {
         let (f, [a, b, c, d]) = small();
         let g = SwitchGraph::new(&f, vec![d, c, b, a]);
         assert_eq!(g.len(), 4);
-        assert_eq!(g.number(a), 3);
         assert_eq!(g.switch(1), c);
         let ports: Vec<(u8, u8, u32)> = g.neighbors(3).iter().map(|e| (e.port, e.remote_port, e.neighbor.0)).collect();
         assert_eq!(ports, vec![(1, 3, 2), (2, 1, 2)], "a's two cables to b, in port order");
@@ -297,13 +289,17 @@ mod tests {
         for seed in 0..5 {
             let f = testfab::random_connected(seed, spec);
             let g = SwitchGraph::new(&f, canonical_order(&f).0);
+            let mut number = vec![0; f.num_switches()];
+            for (i, s) in g.switches().iter().enumerate() {
+                number[s.index()] = i;
+            }
             let mut bfs = Bfs::new(g.len());
             let (mut dist, mut queue) = (Vec::new(), Vec::new());
             for dest in f.switch_ids() {
                 f.switch_distances(dest, &mut dist, &mut queue);
-                bfs.run(&g, [g.number(dest) as u32]);
+                bfs.run(&g, [number[dest.index()] as u32]);
                 for s in f.switch_ids() {
-                    assert_eq!(bfs.dist()[g.number(s)], dist[s.index()], "seed {seed}");
+                    assert_eq!(bfs.dist()[number[s.index()]], dist[s.index()], "seed {seed}");
                 }
                 let d: Vec<u32> = bfs.visited().iter().map(|&i| bfs.dist()[i as usize]).collect();
                 assert!(d.windows(2).all(|w| w[0] <= w[1]), "seed {seed}: {d:?}");

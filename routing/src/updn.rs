@@ -196,17 +196,18 @@
 
 use crate::minhop::{counted_per_switch, destinations};
 use crate::select::{egress_bound, heapify, sift_down, BlockUse, LOAD_SHIFT};
+use crate::switch_graph::{canonical_order, Bfs, SwitchGraph, NONE};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::error::RoutingError;
-use crate::fabric::{RoutingFabric, SwitchEdge, SwitchId};
+use crate::fabric::{RoutingFabric, SwitchId};
 use crate::lft::{Lft, Routes};
 use crate::options::EngineOptions;
 
 mod order_search;
 
-const INF: u32 = u32::MAX;
+const INF: u32 = NONE;
 
 /// Which end of the fabric the order starts from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,7 +251,7 @@ fn best_updn(fabric: &RoutingFabric, options: &EngineOptions) -> Result<(UpDownO
         && parts.count() == 1
         && fabric.num_switches() <= ROOT_TRIAL_SWITCHES
         && first.busiest > first.bound
-        && parts.tree_top(fabric, 0).is_none();
+        && parts.tree_top(0).is_none();
     let mut best = (order, first);
     if trial {
         for root in parts.most_central(fabric, 0, ROOT_TRIALS) {
@@ -281,7 +282,7 @@ pub fn detect_roots(fabric: &RoutingFabric) -> Vec<SwitchId> {
     let parts = Parts::new(fabric);
     let mut roots = Vec::new();
     for p in 0..parts.count() {
-        roots.extend(parts.detect_roots(fabric, p));
+        roots.extend(parts.detect_roots(p));
     }
     roots.sort_by_key(|s| fabric.switch(*s).guid);
     roots
@@ -353,7 +354,8 @@ impl UpDownOrder {
         let mut rank = vec![INF; ns];
         let mut part = vec![(0u32, 0u32); ns];
         let mut roots = Vec::new();
-        let mut queue = Vec::new();
+        let g = &parts.graph;
+        let mut bfs = Bfs::new(ns);
         let mut seen = vec![false; ns];
         for p in 0..parts.count() {
             let members = parts.members(p);
@@ -362,7 +364,7 @@ impl UpDownOrder {
                 Flavor::UpDn => {
                     let mine: Vec<SwitchId> = members.iter().copied().filter(|s| is_given[s.index()]).collect();
                     if mine.is_empty() {
-                        parts.detect_roots(f, p)
+                        parts.detect_roots(p)
                     } else {
                         mine
                     }
@@ -376,7 +378,10 @@ impl UpDownOrder {
                     }
                 }
             };
-            bfs_levels(f, &sources, &mut rank, &mut queue);
+            bfs.run(g, sources.iter().map(|s| s.0));
+            for s in members {
+                rank[s.index()] = bfs.dist()[s.index()];
+            }
             if flavor == Flavor::DnUp {
                 // Farthest from the end ports first.
                 let top = members.iter().map(|s| rank[s.index()]).max().unwrap_or(0);
@@ -392,7 +397,7 @@ impl UpDownOrder {
             // neighbours of what is placed; the start is the lowest (rank, GUID).
             let start = *members
                 .iter()
-                .min_by_key(|s| (rank[s.index()], Reverse(f.switch_neighbors(**s).len()), f.switch(**s).guid))
+                .min_by_key(|s| (rank[s.index()], Reverse(g.neighbors(s.index()).len()), f.switch(**s).guid))
                 .expect("parts are non-empty");
             let first = order.len();
             let mut seq = 0u32;
@@ -403,7 +408,7 @@ impl UpDownOrder {
                 let s = SwitchId(s);
                 pos[s.index()] = order.len() as u32;
                 order.push(s);
-                for e in f.switch_neighbors(s) {
+                for e in g.neighbors(s.index()) {
                     if !std::mem::replace(&mut seen[e.neighbor.index()], true) {
                         seq += 1;
                         heap.push(Reverse((rank[e.neighbor.index()], seq, e.neighbor.0)));
@@ -444,72 +449,22 @@ fn root_switches(f: &RoutingFabric, guids: &[u64]) -> Result<Vec<SwitchId>, Rout
         .collect()
 }
 
-/// Multi-source breadth-first search over switch-to-switch cables: hop
-/// distance from the nearest source. Only the sources' parts are touched.
-fn bfs_levels(f: &RoutingFabric, sources: &[SwitchId], dist: &mut [u32], queue: &mut Vec<u32>) {
-    queue.clear();
-    for s in sources {
-        dist[s.index()] = 0;
-        queue.push(s.0);
-    }
-    let mut head = 0;
-    while head < queue.len() {
-        let u = SwitchId(queue[head]);
-        head += 1;
-        let du = dist[u.index()] + 1;
-        for e in f.switch_neighbors(u) {
-            let n = e.neighbor.index();
-            if dist[n] > du {
-                dist[n] = du;
-                queue.push(n as u32);
-            }
-        }
-    }
-}
-
 /// Connected parts of the switch graph, in order of their lowest GUID.
 struct Parts {
-    /// Switches of part p: `members[base[p]..base[p + 1]]`.
+    /// Switches of part p: `members[base[p]..base[p + 1]]`, each part in
+    /// canonical order.
     members: Vec<SwitchId>,
     base: Vec<usize>,
+    /// The cables, switches numbered as the fabric numbers them.
+    graph: SwitchGraph,
     /// End ports hanging off each switch.
-    cas: Vec<u32>,
+    cas: Vec<u64>,
 }
 
 impl Parts {
     fn new(f: &RoutingFabric) -> Parts {
-        let ns = f.num_switches();
-        let mut by_guid: Vec<SwitchId> = f.switch_ids().collect();
-        by_guid.sort_by_key(|s| f.switch(*s).guid);
-        let mut seen = vec![false; ns];
-        let mut members = Vec::with_capacity(ns);
-        let mut base = vec![0];
-        for s in by_guid {
-            if seen[s.index()] {
-                continue;
-            }
-            seen[s.index()] = true;
-            let start = members.len();
-            members.push(s);
-            let mut head = start;
-            while head < members.len() {
-                let u = members[head];
-                head += 1;
-                for e in f.switch_neighbors(u) {
-                    if !std::mem::replace(&mut seen[e.neighbor.index()], true) {
-                        members.push(e.neighbor);
-                    }
-                }
-            }
-            base.push(members.len());
-        }
-        let mut cas = vec![0u32; ns];
-        for e in f.end_port_ids() {
-            if let Some((s, _)) = f.attached_switch(e) {
-                cas[s.index()] += 1;
-            }
-        }
-        Parts { members, base, cas }
+        let (members, base) = canonical_order(f);
+        Parts { members, base, graph: SwitchGraph::in_fabric_order(f), cas: f.end_ports_per_switch() }
     }
 
     fn count(&self) -> usize {
@@ -521,11 +476,11 @@ impl Parts {
     }
 
     /// Roots of part `p` (see the module documentation), in member order.
-    fn detect_roots(&self, f: &RoutingFabric, p: usize) -> Vec<SwitchId> {
-        if let Some(top) = self.tree_top(f, p) {
+    fn detect_roots(&self, p: usize) -> Vec<SwitchId> {
+        if let Some(top) = self.tree_top(p) {
             return top;
         }
-        self.central_roots(f, p)
+        self.central_roots(p)
     }
 
     /// The top level of part `p` when it is layered like a fat tree, full
@@ -535,17 +490,13 @@ impl Parts {
     /// top level of fewer than 1/16 of the switches below it is passed
     /// over for the one below: an aggregation switch whose every down
     /// cable failed sits one level above the core, and is no root.
-    fn tree_top(&self, f: &RoutingFabric, p: usize) -> Option<Vec<SwitchId>> {
+    fn tree_top(&self, p: usize) -> Option<Vec<SwitchId>> {
         /// A top level this many times smaller than the level below is
         /// stragglers, not the tree's top.
         const STRAGGLERS: usize = 16;
         let members = self.members(p);
-        let nbrs = |s: SwitchId| {
-            let mut v: Vec<u32> = f.switch_neighbors(s).iter().map(|e| e.neighbor.0).collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
+        let g = &self.graph;
+        let nbrs = |s: SwitchId| g.neighbor_set(s.index());
         if members.iter().all(|s| self.cas[s.index()] == 0) {
             return None;
         }
@@ -555,18 +506,19 @@ impl Parts {
         let like_a_leaf = |s: SwitchId| {
             let mine = nbrs(s);
             mine.first().is_some_and(|&n| {
-                f.switch_neighbors(SwitchId(n))
+                g.neighbors(n as usize)
                     .iter()
                     .any(|e| self.cas[e.neighbor.index()] > 0 && within(&mine, &nbrs(e.neighbor)))
             })
         };
         let sources: Vec<SwitchId> =
             members.iter().copied().filter(|&s| self.cas[s.index()] > 0 || like_a_leaf(s)).collect();
-        let mut level = vec![INF; f.num_switches()];
-        bfs_levels(f, &sources, &mut level, &mut Vec::new());
+        let mut bfs = Bfs::new(g.len());
+        bfs.run(g, sources.iter().map(|s| s.0));
+        let level = bfs.dist();
         let layered = members
             .iter()
-            .all(|s| f.switch_neighbors(*s).iter().all(|e| level[e.neighbor.index()] != level[s.index()]));
+            .all(|s| g.neighbors(s.index()).iter().all(|e| level[e.neighbor.index()] != level[s.index()]));
         let top = members.iter().map(|s| level[s.index()]).max().unwrap_or(0);
         if !layered || top == 0 {
             return None;
@@ -589,18 +541,16 @@ impl Parts {
     fn most_central(&self, f: &RoutingFabric, p: usize, k: usize) -> Vec<SwitchId> {
         let members = self.members(p);
         let mut sources: Vec<(SwitchId, u64)> =
-            members.iter().filter(|s| self.cas[s.index()] > 0).map(|s| (*s, u64::from(self.cas[s.index()]))).collect();
+            members.iter().filter(|s| self.cas[s.index()] > 0).map(|s| (*s, self.cas[s.index()])).collect();
         if sources.is_empty() {
             sources = members.iter().map(|s| (*s, 1)).collect();
         }
         let mut total = vec![0u64; f.num_switches()];
-        let mut dist = vec![INF; f.num_switches()];
-        let mut queue = Vec::new();
+        let mut bfs = Bfs::new(self.graph.len());
         for &(src, w) in &sources {
-            dist.fill(INF);
-            bfs_levels(f, &[src], &mut dist, &mut queue);
+            bfs.run(&self.graph, [src.0]);
             for s in members {
-                total[s.index()] += w * u64::from(dist[s.index()]);
+                total[s.index()] += w * u64::from(bfs.dist()[s.index()]);
             }
         }
         let mut by: Vec<SwitchId> = members.to_vec();
@@ -611,47 +561,23 @@ impl Parts {
 
     /// Roots of a part that is not layered like a tree: the most central
     /// switches (see the module documentation), in member order.
-    fn central_roots(&self, f: &RoutingFabric, p: usize) -> Vec<SwitchId> {
+    fn central_roots(&self, p: usize) -> Vec<SwitchId> {
         /// Distances are bucketed up to this; a switch 63 hops from most
         /// end ports is no root anyway.
         const BUCKETS: usize = 64;
         let members = self.members(p);
         let n = members.len();
-        let mut local = vec![INF; f.num_switches()];
-        for (i, s) in members.iter().enumerate() {
-            local[s.index()] = i as u32;
-        }
-        let mut sources: Vec<(usize, u64)> = members
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| self.cas[s.index()] > 0)
-            .map(|(i, s)| (i, u64::from(self.cas[s.index()])))
-            .collect();
+        let mut sources: Vec<(SwitchId, u64)> =
+            members.iter().filter(|s| self.cas[s.index()] > 0).map(|s| (*s, self.cas[s.index()])).collect();
         if sources.is_empty() {
-            sources = (0..n).map(|i| (i, 1)).collect();
+            sources = members.iter().map(|s| (*s, 1)).collect();
         }
         let mut hist = vec![0u64; n * BUCKETS];
-        let mut dist = vec![INF; n];
-        let mut queue: Vec<u32> = Vec::with_capacity(n);
+        let mut bfs = Bfs::new(self.graph.len());
         for &(src, w) in &sources {
-            dist.fill(INF);
-            queue.clear();
-            dist[src] = 0;
-            queue.push(src as u32);
-            let mut head = 0;
-            while head < queue.len() {
-                let u = queue[head] as usize;
-                head += 1;
-                let du = dist[u] + 1;
-                for e in f.switch_neighbors(members[u]) {
-                    let v = local[e.neighbor.index()] as usize;
-                    if dist[v] == INF {
-                        dist[v] = du;
-                        queue.push(v as u32);
-                    }
-                }
-            }
-            for (i, &d) in dist.iter().enumerate() {
+            bfs.run(&self.graph, [src.0]);
+            for (i, s) in members.iter().enumerate() {
+                let d = bfs.dist()[s.index()];
                 hist[i * BUCKETS + (d as usize).min(BUCKETS - 1)] += w;
             }
         }
@@ -673,9 +599,8 @@ impl Parts {
         // Twins of a root (cabled to exactly the same switches) are roots:
         // spines stay interchangeable when storage hosts hang off one.
         let nbr_set = |s: SwitchId| {
-            let mut v: Vec<u32> = f.switch_neighbors(s).iter().map(|e| e.neighbor.0).filter(|&n| n != s.0).collect();
-            v.sort_unstable();
-            v.dedup();
+            let mut v = self.graph.neighbor_set(s.index());
+            v.retain(|&n| n != s.0);
             v
         };
         let root_sets: std::collections::HashSet<Vec<u32>> =
@@ -686,52 +611,6 @@ impl Parts {
             .filter(|(s, &r)| r == best || root_sets.contains(&nbr_set(**s)))
             .map(|(s, _)| *s)
             .collect()
-    }
-}
-
-/// The order in the shape the router walks: switches numbered by position,
-/// adjacency by position, flat port slots.
-struct Walk {
-    order: Vec<SwitchId>,
-    adj_base: Vec<u32>,
-    /// `neighbor` holds a position.
-    adj: Vec<SwitchEdge>,
-    port_base: Vec<u32>,
-    /// Per port slot: the position of the switch the cable leads to
-    /// (`INF`: none, or an end port).
-    slot_next: Vec<u32>,
-}
-
-impl Walk {
-    fn new(f: &RoutingFabric, o: &UpDownOrder) -> Walk {
-        let n = o.order.len();
-        let mut adj_base = Vec::with_capacity(n + 1);
-        let mut adj = Vec::new();
-        let mut port_base = Vec::with_capacity(n + 1);
-        let mut slots = 0u32;
-        for &s in &o.order {
-            adj_base.push(adj.len() as u32);
-            adj.extend(
-                f.switch_neighbors(s)
-                    .iter()
-                    .map(|e| SwitchEdge { neighbor: SwitchId(o.pos[e.neighbor.index()]), ..*e }),
-            );
-            port_base.push(slots);
-            slots += u32::from(f.switch(s).num_ports) + 1;
-        }
-        adj_base.push(adj.len() as u32);
-        port_base.push(slots);
-        let mut slot_next = vec![INF; slots as usize];
-        for p in 0..n {
-            for e in &adj[adj_base[p] as usize..adj_base[p + 1] as usize] {
-                slot_next[port_base[p] as usize + usize::from(e.port)] = e.neighbor.0;
-            }
-        }
-        Walk { order: o.order.clone(), adj_base, adj, port_base, slot_next }
-    }
-
-    fn neighbors(&self, p: usize) -> &[SwitchEdge] {
-        &self.adj[self.adj_base[p] as usize..self.adj_base[p + 1] as usize]
     }
 }
 
@@ -926,7 +805,7 @@ impl Scratch {
     /// The distance passes for destination position `d` in part `lo..hi`
     /// (see the module documentation); fills `by_len` with the part's
     /// switches other than `d`, farthest first.
-    fn distances(&mut self, w: &Walk, d: usize, lo: usize, hi: usize) {
+    fn distances(&mut self, w: &SwitchGraph, d: usize, lo: usize, hi: usize) {
         let inc = |x: u32| x.saturating_add(1);
         // dd: down hops lead to later positions, so only switches before d
         // have one; fill from d backwards.
@@ -1038,7 +917,15 @@ impl Scratch {
     }
 
     /// Gathers the legal next hops of `s` into `sel.raw`, with their loads.
-    fn candidates(&self, w: &Walk, s: usize, load: &[u64], toward: Option<&[u64]>, pb: usize, sel: &mut Selector) {
+    fn candidates(
+        &self,
+        w: &SwitchGraph,
+        s: usize,
+        load: &[u64],
+        toward: Option<&[u64]>,
+        pb: usize,
+        sel: &mut Selector,
+    ) {
         sel.raw.clear();
         let want = self.len[s] - 1;
         for e in w.neighbors(s) {
@@ -1085,7 +972,7 @@ struct Scored {
 
 fn route_scored(fabric: &RoutingFabric, order: &UpDownOrder, passes: usize) -> Scored {
     let mut r = Router::new(fabric, order);
-    let ns = r.w.order.len();
+    let ns = r.w.len();
     for d in 0..ns {
         r.route_destination(d);
     }
@@ -1130,7 +1017,8 @@ fn route_scored(fabric: &RoutingFabric, order: &UpDownOrder, passes: usize) -> S
 /// per-destination scratch.
 struct Router<'f> {
     order: &'f UpDownOrder,
-    w: Walk,
+    /// The cables, switches numbered by their position in the order.
+    w: SwitchGraph,
     dest_base: Vec<u32>,
     dests: Vec<crate::minhop::Dest>,
     /// End ports hanging off each switch (by position).
@@ -1161,16 +1049,11 @@ struct Router<'f> {
 impl<'f> Router<'f> {
     fn new(fabric: &'f RoutingFabric, order: &'f UpDownOrder) -> Router<'f> {
         let top = fabric.max_lid();
-        let w = Walk::new(fabric, order);
-        let ns = w.order.len();
-        let (dest_base, dests) = destinations(fabric, &w.order);
-        let slots = *w.port_base.last().unwrap_or(&0) as usize;
-        let mut local = vec![0u64; ns];
-        for e in fabric.end_port_ids() {
-            if let Some((s, _)) = fabric.attached_switch(e) {
-                local[order.pos[s.index()] as usize] += 1;
-            }
-        }
+        let w = SwitchGraph::new(fabric, order.order.clone());
+        let ns = w.len();
+        let (dest_base, dests) = destinations(fabric, w.switches());
+        let slots = w.port_slots();
+        let local = w.end_ports_per_switch(fabric);
         let max_m = dests.iter().map(|x| x.slot as usize + usize::from(x.count)).max().unwrap_or(0);
         Router {
             order,
@@ -1208,7 +1091,7 @@ impl<'f> Router<'f> {
         let toward = &mut self.toward;
         let spread_next = self.spread_next;
         let m = ds.last().map_or(0, |x| x.slot as usize + usize::from(x.count));
-        let own = &mut self.lfts[w.order[d].index()].ports;
+        let own = &mut self.lfts[w.switch(d).index()].ports;
         for dest in ds {
             let b = usize::from(dest.base);
             own[b..b + usize::from(dest.count)].fill(dest.out_port);
@@ -1219,7 +1102,7 @@ impl<'f> Router<'f> {
 
         for i in 0..sc.by_len.len() {
             let s = sc.by_len[i] as usize;
-            let pb = w.port_base[s] as usize;
+            let pb = w.port_base(s);
             sc.candidates(w, s, load, spread_next.then_some(&toward[..]), pb, sel);
             debug_assert!(!sel.raw.is_empty(), "a switch with a finite length has a next hop");
             if sel.raw.is_empty() {
@@ -1227,7 +1110,7 @@ impl<'f> Router<'f> {
             }
             sel.rank(s + d);
 
-            let lft = &mut self.lfts[w.order[s].index()].ports;
+            let lft = &mut self.lfts[w.switch(s).index()].ports;
             let row = s * m;
             for dest in ds {
                 let b = usize::from(dest.base);
@@ -1302,8 +1185,8 @@ impl<'f> Router<'f> {
         self.sc.distances(w, d, lo, hi);
         for i in 0..self.sc.by_len.len() {
             let s = self.sc.by_len[i] as usize;
-            let pb = w.port_base[s] as usize;
-            let lft = &self.lfts[w.order[s].index()].ports;
+            let pb = w.port_base(s);
+            let lft = &self.lfts[w.switch(s).index()].ports;
             let row = s * m;
             for dest in ds.iter().filter(|x| x.counted) {
                 for off in 0..usize::from(dest.count) {
@@ -1314,7 +1197,7 @@ impl<'f> Router<'f> {
                     if off == 0 {
                         self.paths[pb + usize::from(port)] -= fl;
                     }
-                    let next = w.slot_next[pb + usize::from(port)];
+                    let next = w.slot_peer(pb + usize::from(port));
                     if next != INF {
                         self.inflow[next as usize * m + j] += fl;
                     }
