@@ -534,17 +534,26 @@ impl Parts {
         Some(members.iter().copied().filter(|s| level[s.index()] as usize == at).collect())
     }
 
+    /// The switches of part `p` that end ports hang off, each weighted by
+    /// their number; every switch, weight 1, when the part has none.
+    fn weighted_sources(&self, p: usize) -> Vec<(SwitchId, u64)> {
+        let members = self.members(p);
+        let sources: Vec<(SwitchId, u64)> =
+            members.iter().filter(|s| self.cas[s.index()] > 0).map(|s| (*s, self.cas[s.index()])).collect();
+        if sources.is_empty() {
+            members.iter().map(|s| (*s, 1)).collect()
+        } else {
+            sources
+        }
+    }
+
     /// Up to `k` switches of part `p` by increasing summed distance to the
     /// end ports (weighted by their number; every switch counts once when
     /// the part has none), ties by GUID. One breadth-first search per
     /// switch with end ports.
     fn most_central(&self, f: &RoutingFabric, p: usize, k: usize) -> Vec<SwitchId> {
         let members = self.members(p);
-        let mut sources: Vec<(SwitchId, u64)> =
-            members.iter().filter(|s| self.cas[s.index()] > 0).map(|s| (*s, self.cas[s.index()])).collect();
-        if sources.is_empty() {
-            sources = members.iter().map(|s| (*s, 1)).collect();
-        }
+        let sources = self.weighted_sources(p);
         let mut total = vec![0u64; f.num_switches()];
         let mut bfs = Bfs::new(self.graph.len());
         for &(src, w) in &sources {
@@ -567,11 +576,7 @@ impl Parts {
         const BUCKETS: usize = 64;
         let members = self.members(p);
         let n = members.len();
-        let mut sources: Vec<(SwitchId, u64)> =
-            members.iter().filter(|s| self.cas[s.index()] > 0).map(|s| (*s, self.cas[s.index()])).collect();
-        if sources.is_empty() {
-            sources = members.iter().map(|s| (*s, 1)).collect();
-        }
+        let sources = self.weighted_sources(p);
         let mut hist = vec![0u64; n * BUCKETS];
         let mut bfs = Bfs::new(self.graph.len());
         for &(src, w) in &sources {
