@@ -18,6 +18,7 @@
 pub mod analysis;
 pub mod auto;
 pub mod cdg;
+mod channels;
 pub mod dor;
 pub mod dump;
 pub mod engine;

@@ -247,9 +247,9 @@ impl Tree {
     fn load(&mut self, net: &Net, col: &[u8]) {
         let ns = net.ns;
         for (v, &p) in col.iter().enumerate() {
-            let c = net.chan_of_port(v, p);
+            let c = net.ch.chan_of_port(v, p);
             self.chan[v] = c;
-            self.nxt[v] = if c == NONE { NONE } else { net.head[c as usize] };
+            self.nxt[v] = if c == NONE { NONE } else { net.ch.head[c as usize] };
         }
         self.stamp += 1;
         let stamp = self.stamp;
@@ -287,7 +287,7 @@ impl Tree {
     /// Adds (or subtracts) to `cnt` the dependencies of the sources
     /// counted in `acc` (one per source path), then leaves `acc` summed
     /// over subtrees.
-    fn apply(&mut self, net: &Net, cdg: &Cdg, cnt: &mut [u32], add: bool) {
+    fn apply(&mut self, net: &Net, cnt: &mut [u32], add: bool) {
         for &v in self.order.iter().rev() {
             let n = self.nxt[v as usize];
             if n != NONE {
@@ -304,42 +304,13 @@ impl Tree {
             if c2 == NONE {
                 continue;
             }
-            let e = cdg.edge(net, c1 as usize, c2 as usize);
+            let e = net.ch.dep(c1 as usize, c2 as usize);
             if add {
                 cnt[e] += a;
             } else {
                 cnt[e] -= a;
             }
         }
-    }
-}
-
-/// Dense numbering of dependencies: for channel `c1 = u->v` and
-/// `c2 = v->w`, `base[v] + in_local[c1] * deg(v) + (c2 - first channel of v)`.
-struct Cdg {
-    base: Vec<usize>,
-}
-
-impl Cdg {
-    fn new(net: &Net) -> Cdg {
-        let mut base = Vec::with_capacity(net.ns + 1);
-        let mut total = 0usize;
-        for v in 0..net.ns {
-            base.push(total);
-            total += net.degree(v) * net.degree(v);
-        }
-        base.push(total);
-        Cdg { base }
-    }
-
-    fn len(&self) -> usize {
-        *self.base.last().unwrap_or(&0)
-    }
-
-    #[inline]
-    fn edge(&self, net: &Net, c1: usize, c2: usize) -> usize {
-        let v = net.head[c1] as usize;
-        self.base[v] + net.in_local[c1] as usize * net.degree(v) + (c2 - net.base[v] as usize)
     }
 }
 
@@ -362,8 +333,8 @@ impl CycleSearch {
     fn new(net: &Net) -> CycleSearch {
         let mut by_guid: Vec<usize> = (0..net.ns).collect();
         by_guid.sort_by_key(|&s| net.guid_rank[s]);
-        let roots = by_guid.iter().flat_map(|&s| net.channels(s).map(|c| c as u32)).collect();
-        CycleSearch { color: vec![WHITE; net.num_channels()], stack: Vec::new(), roots, root: 0 }
+        let roots = by_guid.iter().flat_map(|&s| net.ch.channels(s).map(|c| c as u32)).collect();
+        CycleSearch { color: vec![WHITE; net.ch.num_channels()], stack: Vec::new(), roots, root: 0 }
     }
 
     fn reset(&mut self) {
@@ -374,7 +345,7 @@ impl CycleSearch {
 
     /// The weakest dependency `(c1, c2)` of the next cycle, or None when
     /// the layer is acyclic.
-    fn next_cycle(&mut self, net: &Net, cdg: &Cdg, cnt: &[u32]) -> Option<(usize, usize)> {
+    fn next_cycle(&mut self, net: &Net, cnt: &[u32]) -> Option<(usize, usize)> {
         loop {
             if self.stack.is_empty() {
                 while self.root < self.roots.len() && self.color[self.roots[self.root] as usize] != WHITE {
@@ -386,15 +357,15 @@ impl CycleSearch {
             }
             let top = self.stack.len() - 1;
             let (c, j0) = self.stack[top];
-            let v = net.head[c as usize] as usize;
-            let deg = net.degree(v);
-            let row = cdg.base[v] + net.in_local[c as usize] as usize * deg;
+            let v = net.ch.head[c as usize] as usize;
+            let deg = net.ch.degree(v);
+            let row = net.ch.dep_row(c as usize);
             let mut pushed = false;
             for j in j0 as usize..deg {
                 if cnt[row + j] == 0 {
                     continue;
                 }
-                let t = net.base[v] as usize + j;
+                let t = net.ch.base[v] as usize + j;
                 match self.color[t] {
                     WHITE => {
                         self.stack[top].1 = j as u32 + 1;
@@ -404,7 +375,7 @@ impl CycleSearch {
                         break;
                     }
                     GRAY => {
-                        let weakest = self.weakest(net, cdg, cnt, t);
+                        let weakest = self.weakest(net, cnt, t);
                         // Channels on the stack are not known to be
                         // cycle-free any more: search them again.
                         for (c, _) in self.stack.drain(..) {
@@ -424,12 +395,12 @@ impl CycleSearch {
 
     /// The dependency with the fewest paths on the cycle closed by an edge
     /// from the stack's top back to channel `t`.
-    fn weakest(&self, net: &Net, cdg: &Cdg, cnt: &[u32], t: usize) -> (usize, usize) {
+    fn weakest(&self, net: &Net, cnt: &[u32], t: usize) -> (usize, usize) {
         let k = self.stack.iter().rposition(|&(c, _)| c as usize == t).expect("a gray channel is on the stack");
         let chans: Vec<usize> = self.stack[k..].iter().map(|&(c, _)| c as usize).chain([t]).collect();
         let mut best = (u32::MAX, 0, 0);
         for w in chans.windows(2) {
-            let n = cnt[cdg.edge(net, w[0], w[1])];
+            let n = cnt[net.ch.dep(w[0], w[1])];
             if n < best.0 {
                 best = (n, w[0], w[1]);
             }
@@ -469,11 +440,10 @@ pub(crate) fn assign_layers(
         limit,
         lids,
         by_rank: by_rank.clone(),
-        cdg: Cdg::new(net),
         cnt: Vec::new(),
         tree: Tree::new(ns),
         done_layers: Vec::new(),
-        fit: Fit::new(net.num_channels()),
+        fit: Fit::new(net.ch.num_channels()),
         sl: vec![0u8; ns * nl],
     };
     let mut w = new_layerer(lids.clone());
@@ -512,17 +482,17 @@ struct Finished {
 
 impl Finished {
     /// An empty layer (any order is topological).
-    fn empty(cdg: &Cdg, channels: usize) -> Finished {
-        let words = cdg.len().div_ceil(64);
+    fn empty(deps: usize, channels: usize) -> Finished {
+        let words = deps.div_ceil(64);
         Finished { bits: vec![0u64; words], ord: (0..channels as u32).collect(), refused: vec![0u64; words] }
     }
 
     /// The dependencies with paths in `cnt` (acyclic), ordered by a
     /// depth-first search: a channel's position is its reverse finishing
     /// time.
-    fn from_counts(net: &Net, cdg: &Cdg, cnt: &[u32]) -> Finished {
-        let nc = net.num_channels();
-        let mut f = Finished::empty(cdg, nc);
+    fn from_counts(net: &Net, cnt: &[u32]) -> Finished {
+        let nc = net.ch.num_channels();
+        let mut f = Finished::empty(net.ch.num_deps(), nc);
         for (e, &n) in cnt.iter().enumerate() {
             if n > 0 {
                 f.bits[e / 64] |= 1 << (e % 64);
@@ -538,14 +508,14 @@ impl Finished {
             seen[root] = true;
             stack.push((root, 0));
             while let Some(&mut (c, ref mut j)) = stack.last_mut() {
-                let v = net.head[c] as usize;
-                let deg = net.degree(v);
-                let row = cdg.base[v] + net.in_local[c] as usize * deg;
+                let v = net.ch.head[c] as usize;
+                let deg = net.ch.degree(v);
+                let row = net.ch.dep_row(c);
                 let mut pushed = None;
                 while *j < deg {
                     let k = *j;
                     *j += 1;
-                    let t = net.base[v] as usize + k;
+                    let t = net.ch.base[v] as usize + k;
                     if f.get(row + k) && !seen[t] {
                         pushed = Some(t);
                         break;
@@ -591,7 +561,7 @@ impl Finished {
 
     /// Adds dependency `e = a -> b` unless it closes a cycle; false then
     /// (the layer is unchanged). None when the budget ran out.
-    fn add(&mut self, net: &Net, cdg: &Cdg, fit: &mut Fit, e: usize, a: usize, b: usize) -> Option<bool> {
+    fn add(&mut self, net: &Net, fit: &mut Fit, e: usize, a: usize, b: usize) -> Option<bool> {
         if self.get(e) {
             return Some(true);
         }
@@ -614,14 +584,14 @@ impl Finished {
         while let Some(c) = fit.stack.pop() {
             fit.fwd.push(c);
             fit.budget = fit.budget.checked_sub(1)?;
-            let v = net.head[c] as usize;
-            let deg = net.degree(v);
-            let row = cdg.base[v] + net.in_local[c] as usize * deg;
+            let v = net.ch.head[c] as usize;
+            let deg = net.ch.degree(v);
+            let row = net.ch.dep_row(c);
             for k in 0..deg {
                 if !self.get(row + k) {
                     continue;
                 }
-                let t = net.base[v] as usize + k;
+                let t = net.ch.base[v] as usize + k;
                 if t == a {
                     return Some(false);
                 }
@@ -639,14 +609,14 @@ impl Finished {
             fit.bwd.push(c);
             fit.budget = fit.budget.checked_sub(1)?;
             // In-dependencies of c = (x -> y): from every channel into x.
-            let x = net.tail[c] as usize;
-            let deg = net.degree(x);
-            let col = c - net.base[x] as usize;
-            for (k, o) in net.channels(x).enumerate() {
-                if !self.get(cdg.base[x] + k * deg + col) {
+            let x = net.ch.tail[c] as usize;
+            let deg = net.ch.degree(x);
+            let col = c - net.ch.base[x] as usize;
+            for (k, o) in net.ch.channels(x).enumerate() {
+                if !self.get(net.ch.dep_base[x] + k * deg + col) {
                     continue;
                 }
-                let t = net.reverse(o);
+                let t = net.ch.reverse(o);
                 if fit.seen[t] != stamp && self.ord[t] > lb {
                     fit.seen[t] = stamp;
                     fit.stack.push(t);
@@ -715,7 +685,6 @@ struct Layerer<'a> {
     /// Switches in GUID order: sources are visited in it, so that results
     /// do not depend on the fabric's numbering.
     by_rank: Vec<usize>,
-    cdg: Cdg,
     /// Paths per dependency in the layer being processed.
     cnt: Vec<u32>,
     tree: Tree,
@@ -744,7 +713,7 @@ impl Layerer<'_> {
             out.paths_per_layer.push(0);
             return out;
         }
-        self.cnt = vec![0u32; self.cdg.len()];
+        self.cnt = vec![0u32; self.net.ch.num_deps()];
         let mut search = CycleSearch::new(self.net);
         let mut top = 0u8;
         for layer in 0..self.limit {
@@ -756,7 +725,7 @@ impl Layerer<'_> {
             // Paths moved off the last allowed layer land on layer `limit`,
             // which is never searched: it must drain below entirely, which
             // takes fitting searches, so an empty budget means failure.
-            while let Some((c1, c2)) = search.next_cycle(self.net, &self.cdg, &self.cnt) {
+            while let Some((c1, c2)) = search.next_cycle(self.net, &self.cnt) {
                 let moved = self.move_paths(layer, c1, c2);
                 debug_assert!(moved > 0, "a dependency with paths has paths to move");
                 out.cycles_broken += 1;
@@ -767,7 +736,7 @@ impl Layerer<'_> {
                     return out;
                 }
             }
-            self.done_layers.push(Finished::from_counts(self.net, &self.cdg, &self.cnt));
+            self.done_layers.push(Finished::from_counts(self.net, &self.cnt));
         }
         if top + 1 == self.limit && self.count_layer(self.limit) {
             top = self.limit;
@@ -798,7 +767,7 @@ impl Layerer<'_> {
     fn longest_first(&mut self) -> Option<u8> {
         let net = self.net;
         let ns = net.ns;
-        self.done_layers = (0..self.limit).map(|_| Finished::empty(&self.cdg, self.net.num_channels())).collect();
+        self.done_layers = (0..self.limit).map(|_| Finished::empty(self.net.ch.num_deps(), self.net.ch.num_channels())).collect();
         // Dependencies per path = hops - 1; paths with none stay on layer 0.
         let mut len = vec![0u8; self.sl.len()];
         let mut longest = 0u8;
@@ -860,7 +829,7 @@ impl Layerer<'_> {
             if any {
                 any_path = true;
                 self.tree.load(self.net, col);
-                self.tree.apply(self.net, &self.cdg, &mut self.cnt, true);
+                self.tree.apply(self.net, &mut self.cnt, true);
             }
         }
         any_path
@@ -888,8 +857,8 @@ impl Layerer<'_> {
     fn move_paths(&mut self, layer: u8, c1: usize, c2: usize) -> u64 {
         let net = self.net;
         let ns = net.ns;
-        let (u, v) = (net.tail[c1] as usize, net.head[c1] as usize);
-        let (p, q) = (net.port[c1], net.port[c2]);
+        let (u, v) = (net.ch.tail[c1] as usize, net.ch.head[c1] as usize);
+        let (p, q) = (net.ch.port[c1], net.ch.port[c2]);
         let mut moved = 0u64;
         let mut movers = Vec::new();
         // The switch-major tables: two contiguous rows to scan.
@@ -914,10 +883,10 @@ impl Layerer<'_> {
             while head < t.walk.len() {
                 let y = t.walk[head] as usize;
                 head += 1;
-                for c_out in net.channels(y) {
-                    let x = net.head[c_out] as usize;
-                    let rc = net.reverse(c_out);
-                    if col[x] == net.port[rc] && t.done[x] != stamp {
+                for c_out in net.ch.channels(y) {
+                    let x = net.ch.head[c_out] as usize;
+                    let rc = net.ch.reverse(c_out);
+                    if col[x] == net.ch.port[rc] && t.done[x] != stamp {
                         t.done[x] = stamp;
                         t.chan[x] = rc as u32;
                         t.walk.push(x as u32);
@@ -939,23 +908,23 @@ impl Layerer<'_> {
             for &x in t.walk[1..].iter().rev() {
                 let x = x as usize;
                 let cx = t.chan[x] as usize;
-                let y = net.head[cx] as usize;
+                let y = net.ch.head[cx] as usize;
                 t.acc[y] += t.acc[x];
                 if t.acc[x] > 0 {
-                    self.cnt[self.cdg.edge(net, cx, t.chan[y] as usize)] -= t.acc[x];
+                    self.cnt[net.ch.dep(cx, t.chan[y] as usize)] -= t.acc[x];
                 }
             }
             // From u on, every moved path follows the same way.
             let total = t.acc[u];
             let (mut c, mut y, mut steps) = (c1, v, 0);
             while total > 0 && steps < ns {
-                let c_next = net.chan_of_port(y, col[y]);
+                let c_next = net.ch.chan_of_port(y, col[y]);
                 if c_next == NONE {
                     break;
                 }
-                self.cnt[self.cdg.edge(net, c, c_next as usize)] -= total;
+                self.cnt[net.ch.dep(c, c_next as usize)] -= total;
                 c = c_next as usize;
-                y = net.head[c] as usize;
+                y = net.ch.head[c] as usize;
                 steps += 1;
             }
             movers.sort_by_key(|&x| net.guid_rank[x]);
@@ -978,15 +947,15 @@ impl Layerer<'_> {
         let ns = net.ns;
         let col = &self.cols[lid * ns..(lid + 1) * ns];
         self.fit.deps.clear();
-        let mut c1 = net.chan_of_port(s, col[s]);
+        let mut c1 = net.ch.chan_of_port(s, col[s]);
         let mut steps = 0;
         while c1 != NONE && steps < ns {
-            let y = net.head[c1 as usize] as usize;
-            let c2 = net.chan_of_port(y, col[y]);
+            let y = net.ch.head[c1 as usize] as usize;
+            let c2 = net.ch.chan_of_port(y, col[y]);
             if c2 == NONE {
                 break;
             }
-            let e = self.cdg.edge(net, c1 as usize, c2 as usize);
+            let e = net.ch.dep(c1 as usize, c2 as usize);
             self.fit.deps.push((e, c1 as usize, c2 as usize));
             c1 = c2;
             steps += 1;
@@ -1000,7 +969,7 @@ impl Layerer<'_> {
             for i in 0..self.fit.deps.len() {
                 let (e, a, b) = self.fit.deps[i];
                 let fresh = !layer.get(e);
-                match layer.add(net, &self.cdg, &mut self.fit, e, a, b) {
+                match layer.add(net, &mut self.fit, e, a, b) {
                     Some(true) => {
                         if fresh {
                             self.fit.added.push(e);

@@ -177,6 +177,7 @@ mod repair;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::channels::{ChannelGraph, SelfLoops};
 use crate::error::RoutingError;
 use crate::fabric::{NodeRef, RoutingFabric};
 use crate::lft::{Lft, Routes, UNROUTED};
@@ -395,22 +396,9 @@ pub fn dfsssp_with(
 /// switch-to-switch cables), shared by the router and the layering.
 pub(crate) struct Net {
     pub(crate) ns: usize,
-    /// Channels leaving switch `u` are `base[u]..base[u + 1]`, in port order.
-    pub(crate) base: Vec<u32>,
-    /// The switch a channel leaves from and the one it leads to.
-    pub(crate) tail: Vec<u32>,
-    pub(crate) head: Vec<u32>,
-    /// The port a channel leaves its switch by.
-    pub(crate) port: Vec<u8>,
-    /// Index, among the channels leaving `head[c]`, of the reverse of `c`
-    /// (the same cable the other way): the row of `c` in the head's
-    /// in-channel × out-channel dependency matrix.
-    pub(crate) in_local: Vec<u32>,
-    /// Per switch-port slot ([`RoutingFabric::switch_port_slot`]): the
-    /// channel leaving by that port, or `NONE`.
-    pub(crate) slot_chan: Vec<u32>,
-    /// Slot of port 0 of each switch (+ total).
-    pub(crate) slot_base: Vec<u32>,
+    /// The channels, numbered in the fabric's switch order, self-loops
+    /// included.
+    pub(crate) ch: ChannelGraph,
     /// End ports hanging off each switch: the traffic it injects.
     pub(crate) local: Vec<u64>,
     /// Position of each switch in GUID order.
@@ -420,32 +408,7 @@ pub(crate) struct Net {
 impl Net {
     pub(crate) fn new(f: &RoutingFabric) -> Net {
         let ns = f.num_switches();
-        let mut base = Vec::with_capacity(ns + 1);
-        let mut tail = Vec::new();
-        let mut head = Vec::new();
-        let mut port = Vec::new();
-        let mut slot_chan = vec![NONE; f.num_switch_port_slots()];
-        let mut slot_base = Vec::with_capacity(ns + 1);
-        for s in f.switch_ids() {
-            base.push(head.len() as u32);
-            slot_base.push(f.switch_port_slot(s, 0) as u32);
-            for e in f.switch_neighbors(s) {
-                slot_chan[f.switch_port_slot(s, e.port)] = head.len() as u32;
-                tail.push(s.0);
-                head.push(e.neighbor.0);
-                port.push(e.port);
-            }
-        }
-        base.push(head.len() as u32);
-        slot_base.push(f.num_switch_port_slots() as u32);
-        let mut in_local = vec![0u32; head.len()];
-        for s in f.switch_ids() {
-            for (k, e) in f.switch_neighbors(s).iter().enumerate() {
-                let rev = slot_chan[f.switch_port_slot(e.neighbor, e.remote_port)];
-                debug_assert_ne!(rev, NONE, "cables are symmetric");
-                in_local[base[s.index()] as usize + k] = rev - base[e.neighbor.index()];
-            }
-        }
+        let ch = ChannelGraph::in_fabric_order(f, SelfLoops::Keep);
         let mut local = vec![0u64; ns];
         for e in f.end_port_ids() {
             if let Some((s, _)) = f.attached_switch(e) {
@@ -458,35 +421,7 @@ impl Net {
         for (r, &s) in by_guid.iter().enumerate() {
             guid_rank[s] = r as u32;
         }
-        Net { ns, base, tail, head, port, in_local, slot_chan, slot_base, local, guid_rank }
-    }
-
-    pub(crate) fn num_channels(&self) -> usize {
-        self.head.len()
-    }
-
-    pub(crate) fn channels(&self, u: usize) -> std::ops::Range<usize> {
-        self.base[u] as usize..self.base[u + 1] as usize
-    }
-
-    pub(crate) fn degree(&self, u: usize) -> usize {
-        (self.base[u + 1] - self.base[u]) as usize
-    }
-
-    /// The channel switch `u` forwards by when its LFT says `port`, or
-    /// `NONE` (port 0, unrouted, an end port, an empty or missing port).
-    pub(crate) fn chan_of_port(&self, u: usize, port: u8) -> u32 {
-        let slot = self.slot_base[u] as usize + usize::from(port);
-        if slot < self.slot_base[u + 1] as usize {
-            self.slot_chan[slot]
-        } else {
-            NONE
-        }
-    }
-
-    /// The reverse channel of `c`.
-    pub(crate) fn reverse(&self, c: usize) -> usize {
-        self.base[self.head[c] as usize] as usize + self.in_local[c] as usize
+        Net { ns, ch, local, guid_rank }
     }
 }
 
@@ -560,8 +495,8 @@ impl HopTree {
             let u = self.order[head] as usize;
             head += 1;
             let du = self.dist[u] + 1;
-            for c in net.channels(u) {
-                let v = net.head[c] as usize;
+            for c in net.ch.channels(u) {
+                let v = net.ch.head[c] as usize;
                 if self.dist[v] == NONE {
                     self.dist[v] = du;
                     self.order.push(v as u32);
@@ -575,9 +510,9 @@ impl HopTree {
             self.cand_base.push(self.cand.len() as u32);
             let v = v as usize;
             let want = self.dist[v] - 1;
-            for c in net.channels(v) {
-                if self.dist[net.head[c] as usize] == want {
-                    self.cand.push((net.head[c], c as u32));
+            for c in net.ch.channels(v) {
+                if self.dist[net.ch.head[c] as usize] == want {
+                    self.cand.push((net.ch.head[c], c as u32));
                 }
             }
         }
@@ -612,8 +547,8 @@ impl<'a> Router<'a> {
         let ns = net.ns;
         Router {
             net,
-            load: vec![0; net.num_channels()],
-            shared: vec![0; net.num_channels()],
+            load: vec![0; net.ch.num_channels()],
+            shared: vec![0; net.ch.num_channels()],
             shared_touched: Vec::new(),
             key: vec![(u64::MAX, u64::MAX); ns],
             next: vec![NONE; ns],
@@ -690,13 +625,13 @@ impl<'a> Router<'a> {
             if u != d {
                 self.settled.push(u as u32);
             }
-            for c_out in net.channels(u) {
-                let v = net.head[c_out] as usize;
+            for c_out in net.ch.channels(u) {
+                let v = net.ch.head[c_out] as usize;
                 if self.done[v] == stamp {
                     continue;
                 }
                 // Traffic flows v -> u: the weight is that of the reverse channel.
-                let c = net.reverse(c_out);
+                let c = net.ch.reverse(c_out);
                 let cand = (if use_shared { k.0 + self.shared[c] } else { 0 }, k.1.saturating_add(1 + self.load[c]));
                 if cand < self.key[v] {
                     self.key[v] = cand;
@@ -712,8 +647,8 @@ impl<'a> Router<'a> {
             let v = v as usize;
             let mut best = (u64::MAX, u64::MAX);
             let mut best_c = NONE;
-            for c in net.channels(v) {
-                let u = net.head[c] as usize;
+            for c in net.ch.channels(v) {
+                let u = net.ch.head[c] as usize;
                 if self.done[u] != stamp || u == v {
                     continue;
                 }
@@ -743,7 +678,7 @@ impl<'a> Router<'a> {
             let fl = net.local[v] + std::mem::take(&mut self.inflow[v]);
             let c = self.next[v] as usize;
             self.load[c] += fl * times;
-            self.inflow[net.head[c] as usize] += fl;
+            self.inflow[net.ch.head[c] as usize] += fl;
         }
         self.inflow[d] = 0;
     }
@@ -757,7 +692,7 @@ impl<'a> Router<'a> {
             let fl = net.local[v] + std::mem::take(&mut self.inflow[v]);
             let c = self.next[v] as usize;
             self.load[c] -= fl * times;
-            self.inflow[net.head[c] as usize] += fl;
+            self.inflow[net.ch.head[c] as usize] += fl;
         }
         self.inflow[d] = 0;
     }
@@ -875,7 +810,7 @@ fn route_columns(f: &RoutingFabric, net: &Net, options: &EngineOptions, config: 
             let col = &mut cols[usize::from(lid) * ns..(usize::from(lid) + 1) * ns];
             col[g.switch as usize] = out_port;
             for &v in &r.settled {
-                col[v as usize] = net.port[r.next[v as usize] as usize];
+                col[v as usize] = net.ch.port[r.next[v as usize] as usize];
             }
         }
     };
@@ -911,7 +846,7 @@ fn route_columns(f: &RoutingFabric, net: &Net, options: &EngineOptions, config: 
                 r.settled.clear();
                 r.settled.extend_from_slice(&r.hop.order);
                 for &v in &r.hop.order {
-                    r.next[v as usize] = net.chan_of_port(v as usize, col[v as usize]);
+                    r.next[v as usize] = net.ch.chan_of_port(v as usize, col[v as usize]);
                 }
                 r.uncharge(d, g.charge);
                 match bottleneck {
@@ -937,7 +872,7 @@ fn max_load_bound(net: &Net, dests: &[Dest]) -> u64 {
     for d in dests.iter().filter(|d| d.charged) {
         lids_at[d.switch as usize] += u64::from(d.count);
     }
-    crate::select::egress_bound(&net.local, &lids_at, |s| net.degree(s))
+    crate::select::egress_bound(&net.local, &lids_at, |s| net.ch.degree(s))
 }
 
 /// Turns destination-major columns into one LFT per switch, in cache-sized

@@ -114,7 +114,7 @@ pub(super) fn repair(f: &RoutingFabric, net: &Net, cols: &mut [u8], to_end_port:
         return true;
     }
     let nl = cols.len() / ns;
-    let mut deps = Deps::new(net.num_channels());
+    let mut deps = Deps::new(net.ch.num_channels());
     // Per LID, the switches whose entry an end-port path uses (stamped
     // with the LID).
     let mut used = vec![0u32; ns];
@@ -154,8 +154,8 @@ pub(super) fn repair(f: &RoutingFabric, net: &Net, cols: &mut [u8], to_end_port:
         while head < queue.len() {
             let v = queue[head];
             head += 1;
-            for c in net.channels(v) {
-                let u = net.head[c] as usize;
+            for c in net.ch.channels(v) {
+                let u = net.ch.head[c] as usize;
                 if dist[u] == u32::MAX {
                     dist[u] = dist[v] + 1;
                     queue.push(u);
@@ -169,14 +169,14 @@ pub(super) fn repair(f: &RoutingFabric, net: &Net, cols: &mut [u8], to_end_port:
             // Candidates: routed neighbours, one hop nearer first.
             let mut best: Option<(u32, u8, u32)> = None;
             for near in [true, false] {
-                for c in net.channels(u) {
-                    let v = net.head[c] as usize;
+                for c in net.ch.channels(u) {
+                    let v = net.ch.head[c] as usize;
                     if !routed[v] || (dist[v] + 1 == dist[u]) != near {
                         continue;
                     }
-                    let onward = net.chan_of_port(v, cols[col + v]);
+                    let onward = net.ch.chan_of_port(v, cols[col + v]);
                     if onward == NONE || !deps.reaches(onward, c as u32) {
-                        best = Some((c as u32, net.port[c], onward));
+                        best = Some((c as u32, net.ch.port[c], onward));
                         break;
                     }
                 }
@@ -204,7 +204,7 @@ fn walk_used(net: &Net, cols: &[u8], deps: &mut Deps, used: &mut [u32], lid: usi
     for s in (0..ns).filter(|&s| net.local[s] > 0) {
         let (mut cur, mut prev) = (s, NONE);
         for _ in 0..=ns {
-            let chan = net.chan_of_port(cur, cols[lid * ns + cur]);
+            let chan = net.ch.chan_of_port(cur, cols[lid * ns + cur]);
             if prev != NONE && chan != NONE {
                 deps.add(prev, chan);
             }
@@ -214,7 +214,7 @@ fn walk_used(net: &Net, cols: &[u8], deps: &mut Deps, used: &mut [u32], lid: usi
                 break;
             }
             prev = chan;
-            cur = net.head[chan as usize] as usize;
+            cur = net.ch.head[chan as usize] as usize;
         }
     }
 }
