@@ -30,8 +30,8 @@ impl Cdg {
     pub(super) fn new(net: &Net) -> Cdg {
         Cdg {
             state: net.template.clone(),
-            ord: (0..net.channels() as u32).collect(),
-            mark: vec![0; net.channels()],
+            ord: (0..net.ch.num_channels() as u32).collect(),
+            mark: vec![0; net.ch.num_channels()],
             stamp: 0,
             stack: Vec::new(),
             fwd: Vec::new(),
@@ -84,14 +84,14 @@ impl Cdg {
             if visits > budget {
                 return None;
             }
-            let b = net.ch_head[u as usize] as usize;
-            let g = net.deg(b);
-            let row = net.dep_base[b] + (net.ch_rev[u as usize] - net.ch_base[b]) as usize * g;
+            let b = net.ch.head[u as usize] as usize;
+            let g = net.ch.degree(b);
+            let row = net.ch.dep_base[b] + (net.ch.rev[u as usize] - net.ch.base[b]) as usize * g;
             for j in 0..g {
                 if !Cdg::is_used(self.state[row + j]) {
                     continue;
                 }
-                let w = net.ch_base[b] + j as u32;
+                let w = net.ch.base[b] + j as u32;
                 if w == from {
                     return Some(false);
                 }
@@ -112,14 +112,14 @@ impl Cdg {
                 self.stack.clear();
                 return None;
             }
-            let a = net.ch_tail[u as usize] as usize;
-            let g = net.deg(a);
-            let j = (u - net.ch_base[a]) as usize;
+            let a = net.ch.tail[u as usize] as usize;
+            let g = net.ch.degree(a);
+            let j = (u - net.ch.base[a]) as usize;
             for k in 0..g {
-                if !Cdg::is_used(self.state[net.dep_base[a] + k * g + j]) {
+                if !Cdg::is_used(self.state[net.ch.dep_base[a] + k * g + j]) {
                     continue;
                 }
-                let w = net.ch_rev[net.ch_base[a] as usize + k];
+                let w = net.ch.rev[net.ch.base[a] as usize + k];
                 if self.ord[w as usize] > lb && self.mark[w as usize] != sb {
                     self.mark[w as usize] = sb;
                     self.stack.push(w);

@@ -44,8 +44,8 @@ impl Escape {
             while head < queue.len() {
                 let u = queue[head] as usize;
                 head += 1;
-                for c in net.out(u) {
-                    let w = net.ch_head[c as usize] as usize;
+                for c in net.ch.out(u) {
+                    let w = net.ch.head[c as usize] as usize;
                     if dist[w] == NONE {
                         dist[w] = dist[u] + 1;
                         queue.push(w as u32);
@@ -78,12 +78,13 @@ impl Escape {
                     continue;
                 }
                 let best = net
+                    .ch
                     .out(v)
-                    .filter(|&c| dist[net.ch_head[c as usize] as usize] + 1 == dist[v])
-                    .min_by_key(|&c| (load[c as usize] + load[net.ch_rev[c as usize] as usize], c))
+                    .filter(|&c| dist[net.ch.head[c as usize] as usize] + 1 == dist[v])
+                    .min_by_key(|&c| (load[c as usize] + load[net.ch.rev[c as usize] as usize], c))
                     .expect("a breadth-first tree has parents");
                 up[v] = best;
-                parent[v] = net.ch_head[best as usize];
+                parent[v] = net.ch.head[best as usize];
             }
         }
         let mut reserved = vec![false; n];
@@ -100,7 +101,7 @@ impl Escape {
         while self.parent[z as usize] != NONE {
             let y = self.parent[z as usize];
             self.path_stamp[y as usize] = self.stamp;
-            self.path_down[y as usize] = net.ch_rev[self.up[z as usize] as usize];
+            self.path_down[y as usize] = net.ch.rev[self.up[z as usize] as usize];
             z = y;
         }
     }
@@ -124,14 +125,14 @@ pub(super) fn init_layer(net: &Net, cdg: &mut Cdg, esc: &Escape, dest_switches: 
     // Up channels (towards a switch nearer the root, ties by index) first,
     // deepest tail first; then down channels, shallowest head first.
     let key = |c: usize| {
-        let (a, b) = (net.ch_tail[c] as usize, net.ch_head[c] as usize);
+        let (a, b) = (net.ch.tail[c] as usize, net.ch.head[c] as usize);
         if (esc.depth[b], b) < (esc.depth[a], a) {
             (0u8, u32::MAX - esc.depth[a], a as u32, c as u32)
         } else {
             (1u8, esc.depth[b], b as u32, c as u32)
         }
     };
-    let mut chans: Vec<u32> = (0..net.channels() as u32).collect();
+    let mut chans: Vec<u32> = (0..net.ch.num_channels() as u32).collect();
     chans.sort_unstable_by_key(|&c| key(c as usize));
     for (i, &c) in chans.iter().enumerate() {
         cdg.ord[c as usize] = i as u32;
@@ -162,14 +163,14 @@ pub(super) fn init_layer(net: &Net, cdg: &mut Cdg, esc: &Escape, dest_switches: 
         while esc.parent[z as usize] != NONE && !done[z as usize] {
             done[z as usize] = true;
             let y = esc.parent[z as usize];
-            let down_z = net.ch_rev[esc.up[z as usize] as usize];
+            let down_z = net.ch.rev[esc.up[z as usize] as usize];
             for &c in &children[y as usize] {
                 if c != z {
                     mark(cdg, esc.up[c as usize], down_z);
                 }
             }
             if esc.parent[y as usize] != NONE {
-                mark(cdg, net.ch_rev[esc.up[y as usize] as usize], down_z);
+                mark(cdg, net.ch.rev[esc.up[y as usize] as usize], down_z);
             }
             z = y;
         }

@@ -226,12 +226,12 @@ fn load_floor(net: &Net, by_layer: &[Vec<Dest>]) -> u64 {
         part_hosts[net.part[v] as usize] += net.hosts[v];
     }
     (0..n)
-        .filter(|&v| net.deg(v) > 0)
+        .filter(|&v| net.ch.degree(v) > 0)
         .map(|v| {
             let p = net.part[v] as usize;
             let out = net.hosts[v] * (part_lids[p] - lids_at[v]);
             let inn = lids_at[v] * (part_hosts[p] - net.hosts[v]);
-            out.max(inn).div_ceil(net.deg(v) as u64)
+            out.max(inn).div_ceil(net.ch.degree(v) as u64)
         })
         .max()
         .unwrap_or(0)
@@ -252,9 +252,9 @@ fn route_all(net: &Net, by_layer: &[Vec<Dest>], fabric: &RoutingFabric, floor: u
     let top = fabric.max_lid();
     let mut lfts: Vec<Lft> = (0..fabric.num_switches()).map(|_| Lft::unrouted(top)).collect();
     let mut stats = NueStats::default();
-    let mut load = vec![0u64; net.channels()];
+    let mut load = vec![0u64; net.ch.num_channels()];
     let mut cdg = Cdg::new(net);
-    let mut search = Search::new(net.n(), net.channels());
+    let mut search = Search::new(net.n(), net.ch.num_channels());
     search.floor = floor;
     search.aware = aware;
     for ds in by_layer {

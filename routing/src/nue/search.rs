@@ -110,7 +110,7 @@ impl Search {
         let routed = |s: &Search, v: u32| s.chan[v as usize] != NONE;
         for &v in nodes {
             if routed(self, v) {
-                self.kid_end[net.ch_head[self.chan[v as usize] as usize] as usize] += 1;
+                self.kid_end[net.ch.head[self.chan[v as usize] as usize] as usize] += 1;
             }
         }
         let mut acc = 0u32;
@@ -124,7 +124,7 @@ impl Search {
         self.kids.resize(acc as usize, NONE);
         for &v in nodes {
             if routed(self, v) {
-                let h = net.ch_head[self.chan[v as usize] as usize] as usize;
+                let h = net.ch.head[self.chan[v as usize] as usize] as usize;
                 self.kids[self.kid_end[h] as usize] = v;
                 self.kid_end[h] += 1;
             }
@@ -139,7 +139,7 @@ impl Search {
                 self.touched.push(c);
             }
             self.pending[c as usize] += f;
-            x = net.ch_head[c as usize];
+            x = net.ch.head[c as usize];
         }
     }
 
@@ -151,7 +151,7 @@ impl Search {
             let l = load[c] + self.pending[c];
             top = top.max(l);
             sum += l;
-            u = net.ch_head[c];
+            u = net.ch.head[c];
         }
         (top, sum)
     }
@@ -184,11 +184,11 @@ impl Search {
 #[allow(clippy::too_many_arguments)]
 fn relax_from(net: &Net, cdg: &mut Cdg, s: &mut Search, u: usize, d: u32, load: &[u64], stats: &mut NueStats) {
     let du = s.dist[u];
-    let base = net.ch_base[u] as usize;
-    for k in 0..net.deg(u) {
+    let base = net.ch.base[u] as usize;
+    for k in 0..net.ch.degree(u) {
         // The channel from neighbour x into u.
-        let c_in = net.ch_rev[base + k];
-        let x = net.ch_tail[c_in as usize] as usize;
+        let c_in = net.ch.rev[base + k];
+        let x = net.ch.tail[c_in as usize] as usize;
         if s.settled[x] {
             continue;
         }
@@ -255,8 +255,8 @@ fn rechoose(net: &Net, cdg: &mut Cdg, s: &mut Search, x: usize, d: u32, load: &[
     let mine = ((top + f).max(s.floor), sum, false, cur);
     loop {
         let mut best = mine;
-        for c in net.out(x) {
-            let u = net.ch_head[c as usize];
+        for c in net.ch.out(x) {
+            let u = net.ch.head[c as usize];
             if c == cur || !s.settled[u as usize] || hops(s.dist[u as usize]) + 1 != h {
                 continue;
             }
@@ -278,7 +278,7 @@ fn rechoose(net: &Net, cdg: &mut Cdg, s: &mut Search, x: usize, d: u32, load: &[
         if c == cur {
             return;
         }
-        let u = net.ch_head[c as usize];
+        let u = net.ch.head[c as usize];
         let (e, added) = if u == d {
             (NO_EDGE, false)
         } else {
@@ -313,7 +313,7 @@ fn leads_through(net: &Net, s: &Search, mut w: u32, v: u32, d: u32) -> bool {
         if w == v {
             return true;
         }
-        w = net.ch_head[s.chan[w as usize] as usize];
+        w = net.ch.head[s.chan[w as usize] as usize];
     }
     false
 }
@@ -340,13 +340,13 @@ fn backtrack(
         if s.settled[x as usize] {
             continue;
         }
-        for cx in net.out(x as usize) {
-            let v = net.ch_head[cx as usize];
+        for cx in net.ch.out(x as usize) {
+            let v = net.ch.head[cx as usize];
             if !s.settled[v as usize] || v == d {
                 continue;
             }
-            for c2 in net.out(v as usize) {
-                let w = net.ch_head[c2 as usize];
+            for c2 in net.ch.out(v as usize) {
+                let w = net.ch.head[c2 as usize];
                 if c2 == s.chan[v as usize] || w == x || !s.settled[w as usize] || leads_through(net, s, w, v, d) {
                     continue;
                 }
@@ -489,7 +489,7 @@ pub(super) fn route_one(
         for &v in nodes {
             let v = v as usize;
             if v as u32 != d && !s.free[v] {
-                let h = net.ch_head[s.chan[v] as usize];
+                let h = net.ch.head[s.chan[v] as usize];
                 if h != d {
                     let e = net.dep(s.chan[v], s.chan[h as usize]);
                     assert_eq!(cdg.state[e], USED, "every turn of a route is a used dependency");
@@ -503,7 +503,7 @@ pub(super) fn route_one(
     for &v in nodes {
         if v != d {
             let c = s.chan[v as usize] as usize;
-            lfts[net.order[v as usize].index()].ports[usize::from(dest.lid)] = net.ch_port[c];
+            lfts[net.order[v as usize].index()].ports[usize::from(dest.lid)] = net.ch.port[c];
         }
     }
     if dest.counted {
@@ -517,7 +517,7 @@ pub(super) fn route_one(
             let v = s.bfs[i] as usize;
             let c = s.chan[v] as usize;
             load[c] += s.flow[v];
-            let h = net.ch_head[c] as usize;
+            let h = net.ch.head[c] as usize;
             s.flow[h] += s.flow[v];
         }
     }
@@ -561,7 +561,7 @@ fn escape_stranded(
             s.in_escape[xi] = true;
             stats.escaped_switches += 1;
             let c = esc.chan(x);
-            let y = net.ch_head[c as usize];
+            let y = net.ch.head[c as usize];
             let changed = s.chan[xi] != c;
             s.release(cdg, xi);
             s.chan[xi] = c;
@@ -604,7 +604,7 @@ fn escape_stranded(
                 continue;
             }
             // z keeps its cable into x, whose route changed.
-            let x = net.ch_head[s.chan[zi] as usize];
+            let x = net.ch.head[s.chan[zi] as usize];
             let e = net.dep(s.chan[zi], s.chan[x as usize]);
             s.release(cdg, zi);
             let st = cdg.state[e];
@@ -630,7 +630,7 @@ fn escape_stranded(
         let mut rejoin = false;
         for &x in &joined {
             let xi = x as usize;
-            let y = net.ch_head[s.chan[xi] as usize];
+            let y = net.ch.head[s.chan[xi] as usize];
             if s.in_escape[y as usize] && s.cand[xi] != net.dep(s.chan[xi], s.chan[y as usize]) {
                 s.release(cdg, xi);
                 s.cand[xi] = net.dep(s.chan[xi], s.chan[y as usize]);
@@ -640,7 +640,7 @@ fn escape_stranded(
             // Undo the joins: the joined switches' successors move too.
             allow_join = false;
             for &x in &joined {
-                let y = net.ch_head[s.chan[x as usize] as usize];
+                let y = net.ch.head[s.chan[x as usize] as usize];
                 if !s.in_escape[y as usize] {
                     todo.push(y);
                 }
@@ -654,7 +654,7 @@ fn escape_stranded(
     // Joined switches whose successor moved after all rely on escape turns.
     for &x in &joined {
         let xi = x as usize;
-        let y = net.ch_head[s.chan[xi] as usize];
+        let y = net.ch.head[s.chan[xi] as usize];
         if y != d && s.in_escape[y as usize] {
             let e = net.dep(s.chan[xi], s.chan[y as usize]);
             if s.cand[xi] != e {
@@ -679,8 +679,8 @@ fn complete_unlayered(net: &Net, s: &mut Search, nodes: &[u32], d: u32, stats: &
     while head < queue.len() {
         let u = queue[head] as usize;
         head += 1;
-        for c in net.out(u) {
-            let w = net.ch_head[c as usize] as usize;
+        for c in net.ch.out(u) {
+            let w = net.ch.head[c as usize] as usize;
             if dist[w] == NONE {
                 dist[w] = dist[u] + 1;
                 queue.push(w as u32);
@@ -693,8 +693,9 @@ fn complete_unlayered(net: &Net, s: &mut Search, nodes: &[u32], d: u32, stats: &
             continue;
         }
         let c = net
+            .ch
             .out(xi)
-            .find(|&c| dist[net.ch_head[c as usize] as usize] + 1 == dist[xi])
+            .find(|&c| dist[net.ch.head[c as usize] as usize] + 1 == dist[xi])
             .expect("a connected part has shortest paths");
         s.chan[xi] = c;
         s.cand[xi] = NO_EDGE;
@@ -718,7 +719,7 @@ fn has_loop(net: &Net, s: &mut Search, nodes: &[u32], d: u32) -> bool {
         while s.flow[x as usize] == 0 {
             s.flow[x as usize] = 1;
             walk.push(x);
-            x = net.ch_head[s.chan[x as usize] as usize];
+            x = net.ch.head[s.chan[x as usize] as usize];
         }
         if s.flow[x as usize] == 1 {
             return true;
