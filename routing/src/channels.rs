@@ -20,7 +20,21 @@
 //! `dep_base[v] + k * deg(v) + j`, Σ deg² in all (1.5 M for the 11,664-host
 //! fat tree). The dependencies of a set of paths are then a bit set or a
 //! count array over that index, with no per-channel lists.
+//!
+//! ## Cycle checks
+//! - [`CycleSearch`]: depth-first search for a cycle, resumable after the
+//!   caller breaks the one it found; [`topological_order`] on top of it
+//!   gives a topological order or a cycle as witness, and
+//!   [`shortest_cycle_through`] shortens a witness. O(C + D) for C
+//!   channels and D candidate dependencies. They work on any
+//!   [`Successors`], so also on graphs whose nodes are (channel, VL).
+//! - [`OrderedInsert`]: "add this dependency unless it closes a cycle"
+//!   against a topological order kept up to date (Pearce and Kelly, "A
+//!   dynamic topological sort algorithm for directed acyclic graphs", JEA
+//!   2007): a dependency that agrees with the order costs nothing, any
+//!   other searches only the channels ordered between its ends.
 
+use std::collections::VecDeque;
 use std::ops::Range;
 
 use crate::fabric::{RoutingFabric, SwitchId};
@@ -181,5 +195,319 @@ impl ChannelGraph {
         let first = self.base[v];
         let deg = (self.base[v + 1] - first) as usize;
         self.dep_base[v] + (self.rev[c_in] - first) as usize * deg + (c_out - first as usize)
+    }
+}
+
+/// A set of dependencies over a [`ChannelGraph`]'s dependency index.
+#[derive(Clone)]
+pub(crate) struct DepSet {
+    words: Vec<u64>,
+}
+
+impl DepSet {
+    pub(crate) fn new(g: &ChannelGraph) -> DepSet {
+        DepSet { words: vec![0; g.num_deps().div_ceil(64)] }
+    }
+
+    #[inline]
+    pub(crate) fn contains(&self, e: usize) -> bool {
+        self.words[e / 64] >> (e % 64) & 1 != 0
+    }
+
+    #[inline]
+    pub(crate) fn insert(&mut self, e: usize) {
+        self.words[e / 64] |= 1 << (e % 64);
+    }
+
+    #[inline]
+    pub(crate) fn remove(&mut self, e: usize) {
+        self.words[e / 64] &= !(1 << (e % 64));
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Channels with at least one dependency out.
+    pub(crate) fn channels_out(&self, g: &ChannelGraph) -> usize {
+        (0..g.num_channels()).filter(|&c| (0..g.degree(g.head[c] as usize)).any(|j| self.contains(g.dep_row(c) + j))).count()
+    }
+}
+
+/// A directed graph read one successor at a time; node `v`'s successors
+/// sit at candidate positions `0..`, in the order searches take them.
+pub(crate) trait Successors {
+    fn nodes(&self) -> usize;
+    /// The first successor of `v` at candidate position `*at` or later,
+    /// moving `*at` past it; `None` when none is left.
+    fn next_from(&self, v: u32, at: &mut u32) -> Option<u32>;
+}
+
+/// The dependencies `has` says are present, as a graph over channels;
+/// successors by out-channel (port) order.
+pub(crate) struct DepGraph<'a, F: Fn(usize) -> bool> {
+    pub(crate) g: &'a ChannelGraph,
+    pub(crate) has: F,
+}
+
+impl<F: Fn(usize) -> bool> Successors for DepGraph<'_, F> {
+    fn nodes(&self) -> usize {
+        self.g.num_channels()
+    }
+
+    #[inline]
+    fn next_from(&self, c: u32, at: &mut u32) -> Option<u32> {
+        let v = self.g.head[c as usize] as usize;
+        let deg = self.g.degree(v) as u32;
+        let row = self.g.dep_row(c as usize);
+        while *at < deg {
+            let j = *at;
+            *at += 1;
+            if (self.has)(row + j as usize) {
+                return Some(self.g.base[v] + j);
+            }
+        }
+        None
+    }
+}
+
+const WHITE: u8 = 0;
+const GRAY: u8 = 1;
+const BLACK: u8 = 2;
+
+/// Iterative depth-first search for cycles, roots in a given order.
+///
+/// Nodes found on no cycle stay finished across calls: a caller that
+/// breaks each cycle found by removing a dependency (which adds no cycle)
+/// resumes the search where it stopped, so a whole run costs O(N + D)
+/// plus the length of the cycles found.
+pub(crate) struct CycleSearch {
+    color: Vec<u8>,
+    /// (node, next candidate position).
+    stack: Vec<(u32, u32)>,
+    roots: Vec<u32>,
+    root: usize,
+    /// Nodes in the order they finished.
+    finished: Vec<u32>,
+}
+
+impl CycleSearch {
+    /// A search over `n` nodes, started from `roots` in order (every node
+    /// should be one, or some are never searched).
+    pub(crate) fn new(n: usize, roots: Vec<u32>) -> CycleSearch {
+        CycleSearch { color: vec![WHITE; n], stack: Vec::new(), roots, root: 0, finished: Vec::new() }
+    }
+
+    /// Starts over (the graph changed in other ways than losing edges).
+    pub(crate) fn reset(&mut self) {
+        self.color.fill(WHITE);
+        self.stack.clear();
+        self.root = 0;
+        self.finished.clear();
+    }
+
+    /// The next cycle, each node followed by its successor on it and the
+    /// last by the first, or `None` when what is left is acyclic. The
+    /// nodes on the search path are searched again by the next call.
+    pub(crate) fn next_cycle(&mut self, g: &impl Successors) -> Option<Vec<u32>> {
+        loop {
+            if self.stack.is_empty() {
+                while self.root < self.roots.len() && self.color[self.roots[self.root] as usize] != WHITE {
+                    self.root += 1;
+                }
+                let &r = self.roots.get(self.root)?;
+                self.color[r as usize] = GRAY;
+                self.stack.push((r, 0));
+            }
+            let top = self.stack.len() - 1;
+            let (v, mut at) = self.stack[top];
+            let next = g.next_from(v, &mut at);
+            self.stack[top].1 = at;
+            match next {
+                Some(t) => match self.color[t as usize] {
+                    WHITE => {
+                        self.color[t as usize] = GRAY;
+                        self.stack.push((t, 0));
+                    }
+                    GRAY => {
+                        let k = self.stack.iter().rposition(|&(x, _)| x == t).expect("a gray node is on the stack");
+                        let cycle = self.stack[k..].iter().map(|&(x, _)| x).collect();
+                        for (x, _) in self.stack.drain(..) {
+                            self.color[x as usize] = WHITE;
+                        }
+                        return Some(cycle);
+                    }
+                    _ => {}
+                },
+                None => {
+                    self.color[v as usize] = BLACK;
+                    self.finished.push(v);
+                    self.stack.pop();
+                }
+            }
+        }
+    }
+}
+
+/// A topological order of `g` (the position of each node: every edge goes
+/// from a lower to a higher one), by one depth-first search from nodes in
+/// index order, a node's position its reverse finishing time; or the
+/// first cycle that search meets.
+pub(crate) fn topological_order(g: &impl Successors) -> Result<Vec<u32>, Vec<u32>> {
+    let n = g.nodes();
+    let mut search = CycleSearch::new(n, (0..n as u32).collect());
+    if let Some(cycle) = search.next_cycle(g) {
+        return Err(cycle);
+    }
+    let mut pos = vec![0u32; n];
+    for (i, &v) in search.finished.iter().enumerate() {
+        pos[v as usize] = (n - 1 - i) as u32;
+    }
+    Ok(pos)
+}
+
+/// One cycle of `g`, if any: the first a depth-first search from nodes in
+/// index order meets, shortened to a shortest cycle through its first node.
+pub(crate) fn find_short_cycle(g: &impl Successors) -> Option<Vec<u32>> {
+    let n = g.nodes();
+    let c = CycleSearch::new(n, (0..n as u32).collect()).next_cycle(g)?;
+    Some(shortest_cycle_through(g, c[0]).unwrap_or(c))
+}
+
+/// The shortest cycle through `v` (breadth-first from `v` back to `v`).
+pub(crate) fn shortest_cycle_through(g: &impl Successors, v: u32) -> Option<Vec<u32>> {
+    let mut parent = vec![u32::MAX; g.nodes()];
+    let mut queue = VecDeque::new();
+    queue.push_back(v);
+    while let Some(u) = queue.pop_front() {
+        let mut at = 0;
+        while let Some(w) = g.next_from(u, &mut at) {
+            if w == v {
+                let mut cycle = vec![u];
+                let mut x = u;
+                while x != v {
+                    x = parent[x as usize];
+                    cycle.push(x);
+                }
+                cycle.reverse();
+                return Some(cycle);
+            }
+            if parent[w as usize] == u32::MAX {
+                parent[w as usize] = u;
+                queue.push_back(w);
+            }
+        }
+    }
+    None
+}
+
+/// Scratch for adding dependencies to an acyclic set while keeping a
+/// topological order of its channels; see the module documentation.
+pub(crate) struct OrderedInsert {
+    mark: Vec<u32>,
+    stamp: u32,
+    stack: Vec<u32>,
+    fwd: Vec<u32>,
+    bwd: Vec<u32>,
+    pool: Vec<u32>,
+}
+
+impl OrderedInsert {
+    pub(crate) fn new(channels: usize) -> OrderedInsert {
+        OrderedInsert {
+            mark: vec![0; channels],
+            stamp: 0,
+            stack: Vec::new(),
+            fwd: Vec::new(),
+            bwd: Vec::new(),
+            pool: Vec::new(),
+        }
+    }
+
+    /// Whether the dependency `a -> b` can join those `has` says are present
+    /// (acyclic, `ord` the position of each channel in a topological order
+    /// of them) without closing a cycle. If so, `ord` is changed to agree
+    /// with it, and the caller then records it. Each channel visited costs
+    /// one unit of `budget`; `None` when it ran out (nothing changed).
+    ///
+    /// Only the channels ordered between `b` and `a` are searched: forward
+    /// from `b` (reaching `a` closes a cycle), then backward from `a`.
+    pub(crate) fn try_insert(
+        &mut self,
+        g: &ChannelGraph,
+        ord: &mut [u32],
+        has: impl Fn(usize) -> bool,
+        a: u32,
+        b: u32,
+        budget: &mut u64,
+    ) -> Option<bool> {
+        if a == b {
+            return Some(false);
+        }
+        let (ub, lb) = (ord[a as usize], ord[b as usize]);
+        if ub < lb {
+            return Some(true);
+        }
+        if self.stamp >= u32::MAX - 2 {
+            self.mark.fill(0);
+            self.stamp = 0;
+        }
+        self.stamp += 2;
+        let (sf, sb) = (self.stamp - 1, self.stamp);
+        self.fwd.clear();
+        self.stack.clear();
+        self.stack.push(b);
+        self.mark[b as usize] = sf;
+        while let Some(u) = self.stack.pop() {
+            self.fwd.push(u);
+            *budget = budget.checked_sub(1)?;
+            let v = g.head[u as usize] as usize;
+            let row = g.dep_row(u as usize);
+            for (j, w) in g.out(v).enumerate() {
+                if !has(row + j) {
+                    continue;
+                }
+                if w == a {
+                    return Some(false);
+                }
+                if ord[w as usize] < ub && self.mark[w as usize] != sf {
+                    self.mark[w as usize] = sf;
+                    self.stack.push(w);
+                }
+            }
+        }
+        self.bwd.clear();
+        self.stack.clear();
+        self.stack.push(a);
+        self.mark[a as usize] = sb;
+        while let Some(u) = self.stack.pop() {
+            self.bwd.push(u);
+            *budget = budget.checked_sub(1)?;
+            // In-dependencies of u = (x -> y): from every channel into x.
+            let x = g.tail[u as usize] as usize;
+            let deg = g.degree(x);
+            let col = (u - g.base[x]) as usize;
+            for (k, o) in g.channels(x).enumerate() {
+                if !has(g.dep_base[x] + k * deg + col) {
+                    continue;
+                }
+                let w = g.rev[o];
+                if ord[w as usize] > lb && self.mark[w as usize] != sb {
+                    self.mark[w as usize] = sb;
+                    self.stack.push(w);
+                }
+            }
+        }
+        // Everything that reaches `a` goes before everything `b` reaches,
+        // in the positions they held, each group in its old order.
+        self.fwd.sort_unstable_by_key(|&c| ord[c as usize]);
+        self.bwd.sort_unstable_by_key(|&c| ord[c as usize]);
+        self.pool.clear();
+        self.pool.extend(self.bwd.iter().chain(&self.fwd).map(|&c| ord[c as usize]));
+        self.pool.sort_unstable();
+        for (i, &c) in self.bwd.iter().chain(&self.fwd).enumerate() {
+            ord[c as usize] = self.pool[i];
+        }
+        Some(true)
     }
 }

@@ -103,6 +103,7 @@
 //! query; here the choice is fixed, so every query for a path gets the same
 //! SL.
 
+use crate::channels::{topological_order, CycleSearch, DepGraph, DepSet, OrderedInsert};
 use crate::lft::{Lft, PathSl, UNROUTED};
 
 use super::{Net, SsspConfig, NONE};
@@ -314,99 +315,27 @@ impl Tree {
     }
 }
 
-const WHITE: u8 = 0;
-const GRAY: u8 = 1;
-const BLACK: u8 = 2;
-
-/// Depth-first cycle search over one layer's CDG that resumes after each
-/// cycle is broken.
-struct CycleSearch {
-    color: Vec<u8>,
-    /// (channel, next out-dependency to look at).
-    stack: Vec<(u32, u32)>,
-    /// Channels in root order: switches by GUID, their channels by port.
-    roots: Vec<u32>,
-    root: usize,
+/// The start of every cycle search over a layer: channels of switches in
+/// GUID order, each switch's by port, so that the cycles found do not
+/// depend on the fabric's numbering.
+fn roots_by_guid(net: &Net) -> Vec<u32> {
+    let mut by_guid: Vec<usize> = (0..net.ns).collect();
+    by_guid.sort_by_key(|&s| net.guid_rank[s]);
+    by_guid.iter().flat_map(|&s| net.ch.out(s)).collect()
 }
 
-impl CycleSearch {
-    fn new(net: &Net) -> CycleSearch {
-        let mut by_guid: Vec<usize> = (0..net.ns).collect();
-        by_guid.sort_by_key(|&s| net.guid_rank[s]);
-        let roots = by_guid.iter().flat_map(|&s| net.ch.channels(s).map(|c| c as u32)).collect();
-        CycleSearch { color: vec![WHITE; net.ch.num_channels()], stack: Vec::new(), roots, root: 0 }
-    }
-
-    fn reset(&mut self) {
-        self.color.fill(WHITE);
-        self.stack.clear();
-        self.root = 0;
-    }
-
-    /// The weakest dependency `(c1, c2)` of the next cycle, or None when
-    /// the layer is acyclic.
-    fn next_cycle(&mut self, net: &Net, cnt: &[u32]) -> Option<(usize, usize)> {
-        loop {
-            if self.stack.is_empty() {
-                while self.root < self.roots.len() && self.color[self.roots[self.root] as usize] != WHITE {
-                    self.root += 1;
-                }
-                let &r = self.roots.get(self.root)?;
-                self.color[r as usize] = GRAY;
-                self.stack.push((r, 0));
-            }
-            let top = self.stack.len() - 1;
-            let (c, j0) = self.stack[top];
-            let v = net.ch.head[c as usize] as usize;
-            let deg = net.ch.degree(v);
-            let row = net.ch.dep_row(c as usize);
-            let mut pushed = false;
-            for j in j0 as usize..deg {
-                if cnt[row + j] == 0 {
-                    continue;
-                }
-                let t = net.ch.base[v] as usize + j;
-                match self.color[t] {
-                    WHITE => {
-                        self.stack[top].1 = j as u32 + 1;
-                        self.color[t] = GRAY;
-                        self.stack.push((t as u32, 0));
-                        pushed = true;
-                        break;
-                    }
-                    GRAY => {
-                        let weakest = self.weakest(net, cnt, t);
-                        // Channels on the stack are not known to be
-                        // cycle-free any more: search them again.
-                        for (c, _) in self.stack.drain(..) {
-                            self.color[c as usize] = WHITE;
-                        }
-                        return Some(weakest);
-                    }
-                    _ => {}
-                }
-            }
-            if !pushed {
-                self.color[c as usize] = BLACK;
-                self.stack.pop();
-            }
+/// The dependency with the fewest paths on `cycle` (the first such along
+/// it), as (channel, channel).
+fn weakest(net: &Net, cnt: &[u32], cycle: &[u32]) -> (usize, usize) {
+    let chans: Vec<usize> = cycle.iter().chain(&cycle[..1]).map(|&c| c as usize).collect();
+    let mut best = (u32::MAX, 0, 0);
+    for w in chans.windows(2) {
+        let n = cnt[net.ch.dep(w[0], w[1])];
+        if n < best.0 {
+            best = (n, w[0], w[1]);
         }
     }
-
-    /// The dependency with the fewest paths on the cycle closed by an edge
-    /// from the stack's top back to channel `t`.
-    fn weakest(&self, net: &Net, cnt: &[u32], t: usize) -> (usize, usize) {
-        let k = self.stack.iter().rposition(|&(c, _)| c as usize == t).expect("a gray channel is on the stack");
-        let chans: Vec<usize> = self.stack[k..].iter().map(|&(c, _)| c as usize).chain([t]).collect();
-        let mut best = (u32::MAX, 0, 0);
-        for w in chans.windows(2) {
-            let n = cnt[net.ch.dep(w[0], w[1])];
-            if n < best.0 {
-                best = (n, w[0], w[1]);
-            }
-        }
-        (best.1, best.2)
-    }
+    (best.1, best.2)
 }
 
 /// Puts every path on one of at most `limit` (1..=[`MAX_LAYERS`]) layers;
@@ -465,177 +394,53 @@ pub(crate) fn assign_layers(
     out
 }
 
-/// A finished layer: its dependencies as a bitset and a topological order
-/// of its channels, kept up to date as paths are added (Pearce and Kelly,
-/// "A dynamic topological sort algorithm for directed acyclic graphs",
-/// JEA 2007): a new dependency `a -> b` with `a` before `b` costs nothing;
-/// otherwise only the channels ordered between `b` and `a` are searched.
+/// A finished layer: its dependencies and a topological order of its
+/// channels, kept up to date as paths are added ([`OrderedInsert`]).
 struct Finished {
-    bits: Vec<u64>,
+    deps: DepSet,
     /// Position of each channel in the topological order.
     ord: Vec<u32>,
     /// Dependencies found to close a cycle on their own. A finished layer
     /// only gains dependencies, so they stay refused: a path using one is
     /// turned away without a search.
-    refused: Vec<u64>,
+    refused: DepSet,
 }
 
 impl Finished {
     /// An empty layer (any order is topological).
-    fn empty(deps: usize, channels: usize) -> Finished {
-        let words = deps.div_ceil(64);
-        Finished { bits: vec![0u64; words], ord: (0..channels as u32).collect(), refused: vec![0u64; words] }
+    fn empty(net: &Net) -> Finished {
+        let deps = DepSet::new(&net.ch);
+        Finished { refused: deps.clone(), deps, ord: (0..net.ch.num_channels() as u32).collect() }
     }
 
-    /// The dependencies with paths in `cnt` (acyclic), ordered by a
-    /// depth-first search: a channel's position is its reverse finishing
-    /// time.
+    /// The dependencies with paths in `cnt` (acyclic), in the order of a
+    /// depth-first search ([`topological_order`]).
     fn from_counts(net: &Net, cnt: &[u32]) -> Finished {
-        let nc = net.ch.num_channels();
-        let mut f = Finished::empty(net.ch.num_deps(), nc);
+        let mut f = Finished::empty(net);
         for (e, &n) in cnt.iter().enumerate() {
             if n > 0 {
-                f.bits[e / 64] |= 1 << (e % 64);
+                f.deps.insert(e);
             }
         }
-        let mut seen = vec![false; nc];
-        let mut next_pos = nc as u32;
-        let mut stack: Vec<(usize, usize)> = Vec::new();
-        for root in 0..nc {
-            if seen[root] {
-                continue;
-            }
-            seen[root] = true;
-            stack.push((root, 0));
-            while let Some(&mut (c, ref mut j)) = stack.last_mut() {
-                let v = net.ch.head[c] as usize;
-                let deg = net.ch.degree(v);
-                let row = net.ch.dep_row(c);
-                let mut pushed = None;
-                while *j < deg {
-                    let k = *j;
-                    *j += 1;
-                    let t = net.ch.base[v] as usize + k;
-                    if f.get(row + k) && !seen[t] {
-                        pushed = Some(t);
-                        break;
-                    }
-                }
-                match pushed {
-                    Some(t) => {
-                        seen[t] = true;
-                        stack.push((t, 0));
-                    }
-                    None => {
-                        next_pos -= 1;
-                        f.ord[c] = next_pos;
-                        stack.pop();
-                    }
-                }
-            }
-        }
+        let deps = &f.deps;
+        f.ord = topological_order(&DepGraph { g: &net.ch, has: |e| deps.contains(e) })
+            .expect("a finished layer is acyclic");
         f
-    }
-
-    #[inline]
-    fn get(&self, e: usize) -> bool {
-        self.bits[e / 64] >> (e % 64) & 1 != 0
-    }
-
-    #[inline]
-    fn is_refused(&self, e: usize) -> bool {
-        self.refused[e / 64] >> (e % 64) & 1 != 0
-    }
-
-    fn refuse(&mut self, e: usize) {
-        self.refused[e / 64] |= 1 << (e % 64);
-    }
-
-    fn set(&mut self, e: usize, on: bool) {
-        if on {
-            self.bits[e / 64] |= 1 << (e % 64);
-        } else {
-            self.bits[e / 64] &= !(1 << (e % 64));
-        }
     }
 
     /// Adds dependency `e = a -> b` unless it closes a cycle; false then
     /// (the layer is unchanged). None when the budget ran out.
     fn add(&mut self, net: &Net, fit: &mut Fit, e: usize, a: usize, b: usize) -> Option<bool> {
-        if self.get(e) {
+        if self.deps.contains(e) {
             return Some(true);
         }
-        let (lb, ub) = (self.ord[b], self.ord[a]);
-        if a == b {
-            return Some(false);
+        let deps = &self.deps;
+        let fits =
+            fit.insert.try_insert(&net.ch, &mut self.ord, |x| deps.contains(x), a as u32, b as u32, &mut fit.budget)?;
+        if fits {
+            self.deps.insert(e);
         }
-        if lb > ub {
-            self.set(e, true);
-            return Some(true);
-        }
-        // Forward from b through channels ordered before a: reaching a
-        // closes a cycle.
-        fit.stamp += 1;
-        let stamp = fit.stamp;
-        fit.fwd.clear();
-        fit.stack.clear();
-        fit.stack.push(b);
-        fit.seen[b] = stamp;
-        while let Some(c) = fit.stack.pop() {
-            fit.fwd.push(c);
-            fit.budget = fit.budget.checked_sub(1)?;
-            let v = net.ch.head[c] as usize;
-            let deg = net.ch.degree(v);
-            let row = net.ch.dep_row(c);
-            for k in 0..deg {
-                if !self.get(row + k) {
-                    continue;
-                }
-                let t = net.ch.base[v] as usize + k;
-                if t == a {
-                    return Some(false);
-                }
-                if fit.seen[t] != stamp && self.ord[t] < ub {
-                    fit.seen[t] = stamp;
-                    fit.stack.push(t);
-                }
-            }
-        }
-        // Backward from a through channels ordered after b.
-        fit.bwd.clear();
-        fit.stack.push(a);
-        fit.seen[a] = stamp;
-        while let Some(c) = fit.stack.pop() {
-            fit.bwd.push(c);
-            fit.budget = fit.budget.checked_sub(1)?;
-            // In-dependencies of c = (x -> y): from every channel into x.
-            let x = net.ch.tail[c] as usize;
-            let deg = net.ch.degree(x);
-            let col = c - net.ch.base[x] as usize;
-            for (k, o) in net.ch.channels(x).enumerate() {
-                if !self.get(net.ch.dep_base[x] + k * deg + col) {
-                    continue;
-                }
-                let t = net.ch.reverse(o);
-                if fit.seen[t] != stamp && self.ord[t] > lb {
-                    fit.seen[t] = stamp;
-                    fit.stack.push(t);
-                }
-            }
-        }
-        // The channels reaching a go first, then those b reaches, in the
-        // positions they held between them.
-        let ord = &mut self.ord;
-        fit.fwd.sort_unstable_by_key(|&c| ord[c]);
-        fit.bwd.sort_unstable_by_key(|&c| ord[c]);
-        fit.pool.clear();
-        fit.pool.extend(fit.bwd.iter().chain(&fit.fwd).map(|&c| ord[c]));
-        fit.pool.sort_unstable();
-        for (i, &c) in fit.bwd.iter().chain(&fit.fwd).enumerate() {
-            ord[c] = fit.pool[i];
-        }
-        self.set(e, true);
-        Some(true)
+        Some(fits)
     }
 }
 
@@ -643,12 +448,7 @@ impl Finished {
 struct Fit {
     deps: Vec<(usize, usize, usize)>,
     added: Vec<usize>,
-    seen: Vec<u32>,
-    stamp: u32,
-    stack: Vec<usize>,
-    fwd: Vec<usize>,
-    bwd: Vec<usize>,
-    pool: Vec<u32>,
+    insert: OrderedInsert,
     /// Channel visits left ([`FIT_BUDGET`]).
     budget: u64,
 }
@@ -659,17 +459,7 @@ pub const FIT_BUDGET: u64 = 50_000_000;
 
 impl Fit {
     fn new(channels: usize) -> Fit {
-        Fit {
-            deps: Vec::new(),
-            added: Vec::new(),
-            seen: vec![0; channels],
-            stamp: 0,
-            stack: Vec::new(),
-            fwd: Vec::new(),
-            bwd: Vec::new(),
-            pool: Vec::new(),
-            budget: FIT_BUDGET,
-        }
+        Fit { deps: Vec::new(), added: Vec::new(), insert: OrderedInsert::new(channels), budget: FIT_BUDGET }
     }
 }
 
@@ -714,7 +504,7 @@ impl Layerer<'_> {
             return out;
         }
         self.cnt = vec![0u32; self.net.ch.num_deps()];
-        let mut search = CycleSearch::new(self.net);
+        let mut search = CycleSearch::new(self.net.ch.num_channels(), roots_by_guid(self.net));
         let mut top = 0u8;
         for layer in 0..self.limit {
             if !self.count_layer(layer) && layer > 0 {
@@ -725,7 +515,8 @@ impl Layerer<'_> {
             // Paths moved off the last allowed layer land on layer `limit`,
             // which is never searched: it must drain below entirely, which
             // takes fitting searches, so an empty budget means failure.
-            while let Some((c1, c2)) = search.next_cycle(self.net, &self.cnt) {
+            while let Some(cycle) = search.next_cycle(&DepGraph { g: &self.net.ch, has: |e| self.cnt[e] > 0 }) {
+                let (c1, c2) = weakest(self.net, &self.cnt, &cycle);
                 let moved = self.move_paths(layer, c1, c2);
                 debug_assert!(moved > 0, "a dependency with paths has paths to move");
                 out.cycles_broken += 1;
@@ -767,7 +558,7 @@ impl Layerer<'_> {
     fn longest_first(&mut self) -> Option<u8> {
         let net = self.net;
         let ns = net.ns;
-        self.done_layers = (0..self.limit).map(|_| Finished::empty(self.net.ch.num_deps(), self.net.ch.num_channels())).collect();
+        self.done_layers = (0..self.limit).map(|_| Finished::empty(self.net)).collect();
         // Dependencies per path = hops - 1; paths with none stay on layer 0.
         let mut len = vec![0u8; self.sl.len()];
         let mut longest = 0u8;
@@ -962,13 +753,13 @@ impl Layerer<'_> {
         }
         'layers: for k in 0..usize::from(limit).min(self.done_layers.len()) {
             let layer = &mut self.done_layers[k];
-            if self.fit.deps.iter().any(|&(e, _, _)| layer.is_refused(e)) {
+            if self.fit.deps.iter().any(|&(e, _, _)| layer.refused.contains(e)) {
                 continue;
             }
             self.fit.added.clear();
             for i in 0..self.fit.deps.len() {
                 let (e, a, b) = self.fit.deps[i];
-                let fresh = !layer.get(e);
+                let fresh = !layer.deps.contains(e);
                 match layer.add(net, &mut self.fit, e, a, b) {
                     Some(true) => {
                         if fresh {
@@ -979,12 +770,12 @@ impl Layerer<'_> {
                         // Before this path added anything, the cycle is
                         // the layer's own.
                         if verdict == Some(false) && self.fit.added.is_empty() {
-                            layer.refuse(e);
+                            layer.refused.insert(e);
                         }
                         // Undo this path's additions: the order stays
                         // topological for the smaller graph.
                         for &e in &self.fit.added {
-                            layer.set(e, false);
+                            layer.deps.remove(e);
                         }
                         if verdict.is_none() {
                             self.fit.budget = 0;
