@@ -23,83 +23,61 @@
 //! back through `u`, so no forwarding loop forms.
 //!
 //! Cost: O(P) to collect the end-port dependencies (P = end-port paths ×
-//! hops, each tree walked once per LID), then per re-routed entry one
-//! reachability search over the dependencies, O(C + D) at worst (C
-//! channels, D dependencies); on the 648-host tree with 15% cut a few ms.
+//! hops, each tree walked once per LID), one depth-first search to order
+//! them, then per re-routed entry one insertion against that order
+//! ([`OrderedInsert`]: free when the dependency agrees with the order,
+//! else a search of the channels ordered between its ends, O(C + D) at
+//! worst for C channels, D dependencies); on the 648-host tree with 15%
+//! cut a few ms.
 
-use std::collections::HashSet;
-
+use crate::channels::{topological_order, DepGraph, DepSet, OrderedInsert};
 use crate::fabric::{NodeRef, RoutingFabric};
 use crate::lft::UNROUTED;
 
 use super::{Net, NONE};
 
-/// The channel dependency graph built so far, with reachability queries.
+/// The channel dependency graph built so far and, once it is known to be
+/// acyclic, a topological order of it for [`OrderedInsert`].
 struct Deps {
-    next: Vec<Vec<u32>>,
-    seen: HashSet<(u32, u32)>,
-    stamp: Vec<u32>,
-    epoch: u32,
-    stack: Vec<u32>,
+    set: DepSet,
+    ord: Vec<u32>,
+    insert: OrderedInsert,
 }
 
 impl Deps {
-    fn new(channels: usize) -> Deps {
-        Deps {
-            next: vec![Vec::new(); channels],
-            seen: HashSet::new(),
-            stamp: vec![0; channels],
-            epoch: 0,
-            stack: Vec::new(),
+    fn new(net: &Net) -> Deps {
+        Deps { set: DepSet::new(&net.ch), ord: Vec::new(), insert: OrderedInsert::new(net.ch.num_channels()) }
+    }
+
+    /// Adds `a -> b` without a check (before [`Deps::order`], or one
+    /// already present).
+    fn add(&mut self, net: &Net, a: u32, b: u32) {
+        let e = net.ch.dep(a as usize, b as usize);
+        debug_assert!(self.ord.is_empty() || self.set.contains(e), "a new dependency after ordering needs try_add");
+        self.set.insert(e);
+    }
+
+    /// Orders the dependencies added so far; false if they close a cycle.
+    fn order(&mut self, net: &Net) -> bool {
+        let set = &self.set;
+        match topological_order(&DepGraph { g: &net.ch, has: |e| set.contains(e) }) {
+            Ok(ord) => {
+                self.ord = ord;
+                true
+            }
+            Err(_) => false,
         }
     }
 
-    fn add(&mut self, a: u32, b: u32) {
-        if self.seen.insert((a, b)) {
-            self.next[a as usize].push(b);
+    /// Adds `a -> b` unless it closes a cycle (`b` reaches `a`).
+    fn try_add(&mut self, net: &Net, a: u32, b: u32) -> bool {
+        let set = &self.set;
+        let mut unlimited = u64::MAX;
+        let fits = self.insert.try_insert(&net.ch, &mut self.ord, |e| set.contains(e), a, b, &mut unlimited);
+        if fits == Some(true) {
+            self.set.insert(net.ch.dep(a as usize, b as usize));
         }
-    }
-
-    /// Whether `to` is reachable from `from` (itself included).
-    fn reaches(&mut self, from: u32, to: u32) -> bool {
-        self.epoch += 1;
-        self.stack.clear();
-        self.stack.push(from);
-        self.stamp[from as usize] = self.epoch;
-        while let Some(c) = self.stack.pop() {
-            if c == to {
-                return true;
-            }
-            for &n in &self.next[c as usize] {
-                if self.stamp[n as usize] != self.epoch {
-                    self.stamp[n as usize] = self.epoch;
-                    self.stack.push(n);
-                }
-            }
-        }
-        false
-    }
-
-    fn acyclic(&self) -> bool {
-        let n = self.next.len();
-        let mut indeg = vec![0u32; n];
-        for list in &self.next {
-            for &b in list {
-                indeg[b as usize] += 1;
-            }
-        }
-        let mut queue: Vec<u32> = (0..n as u32).filter(|&c| indeg[c as usize] == 0).collect();
-        let mut done = 0;
-        while let Some(c) = queue.pop() {
-            done += 1;
-            for &b in &self.next[c as usize] {
-                indeg[b as usize] -= 1;
-                if indeg[b as usize] == 0 {
-                    queue.push(b);
-                }
-            }
-        }
-        done == n
+        fits == Some(true)
     }
 }
 
@@ -114,14 +92,14 @@ pub(super) fn repair(f: &RoutingFabric, net: &Net, cols: &mut [u8], to_end_port:
         return true;
     }
     let nl = cols.len() / ns;
-    let mut deps = Deps::new(net.ch.num_channels());
+    let mut deps = Deps::new(net);
     // Per LID, the switches whose entry an end-port path uses (stamped
     // with the LID).
     let mut used = vec![0u32; ns];
     for lid in (1..nl).filter(|&l| to_end_port[l]) {
         walk_used(net, cols, &mut deps, &mut used, lid);
     }
-    if !deps.acyclic() {
+    if !deps.order(net) {
         return false;
     }
     let mut routed = vec![false; ns];
@@ -167,7 +145,7 @@ pub(super) fn repair(f: &RoutingFabric, net: &Net, cols: &mut [u8], to_end_port:
                 continue;
             }
             // Candidates: routed neighbours, one hop nearer first.
-            let mut best: Option<(u32, u8, u32)> = None;
+            let mut best: Option<u8> = None;
             for near in [true, false] {
                 for c in net.ch.channels(u) {
                     let v = net.ch.head[c] as usize;
@@ -175,8 +153,8 @@ pub(super) fn repair(f: &RoutingFabric, net: &Net, cols: &mut [u8], to_end_port:
                         continue;
                     }
                     let onward = net.ch.chan_of_port(v, cols[col + v]);
-                    if onward == NONE || !deps.reaches(onward, c as u32) {
-                        best = Some((c as u32, net.ch.port[c], onward));
+                    if onward == NONE || deps.try_add(net, c as u32, onward) {
+                        best = Some(net.ch.port[c]);
                         break;
                     }
                 }
@@ -184,10 +162,7 @@ pub(super) fn repair(f: &RoutingFabric, net: &Net, cols: &mut [u8], to_end_port:
                     break;
                 }
             }
-            let Some((c, port, onward)) = best else { return false };
-            if onward != NONE {
-                deps.add(c, onward);
-            }
+            let Some(port) = best else { return false };
             cols[col + u] = port;
             routed[u] = true;
         }
@@ -206,7 +181,7 @@ fn walk_used(net: &Net, cols: &[u8], deps: &mut Deps, used: &mut [u32], lid: usi
         for _ in 0..=ns {
             let chan = net.ch.chan_of_port(cur, cols[lid * ns + cur]);
             if prev != NONE && chan != NONE {
-                deps.add(prev, chan);
+                deps.add(net, prev, chan);
             }
             let seen = used[cur] == stamp;
             used[cur] = stamp;
