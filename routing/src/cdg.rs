@@ -55,7 +55,8 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::fabric::{NodeRef, PortEnd, RoutingFabric, SwitchId};
+use crate::channels::{find_short_cycle, ChannelGraph, DepGraph, DepSet, SelfLoops, Successors, NO_CHANNEL};
+use crate::fabric::{NodeRef, RoutingFabric, SwitchId};
 use crate::lft::{PathSl, Routes, UNROUTED};
 
 /// The highest VL a path can use (VL15 is management only; IBA 7.6.2).
@@ -212,55 +213,6 @@ impl ChunkRows {
     }
 }
 
-/// Per VL: one in-port × out-port bit matrix per switch.
-struct DepBits {
-    /// Word offset of each switch's matrix; one extra entry at the end.
-    offset: Vec<usize>,
-    /// Row length (ports 0..=num_ports) of each switch's matrix.
-    width: Vec<usize>,
-    words: Vec<u64>,
-}
-
-impl DepBits {
-    fn new(f: &RoutingFabric) -> DepBits {
-        let mut offset = Vec::with_capacity(f.num_switches() + 1);
-        let mut width = Vec::with_capacity(f.num_switches());
-        let mut total = 0usize;
-        for s in f.switches() {
-            let w = usize::from(s.num_ports) + 1;
-            offset.push(total);
-            width.push(w);
-            total += (w * w).div_ceil(64);
-        }
-        offset.push(total);
-        DepBits { offset, width, words: vec![0; total] }
-    }
-
-    #[inline]
-    fn set(&mut self, s: usize, in_port: u8, out_port: u8) {
-        let bit = usize::from(in_port) * self.width[s] + usize::from(out_port);
-        self.words[self.offset[s] + bit / 64] |= 1u64 << (bit % 64);
-    }
-
-    /// (in_port, out_port) pairs set for switch `s`.
-    fn pairs(&self, s: usize) -> impl Iterator<Item = (u8, u8)> + '_ {
-        let w = self.width[s];
-        let words = &self.words[self.offset[s]..self.offset[s + 1]];
-        words.iter().enumerate().flat_map(move |(i, &word)| {
-            let mut x = word;
-            std::iter::from_fn(move || {
-                if x == 0 {
-                    return None;
-                }
-                let b = x.trailing_zeros() as usize;
-                x &= x - 1;
-                let bit = i * 64 + b;
-                Some(((bit / w) as u8, (bit % w) as u8))
-            })
-        })
-    }
-}
-
 /// Builds every VL's channel dependency graph from `routes` and looks for a
 /// cycle in each. See the module documentation for the method and cost.
 pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgReport {
@@ -280,32 +232,11 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
         }
     }
 
-    // Per switch-port slot: the switch the cable leads to (NONE for an end
-    // port or no cable) and the port it arrives on.
-    const NONE: u32 = u32::MAX;
-    let mut slot_next = vec![NONE; f.num_switch_port_slots()];
-    let mut slot_in = vec![0u8; f.num_switch_port_slots()];
-    for s in f.switch_ids() {
-        for e in f.switch_neighbors(s) {
-            let slot = f.switch_port_slot(s, e.port);
-            slot_next[slot] = e.neighbor.0;
-            slot_in[slot] = e.remote_port;
-        }
-    }
-    let slot_base: Vec<usize> = f.switch_ids().map(|s| f.switch_port_slot(s, 0)).collect();
-    let num_ports: Vec<u8> = f.switches().iter().map(|s| s.num_ports).collect();
-    // The switch a packet leaving `s` by `port` reaches, and its in-port.
-    let next = |s: usize, port: u8| -> Option<(usize, u8)> {
-        if port == 0 || port > num_ports[s] {
-            return None;
-        }
-        let slot = slot_base[s] + usize::from(port);
-        let n = slot_next[slot];
-        (n != NONE).then(|| (n as usize, slot_in[slot]))
-    };
+    // Self-loops count: tables may route over them.
+    let ch = ChannelGraph::in_fabric_order(f, SelfLoops::Keep);
 
     if let Some(sl) = routes.sl.as_ref().filter(|sl| sl.hop_vls.is_some()) {
-        let walk = Walk { f, routes, sl, sources: &sources, dlids: &dlids, has_end: &has_end, scope, next: &next };
+        let walk = Walk { f, ch: &ch, routes, sl, sources: &sources, dlids: &dlids, has_end: &has_end, scope };
         return walk.analyze();
     }
 
@@ -315,7 +246,7 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
     let mut ports = ChunkRows::new(ns);
     let mut sls = ChunkRows::new(ns);
     let mut marks: Vec<Vec<u32>> = Vec::new();
-    let mut bits: Vec<Option<DepBits>> = (0..=MAX_DATA_VLS).map(|_| None).collect();
+    let mut bits: Vec<Option<DepSet>> = (0..=MAX_DATA_VLS).map(|_| None).collect();
     let mut paths = [0u64; MAX_DATA_VLS + 1];
     let mut stamp = 0u32;
     let mut extra: Vec<(u32, u8)> = Vec::new();
@@ -350,68 +281,64 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
             while marks.len() <= vl {
                 marks.push(vec![0; ns]);
             }
-            let dep = bits[vl].get_or_insert_with(|| DepBits::new(f));
+            let dep = bits[vl].get_or_insert_with(|| DepSet::new(&ch));
             let mark = &mut marks[vl];
             let mut cur = src as usize;
             while mark[cur] != stamp {
                 mark[cur] = stamp;
-                let Some((n, in_port)) = next(cur, ports.get(cur, j)) else { break };
+                let c = ch.chan_of_port(cur, ports.get(cur, j));
+                if c == NO_CHANNEL {
+                    break;
+                }
                 // The channel cur -> n is followed by n's channel onwards,
                 // if n forwards to another switch.
-                let out = ports.get(n, j);
-                if next(n, out).is_some() {
-                    dep.set(n, in_port, out);
+                let n = ch.head[c as usize] as usize;
+                let onward = ch.chan_of_port(n, ports.get(n, j));
+                if onward != NO_CHANNEL {
+                    dep.insert(ch.dep(c as usize, onward as usize));
                 }
                 cur = n;
             }
         }
     }
 
-    let fabric_channels = f.switch_ids().map(|s| f.switch_neighbors(s).len()).sum();
     let mut vls = Vec::new();
     for (vl, b) in bits.iter().enumerate() {
         let Some(b) = b else { continue };
-        let g = ChannelGraph::from_bits(f, b);
-        let cycle = g.find_cycle().map(|c| g.shortest_cycle_through(c[0]).unwrap_or(c));
+        let cycle = find_short_cycle(&DepGraph { g: &ch, has: |e| b.contains(e) });
         vls.push(VlCdg {
             vl: vl as u8,
             paths: paths[vl],
-            channels: g.active_channels(),
-            dependencies: g.targets.len(),
+            channels: b.channels_out(&ch),
+            dependencies: b.len(),
             acyclic: cycle.is_none(),
-            cycle: cycle.map(|c| c.into_iter().map(|slot| g.channel(f, slot)).collect()),
+            cycle: cycle.map(|c| c.into_iter().map(|x| channel(f, &ch, x)).collect()),
             cycle_vls: None,
         });
     }
-    CdgReport { scope, fabric_channels, vls, hop_vls: false }
+    CdgReport { scope, fabric_channels: ch.num_channels(), vls, hop_vls: false }
 }
 
-/// Appends the dependencies of `b` as (channel, channel) node pairs, the
-/// first channel in layer `from_base`, the second in layer `to_base` (node =
-/// base + slot).
-fn push_edges(f: &RoutingFabric, b: &DepBits, from_base: u32, to_base: u32, edges: &mut Vec<(u32, u32)>) {
-    for t in f.switch_ids() {
-        for (in_port, out) in b.pairs(t.index()) {
-            // The channel into t's in_port is the one leaving its peer.
-            let Some(PortEnd::Switch(u, up)) = f.switch_peer(t, in_port) else { continue };
-            edges.push((from_base + f.switch_port_slot(u, up) as u32, to_base + f.switch_port_slot(t, out) as u32));
-        }
-    }
+/// Channel `c` of `ch` (numbered in the fabric's order) by GUIDs and ports.
+fn channel(f: &RoutingFabric, ch: &ChannelGraph, c: u32) -> Channel {
+    let c = c as usize;
+    let guid = |v: u32| f.switch(SwitchId(v)).guid;
+    Channel { from: guid(ch.tail[c]), from_port: ch.port[c], to: guid(ch.head[c]), to_port: ch.port[ch.reverse(c)] }
 }
 
 /// The inputs of [`analyze_cdg`] when paths change VL per hop.
-struct Walk<'a, N: Fn(usize, u8) -> Option<(usize, u8)>> {
+struct Walk<'a> {
     f: &'a RoutingFabric,
+    ch: &'a ChannelGraph,
     routes: &'a Routes,
     sl: &'a PathSl,
     sources: &'a [u32],
     dlids: &'a [u16],
     has_end: &'a [bool],
     scope: CdgScope,
-    next: &'a N,
 }
 
-impl<N: Fn(usize, u8) -> Option<(usize, u8)>> Walk<'_, N> {
+impl Walk<'_> {
     /// The (channel, VL) dependency graph; see the module documentation.
     fn analyze(&self) -> CdgReport {
         const VLS: usize = MAX_DATA_VLS + 1;
@@ -428,7 +355,8 @@ impl<N: Fn(usize, u8) -> Option<(usize, u8)>> Walk<'_, N> {
         let mut ports = ChunkRows::new(ns);
         let mut sls = ChunkRows::new(ns);
         // Dependencies from VL x to VL y: deps[x * VLS + y].
-        let mut deps: Vec<Option<DepBits>> = (0..VLS * VLS).map(|_| None).collect();
+        let ch = self.ch;
+        let mut deps: Vec<Option<DepSet>> = (0..VLS * VLS).map(|_| None).collect();
         let mut paths = [0u64; VLS];
         // Per SL: the LID (stamp) each (switch, input port) state was last
         // walked for, and the VLs the rest of the path from it uses.
@@ -477,11 +405,18 @@ impl<N: Fn(usize, u8) -> Option<(usize, u8)>> Walk<'_, N> {
                     }
                     let vl = vl_of(cur, in_port, out, sl);
                     trail.push((state, 1 << vl));
-                    let Some((n, n_in)) = (self.next)(cur, out) else { break };
+                    let c = ch.chan_of_port(cur, out);
+                    if c == NO_CHANNEL {
+                        break;
+                    }
+                    let (n, n_in) = (ch.head[c as usize] as usize, ch.port[ch.reverse(c as usize)]);
                     let n_out = ports.get(n, j);
-                    if (self.next)(n, n_out).is_some() {
+                    let onward = ch.chan_of_port(n, n_out);
+                    if onward != NO_CHANNEL {
                         let vl2 = vl_of(n, n_in, n_out, sl);
-                        deps[vl * VLS + vl2].get_or_insert_with(|| DepBits::new(f)).set(n, n_in, n_out);
+                        deps[vl * VLS + vl2]
+                            .get_or_insert_with(|| DepSet::new(ch))
+                            .insert(ch.dep(c as usize, onward as usize));
                     }
                     (cur, in_port) = (n, n_in);
                 }
@@ -498,181 +433,79 @@ impl<N: Fn(usize, u8) -> Option<(usize, u8)>> Walk<'_, N> {
             }
         }
 
-        // VLs in use, each a layer of `nslots` nodes in the whole graph.
+        // VLs in use, each a layer of the channels in the whole graph.
         let used: Vec<usize> = (0..VLS)
             .filter(|&v| paths[v] > 0 || (0..VLS).any(|w| deps[v * VLS + w].is_some() || deps[w * VLS + v].is_some()))
             .collect();
-        let mut layer = [u32::MAX; VLS];
-        for (i, &v) in used.iter().enumerate() {
-            layer[v] = (i * nslots) as u32;
-        }
-        let mut all_edges: Vec<(u32, u32)> = Vec::new();
+        let nch = ch.num_channels();
         let mut vls = Vec::new();
         for &v in &used {
-            let mut own = Vec::new();
-            if let Some(b) = &deps[v * VLS + v] {
-                push_edges(f, b, 0, 0, &mut own);
-            }
-            let g = ChannelGraph::from_edges(f, nslots, own);
-            let cycle = g.find_cycle().map(|c| g.shortest_cycle_through(c[0]).unwrap_or(c));
+            let own = deps[v * VLS + v].as_ref();
+            let cycle = find_short_cycle(&DepGraph { g: ch, has: |e| own.is_some_and(|b| b.contains(e)) });
             // Channels and dependencies leaving this VL, cross-VL ones too.
-            let mut out_edges = Vec::new();
-            for &w in &used {
-                if let Some(b) = &deps[v * VLS + w] {
-                    push_edges(f, b, 0, layer[w], &mut out_edges);
-                }
-            }
-            out_edges.sort_unstable();
-            out_edges.dedup();
-            let mut channels: Vec<u32> = out_edges.iter().map(|e| e.0).collect();
-            channels.dedup();
+            let out: Vec<&DepSet> = used.iter().filter_map(|&w| deps[v * VLS + w].as_ref()).collect();
+            let channels = (0..nch)
+                .filter(|&c| {
+                    let row = ch.dep_row(c);
+                    (0..ch.degree(ch.head[c] as usize)).any(|j| out.iter().any(|b| b.contains(row + j)))
+                })
+                .count();
             vls.push(VlCdg {
                 vl: v as u8,
                 paths: paths[v],
-                channels: channels.len(),
-                dependencies: out_edges.len(),
+                channels,
+                dependencies: out.iter().map(|b| b.len()).sum(),
                 acyclic: cycle.is_none(),
-                cycle: cycle.map(|c| c.into_iter().map(|slot| g.channel(f, slot)).collect()),
+                cycle: cycle.map(|c| c.into_iter().map(|x| channel(f, ch, x)).collect()),
                 cycle_vls: None,
             });
-            all_edges.extend(out_edges.into_iter().map(|(a, b)| (a + layer[v], b)));
         }
         // Every VL acyclic alone: a cycle may still run through several.
         if vls.iter().all(|v| v.acyclic) {
-            let g = ChannelGraph::from_edges(f, used.len() * nslots, all_edges);
-            if let Some(c) = g.find_cycle().map(|c| g.shortest_cycle_through(c[0]).unwrap_or(c)) {
-                let vl_at = |node: u32| used[node as usize / nslots] as u8;
+            let whole = Layered { ch, used: &used, deps: &deps };
+            if let Some(c) = find_short_cycle(&whole) {
+                let vl_at = |node: u32| used[node as usize / nch] as u8;
                 let on: Vec<u8> = c.iter().map(|&x| vl_at(x)).collect();
                 for v in vls.iter_mut().filter(|v| on.contains(&v.vl)) {
                     v.acyclic = false;
                 }
                 let lowest = *on.iter().min().expect("a cycle has channels");
                 let entry = vls.iter_mut().find(|v| v.vl == lowest).expect("a used VL");
-                entry.cycle = Some(c.iter().map(|&x| g.channel(f, x)).collect());
+                entry.cycle = Some(c.iter().map(|&x| channel(f, ch, x % nch as u32)).collect());
                 entry.cycle_vls = Some(on);
             }
         }
-        let fabric_channels = f.switch_ids().map(|s| f.switch_neighbors(s).len()).sum();
-        CdgReport { scope: self.scope, fabric_channels, vls, hop_vls: true }
+        CdgReport { scope: self.scope, fabric_channels: nch, vls, hop_vls: true }
     }
 }
 
-/// A channel graph in CSR form; nodes are switch-port slots
-/// ([`RoutingFabric::switch_port_slot`]).
-struct ChannelGraph {
-    start: Vec<u32>,
-    targets: Vec<u32>,
-    /// Slot -> (switch, port), for printing.
-    owner: Vec<(u32, u8)>,
+/// The (channel, VL) graph: node `i * C + c` is channel `c` on the `i`-th
+/// VL in use; successors by VL, then by port.
+struct Layered<'a> {
+    ch: &'a ChannelGraph,
+    used: &'a [usize],
+    /// Dependencies from VL x to VL y at `x * VLS + y`.
+    deps: &'a [Option<DepSet>],
 }
 
-impl ChannelGraph {
-    fn from_bits(f: &RoutingFabric, b: &DepBits) -> ChannelGraph {
-        let n = f.num_switch_port_slots();
-        let mut edges: Vec<(u32, u32)> = Vec::new();
-        push_edges(f, b, 0, 0, &mut edges);
-        ChannelGraph::from_edges(f, n, edges)
+impl Successors for Layered<'_> {
+    fn nodes(&self) -> usize {
+        self.used.len() * self.ch.num_channels()
     }
 
-    /// A graph over `n` nodes, node `v` standing for slot
-    /// `v % num_switch_port_slots` (several VL layers side by side).
-    fn from_edges(f: &RoutingFabric, n: usize, mut edges: Vec<(u32, u32)>) -> ChannelGraph {
-        let mut owner = vec![(0u32, 0u8); f.num_switch_port_slots()];
-        for s in f.switch_ids() {
-            for p in 0..=f.switch(s).num_ports {
-                owner[f.switch_port_slot(s, p)] = (s.0, p);
-            }
-        }
-        edges.sort_unstable();
-        edges.dedup();
-        let mut start = vec![0u32; n + 1];
-        for &(a, _) in &edges {
-            start[a as usize + 1] += 1;
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        ChannelGraph { start, targets: edges.into_iter().map(|(_, b)| b).collect(), owner }
-    }
-
-    fn succ(&self, v: u32) -> &[u32] {
-        &self.targets[self.start[v as usize] as usize..self.start[v as usize + 1] as usize]
-    }
-
-    fn active_channels(&self) -> usize {
-        self.start.windows(2).filter(|w| w[1] > w[0]).count()
-    }
-
-    fn channel(&self, f: &RoutingFabric, node: u32) -> Channel {
-        let (s, p) = self.owner[node as usize % self.owner.len()];
-        let s = SwitchId(s);
-        let (to, to_port) = match f.switch_peer(s, p) {
-            Some(PortEnd::Switch(n, rp)) => (f.switch(n).guid, rp),
-            _ => (0, 0),
-        };
-        Channel { from: f.switch(s).guid, from_port: p, to, to_port }
-    }
-
-    /// One cycle (as slots in dependency order), by iterative DFS.
-    fn find_cycle(&self) -> Option<Vec<u32>> {
-        const WHITE: u8 = 0;
-        const GRAY: u8 = 1;
-        const BLACK: u8 = 2;
-        let n = self.start.len() - 1;
-        let mut color = vec![WHITE; n];
-        let mut stack: Vec<(u32, u32)> = Vec::new();
-        for root in 0..n as u32 {
-            if color[root as usize] != WHITE || self.succ(root).is_empty() {
-                continue;
-            }
-            color[root as usize] = GRAY;
-            stack.push((root, self.start[root as usize]));
-            while let Some(&mut (v, ref mut next)) = stack.last_mut() {
-                if *next == self.start[v as usize + 1] {
-                    color[v as usize] = BLACK;
-                    stack.pop();
-                    continue;
-                }
-                let w = self.targets[*next as usize];
-                *next += 1;
-                match color[w as usize] {
-                    WHITE => {
-                        color[w as usize] = GRAY;
-                        stack.push((w, self.start[w as usize]));
-                    }
-                    GRAY => {
-                        let pos = stack.iter().rposition(|&(x, _)| x == w).expect("a gray node is on the stack");
-                        return Some(stack[pos..].iter().map(|&(x, _)| x).collect());
-                    }
-                    _ => {}
-                }
-            }
-        }
-        None
-    }
-
-    /// The shortest cycle through `v` (BFS from `v` back to `v`).
-    fn shortest_cycle_through(&self, v: u32) -> Option<Vec<u32>> {
-        let n = self.start.len() - 1;
-        let mut parent = vec![u32::MAX; n];
-        let mut queue = std::collections::VecDeque::new();
-        queue.push_back(v);
-        while let Some(u) = queue.pop_front() {
-            for &w in self.succ(u) {
-                if w == v {
-                    let mut cycle = vec![u];
-                    let mut x = u;
-                    while x != v {
-                        x = parent[x as usize];
-                        cycle.push(x);
-                    }
-                    cycle.reverse();
-                    return Some(cycle);
-                }
-                if parent[w as usize] == u32::MAX {
-                    parent[w as usize] = u;
-                    queue.push_back(w);
-                }
+    fn next_from(&self, node: u32, at: &mut u32) -> Option<u32> {
+        const VLS: usize = MAX_DATA_VLS + 1;
+        let nch = self.ch.num_channels();
+        let (layer, c) = (node as usize / nch, node as usize % nch);
+        let v = self.ch.head[c] as usize;
+        let deg = self.ch.degree(v);
+        let row = self.ch.dep_row(c);
+        let from = self.used[layer] * VLS;
+        while (*at as usize) < self.used.len() * deg {
+            let (to, j) = (*at as usize / deg, *at as usize % deg);
+            *at += 1;
+            if self.deps[from + self.used[to]].as_ref().is_some_and(|b| b.contains(row + j)) {
+                return Some((to * nch + self.ch.base[v] as usize + j) as u32);
             }
         }
         None
@@ -685,22 +518,6 @@ mod tests {
     use crate::lft::HopVls;
     use crate::minhop::minhop;
     use crate::testfab;
-
-    #[test]
-    fn dfs_and_bfs_agree_on_a_small_graph() {
-        // 0 -> 1 -> 2 -> 0 and 2 -> 3 (slots stand in for channels).
-        let g = ChannelGraph {
-            start: vec![0, 1, 2, 4, 4],
-            targets: vec![1, 2, 0, 3],
-            owner: vec![(0, 1), (0, 2), (0, 3), (0, 4)],
-        };
-        let c = g.find_cycle().unwrap();
-        assert_eq!(c, vec![0, 1, 2]);
-        assert_eq!(g.shortest_cycle_through(1).unwrap(), vec![1, 2, 0]);
-        assert_eq!(g.shortest_cycle_through(3), None);
-        let dag = ChannelGraph { start: vec![0, 1, 2, 2], targets: vec![1, 2], owner: vec![(0, 1); 3] };
-        assert_eq!(dag.find_cycle(), None);
-    }
 
     #[test]
     fn a_single_switch_has_no_channels() {

@@ -131,10 +131,6 @@ impl ChannelGraph {
         ChannelGraph::new(f, &order, loops)
     }
 
-    pub(crate) fn num_switches(&self) -> usize {
-        self.base.len() - 1
-    }
-
     pub(crate) fn num_channels(&self) -> usize {
         self.head.len()
     }
@@ -509,5 +505,120 @@ impl OrderedInsert {
             ord[c as usize] = self.pool[i];
         }
         Some(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testfab;
+
+    /// A graph in compressed rows, for hand-made cases.
+    struct Csr {
+        start: Vec<u32>,
+        targets: Vec<u32>,
+    }
+
+    impl Successors for Csr {
+        fn nodes(&self) -> usize {
+            self.start.len() - 1
+        }
+
+        fn next_from(&self, v: u32, at: &mut u32) -> Option<u32> {
+            let i = self.start[v as usize] + *at;
+            (i < self.start[v as usize + 1]).then(|| {
+                *at += 1;
+                self.targets[i as usize]
+            })
+        }
+    }
+
+    #[test]
+    fn dfs_and_bfs_agree_on_a_small_graph() {
+        // 0 -> 1 -> 2 -> 0 and 2 -> 3.
+        let g = Csr { start: vec![0, 1, 2, 4, 4], targets: vec![1, 2, 0, 3] };
+        let c = CycleSearch::new(4, (0..4).collect()).next_cycle(&g).unwrap();
+        assert_eq!(c, vec![0, 1, 2]);
+        assert_eq!(shortest_cycle_through(&g, 1).unwrap(), vec![1, 2, 0]);
+        assert_eq!(shortest_cycle_through(&g, 3), None);
+        assert_eq!(topological_order(&g), Err(vec![0, 1, 2]));
+        let dag = Csr { start: vec![0, 1, 2, 2], targets: vec![1, 2] };
+        assert_eq!(CycleSearch::new(3, (0..3).collect()).next_cycle(&dag), None);
+        assert_eq!(topological_order(&dag), Ok(vec![0, 1, 2]));
+    }
+
+    #[test]
+    fn a_resumed_search_finds_the_next_cycle() {
+        // Two cycles, 0 <-> 1 and 2 <-> 3, and 1 -> 2.
+        let mut g = Csr { start: vec![0, 1, 3, 4, 5], targets: vec![1, 0, 2, 3, 2] };
+        let mut search = CycleSearch::new(4, (0..4).collect());
+        assert_eq!(search.next_cycle(&g), Some(vec![0, 1]));
+        // Break 1 -> 0.
+        g = Csr { start: vec![0, 1, 2, 3, 4], targets: vec![1, 2, 3, 2] };
+        assert_eq!(search.next_cycle(&g), Some(vec![2, 3]));
+        g = Csr { start: vec![0, 1, 2, 3, 3], targets: vec![1, 2, 3] };
+        assert_eq!(search.next_cycle(&g), None);
+    }
+
+    #[test]
+    fn channels_of_a_ring_and_their_dependencies() {
+        let f = testfab::ring(4, 1);
+        let ch = ChannelGraph::in_fabric_order(&f, SelfLoops::Keep);
+        // Two channels per cable, two per switch.
+        assert_eq!(ch.num_channels(), 8);
+        for c in 0..ch.num_channels() {
+            let r = ch.reverse(c);
+            assert_eq!((ch.tail[r], ch.head[r], ch.reverse(r)), (ch.head[c], ch.tail[c], c));
+            assert_eq!(ch.chan_of_port(ch.tail[c] as usize, ch.port[c]), c as u32);
+        }
+        assert_eq!(ch.chan_of_port(0, 0), NO_CHANNEL);
+        assert_eq!(ch.chan_of_port(0, 200), NO_CHANNEL);
+        // Every (in, out) pair at a switch has its own index.
+        assert_eq!(ch.num_deps(), 4 * 2 * 2);
+        let mut seen = vec![false; ch.num_deps()];
+        for a in 0..ch.num_channels() {
+            for b in ch.channels(ch.head[a] as usize) {
+                let e = ch.dep(a, b);
+                assert!(!seen[e]);
+                seen[e] = true;
+            }
+        }
+        assert!(seen.iter().all(|&x| x));
+    }
+
+    #[test]
+    fn ordered_insert_refuses_exactly_the_closing_dependency() {
+        // Going round the ring one way: the fourth dependency closes it.
+        let f = testfab::ring(4, 1);
+        let ch = ChannelGraph::in_fabric_order(&f, SelfLoops::Keep);
+        let mut ring = vec![ch.base[0]];
+        for _ in 0..3 {
+            let c = *ring.last().unwrap() as usize;
+            let (v, w) = (ch.tail[c], ch.head[c] as usize);
+            ring.push(ch.out(w).find(|&d| ch.head[d as usize] != v).unwrap());
+        }
+        assert_eq!(ch.head[ring[3] as usize], ch.tail[ring[0] as usize]);
+        let mut set = DepSet::new(&ch);
+        let mut ord: Vec<u32> = (0..ch.num_channels() as u32).rev().collect();
+        let mut insert = OrderedInsert::new(ch.num_channels());
+        let mut budget = u64::MAX;
+        for i in 0..4 {
+            let (a, b) = (ring[i], ring[(i + 1) % 4]);
+            let s = &set;
+            let fits = insert.try_insert(&ch, &mut ord, |e| s.contains(e), a, b, &mut budget);
+            assert_eq!(fits, Some(i < 3), "dependency {i}");
+            if fits == Some(true) {
+                set.insert(ch.dep(a as usize, b as usize));
+                assert!(ord[a as usize] < ord[b as usize]);
+            }
+        }
+        assert_eq!(set.len(), 3);
+        let s = &set;
+        assert!(topological_order(&DepGraph { g: &ch, has: |e| s.contains(e) }).is_ok());
+        // Without budget, no answer and nothing changed.
+        let before = ord.clone();
+        let mut none = 0;
+        assert_eq!(insert.try_insert(&ch, &mut ord, |e| s.contains(e), ring[3], ring[0], &mut none), None);
+        assert_eq!(ord, before);
     }
 }
