@@ -42,11 +42,11 @@
 //! from each source until the walk meets a switch already walked for this
 //! (LID, VL), so each switch is visited once per (LID, VL) in use:
 //! O(L·S·V) for L LIDs, S switches, V VLs used. Dependencies are recorded in
-//! one bit matrix per switch (in-port × out-port), which dedupes them for
-//! free in (P+1)² bits per switch and VL. Cycle detection is an iterative
-//! depth-first search over the channel graph, O(C + D) for C channels and D
-//! dependencies; a cycle found is then shortened to a shortest cycle through
-//! one of its channels by a breadth-first search.
+//! a bit set over the dependency index of [`crate::channels`] (in-channel ×
+//! out-channel per switch), which dedupes them for free in Σ deg² bits per
+//! VL. Cycle detection is that module's iterative depth-first search, O(C +
+//! D) for C channels and D dependencies; a cycle found is then shortened to
+//! a shortest cycle through one of its channels by a breadth-first search.
 //!
 //! 1,620 switches and 13,000 LIDs (the 11,664-host three-level fat tree)
 //! take about 21 M switch visits per VL.
@@ -55,7 +55,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::channels::{find_short_cycle, ChannelGraph, DepGraph, DepSet, SelfLoops, Successors, NO_CHANNEL};
+use crate::channels::{find_short_cycle, ChannelGraph, DepGraph, DepSet, PortHops, SelfLoops, Successors, NO_CHANNEL};
 use crate::fabric::{NodeRef, RoutingFabric, SwitchId};
 use crate::lft::{PathSl, Routes, UNROUTED};
 
@@ -240,6 +240,7 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
         return walk.analyze();
     }
 
+    let hops = PortHops::new(&ch);
     // Tables are read one 64-LID block at a time for all switches, so the
     // walks below hit a block of S x 64 bytes instead of S tables spread
     // over memory.
@@ -284,20 +285,20 @@ pub fn analyze_cdg(f: &RoutingFabric, routes: &Routes, scope: CdgScope) -> CdgRe
             let dep = bits[vl].get_or_insert_with(|| DepSet::new(&ch));
             let mark = &mut marks[vl];
             let mut cur = src as usize;
+            let mut hop = hops.get(cur, ports.get(cur, j));
             while mark[cur] != stamp {
                 mark[cur] = stamp;
-                let c = ch.chan_of_port(cur, ports.get(cur, j));
-                if c == NO_CHANNEL {
+                if hop.next == NO_CHANNEL {
                     break;
                 }
                 // The channel cur -> n is followed by n's channel onwards,
                 // if n forwards to another switch.
-                let n = ch.head[c as usize] as usize;
-                let onward = ch.chan_of_port(n, ports.get(n, j));
-                if onward != NO_CHANNEL {
-                    dep.insert(ch.dep(c as usize, onward as usize));
+                let n = hop.next as usize;
+                let onward = hops.get(n, ports.get(n, j));
+                if onward.next != NO_CHANNEL {
+                    dep.insert(hop.row as usize + usize::from(onward.col));
                 }
-                cur = n;
+                (cur, hop) = (n, onward);
             }
         }
     }

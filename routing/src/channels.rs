@@ -66,6 +66,9 @@ pub(crate) struct ChannelGraph {
     pub(crate) rev: Vec<u32>,
     /// Dependencies through switch `v` start at `dep_base[v]` (+ total).
     pub(crate) dep_base: Vec<usize>,
+    /// The first dependency out of each channel ([`ChannelGraph::dep_row`]),
+    /// kept since walks over tables compute one per hop.
+    row: Vec<usize>,
     /// Per switch: the fabric's slot of its port 0 and the number of its
     /// ports ([`RoutingFabric::switch_port_slot`]).
     slot_base: Vec<u32>,
@@ -122,7 +125,13 @@ impl ChannelGraph {
             total += g * g;
         }
         dep_base.push(total);
-        ChannelGraph { base, tail, head, port, rev, dep_base, slot_base, num_ports, slot_chan }
+        let row = (0..head.len())
+            .map(|c| {
+                let v = head[c] as usize;
+                dep_base[v] + (rev[c] - base[v]) as usize * (base[v + 1] - base[v]) as usize
+            })
+            .collect();
+        ChannelGraph { base, tail, head, port, rev, dep_base, row, slot_base, num_ports, slot_chan }
     }
 
     /// The channels of `f` numbered in the fabric's switch order.
@@ -178,8 +187,7 @@ impl ChannelGraph {
     /// is `dep_row(c) + j`.
     #[inline]
     pub(crate) fn dep_row(&self, c: usize) -> usize {
-        let v = self.head[c] as usize;
-        self.dep_base[v] + (self.rev[c] - self.base[v]) as usize * self.degree(v)
+        self.row[c]
     }
 
     /// The dependency "`c_in` then `c_out`" (head of `c_in` = tail of
@@ -187,10 +195,57 @@ impl ChannelGraph {
     #[inline]
     pub(crate) fn dep(&self, c_in: usize, c_out: usize) -> usize {
         debug_assert_eq!(self.head[c_in], self.tail[c_out]);
-        let v = self.head[c_in] as usize;
-        let first = self.base[v];
-        let deg = (self.base[v + 1] - first) as usize;
-        self.dep_base[v] + (self.rev[c_in] - first) as usize * deg + (c_out - first as usize)
+        self.row[c_in] + (c_out - self.base[self.head[c_in] as usize] as usize)
+    }
+}
+
+/// One hop of a walk along forwarding tables: leaving a switch by a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hop {
+    /// The switch the port leads to, or [`NO_CHANNEL`] when it leads to no
+    /// channel (the rest is then meaningless).
+    pub(crate) next: u32,
+    /// The channel's first dependency ([`ChannelGraph::dep_row`]).
+    pub(crate) row: u32,
+    /// The channel's column among its switch's channels: the dependency
+    /// from channel `a` into this one is `a`'s `row` + this `col`.
+    pub(crate) col: u16,
+}
+
+impl Hop {
+    const NONE: Hop = Hop { next: NO_CHANNEL, row: 0, col: 0 };
+}
+
+/// [`Hop`]s by switch and port, everything a hop needs in one place: walks
+/// over the tables of every switch to every LID (tens of millions of hops
+/// at 11,664 hosts) are bound by memory accesses, not arithmetic.
+pub(crate) struct PortHops {
+    slot_base: Vec<u32>,
+    num_ports: Vec<u8>,
+    hops: Vec<Hop>,
+}
+
+impl PortHops {
+    pub(crate) fn new(g: &ChannelGraph) -> PortHops {
+        let mut hops = vec![Hop::NONE; g.slot_chan.len()];
+        for (slot, &c) in g.slot_chan.iter().enumerate() {
+            if c != NO_CHANNEL {
+                let c = c as usize;
+                let v = g.tail[c] as usize;
+                let row = u32::try_from(g.row[c]).expect("dependency index fits in 32 bits");
+                hops[slot] = Hop { next: g.head[c], row, col: (c - g.base[v] as usize) as u16 };
+            }
+        }
+        PortHops { slot_base: g.slot_base.clone(), num_ports: g.num_ports.clone(), hops }
+    }
+
+    /// Leaving switch `v` (numbered as in the graph) by `port`.
+    #[inline]
+    pub(crate) fn get(&self, v: usize, port: u8) -> Hop {
+        if port > self.num_ports[v] {
+            return Hop::NONE;
+        }
+        self.hops[self.slot_base[v] as usize + usize::from(port)]
     }
 }
 
@@ -226,7 +281,9 @@ impl DepSet {
 
     /// Channels with at least one dependency out.
     pub(crate) fn channels_out(&self, g: &ChannelGraph) -> usize {
-        (0..g.num_channels()).filter(|&c| (0..g.degree(g.head[c] as usize)).any(|j| self.contains(g.dep_row(c) + j))).count()
+        (0..g.num_channels())
+            .filter(|&c| (0..g.degree(g.head[c] as usize)).any(|j| self.contains(g.dep_row(c) + j)))
+            .count()
     }
 }
 

@@ -7,7 +7,7 @@
 //! once, which that order no longer covers, so their tables are checked
 //! explicitly.
 
-use crate::channels::{ChannelGraph, CycleSearch, DepGraph, DepSet, SelfLoops, NO_CHANNEL};
+use crate::channels::{ChannelGraph, CycleSearch, DepGraph, DepSet, PortHops, SelfLoops, NO_CHANNEL};
 use crate::fabric::{RoutingFabric, SwitchId};
 use crate::lft::{Routes, UNROUTED};
 
@@ -28,23 +28,22 @@ pub(super) fn credit_loop(f: &RoutingFabric, t: &Tree, routes: &Routes) -> Optio
     for &x in &t.by_order {
         in_tree[x as usize] = true;
     }
+    let hops = PortHops::new(&ch);
     let mut deps = DepSet::new(&ch);
     for &x in &t.by_order {
         let xu = x as usize;
         let Some(table) = routes.lfts.get(xu) else { continue };
         for (lid, &p) in table.ports.iter().enumerate() {
-            let c = ch.chan_of_port(xu, p);
-            if c == NO_CHANNEL {
+            // Port 0 is the switch itself, UNROUTED (255) is past any port.
+            let hop = hops.get(xu, p);
+            if hop.next == NO_CHANNEL || !in_tree[hop.next as usize] {
                 continue;
             }
-            let n = ch.head[c as usize] as usize;
-            if !in_tree[n] {
-                continue;
-            }
+            let n = hop.next as usize;
             let q = routes.lfts[n].ports.get(lid).copied().unwrap_or(UNROUTED);
-            let onward = ch.chan_of_port(n, q);
-            if onward != NO_CHANNEL {
-                deps.insert(ch.dep(c as usize, onward as usize));
+            let onward = hops.get(n, q);
+            if onward.next != NO_CHANNEL {
+                deps.insert(hop.row as usize + usize::from(onward.col));
             }
         }
     }

@@ -67,7 +67,8 @@
 //!
 //! "Closes no cycle" is checked incrementally on a bitset of the finished
 //! layer's dependencies: a path's new dependency `a -> b` closes a cycle iff
-//! `b` already reaches `a` (depth-first search). A dependency that closes a
+//! `b` already reaches `a`, searched against a topological order of the
+//! layer kept up to date ([`crate::channels::OrderedInsert`]). A dependency that closes a
 //! cycle before the path added anything is remembered per layer: finished
 //! layers only gain dependencies, so later paths using it are turned away
 //! without a search. The searches share a budget of channel visits
@@ -81,7 +82,8 @@
 //! LID is the number of the layer's sources in `u`'s subtree. Counting per
 //! LID is one O(S) pass over the tree: the whole CDG of a layer costs
 //! O(S·L), with no per-path lists. Dependencies are numbered densely, per
-//! switch `v`, as (in-channel row) × (out-channel column), so the CDG is a
+//! switch `v`, as (in-channel row) × (out-channel column) (the index of
+//! [`crate::channels::ChannelGraph`]), so the CDG is a
 //! flat `u32` array of Σ deg(v)² counts (1.5 M for the 11,664-host fat
 //! tree). The cycle search keeps its finished (black) channels across
 //! moves: removing paths only removes dependencies, and a black channel
