@@ -409,12 +409,7 @@ impl Net {
     pub(crate) fn new(f: &RoutingFabric) -> Net {
         let ns = f.num_switches();
         let ch = ChannelGraph::in_fabric_order(f, SelfLoops::Keep);
-        let mut local = vec![0u64; ns];
-        for e in f.end_port_ids() {
-            if let Some((s, _)) = f.attached_switch(e) {
-                local[s.index()] += 1;
-            }
-        }
+        let local = f.end_ports_per_switch();
         let mut by_guid: Vec<usize> = (0..ns).collect();
         by_guid.sort_by_key(|&s| f.switches()[s].guid);
         let mut guid_rank = vec![0u32; ns];
