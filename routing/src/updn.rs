@@ -182,9 +182,10 @@
 //! with end ports, O(S·(S + E)); per destination switch five linear passes
 //! over the order, O(S·(S + E)) in all; port choice O(L·S·log c) for c
 //! candidate ports. On fabrics that are not trees the root trials and the
-//! order search add up to 16 + 800 routings, fewer on larger fabrics (the
-//! search's budget is 2·10^6 switch × LID units, about 0.2 s on a
-//! 40-switch fabric). Memory: the tables, O(S + E) scratch and an S·m flow
+//! order search add up to 16 x 3 routings (each trial with its re-routing
+//! passes) and up to 800 single-pass ones plus a final 3, fewer on larger
+//! fabrics (the search's budget is 2·10^6 switch × LID units; 30-145 ms
+//! on the 20-42 switch fabrics of the bench). Memory: the tables, O(S + E) scratch and an S·m flow
 //! array as in MinHop, plus an S·64 histogram while finding roots.
 //!
 //! Measured with `cargo run --release -p ibsm-routing --example updn_bench
@@ -241,7 +242,8 @@ const ROOT_TRIAL_SWITCHES: usize = 2_000;
 /// depending on which single switch is the root), so when the detected
 /// roots' tables stay above the lower bound, each of the [`ROOT_TRIALS`]
 /// most central switches is tried as the single root and the least busy
-/// tables are kept (ties: the detected roots).
+/// tables are kept (ties: the detected roots); then the best order is
+/// searched locally (`order_search::improve`).
 fn best_updn(fabric: &RoutingFabric, options: &EngineOptions) -> Result<(UpDownOrder, Scored), RoutingError> {
     let given = root_switches(fabric, &options.root_guids)?;
     let order = UpDownOrder::build(fabric, Flavor::UpDn, &given);
@@ -326,7 +328,8 @@ impl UpDownOrder {
         self.pos[s.index()]
     }
 
-    /// The switch's rank before ordering (0 for `updn` roots).
+    /// The switch's rank before ordering (0 for `updn` roots). After
+    /// updn's order search, the distance from the order's first switch.
     pub fn rank(&self, s: SwitchId) -> u32 {
         self.rank[s.index()]
     }
@@ -337,7 +340,8 @@ impl UpDownOrder {
     }
 
     /// The roots the order was ranked from, in GUID order (`updn`: given or
-    /// detected; `dnup`: the switches farthest from end ports).
+    /// detected, or after its order search the order's first switch;
+    /// `dnup`: the switches farthest from end ports).
     pub fn roots(&self) -> &[SwitchId] {
         &self.roots
     }

@@ -19,10 +19,11 @@
 //! the number of tries shrinks with switches × LIDs and the search is
 //! skipped where it could try only a handful.
 //!
-//! `ibsm route -e updn --max-vls 1`, busiest link before / after (see
-//! `docs/benchmarks.md` for the bench figures):
-//! `dragonfly:routers=4,hosts=2` 150 / 114, `dragonfly:routers=6,hosts=2`
-//! 456 / 300, a 40-switch random fabric 467 / 402.
+//! Busiest link at 1 VL before / after: `testfab::dragonfly(4, 2)` 150 /
+//! 114, `testfab::dragonfly(6, 2)` 456 / 330, a 40-switch random fabric
+//! 467 / 415; on ibsim with `ibsm route` (`bench/routing.py`, see
+//! `docs/benchmarks.md`) `random:switches=40,degree=3,hosts=160,seed=1`
+//! 1,892 / 1,681 and the 4x4x4 torus 452 / 346.
 
 use super::{route_scored, Scored, UpDownOrder, REFINE_PASSES};
 use crate::fabric::{RoutingFabric, SwitchId};
