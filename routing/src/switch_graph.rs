@@ -133,7 +133,11 @@ impl SwitchGraph {
 /// neighbours get nearby numbers, which keeps per-destination sweeps
 /// cache-friendly. Each part is one contiguous run.
 pub(crate) fn canonical_order(f: &RoutingFabric) -> (Vec<SwitchId>, Vec<usize>) {
-    let g = SwitchGraph::in_fabric_order(f);
+    canonical_order_of(f, &SwitchGraph::in_fabric_order(f))
+}
+
+/// [`canonical_order`] from a fabric-order graph the caller already has.
+pub(crate) fn canonical_order_of(f: &RoutingFabric, g: &SwitchGraph) -> (Vec<SwitchId>, Vec<usize>) {
     let mut by_guid: Vec<SwitchId> = f.switch_ids().collect();
     by_guid.sort_by_key(|s| f.switch(*s).guid);
     let mut placed = vec![false; g.len()];
@@ -144,7 +148,7 @@ pub(crate) fn canonical_order(f: &RoutingFabric) -> (Vec<SwitchId>, Vec<usize>) 
         if placed[root.index()] {
             continue;
         }
-        bfs.run(&g, [root.0]);
+        bfs.run(g, [root.0]);
         for &i in bfs.visited() {
             placed[i as usize] = true;
             order.push(g.switch(i as usize));

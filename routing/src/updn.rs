@@ -197,7 +197,7 @@
 
 use crate::minhop::{counted_per_switch, destinations};
 use crate::select::{egress_bound, heapify, sift_down, BlockUse, LOAD_SHIFT};
-use crate::switch_graph::{canonical_order, Bfs, SwitchGraph, NONE};
+use crate::switch_graph::{canonical_order_of, Bfs, SwitchGraph, NONE};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -467,8 +467,9 @@ struct Parts {
 
 impl Parts {
     fn new(f: &RoutingFabric) -> Parts {
-        let (members, base) = canonical_order(f);
-        Parts { members, base, graph: SwitchGraph::in_fabric_order(f), cas: f.end_ports_per_switch() }
+        let graph = SwitchGraph::in_fabric_order(f);
+        let (members, base) = canonical_order_of(f, &graph);
+        Parts { members, base, graph, cas: f.end_ports_per_switch() }
     }
 
     fn count(&self) -> usize {
