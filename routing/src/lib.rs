@@ -31,6 +31,7 @@ pub mod mcast;
 pub mod minhop;
 pub mod nue;
 pub mod options;
+mod refine;
 mod select;
 pub mod sssp;
 mod switch_graph;

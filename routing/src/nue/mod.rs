@@ -105,6 +105,18 @@
 //! 16x16 mesh 26,968 -> 24,372 (8 VLs), 23,860 -> 18,540 (1 VL); the
 //! 11,664-host fat tree stays at the ideal 11,646 in 3.4 s, as before.
 //!
+//! ## One VL: refined
+//! With one layer, one escape tree's turns and a single greedy pass leave
+//! the busiest channel far above what the dependencies need on fabrics
+//! with cyclic shortest paths (672 routes on the 42-switch dragonfly, where
+//! up*/down* has 330). So on fabrics of at most
+//! [`crate::refine::MAX_ENTRIES`] (switch, end-port LID) entries, Nue's
+//! tables or up*/down*'s (automatic roots, whichever has the less busy
+//! busiest channel) are refined entry by entry, keeping the dependency
+//! graph acyclic ([`crate::refine`]): 266 on that dragonfly, 108 on the
+//! 20-switch one (Nue 188, up*/down* 114). Larger fabrics (the fat trees of
+//! `nue_bench`) keep Nue's own tables and cost.
+//!
 //! ## Switch LIDs
 //! Deadlock freedom is guaranteed for all traffic to end ports, from every
 //! switch (every switch counts as a source: a route's every turn is in its
@@ -197,6 +209,11 @@ pub struct NueStats {
     /// Whether the tables are the pending-aware routing's (else the plain
     /// one did better).
     pub pending_aware: bool,
+    /// On one VL: whether up*/down*'s tables replaced Nue's as the start of
+    /// the refinement (they had the less busy busiest channel).
+    pub from_updn: bool,
+    /// On one VL: trees re-grown and entries moved by the refinement.
+    pub refined: u64,
 }
 
 /// A destination LID block: the switch it terminates at and the port it
@@ -358,6 +375,38 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
     }
 
     // Every source has its destination's layer: one SL row for all switches.
-    let routes = Routes { lfts, sl: Some(PathSl::per_destination(layer_of, fabric.num_switches())) };
+    let mut routes = Routes { lfts, sl: Some(PathSl::per_destination(layer_of, fabric.num_switches())) };
+    if layers == 1 {
+        routes = refined_on_one_vl(fabric, options, routes, &mut stats);
+    }
     crate::error::disconnected_or_ok(fabric, routes).map(|r| (r, stats))
+}
+
+/// One layer: the better of Nue's tables and up*/down*'s (automatic
+/// roots), refined entry by entry ([`crate::refine`]). Both are acyclic on
+/// one VL; Nue's escape tree forbids more turns than its cycles need, and
+/// on dragonflies and random fabrics up*/down* with a searched order is the
+/// better start (busiest link 330 against 672 on the 42-switch dragonfly).
+/// Only fabrics the refinement takes ([`crate::refine::MAX_ENTRIES`]) pay
+/// for the up*/down* run.
+fn refined_on_one_vl(fabric: &RoutingFabric, options: &EngineOptions, own: Routes, stats: &mut NueStats) -> Routes {
+    if crate::refine::entries(fabric) > crate::refine::MAX_ENTRIES || fabric.components().count() != 1 {
+        return own;
+    }
+    let busiest = |r: &Routes| crate::analysis::validate(fabric, r).inter_switch_load.max;
+    let mut seed = own;
+    let updn_options = EngineOptions { root_guids: Vec::new(), max_vls: 1, ..options.clone() };
+    if let Ok(u) = crate::updn::updn(fabric, &updn_options) {
+        if busiest(&u) < busiest(&seed) {
+            seed = Routes { lfts: u.lfts, sl: seed.sl };
+            stats.from_updn = true;
+        }
+    }
+    match crate::refine::refine(fabric, &seed) {
+        Some((refined, run)) => {
+            stats.refined = run.moves;
+            refined
+        }
+        None => seed,
+    }
 }
