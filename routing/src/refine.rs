@@ -60,7 +60,6 @@ use crate::lft::Routes;
 /// How many hops longer than the shortest a moved entry's path may be.
 pub(crate) const SLACK: u32 = 2;
 
-
 /// The largest routing refined, in (switch, end-port LID) entries: the
 /// search scans every LID per busy channel, so beyond tens of thousands of
 /// entries it would cost seconds (the 648-host fat tree has 35,000).
@@ -792,13 +791,10 @@ mod tests {
             let t = std::time::Instant::now();
             let (r, stats) = crate::nue::nue_with_stats(&f, &one_vl()).unwrap();
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            let own = {
-                let mut plain = f.clone();
-                let _ = &mut plain;
-                validate(&f, &crate::updn::updn(&f, &one_vl()).unwrap()).inter_switch_load.max
-            };
+            let updn = validate(&f, &crate::updn::updn(&f, &one_vl()).unwrap()).inter_switch_load.max;
+            let sssp = validate(&f, &crate::sssp::sssp(&f, &one_vl()).unwrap()).inter_switch_load.max;
             println!(
-                "{name}: nue 1VL busiest {} (updn {own}) from_updn {} refined {} in {ms:.1} ms",
+                "{name}: nue 1VL busiest {} (updn {updn}, sssp {sssp}) from_updn {} refined {} in {ms:.1} ms",
                 validate(&f, &r).inter_switch_load.max,
                 stats.from_updn,
                 stats.refined

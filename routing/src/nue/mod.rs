@@ -109,13 +109,14 @@
 //! With one layer, one escape tree's turns and a single greedy pass leave
 //! the busiest channel far above what the dependencies need on fabrics
 //! with cyclic shortest paths (672 routes on the 42-switch dragonfly, where
-//! up*/down* has 330). So on fabrics of at most
-//! [`crate::refine::MAX_ENTRIES`] (switch, end-port LID) entries, Nue's
-//! tables or up*/down*'s (automatic roots, whichever has the less busy
-//! busiest channel) are refined entry by entry, keeping the dependency
-//! graph acyclic ([`crate::refine`]): 266 on that dragonfly, 108 on the
-//! 20-switch one (Nue 188, up*/down* 114). Larger fabrics (the fat trees of
-//! `nue_bench`) keep Nue's own tables and cost.
+//! up*/down* has 330), and on cut 3-level fat trees. So Nue's tables or
+//! up*/down*'s (automatic roots), whichever has the less busy busiest
+//! channel, are kept, and on fabrics of at most
+//! [`crate::refine::MAX_ENTRIES`] (switch, end-port LID) entries refined
+//! entry by entry, keeping the dependency graph acyclic
+//! ([`crate::refine`]): 266 on that dragonfly, 108 on the 20-switch one
+//! (Nue 188, up*/down* 114). The largest fabrics (the fat trees of
+//! `nue_bench`, above `SEED_MAX_ENTRIES`) keep Nue's own tables and cost.
 //!
 //! ## Switch LIDs
 //! Deadlock freedom is guaranteed for all traffic to end ports, from every
@@ -174,6 +175,12 @@ use search::{route_one, Search};
 const ENGINE: &str = "nue";
 const NONE: u32 = u32::MAX;
 const NO_EDGE: usize = usize::MAX;
+/// The largest fabric, in (switch, end-port LID) entries, whose one-VL
+/// tables are compared with up*/down*'s: the 3-level radix-12 fat tree
+/// (77,760) is in, the 3,888-host one (2.1 M) is not. Nue's single layer
+/// does poorly on cut 3-level trees (2,388 routes on the busiest link of
+/// the radix-12 one with 5% cut, up*/down* 912).
+const SEED_MAX_ENTRIES: usize = 250_000;
 /// Data VLs (VL15 is management only; IBA 7.6.2).
 const MAX_LAYERS: u8 = 15;
 
@@ -387,10 +394,12 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
 /// one VL; Nue's escape tree forbids more turns than its cycles need, and
 /// on dragonflies and random fabrics up*/down* with a searched order is the
 /// better start (busiest link 330 against 672 on the 42-switch dragonfly).
-/// Only fabrics the refinement takes ([`crate::refine::MAX_ENTRIES`]) pay
-/// for the up*/down* run.
+/// The up*/down* run and the comparison are for fabrics up to
+/// [`SEED_MAX_ENTRIES`] (switch, end-port LID) entries, the refinement up
+/// to [`crate::refine::MAX_ENTRIES`]; the large fat trees of `nue_bench`
+/// keep Nue's own tables and cost.
 fn refined_on_one_vl(fabric: &RoutingFabric, options: &EngineOptions, own: Routes, stats: &mut NueStats) -> Routes {
-    if crate::refine::entries(fabric) > crate::refine::MAX_ENTRIES || fabric.components().count() != 1 {
+    if crate::refine::entries(fabric) > SEED_MAX_ENTRIES || fabric.components().count() != 1 {
         return own;
     }
     let busiest = |r: &Routes| crate::analysis::validate(fabric, r).inter_switch_load.max;
