@@ -58,7 +58,7 @@ use crate::fabric::{PortEnd, RoutingFabric, SwitchId};
 use crate::lft::Routes;
 
 /// How many hops longer than the shortest a moved entry's path may be.
-pub(crate) const SLACK: u32 = 2;
+const SLACK: u32 = 2;
 
 /// The largest routing refined, in (switch, end-port LID) entries: the
 /// search scans every LID per busy channel, so beyond tens of thousands of
@@ -156,8 +156,6 @@ struct State {
     /// Position of each channel in a topological order of `uses`.
     ord: Vec<u32>,
     insert: OrderedInsert,
-    /// Scratch for paths.
-    path: Vec<u32>,
 }
 
 impl State {
@@ -219,7 +217,6 @@ impl State {
             weight: vec![0; nm * ns],
             hosts,
             dist,
-            path: Vec::new(),
         };
         for m in 0..nm {
             state.weigh(m)?;
@@ -227,14 +224,11 @@ impl State {
         // Dependencies of the movable LIDs, then of the switch LIDs that
         // keep their routes.
         for m in 0..nm {
-            let row = &state.next[m * ns..(m + 1) * ns];
-            let deps: Vec<usize> = dependencies(&state.ch, row).collect();
-            for e in deps {
-                state.uses[e] += 1;
-            }
+            count_tree(&state.ch, &state.next[m * ns..(m + 1) * ns], &mut state.uses);
         }
         let mut row = vec![NO_CHANNEL; ns];
-        for s in f.switch_ids().filter(|s| state.hosts[s.index()] == 0) {
+        // Those of switches [`State::into_routes`] does not mirror.
+        for s in f.switch_ids().filter(|&s| first_end_lid(f, s).is_none()) {
             fixed.extend(f.switch(s).lids().map(|l| (l as u16, s)));
         }
         for (lid, s) in fixed {
@@ -251,10 +245,7 @@ impl State {
             if forms_loop(&state.ch, &row, s.0) {
                 return None;
             }
-            let deps: Vec<usize> = dependencies(&state.ch, &row).collect();
-            for e in deps {
-                state.uses[e] += 1;
-            }
+            count_tree(&state.ch, &row, &mut state.uses);
         }
         let uses = &state.uses;
         state.ord = topological_order(&DepGraph { g: &state.ch, has: |e| uses[e] > 0 }).ok()?;
@@ -383,8 +374,7 @@ impl State {
         let current = self.next[m * ns + u];
         let limit = self.dist[drow][u] + SLACK;
         // Channels of the current path from u, to tell shared ones apart.
-        let mut old = std::mem::take(&mut self.path);
-        old.clear();
+        let mut old = Vec::new();
         let mut x = u;
         while x != owner {
             let k = self.next[m * ns + x];
@@ -441,7 +431,6 @@ impl State {
                 out.push(Cand { peak, delta: gained + lost, hops, m: m as u32, at: u as u32, to: cn });
             }
         }
-        self.path = old;
     }
 
     /// (busiest load, channels at it, sum of squared loads).
@@ -455,7 +444,6 @@ impl State {
     /// fits; kept if every switch joined and the score fell, else the old
     /// tree is put back.
     fn reroute(&mut self, m: usize, budget: &mut u64) -> bool {
-        let hop_cost = HOP_COST;
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
         let ns = self.ns;
@@ -478,7 +466,7 @@ impl State {
         let mut heap = BinaryHeap::new();
         for o in self.ch.channels(owner) {
             let c = self.ch.reverse(o);
-            heap.push(Reverse((hop_cost + self.load[c], self.ch.tail[c], c as u32)));
+            heap.push(Reverse((HOP_COST + self.load[c], self.ch.tail[c], c as u32)));
         }
         while let Some(Reverse((key, x, c))) = heap.pop() {
             *budget = budget.saturating_sub(1);
@@ -501,7 +489,7 @@ impl State {
                 let cw = self.ch.reverse(o);
                 let w = self.ch.tail[cw] as usize;
                 if !settled[w] {
-                    heap.push(Reverse((key + hop_cost + self.load[cw], w as u32, cw as u32)));
+                    heap.push(Reverse((key + HOP_COST + self.load[cw], w as u32, cw as u32)));
                 }
             }
         }
@@ -658,19 +646,18 @@ struct Cand {
 
 /// The dependencies of one LID's tree, every switch a source: each
 /// switch's channel, then the channel of the switch it leads to.
-fn dependencies<'a>(ch: &'a ChannelGraph, row: &'a [u32]) -> impl Iterator<Item = usize> + 'a {
-    row.iter().filter(|&&c| c != NO_CHANNEL).filter_map(move |&c| {
-        let k = row[ch.head[c as usize] as usize];
-        (k != NO_CHANNEL).then(|| ch.dep(c as usize, k as usize))
-    })
-}
-
-/// [`dependencies`] as channel pairs.
 fn tree_pairs<'a>(ch: &'a ChannelGraph, row: &'a [u32]) -> impl Iterator<Item = (u32, u32)> + 'a {
     row.iter().filter(|&&c| c != NO_CHANNEL).filter_map(move |&c| {
         let k = row[ch.head[c as usize] as usize];
         (k != NO_CHANNEL).then_some((c, k))
     })
+}
+
+/// Counts the dependencies of one LID's tree ([`tree_pairs`]) in `uses`.
+fn count_tree(ch: &ChannelGraph, row: &[u32], uses: &mut [u32]) {
+    for (a, b) in tree_pairs(ch, row) {
+        uses[ch.dep(a as usize, b as usize)] += 1;
+    }
 }
 
 /// Whether following `row` from some switch never reaches `owner`.
