@@ -20,6 +20,7 @@ pub mod auto;
 pub mod cdg;
 mod channels;
 pub mod dor;
+mod dragonfly;
 pub mod dump;
 pub mod engine;
 pub mod error;

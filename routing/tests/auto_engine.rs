@@ -118,6 +118,26 @@ fn meshes_get_dor_on_one_vl() {
 }
 
 #[test]
+fn dragonflies_get_nue_with_every_global_hop_minimal() {
+    // Nue on one VL takes the dragonfly routing there: every path crosses
+    // one global cable, its group pair's, which then carries exactly the
+    // group-to-group all-to-all (8 x 8 and 12 x 12 end-port pairs); the
+    // longer local paths leave no cable more than an eighth above that.
+    for (routers, global_floor) in [(4u8, 64u64), (6, 144)] {
+        let f = testfab::dragonfly(routers, 2);
+        let what = format!("dragonfly r{routers}");
+        let out = sound(&f, &EngineOptions::default(), &what);
+        assert_eq!(out.choice.engine, EngineKind::Nue, "{what}: {}", out.choice.reason);
+        let rep = validate(&f, &out.routes);
+        assert!(rep.inter_switch_load.max >= global_floor, "{what}: {rep}");
+        assert!(rep.inter_switch_load.max <= global_floor + global_floor / 8, "{what}: {rep}");
+        assert!(analyze_cdg(&f, &out.routes, CdgScope { include_switches: true }).deadlock_free(), "{what}");
+        let updn = validate(&f, &route(EngineKind::UpDn, &f, &vls(1)).unwrap()).inter_switch_load.max;
+        assert!(rep.inter_switch_load.max < updn, "{what}: updn {updn}");
+    }
+}
+
+#[test]
 fn random_fabrics_get_the_less_loaded_single_vl_engine() {
     let spec = RandomSpec { switches: 24, extra_links: 30, max_hosts_per_switch: 4, max_lmc: 1 };
     let mut engines = std::collections::HashSet::new();

@@ -118,6 +118,13 @@
 //! (Nue 188, up*/down* 114). The largest fabrics (the fat trees of
 //! `nue_bench`, above `SEED_MAX_ENTRIES`) keep Nue's own tables and cost.
 //!
+//! On dragonflies whose groups have at least four routers, a third
+//! candidate keeps every path minimal: [`crate::dragonfly`] splits each
+//! group's local cables into an outbound and an inbound class, so the
+//! phases that need two VLs elsewhere never share a channel. It wins on
+//! the bench's dragonflies (144 on the 42-switch one, 68 after refining on
+//! the 20-switch one; OpenSM's dfsssp needs 8 VLs for 172 and 82).
+//!
 //! ## Switch LIDs
 //! Deadlock freedom is guaranteed for all traffic to end ports, from every
 //! switch (every switch counts as a source: a route's every turn is in its
@@ -219,6 +226,10 @@ pub struct NueStats {
     /// On one VL: whether up*/down*'s tables replaced Nue's as the start of
     /// the refinement (they had the less busy busiest channel).
     pub from_updn: bool,
+    /// On one VL: whether the dragonfly routing's tables
+    /// ([`crate::dragonfly`]: minimal, the phases kept apart by local
+    /// cables) replaced them, being less busy still.
+    pub from_dragonfly: bool,
     /// On one VL: trees re-grown and entries moved by the refinement.
     pub refined: u64,
 }
@@ -389,26 +400,43 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
     crate::error::disconnected_or_ok(fabric, routes).map(|r| (r, stats))
 }
 
-/// One layer: the better of Nue's tables and up*/down*'s (automatic
-/// roots), refined entry by entry ([`crate::refine`]). Both are acyclic on
-/// one VL; Nue's escape tree forbids more turns than its cycles need, and
-/// on dragonflies and random fabrics up*/down* with a searched order is the
-/// better start (busiest link 330 against 672 on the 42-switch dragonfly).
-/// The up*/down* run and the comparison are for fabrics up to
-/// [`SEED_MAX_ENTRIES`] (switch, end-port LID) entries, the refinement up
-/// to [`crate::refine::MAX_ENTRIES`]; the large fat trees of `nue_bench`
-/// keep Nue's own tables and cost.
+/// One layer: the best of Nue's tables, up*/down*'s (automatic roots) and,
+/// on a dragonfly, [`crate::dragonfly`]'s, refined entry by entry
+/// ([`crate::refine`]). All are acyclic on one VL; Nue's escape tree
+/// forbids more turns than its cycles need, and on random fabrics
+/// up*/down* with a searched order is the better start. On dragonflies
+/// both push traffic onto second global cables (busiest link 672 and 330 on
+/// the 42-switch one), where the dragonfly routing keeps every path on its
+/// group pair's cable (144).
+/// The up*/down* run is for fabrics up to [`SEED_MAX_ENTRIES`] (switch,
+/// end-port LID) entries, the refinement up to
+/// [`crate::refine::MAX_ENTRIES`], the dragonfly routing for any size; the
+/// large fat trees of `nue_bench` keep Nue's own tables and cost.
 fn refined_on_one_vl(fabric: &RoutingFabric, options: &EngineOptions, own: Routes, stats: &mut NueStats) -> Routes {
-    if crate::refine::entries(fabric) > SEED_MAX_ENTRIES || fabric.components().count() != 1 {
+    if fabric.components().count() != 1 {
+        return own;
+    }
+    // Cheap at any size: O(LIDs x switches) and one credit-loop check.
+    let dragonfly = crate::dragonfly::route_one_vl(fabric);
+    let small = crate::refine::entries(fabric) <= SEED_MAX_ENTRIES;
+    if !small && dragonfly.is_none() {
         return own;
     }
     let busiest = |r: &Routes| crate::analysis::validate(fabric, r).inter_switch_load.max;
+    let mut seed_busiest = busiest(&own);
     let mut seed = own;
     let updn_options = EngineOptions { root_guids: Vec::new(), max_vls: 1, ..options.clone() };
-    if let Ok(u) = crate::updn::updn(fabric, &updn_options) {
-        if busiest(&u) < busiest(&seed) {
-            seed = Routes { lfts: u.lfts, sl: seed.sl };
+    if let Some(Ok(u)) = small.then(|| crate::updn::updn(fabric, &updn_options)) {
+        let b = busiest(&u);
+        if b < seed_busiest {
+            (seed, seed_busiest) = (Routes { lfts: u.lfts, sl: seed.sl }, b);
             stats.from_updn = true;
+        }
+    }
+    if let Some(d) = dragonfly {
+        if busiest(&d) < seed_busiest {
+            seed = Routes { lfts: d.lfts, sl: seed.sl };
+            (stats.from_updn, stats.from_dragonfly) = (false, true);
         }
     }
     match crate::refine::refine(fabric, &seed) {
