@@ -118,6 +118,8 @@ fn meshes_and_tori() {
 #[test]
 fn dragonfly() {
     check("dragonfly:routers=3,hosts=2");
+    // Groups of four: auto's nue programs the dragonfly routing.
+    check("dragonfly:routers=4,hosts=2");
 }
 
 #[test]

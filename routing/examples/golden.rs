@@ -8,14 +8,14 @@
 //! Each line is `fabric engine max_vls fingerprint`, where the fingerprint
 //! hashes the whole result: the forwarding tables and SLs, or the error.
 //! Fabrics: small and degraded fat trees, spine-leaf with parallel
-//! cables, rings, meshes and tori, and seeded random irregular fabrics
-//! (parallel cables, self-loops, LMC).
+//! cables, rings, meshes and tori, seeded random irregular fabrics
+//! (parallel cables, self-loops, LMC) and two dragonflies.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use ibsm_routing::engine::{route, EngineKind};
-use ibsm_routing::testfab::{degraded, grid, random_connected, ring, spine_leaf, FatTree, RandomSpec};
+use ibsm_routing::testfab::{degraded, dragonfly, grid, random_connected, ring, spine_leaf, FatTree, RandomSpec};
 use ibsm_routing::{EngineOptions, RoutingFabric};
 
 fn fabrics() -> Vec<(String, RoutingFabric)> {
@@ -44,6 +44,9 @@ fn fabrics() -> Vec<(String, RoutingFabric)> {
             max_lmc: (seed % 3) as u8,
         };
         v.push((format!("random-{seed}"), random_connected(seed, spec)));
+    }
+    for routers in [4u8, 6] {
+        v.push((format!("dragonfly-r{routers}"), dragonfly(routers, 2)));
     }
     v
 }

@@ -20,7 +20,8 @@
 //!    VL, because many fabrics spend their VLs on QoS, and because a
 //!    default must stay deadlock free when an application ignores the
 //!    PathRecord's SL, which layered engines (dfsssp, nue on several VLs)
-//!    rely on.
+//!    rely on. On a dragonfly, nue's one-VL tables start from
+//!    [`crate::dragonfly`]'s minimal routing, and the reason says so.
 //!
 //! Every candidate's tables go through [`analyze_cdg`] (end-port traffic,
 //! [`CdgScope::default`]) before they are accepted, and updn's and nue's
@@ -236,8 +237,21 @@ pub fn choose(fabric: &RoutingFabric, options: &EngineOptions) -> Result<AutoOut
     let one_vl = EngineOptions { max_vls: 1, ..options.clone() };
     let mut fallback = None;
     let mut scored: Vec<(EngineKind, u64, Routed)> = Vec::new();
+    // Whether nue's tables grew from the dragonfly routing, for the reason.
+    let mut nue_on_dragonfly = false;
     for kind in [EngineKind::UpDn, EngineKind::Nue] {
-        let Some(r) = attempt(kind, fabric, &one_vl, &mut passed)? else { continue };
+        let routed = if kind == EngineKind::Nue {
+            let options = one_vl.with_port_guids(fabric);
+            attempt_with(kind, &mut passed, || {
+                crate::nue::nue_with_stats(fabric, &options).map(|(routes, stats)| {
+                    nue_on_dragonfly = stats.from_dragonfly;
+                    routes
+                })
+            })?
+        } else {
+            attempt(kind, fabric, &one_vl, &mut passed)?
+        };
+        let Some(r) = routed else { continue };
         let loop_free = credit_loop_free(kind, fabric, &r.routes, &mut passed);
         let report = validate(fabric, &r.routes);
         if loop_free && !report.is_clean() {
@@ -270,7 +284,14 @@ pub fn choose(fabric: &RoutingFabric, options: &EngineOptions) -> Result<AutoOut
             };
             passed.push(PassedOver { engine: kind, why: PassReason::Busier { busiest, winner, winner_busiest } });
         }
-        let reason = format!("{why_here} → {winner} (busiest link {winner_busiest}){over} on 1 VL");
+        let how = match crate::dragonfly::groups(fabric) {
+            Some(g) if winner == EngineKind::Nue && nue_on_dragonfly => format!(
+                ", from the dragonfly routing ({} groups; outbound and inbound local cables apart, every global hop minimal)",
+                g.members.len()
+            ),
+            _ => String::new(),
+        };
+        let reason = format!("{why_here} → {winner} (busiest link {winner_busiest}){how}{over} on 1 VL");
         return Ok(routes.into_outcome(winner, reason, passed, true));
     }
     if let Some(r) = fallback {
@@ -322,7 +343,16 @@ fn attempt(
     options: &EngineOptions,
     passed: &mut Vec<PassedOver>,
 ) -> Result<Option<Routed>, RoutingError> {
-    match route(kind, fabric, options) {
+    attempt_with(kind, passed, || route(kind, fabric, options))
+}
+
+/// [`attempt`] with the engine run by `run` (options already checked).
+fn attempt_with(
+    kind: EngineKind,
+    passed: &mut Vec<PassedOver>,
+    run: impl FnOnce() -> Result<Routes, RoutingError>,
+) -> Result<Option<Routed>, RoutingError> {
+    match run() {
         Ok(routes) => Ok(Some(Routed { routes, parts: None })),
         Err(e @ (RoutingError::VlBudget { .. } | RoutingError::Input { .. })) => Err(e),
         Err(e @ RoutingError::Disconnected { .. }) => {

@@ -128,6 +128,7 @@ fn dragonflies_get_nue_with_every_global_hop_minimal() {
         let what = format!("dragonfly r{routers}");
         let out = sound(&f, &EngineOptions::default(), &what);
         assert_eq!(out.choice.engine, EngineKind::Nue, "{what}: {}", out.choice.reason);
+        assert!(out.choice.reason.contains("from the dragonfly routing"), "{what}: {}", out.choice.reason);
         let rep = validate(&f, &out.routes);
         assert!(rep.inter_switch_load.max >= global_floor, "{what}: {rep}");
         assert!(rep.inter_switch_load.max <= global_floor + global_floor / 8, "{what}: {rep}");
