@@ -626,6 +626,7 @@ impl Fabric {
     // ---- the device side ---------------------------------------------------
 
     pub(crate) fn device_send(&mut self, dev: DevId, dgram: &Datagram) -> Result<(), DeviceError> {
+        self.catch_up_with_real_time();
         let slot = self.devices.get(dev.0 as usize).filter(|d| d.attached).ok_or(DeviceError::Closed)?;
         let src = slot.port;
         self.schedule(
@@ -635,7 +636,21 @@ impl Fabric {
         Ok(())
     }
 
+    /// Paced: the clock never lags real time. Without this it stood still
+    /// while every device was idle, and the next device to wait for a
+    /// timeout then ran it to that deadline at once, before another SM's
+    /// thread had had the real time to answer (a standby's polls timed out
+    /// in microseconds and were answered as strays).
+    fn catch_up_with_real_time(&mut self) {
+        let Some(paced) = self.paced_now() else { return };
+        while self.queue.peek().is_some_and(|s| s.at <= paced) {
+            self.step();
+        }
+        self.now = self.now.max(paced);
+    }
+
     pub(crate) fn device_recv(&mut self, dev: DevId, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
+        self.catch_up_with_real_time();
         let deadline = self.wait_bound(deadline);
         loop {
             let slot = self.devices.get_mut(dev.0 as usize).filter(|d| d.attached).ok_or(DeviceError::Closed)?;

@@ -469,13 +469,19 @@ impl Fabric {
     pub fn seed(&self) -> u64 {
         self.cfg.seed
     }
-    /// Current virtual time.
+    /// Current virtual time; when paced, never behind real time.
     pub fn now(&self) -> Duration {
-        self.now
+        self.paced_now().map_or(self.now, |paced| self.now.max(paced))
+    }
+
+    /// Paced: the virtual time real time has reached.
+    pub(crate) fn paced_now(&self) -> Option<Duration> {
+        self.pace.map(|(real, virt)| virt + real.elapsed())
     }
 
     /// Paces virtual time to real time from now on: a device's `recv` then
-    /// waits in real time instead of jumping to its deadline. Needed when
+    /// waits in real time instead of jumping to its deadline, and the clock
+    /// moves on with real time while every device is idle. Needed when
     /// several SMs, each on its own I/O thread, share the fabric: without
     /// it one SM's wait for a timeout runs the clock past the moment another
     /// SM would have answered it.
