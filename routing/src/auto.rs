@@ -284,13 +284,15 @@ pub fn choose(fabric: &RoutingFabric, options: &EngineOptions) -> Result<AutoOut
             };
             passed.push(PassedOver { engine: kind, why: PassReason::Busier { busiest, winner, winner_busiest } });
         }
-        let how = match crate::dragonfly::groups(fabric) {
-            Some(g) if winner == EngineKind::Nue && nue_on_dragonfly => format!(
+        // Only then are the groups looked for again.
+        let groups =
+            (winner == EngineKind::Nue && nue_on_dragonfly).then(|| crate::dragonfly::groups(fabric)).flatten();
+        let how = groups.map_or_else(String::new, |g| {
+            format!(
                 ", from the dragonfly routing ({} groups; outbound and inbound local cables apart, every global hop minimal)",
                 g.members.len()
-            ),
-            _ => String::new(),
-        };
+            )
+        });
         let reason = format!("{why_here} → {winner} (busiest link {winner_busiest}){how}{over} on 1 VL");
         return Ok(routes.into_outcome(winner, reason, passed, true));
     }
