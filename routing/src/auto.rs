@@ -237,8 +237,9 @@ pub fn choose(fabric: &RoutingFabric, options: &EngineOptions) -> Result<AutoOut
     let one_vl = EngineOptions { max_vls: 1, ..options.clone() };
     let mut fallback = None;
     let mut scored: Vec<(EngineKind, u64, Routed)> = Vec::new();
-    // Whether nue's tables grew from the dragonfly routing, for the reason.
-    let mut nue_on_dragonfly = false;
+    // The dragonfly's groups when nue's tables grew from its routing, for
+    // the reason.
+    let mut nue_on_dragonfly = None;
     for kind in [EngineKind::UpDn, EngineKind::Nue] {
         let routed = if kind == EngineKind::Nue {
             let options = one_vl.with_port_guids(fabric);
@@ -284,13 +285,9 @@ pub fn choose(fabric: &RoutingFabric, options: &EngineOptions) -> Result<AutoOut
             };
             passed.push(PassedOver { engine: kind, why: PassReason::Busier { busiest, winner, winner_busiest } });
         }
-        // Only then are the groups looked for again.
-        let groups =
-            (winner == EngineKind::Nue && nue_on_dragonfly).then(|| crate::dragonfly::groups(fabric)).flatten();
-        let how = groups.map_or_else(String::new, |g| {
+        let how = nue_on_dragonfly.filter(|_| winner == EngineKind::Nue).map_or_else(String::new, |groups| {
             format!(
-                ", from the dragonfly routing ({} groups; outbound and inbound local cables apart, every global hop minimal)",
-                g.members.len()
+                ", from the dragonfly routing ({groups} groups; outbound and inbound local cables apart, every global hop minimal)"
             )
         });
         let reason = format!("{why_here} → {winner} (busiest link {winner_busiest}){how}{over} on 1 VL");

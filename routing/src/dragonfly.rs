@@ -204,10 +204,10 @@ fn class_routes(a: usize, class: usize) -> Vec<usize> {
     next
 }
 
-/// The tables described in the module documentation, or `None` when the
-/// fabric is not such a dragonfly (see [`groups`]) or, defensively, when
-/// the tables close a credit loop.
-pub(crate) fn route_one_vl(f: &RoutingFabric) -> Option<Routes> {
+/// The tables described in the module documentation and the number of
+/// groups, or `None` when the fabric is not such a dragonfly (see
+/// [`groups`]) or, defensively, when the tables close a credit loop.
+pub(crate) fn route_one_vl(f: &RoutingFabric) -> Option<(Routes, usize)> {
     let g = groups(f)?;
     let ng = g.members.len();
     // Local ports: port[group][i * a + j] from place i to place j.
@@ -279,7 +279,7 @@ pub(crate) fn route_one_vl(f: &RoutingFabric) -> Option<Routes> {
         }
     }
     let routes = Routes { lfts, sl: None };
-    analyze_cdg(f, &routes, CdgScope { include_switches: true }).deadlock_free().then_some(routes)
+    analyze_cdg(f, &routes, CdgScope { include_switches: true }).deadlock_free().then_some((routes, ng))
 }
 
 #[cfg(test)]
@@ -317,7 +317,7 @@ mod tests {
             let g = groups_of(&f);
             assert_eq!(g.members.len(), groups);
             assert!(g.members.iter().all(|m| m.len() == usize::from(routers)));
-            let r = route_one_vl(&f).expect("a dragonfly");
+            let (r, _) = route_one_vl(&f).expect("a dragonfly");
             let rep = validate(&f, &r);
             assert!(rep.is_valid(), "{:?}", rep.failures.first());
             assert!(analyze_cdg(&f, &r, CdgScope { include_switches: true }).deadlock_free());

@@ -492,10 +492,7 @@ impl Fabric {
     /// The latest virtual time a device may wait to: its deadline, or less
     /// when paced.
     pub(crate) fn wait_bound(&self, deadline: Duration) -> Duration {
-        match self.pace {
-            Some((real, virt)) => deadline.min(virt + real.elapsed()),
-            None => deadline,
-        }
+        self.paced_now().map_or(deadline, |paced| deadline.min(paced))
     }
 
     // ---- introspection for tests --------------------------------------

@@ -227,10 +227,10 @@ pub struct NueStats {
     /// On one VL: whether the tables kept started from up*/down*'s (they
     /// refined to the less busy busiest channel).
     pub from_updn: bool,
-    /// On one VL: whether the tables kept started from the dragonfly
-    /// routing's ([`crate::dragonfly`]: minimal, the phases kept apart by
-    /// local cables).
-    pub from_dragonfly: bool,
+    /// On one VL: the dragonfly's groups when the tables kept started from
+    /// the dragonfly routing's ([`crate::dragonfly`]: minimal, the phases
+    /// kept apart by local cables).
+    pub from_dragonfly: Option<usize>,
     /// On one VL: trees re-grown and entries moved by the refinement of
     /// the tables kept.
     pub refined: u64,
@@ -439,7 +439,8 @@ fn refined_on_one_vl(fabric: &RoutingFabric, options: &EngineOptions, own: Route
     if let Some(Ok(u)) = small.then(|| crate::updn::updn(fabric, &updn_options)) {
         starts.push((Start::UpDn, Routes { lfts: u.lfts, sl: sl.clone() }));
     }
-    if let Some(d) = dragonfly {
+    let groups = dragonfly.as_ref().map(|(_, groups)| *groups);
+    if let Some((d, _)) = dragonfly {
         starts.push((Start::Dragonfly, Routes { lfts: d.lfts, sl: sl.clone() }));
     }
     // Each start refined, least busy first: that one does not always refine
@@ -454,18 +455,17 @@ fn refined_on_one_vl(fabric: &RoutingFabric, options: &EngineOptions, own: Route
         if best.as_ref().is_some_and(|(least, ..)| 2 * unrefined > 3 * *least) {
             continue;
         }
-        let (routes, moves) = match crate::refine::refine(fabric, &routes) {
-            Some((refined, run)) => (refined, run.moves),
-            None => (routes, 0),
+        let (routes, moves, b) = match crate::refine::refine(fabric, &routes) {
+            Some((refined, run)) => (refined, run.moves, run.busiest_after),
+            None => (routes, 0, unrefined),
         };
-        let b = busiest(&routes);
         if best.as_ref().is_none_or(|(least, ..)| b < *least) {
             best = Some((b, start, moves, routes));
         }
     }
     let (_, start, moves, routes) = best.expect("Nue's own tables are a start");
     stats.from_updn = start == Start::UpDn;
-    stats.from_dragonfly = start == Start::Dragonfly;
+    stats.from_dragonfly = groups.filter(|_| start == Start::Dragonfly);
     stats.refined = moves;
     routes
 }
