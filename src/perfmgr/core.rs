@@ -28,10 +28,10 @@ use std::time::Duration;
 use super::config::PerfMgrConfig;
 use super::counters::{Counter, Extended, JumpKind, JumpRule, PerCounter, PmaCaps, PortAccount, Reading, COUNTERS};
 use super::targets::PerfPort;
+use crate::datagram::{Datagram, MadAddress};
 use crate::mad::class_port_info::ClassPortInfoRepr;
 use crate::mad::perf::{PerfAttributeId, PerfMadRepr, PortCountersExtendedRepr, PortCountersRepr, PERF_DATA_LEN};
 use crate::mad::Method;
-use crate::transport::{Datagram, MadAddress};
 use crate::types::{Guid, Lid};
 
 /// How long the account of a port no longer among the targets is kept.

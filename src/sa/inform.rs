@@ -21,11 +21,11 @@ use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use crate::datagram::{Datagram, MadAddress};
 use crate::mad::notice::trap;
 use crate::mad::sa::inform_info::wildcard;
 use crate::mad::sa::{InformInfoRecordRepr, InformInfoRepr, InformKind, SaRecord, INFORM_INFO_RECORD_LEN};
 use crate::mad::NoticeRepr;
-use crate::transport::{Datagram, MadAddress};
 use crate::types::Guid;
 
 /// One subscription.

@@ -67,11 +67,11 @@ use super::index::{gid_guid, PortAt, PortIndex};
 use super::inform::{is_security_trap, Subscription, Subscriptions};
 use super::mcast::{McFabric, McGroups, McLimits};
 use super::services::Services;
+use crate::datagram::MadAddress;
 use crate::mad::guid_info::GUID_BLOCK_ENTRIES;
 use crate::mad::sa::{
     join_state, GuidInfoRecordRepr, InformInfoRecordRepr, InformKind, McMemberRecordRepr, ServiceRecordRepr,
 };
-use crate::transport::MadAddress;
 use crate::types::{Guid, Lid};
 
 /// One mirror read: each table the master's SA answered; `None` for one

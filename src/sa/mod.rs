@@ -84,6 +84,7 @@ pub use config::{NotServing, SaConfig};
 pub use mirror::MirrorRead;
 pub use stats::SaStats;
 
+use crate::datagram::Datagram;
 use crate::mad::class_port_info::{class_cap, sa_cap, sa_cap2, ClassPortInfoRepr};
 use crate::mad::notice::trap;
 use crate::mad::sa::port_info_record::ATTR_MOD_CAPABILITY_MASK_MATCH;
@@ -95,7 +96,6 @@ use crate::mad::sa::{MultiPathRecordRepr, PathRecordRepr};
 use crate::mad::{Method, NoticeRepr, SmInfoRepr};
 use crate::rmpp::{RmppConfig, RmppReceiver};
 use crate::runtime::snapshot::Snapshot;
-use crate::transport::Datagram;
 use crate::types::{Guid, Lid};
 use guids::AliasGuids;
 use index::PortIndex;
@@ -1315,7 +1315,7 @@ impl SaAgent {
             .filter(|s| s.matches(notice, &notice.issuer_gid) && allow(s))
             .map(|s| {
                 let mut to = s.addr;
-                to.qkey = crate::transport::MadAddress::QP1_QKEY;
+                to.qkey = crate::datagram::MadAddress::QP1_QKEY;
                 to
             })
             .collect();

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Unbounded};
 use std::time::Duration;
 
+use crate::datagram::{Datagram, MadAddress};
 use crate::rmpp::{RmppConfig, RmppSender, TransferState};
-use crate::transport::{Datagram, MadAddress};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct SendKey {

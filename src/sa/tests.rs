@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use super::*;
 use crate::config::SmConfig;
+use crate::datagram::MadAddress;
 use crate::mad::sa::*;
 use crate::mad::sa::{SaMad, SA_DATA_OFFSET};
 use crate::mad::{MadHeader, NoticeType, MAD_SIZE};
@@ -16,7 +17,6 @@ use crate::sim::{FabricBuilder, SimDevice};
 use crate::topology::Topology;
 use crate::transport::io_thread::MadTransport;
 use crate::transport::txn::TxnConfig;
-use crate::transport::MadAddress;
 
 pub(super) const SPEC: &str = "fattree2:radix=8,leaves=4,spines=2,hosts=4";
 
@@ -835,7 +835,7 @@ fn a_port_leaving_is_reported_as_trap_65_until_report_resp() {
     let sent = reports(&out);
     assert_eq!(sent.len(), 1, "one Report: the subscription asked for 65 only");
     let (d, n) = &sent[0];
-    assert_eq!((d.addr.lid.0, d.addr.qkey), (sm, crate::transport::MadAddress::QP1_QKEY));
+    assert_eq!((d.addr.lid.0, d.addr.qkey), (sm, crate::datagram::MadAddress::QP1_QKEY));
     assert_eq!((n.trap_number, n.producer_type, n.issuer_lid.0), (65, 4, sm));
     assert_eq!(&n.data_details[6..22], &index::gid(index::DEFAULT_SUBNET_PREFIX, host)[..], "the GID gone");
     let tid = u64::from_be_bytes(d.mad[8..16].try_into().unwrap());

@@ -6,13 +6,13 @@
 //! header (IBA 13.6.2.1) at 24..36, SM_Key 36..44, AttributeOffset 44..46,
 //! ComponentMask 48..56, then 200 bytes of SA data.
 
+use crate::datagram::{Datagram, MadAddress};
 use crate::mad::header::status;
 use crate::mad::rmpp::{RmppHeaderRepr, RmppType};
 use crate::mad::sa::{SaAttributeId, SaMad, SA_DATA_LEN, SA_DATA_OFFSET};
 use crate::mad::{AttributeId, NoticeRepr};
 use crate::mad::{MadHeader, MadHeaderRepr, Method, MgmtClass, MAD_HEADER_LEN, MAD_SIZE};
 use crate::rmpp::Segmentation;
-use crate::transport::{Datagram, MadAddress};
 
 /// The SA class version (IBA 15.2.1.1).
 pub const SA_CLASS_VERSION: u8 = 2;

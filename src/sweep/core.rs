@@ -5,8 +5,9 @@
 //! runtime's over tokio (`crate::runtime::driver`), the simulator's in
 //! virtual time for tests (`crate::sim::drive_core`).
 
+use crate::datagram::{Datagram, MadAddress};
+use crate::exchange::SmpError;
 use crate::mad::{AttributeId, DrPath, Method, SmpRepr, SMP_DATA_LEN};
-use crate::transport::{Datagram, MadAddress, SmpError};
 
 /// One directed-route SMP a core wants sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::datagram::Datagram;
 use crate::mad::sa::{
     inform_wildcard as wildcard, join_state as js, mc_member_mask as m, InformInfoRepr, InformKind, McMemberRecordRepr,
     SaAttributeId, SA_DATA_OFFSET,
@@ -18,7 +19,6 @@ use crate::sa::tests::{
     agent, drain, fetch, other_hosts, query, sa_status_of, sm_lid, snapshot, swept, Answer, SA_KEY,
 };
 use crate::sa::{SaAgent, SaConfig, Serving};
-use crate::transport::Datagram;
 use crate::types::Guid;
 
 const SET: u8 = 0x02;

@@ -44,7 +44,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
-use super::{Datagram, MadAddress, MadSummary};
+use crate::datagram::{Datagram, MadAddress, MadSummary};
 use crate::mad::{AttributeId, MadHeader, Method, MgmtClass, WireError, MAD_HEADER_LEN};
 use crate::rmpp::{is_rmpp_active, RmppConfig, RmppError, RmppReceiver, TransferState};
 

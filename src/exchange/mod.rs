@@ -1,0 +1,14 @@
+//! One MAD request and its answer, as values and bookkeeping with no I/O:
+//! the transaction table that gives TIDs, keeps a window per class and
+//! retries ([`txn`]); what can become of a request ([`error`]); and an
+//! SMP's answer checked against what was asked ([`smp`]). The transport's
+//! I/O thread and the simulator's virtual-time driver both run on these,
+//! and the protocol cores match on their errors.
+
+pub mod error;
+pub mod smp;
+pub mod txn;
+
+pub use error::TransportError;
+pub use smp::{check_response, SmpError, SmpTarget};
+pub use txn::{MadCounters, MadKey, Received, RequestKind, Transactions, TxnConfig, TxnError, TxnStats};
