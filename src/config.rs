@@ -10,7 +10,9 @@
 
 pub mod docs;
 pub mod opensm;
+pub mod perfmgr;
 pub mod reload;
+pub mod sa;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,11 +30,11 @@ pub struct Config {
     pub port: PortSelection,
     pub metrics: MetricsConfig,
     /// The subnet administrator (`[sa]`).
-    pub sa: crate::sa::SaConfig,
+    pub sa: sa::SaConfig,
     /// Logging (`[log]`).
     pub log: LogConfig,
     /// The performance manager (`[perfmgr]`).
-    pub perfmgr: crate::perfmgr::config::PerfMgrConfig,
+    pub perfmgr: perfmgr::PerfMgrConfig,
 }
 
 /// The `[log]` section. `IBSM_LOG`, when set, takes precedence (see
@@ -324,20 +326,6 @@ pub struct Invalid {
     pub key: &'static str,
     pub value: String,
     pub why: String,
-}
-
-impl SmConfig {
-    /// The election's knobs.
-    pub fn election(&self) -> crate::election::ElectionConfig {
-        crate::election::ElectionConfig {
-            priority: self.priority,
-            sm_key: self.sm_key,
-            poll_interval: Duration::from_millis(self.sminfo_polling_timeout_ms),
-            poll_misses: self.polling_retry_number,
-            master_preemption: self.master_preemption,
-            ..Default::default()
-        }
-    }
 }
 
 impl Config {

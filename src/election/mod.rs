@@ -78,3 +78,18 @@ impl ElectionConfig {
 
 #[cfg(test)]
 mod tests;
+
+impl crate::config::SmConfig {
+    /// The election's knobs, from the `[sm]` keys of the same names (here,
+    /// not in `config`: configuration is plain data that names no core).
+    pub fn election(&self) -> ElectionConfig {
+        ElectionConfig {
+            priority: self.priority,
+            sm_key: self.sm_key,
+            poll_interval: Duration::from_millis(self.sminfo_polling_timeout_ms),
+            poll_misses: self.polling_retry_number,
+            master_preemption: self.master_preemption,
+            ..Default::default()
+        }
+    }
+}

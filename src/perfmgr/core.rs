@@ -25,9 +25,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::config::PerfMgrConfig;
 use super::counters::{Counter, Extended, JumpKind, JumpRule, PerCounter, PmaCaps, PortAccount, Reading, COUNTERS};
 use super::targets::PerfPort;
+use crate::config::perfmgr::PerfMgrConfig;
 use crate::datagram::{Datagram, MadAddress};
 use crate::mad::class_port_info::ClassPortInfoRepr;
 use crate::mad::perf::{PerfAttributeId, PerfMadRepr, PortCountersExtendedRepr, PortCountersRepr, PERF_DATA_LEN};

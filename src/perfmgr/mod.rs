@@ -15,14 +15,14 @@
 //! ```
 
 pub mod collector;
-pub mod config;
+
 pub mod core;
 pub mod counters;
 pub mod driver;
 pub mod targets;
 
 pub use self::core::{PerfCore, PerfEvent, PerfShared, PerfSnapshot, PerfStats};
+pub use crate::config::perfmgr::PerfMgrConfig;
 pub use collector::PerfCollector;
-pub use config::PerfMgrConfig;
 pub use counters::{Counter, PortAccount};
 pub use targets::PerfPort;

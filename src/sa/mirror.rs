@@ -61,12 +61,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use super::config::SaConfig;
 use super::guids::{AliasGuids, AliasImport};
 use super::index::{gid_guid, PortAt, PortIndex};
 use super::inform::{is_security_trap, Subscription, Subscriptions};
 use super::mcast::{McFabric, McGroups, McLimits};
 use super::services::Services;
+use crate::config::sa::SaConfig;
 use crate::datagram::MadAddress;
 use crate::mad::guid_info::GUID_BLOCK_ENTRIES;
 use crate::mad::sa::{

@@ -55,7 +55,6 @@
 //! ([`handle_mirror`](SaAgent::handle_mirror)); when the agent starts
 //! serving as master it adds the last copy to its live state ([`mirror`]).
 
-pub mod config;
 pub mod mcast;
 pub mod path;
 pub mod stats;
@@ -80,7 +79,7 @@ use std::time::Duration;
 
 use tracing::{debug, error, info, trace, warn, Level};
 
-pub use config::{NotServing, SaConfig};
+pub use crate::config::sa::{NotServing, SaConfig};
 pub use mirror::MirrorRead;
 pub use stats::SaStats;
 
