@@ -50,6 +50,7 @@ pub mod rmpp;
 pub mod runtime;
 pub mod sa;
 pub mod sim;
+pub mod subnet;
 pub mod sweep;
 pub mod topology;
 pub mod transport;

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use ibsm::config::SmConfig;
 use ibsm::mad::{AttributeId, PortState};
-use ibsm::program::{SubnetManager, SweepReport};
+use ibsm::program::SubnetManager;
 use ibsm::sim::{FabricBuilder, Match, Rule, SharedFabric, SimDevice};
+use ibsm::subnet::SweepReport;
 use ibsm::topology::{NodeIdx, PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;

@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use ibsm::config::SmConfig;
-use ibsm::program::{SubnetManager, SweepReport};
+use ibsm::program::SubnetManager;
 use ibsm::sim::{FabricBuilder, SharedFabric, SimDevice};
+use ibsm::subnet::SweepReport;
 use ibsm::topology::{NodeKind, PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;

@@ -32,7 +32,7 @@ fn lossy_fabric(topo: &Topology, seed: u64, loss: f64) -> SharedFabric {
     fabric
 }
 
-fn discover(topo: &Topology, fabric: &SharedFabric) -> (ibsm::sweep::subnet::Subnet, ibsm::sim::Driven) {
+fn discover(topo: &Topology, fabric: &SharedFabric) -> (ibsm::subnet::Subnet, ibsm::sim::Driven) {
     let mut dev = SimDevice::attach(fabric, topo.hosts().next().unwrap(), 1).unwrap();
     let mut core = DiscoveryCore::new(1, None);
     let driven = drive_core(&mut dev, &mut core, txn(), 0, STEPS).expect("discovery finishes within the step cap");

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use ibsm::config::SmConfig;
 use ibsm::mad::PortState;
-use ibsm::program::{SubnetManager, SweepReport};
+use ibsm::program::SubnetManager;
 use ibsm::sim::{FabricBuilder, Match, Rule, SharedFabric, SimDevice};
-use ibsm::sweep::subnet::Read;
+use ibsm::subnet::Read;
+use ibsm::subnet::SweepReport;
 use ibsm::topology::{NodeKind, PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;

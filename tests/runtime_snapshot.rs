@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use ibsm::config::Config;
 use ibsm::mad::PortState;
-use ibsm::runtime::snapshot::Snapshots;
 use ibsm::runtime::{run, RunOptions};
 use ibsm::sim::{FabricBuilder, SimDevice};
+use ibsm::subnet::snapshot::Snapshots;
 use ibsm::topology::{NodeIdx, NodeKind, PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use ibsm::config::{QosConfig, SmConfig};
 use ibsm::mad::{AttributeId, CapabilityMask, Method, PortState, SmInfoRepr, SmState};
-use ibsm::program::{MasterMode, SubnetManager};
+use ibsm::program::SubnetManager;
 use ibsm::sim::{FabricBuilder, SharedFabric, SimDevice};
+use ibsm::subnet::MasterMode;
 use ibsm::topology::{NodeIdx, NodeKind, PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;

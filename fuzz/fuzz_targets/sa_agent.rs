@@ -55,8 +55,9 @@ use std::time::{Duration, SystemTime};
 
 use ibsm::config::SmConfig;
 use ibsm::mad::NoticeRepr;
-use ibsm::program::{SubnetManager, SweepReport};
-use ibsm::runtime::snapshot::Snapshot;
+use ibsm::program::SubnetManager;
+use ibsm::subnet::SweepReport;
+use ibsm::subnet::snapshot::Snapshot;
 use ibsm::sa::{NotServing, SaAgent, SaConfig, SaStats, Serving};
 use ibsm::sim::{FabricBuilder, SimDevice};
 use ibsm::topology::{PortRef, Topology};

@@ -104,8 +104,8 @@ mod tests {
     use super::*;
     use crate::http::{spawn, HttpState};
     use crate::runtime::metrics::Metrics;
-    use crate::runtime::snapshot::{Snapshot, Snapshots};
     use crate::runtime::status::StatusBoard;
+    use crate::subnet::snapshot::{Snapshot, Snapshots};
 
     fn target(url: String) -> Target {
         Target { url: Some(url), config: None, timeout: 10.0 }
@@ -119,7 +119,7 @@ mod tests {
         rt.block_on(writes_every_dump(report));
     }
 
-    async fn writes_every_dump(report: &crate::program::SweepReport) {
+    async fn writes_every_dump(report: &crate::subnet::SweepReport) {
         let state = HttpState { metrics: Metrics::new(), status: StatusBoard::new(), snapshots: Snapshots::new() };
         let server = spawn("127.0.0.1:0".parse().unwrap(), state.clone()).unwrap();
         let base = format!("http://{}", server.local_addr());

@@ -452,9 +452,9 @@ pub async fn run(args: JoinFloodArgs) -> ExitCode {
 mod sim {
     use super::*;
     use crate::config::Config;
-    use crate::runtime::snapshot::Snapshots;
     use crate::runtime::{run as run_sm, RunOptions};
     use crate::sim::{Fabric, FabricBuilder, SharedFabric, SimDevice};
+    use crate::subnet::snapshot::Snapshots;
     use crate::topology::{NodeIdx, NodeKind, PortRef, Topology, TopologyIndex};
     use crate::transport::io_thread::MadTransport;
 

@@ -159,7 +159,7 @@ pub async fn run(args: Args) -> ExitCode {
     // The HTTP endpoints (/metrics, /status, /healthz, /readyz, /dump)
     // run on a thread of their own.
     let status = crate::runtime::status::StatusBoard::new();
-    let snapshots = crate::runtime::snapshot::Snapshots::new();
+    let snapshots = crate::subnet::snapshot::Snapshots::new();
     let mut http = None;
     let metrics = match config.metrics.listen.as_deref().filter(|l| !l.is_empty() && !args.once) {
         Some(listen) => {

@@ -752,10 +752,10 @@ mod sim {
     use crate::mad::header::MadHeader;
     use crate::mad::sa::path_mask;
     use crate::mad::Method;
-    use crate::runtime::snapshot::{Snapshot, Snapshots};
     use crate::runtime::{run, RunOptions};
     use crate::sa::{SaAgent, SaConfig, Serving};
     use crate::sim::{FabricBuilder, SimDevice};
+    use crate::subnet::snapshot::{Snapshot, Snapshots};
     use crate::topology::{PortRef, Topology};
     use crate::transport::io_thread::MadTransport;
     use crate::transport::sa_client::request_mad;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::port_lid;
 use crate::mad::{NodeType, PortState};
-use crate::runtime::snapshot::Snapshot;
+use crate::subnet::snapshot::Snapshot;
 use crate::topology::{NodeKind, Topology};
 
 /// A node to draw.

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::{lid_owners, port_lid};
 use crate::mad::NodeType;
-use crate::runtime::snapshot::Snapshot;
+use crate::subnet::snapshot::Snapshot;
 
 /// Every routed switch's unicast table in OpenSM's `opensm-lfts.dump`
 /// format, switches in ascending node-GUID order:
@@ -70,6 +70,6 @@ pub fn lfts(snap: &Snapshot) -> String {
 
 /// The NodeDescription as OpenSM prints it: the text read (control
 /// characters as spaces, so a description cannot break a line), or nothing.
-pub(super) fn description(node: &crate::sweep::subnet::SubnetNode) -> String {
+pub(super) fn description(node: &crate::subnet::SubnetNode) -> String {
     node.description.as_deref().unwrap_or("").chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }

@@ -23,8 +23,8 @@ pub use dot::{dot, topology_dot, Drawing, Edge, EdgeState, Vertex};
 pub use lfts::lfts;
 pub use subnet_list::subnet_list;
 
-use crate::runtime::snapshot::Snapshot;
-use crate::sweep::subnet::{NodeId, Subnet};
+use crate::subnet::snapshot::Snapshot;
+use crate::subnet::{NodeId, Subnet};
 use crate::types::{Guid, Lid};
 
 /// OpenSM's multicast table dump (`opensm.mcfdbs`; the issue calls it the

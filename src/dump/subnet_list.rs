@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use super::lfts::description;
 use super::port_lid;
 use crate::mad::{NodeType, PortState};
-use crate::runtime::snapshot::Snapshot;
-use crate::sweep::subnet::{NodeId, Subnet};
+use crate::subnet::snapshot::Snapshot;
+use crate::subnet::{NodeId, Subnet};
 
 use crate::mad::port_info::CapabilityMask::IS_EXTENDED_SPEEDS_SUPPORTED as HAS_EXT_SPEEDS;
 /// PortInfo.CapabilityMask2.IsLinkWidth2xSupported (IBA 14.2.5.6, Table 159, bit 4).

@@ -59,7 +59,7 @@ fn parallel() -> Topology {
     t
 }
 
-fn wrap(sweep: crate::program::SweepReport) -> Arc<Snapshot> {
+fn wrap(sweep: crate::subnet::SweepReport) -> Arc<Snapshot> {
     let (node, port) = sweep.subnet.sm_port.unwrap();
     let master = sweep.subnet.node(node).port_guid(port);
     let master_lid = sweep.subnet.current_lid(node, port).unwrap();

@@ -32,8 +32,8 @@ use tokio::sync::{oneshot, Semaphore};
 use tracing::{debug, warn};
 
 use crate::runtime::metrics::Metrics;
-use crate::runtime::snapshot::Snapshots;
 use crate::runtime::status::StatusBoard;
+use crate::subnet::snapshot::Snapshots;
 
 pub mod client;
 mod render;

@@ -9,8 +9,8 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::render::{Format, RenderCache};
 use super::HttpState;
-use crate::runtime::snapshot::Snapshot;
 use crate::runtime::status::Health;
+use crate::subnet::snapshot::Snapshot;
 
 /// The files `/dump/<name>` serves, in the order `ibsm dump` writes them.
 pub const DUMP_NAMES: [&str; 5] = ["subnet.lst", "opensm-lfts.dump", "opensm-mfts.dump", "guid2lid", "topology.dot"];

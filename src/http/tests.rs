@@ -7,8 +7,8 @@ use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::runtime::snapshot::Snapshot;
 use crate::runtime::status::{Status, StatusBoard};
+use crate::subnet::snapshot::Snapshot;
 
 fn state() -> HttpState {
     HttpState { metrics: Metrics::new(), status: StatusBoard::new(), snapshots: Snapshots::new() }

@@ -390,6 +390,13 @@ pub mod mtu {
     pub fn from_bytes(bytes: u32) -> Option<u8> {
         (1..=5).find(|&c| 128u32 << c == bytes)
     }
+
+    /// The MTU a port carries: the smaller of MTUCap and the NeighborMTU the
+    /// SM set (the one the port enforces), a reserved code counting as 256.
+    pub fn carried(pi: &super::PortInfoRepr) -> u8 {
+        let known = |c: u8| if to_bytes(c).is_some() { c } else { MTU_256 };
+        known(pi.mtu_cap).min(known(pi.neighbor_mtu))
+    }
 }
 
 /// Bit 31 of a SubnSet(PortInfo) AttributeModifier: the SM handles the

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use crate::mad::PortState;
-use crate::runtime::snapshot::{Snapshot, Snapshots};
-use crate::sweep::subnet::Subnet;
+use crate::subnet::snapshot::{Snapshot, Snapshots};
+use crate::subnet::Subnet;
 use crate::types::{Guid, Lid};
 
 /// One port to poll.

@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use crate::mad::guid_info::GUID_BLOCK_ENTRIES;
 use crate::mad::{DrPath, GuidInfoBlockRepr, PortState};
-use crate::sweep::subnet::{NodeId, Subnet};
+use crate::subnet::{NodeId, Subnet};
 use crate::types::Guid;
 
 /// Every alias GUID the SA has handed out: by port GUID, the index in the
@@ -213,8 +213,9 @@ mod tests {
     use super::*;
     use crate::config::SmConfig;
     use crate::mad::{AttributeId, Method, SmpAttribute};
-    use crate::program::{MasterMode, SubnetManager, SweepReport};
+    use crate::program::SubnetManager;
     use crate::sim::{FabricBuilder, Match, Rule, SharedFabric, SimDevice};
+    use crate::subnet::{MasterMode, SweepReport};
     use crate::topology::{Node, NodeIdx, NodeKind, PortRef, Topology, SPEED_QDR, WIDTH_4X};
     use crate::transport::io_thread::MadTransport;
     use crate::transport::txn::TxnConfig;
@@ -379,7 +380,7 @@ mod tests {
         assert!(
             r.problems().iter().any(|p| matches!(
                 &p.what,
-                crate::sweep::subnet::Problem::SetFailed { attr: AttributeId::GuidInfo, amod: 0, port: Some(1), .. }
+                crate::subnet::Problem::SetFailed { attr: AttributeId::GuidInfo, amod: 0, port: Some(1), .. }
             )),
             "{:?}",
             r.problems()

@@ -15,8 +15,9 @@ use ibsm_routing::mcast::{McastGroup, McastMember, McastRoutes, PortSet};
 use super::mfts::{mft_sets, wanted_blocks, MftKey, MftMemo, MftSet, MftSets};
 use super::routes::RoutingView;
 use crate::mad::{AttributeId, CapabilityMask, DrPath, MftBlockRepr, PortState, SmpAttribute, SwitchInfoRepr};
+use crate::subnet::McastReport;
+use crate::subnet::Subnet;
 use crate::sweep::core::{SmpCore, SmpRequest};
-use crate::sweep::subnet::Subnet;
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::Transport;
 use crate::types::{Guid, Lid};
@@ -83,31 +84,6 @@ impl McastTable {
 
 // ---------------------------------------------------------------------------
 // Routing the groups and writing the tables
-
-/// What a multicast pass did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct McastReport {
-    /// Groups with a tree.
-    pub groups: usize,
-    /// MFT blocks read before writing (after a takeover, or for switches
-    /// the SM knows nothing of).
-    pub mft_reads: usize,
-    /// MFT Sets the switches answered: removals then additions.
-    pub mft_sets: usize,
-    /// SwitchInfo Sets of MulticastFDBTop (switches that support it).
-    pub fdb_top_sets: usize,
-    /// Gets or Sets that got no usable answer.
-    pub failures: usize,
-    /// Members not routed, blocks past a switch's capacity: one line each.
-    pub problems: Vec<String>,
-    /// Some switch's SMPs failed: a later pass must revisit it (the
-    /// runtime schedules one).
-    pub retry: bool,
-    /// After a pass between sweeps: the MLID -> ports tables of the
-    /// switches whose entries it changed, by switch GUID (empty: the
-    /// switch holds none now), for the SA's MulticastForwardingTableRecords.
-    pub tables: Vec<(Guid, BTreeMap<u16, PortSet>)>,
-}
 
 /// What a pass needs of a routed switch, kept from the heavy sweep that
 /// built the view (the SubnetManager's subnet may be a later discovery's,

@@ -21,16 +21,18 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 use crate::config::SmConfig;
-use crate::lid::assign::{assign_lids, LidAssignment, LidPolicy, PortRole, SweptPort};
+use crate::lid::assign::{assign_lids, LidPolicy, PortRole, SweptPort};
 use crate::lid::{Guid2Lid, LidRange};
 use crate::mad::PortState;
+use crate::subnet::ProgramReport;
+use crate::subnet::{InactivePort, MasterMode, McastReport, SweepReport, SweptRoutes};
+use crate::subnet::{NodeId, Subnet};
 use crate::sweep::discovery;
 use crate::sweep::light::{self, LightFinding};
-use crate::sweep::subnet::{NodeId, Subnet, SweepProblem};
 use crate::transport::smp_client::SmpClient;
 use crate::transport::Transport;
 use crate::types::{Guid, Lid};
-use sets::{LftCache, Plan, ProgramReport};
+use sets::{LftCache, Plan};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
@@ -40,66 +42,6 @@ pub enum SweepError {
     Lid(String),
     #[error(transparent)]
     Route(#[from] routes::RouteError),
-}
-
-/// What one sweep found and did.
-#[derive(Debug, Clone)]
-pub struct SweepReport {
-    pub mode: MasterMode,
-    pub subnet: Subnet,
-    pub lids: LidAssignment,
-    pub program: ProgramReport,
-    /// Cabled ports that did not reach ACTIVE.
-    pub inactive: Vec<InactivePort>,
-    pub routing_notes: Vec<String>,
-    /// The engine that routed and how long routing took.
-    pub routing: routes::RoutingRun,
-    /// What the sweep decided to route.
-    pub routes: SweptRoutes,
-    /// The partitions this sweep programmed (`None`: the SM was given no
-    /// partition source, and ports only gained the default P_Key).
-    pub partitions: Option<Arc<crate::partition::PartitionSet>>,
-    /// The multicast pass that ended the sweep.
-    pub mcast: mcast::McastReport,
-    /// The multicast trees as that pass routed them: each switch's MLID ->
-    /// output ports, by node GUID (switches no group crosses are absent).
-    /// What the SA's MulticastForwardingTableRecords answer from; joins
-    /// routed between sweeps (`SubnetManager::program_multicast`) are in
-    /// the next sweep's.
-    pub mcast_tables: HashMap<Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>>,
-    pub elapsed: Duration,
-}
-
-/// The routes one sweep decided, for readers of its snapshot (the SA's
-/// PathRecords, LinearForwardingTableRecords, `/status`).
-#[derive(Debug, Clone, Default)]
-pub struct SweptRoutes {
-    /// Output port per LID, by switch node GUID. Shared: readers of the
-    /// snapshot (the SA's path index) keep the tables without copying them
-    /// (at 50,000 LIDs and 4,000 switches they are 200 MB).
-    pub lfts: HashMap<Guid, Arc<Vec<u8>>>,
-    /// The SL of every route when the engine uses VLs, by routed switch
-    /// index (`switches`).
-    pub path_sl: Option<ibsm_routing::lft::PathSl>,
-    /// Node GUIDs of the routed switches, by index.
-    pub switches: Vec<Guid>,
-    /// The SL-to-VL and VL arbitration tables the sweep asked for.
-    pub qos: Vec<qos::QosSet>,
-}
-
-impl SweepReport {
-    /// Every cabled port between managed nodes is ACTIVE, every port got a
-    /// LID, and discovery saw the whole fabric: no read went unanswered
-    /// without something known (a stale node or port) standing in for it.
-    pub fn subnet_up(&self) -> bool {
-        self.inactive.is_empty()
-            && self.lids.error.is_none()
-            && !self.subnet.nodes.is_empty()
-            && self.subnet.unknown().next().is_none()
-    }
-    pub fn problems(&self) -> &[SweepProblem] {
-        &self.subnet.problems
-    }
 }
 
 /// What discovery found, waiting for the election to decide whether this SM
@@ -116,25 +58,6 @@ impl Discovered {
     pub fn age(&self) -> Duration {
         self.started.elapsed()
     }
-}
-
-/// How this SM comes to program the fabric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MasterMode {
-    /// The first master sweep on a fabric nobody programmed: end ports get
-    /// ClientReregister, and `reassign_lids` applies.
-    Fresh,
-    /// This SM becomes master of a fabric another master programmed
-    /// (failover or handover). Nothing already right is rewritten: LIDs
-    /// ports hold are kept, no ClientReregister, LFT blocks and QoS tables
-    /// are read before any is written (what this SM remembers writing is
-    /// forgotten: another master may have written since), and only those
-    /// that differ are sent. The one change every end port gets is
-    /// PortInfo.MasterSMLID, counted in `ProgramReport::sm_lid_only_sets`.
-    Takeover,
-    /// A later sweep as master: Sets only where the fabric differs from what
-    /// this SM wrote.
-    Continuing,
 }
 
 /// The SM's state that outlives a sweep.
@@ -302,7 +225,7 @@ impl<T: Transport> SubnetManager<T> {
     /// the last heavy sweep's topology and writes the MFT blocks that
     /// differ (no discovery: a join reaches the switches in a few round
     /// trips). `None` before this SM programmed the fabric.
-    pub async fn program_multicast(&mut self) -> Option<mcast::McastReport> {
+    pub async fn program_multicast(&mut self) -> Option<McastReport> {
         if self.sweeps == 0 {
             return None;
         }
@@ -619,23 +542,6 @@ impl<T: Transport> SubnetManager<T> {
             return Some(LightFinding::NoSwitches);
         }
         light::light_sweep(&self.client, &self.known_switches).await
-    }
-}
-
-/// A cabled port between managed nodes that is not ACTIVE after a sweep.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InactivePort {
-    pub guid: Guid,
-    pub name: String,
-    pub port: u8,
-    pub path: crate::mad::DrPath,
-    /// As last read; `None` when it could not be read.
-    pub state: Option<PortState>,
-}
-
-impl std::fmt::Display for InactivePort {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}) port {} at path {}: {:?}", self.guid, self.name, self.port, self.path, self.state)
     }
 }
 

@@ -23,8 +23,7 @@ use crate::mad::NodeType;
 use crate::partition::conf::{PartitionConf, PartitionConfError};
 use crate::partition::policy::{resolve, PolicyIssue, PolicyOptions, PolicyPort};
 use crate::partition::PartitionSet;
-use crate::sa::path::rate::port_mtu;
-use crate::sweep::subnet::Subnet;
+use crate::subnet::Subnet;
 use crate::topology::NodeKind;
 use crate::types::Guid;
 
@@ -163,7 +162,7 @@ impl PartitionSource {
             // A switch's port 0 joins over no link of its own.
             let at = if node.is_switch() { None } else { Some(port) };
             if let Some(pi) = at.and_then(|p| node.ports.get(p as usize)).and_then(|s| s.info.as_ref()) {
-                link_mtu.insert(node.port_guid(port), port_mtu(pi));
+                link_mtu.insert(node.port_guid(port), crate::mad::port_info::mtu::carried(pi));
             }
         }
         let mut report = Vec::new();

@@ -48,12 +48,13 @@ use crate::mad::pkey_table::{attribute_modifier, DEFAULT_PKEY, DEFAULT_PKEY_LIMI
 use crate::mad::{AttributeId, DrPath, PKeyTableBlockRepr, PortState, SmpAttribute};
 use crate::partition::table::{block_of, changed_blocks, plan_keys, plan_table, table_len, TableError};
 use crate::partition::{PartEnforce, PartitionSet};
-use crate::sweep::subnet::{NodeId, Problem, Subnet, SweepProblem};
+use crate::subnet::{NodeId, Problem, Subnet, SweepProblem};
 use crate::transport::smp_client::SmpClient;
 use crate::transport::Transport;
 use crate::types::Guid;
 
-use super::sets::{read_all, ProgramReport};
+use super::sets::read_all;
+use crate::subnet::ProgramReport;
 
 /// One P_Key block of one port, as the SM last saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,8 @@ use crate::config::{QosConfig, SmConfig};
 use crate::mad::sl_to_vl::{attribute_modifier, ATTR_MOD_ALL_INPUT_PORTS, ATTR_MOD_ALL_OUTPUT_PORTS, SL_COUNT};
 use crate::mad::vl_arb::{self, VlArbBlock};
 use crate::mad::{AttributeId, DrPath, SlToVlTableRepr, SmpAttribute, VlArbEntry, VlArbTableRepr};
-use crate::sweep::subnet::{NodeId, Subnet};
+use crate::subnet::QosSet;
+use crate::subnet::{NodeId, Subnet};
 use crate::types::Guid;
 use ibsm_routing::lft::HopVls;
 
@@ -43,16 +44,6 @@ pub fn identity_table(vls: u8) -> SlToVlTableRepr {
     }
     debug_assert_eq!(t.vl.len(), SL_COUNT);
     t
-}
-
-/// One QoS table Set (SLtoVLMapping or VLArbitration) to send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QosSet {
-    pub node: NodeId,
-    pub path: DrPath,
-    pub attr: AttributeId,
-    pub amod: u32,
-    pub data: [u8; 64],
 }
 
 /// The QoS tables the SM already wrote: (node GUID, attribute, modifier, contents).

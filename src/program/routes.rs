@@ -6,12 +6,13 @@
 use std::collections::HashMap;
 
 use ibsm_routing::auto::{check_chain, route_chain_auto, AutoChoice, ChainEntry, PassReason};
-use ibsm_routing::engine::{EngineKind, EngineOptions};
+use ibsm_routing::engine::EngineOptions;
 use ibsm_routing::fabric::{EndPort, EndPortId, FabricError, PortEnd, RoutingFabric, Switch, SwitchId};
 use tracing::info;
 
 use crate::lid::LidRange;
-use crate::sweep::subnet::{NodeId, Subnet};
+use crate::subnet::RoutingRun;
+use crate::subnet::{NodeId, Subnet};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RouteError {
@@ -154,24 +155,6 @@ fn log_choice(choice: &AutoChoice) {
     );
 }
 
-/// Which engine of the chain routed, and how long the chain took.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RoutingRun {
-    /// The engine whose tables were programmed (auto's pick when `auto`
-    /// chose). `None`: every engine refused and nothing was routed.
-    pub engine: Option<EngineKind>,
-    /// Set when `auto` chose the engine: why, and the candidates passed over.
-    pub auto: Option<AutoChoice>,
-    pub elapsed: std::time::Duration,
-}
-
-impl RoutingRun {
-    /// The engine's name, or `none`.
-    pub fn engine_name(&self) -> &'static str {
-        self.engine.map_or("none", |e| e.name())
-    }
-}
-
 /// What routing produced for the SM.
 pub struct Computed {
     pub tables: SwitchTables,
@@ -200,6 +183,7 @@ pub fn parse_chain(chain: &[String]) -> Result<Vec<ChainEntry>, RouteError> {
 mod tests {
     use std::time::Duration;
 
+    use ibsm_routing::engine::EngineKind;
     use ibsm_routing::testfab::{self, FatTree, RandomSpec};
     use ibsm_routing::{analyze_cdg, CdgScope};
 

@@ -24,18 +24,18 @@
 //! it, and the partition enforcement bits of switch ports ride in their
 //! PortInfo Sets.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
+use crate::subnet::{ProgramReport, QosSet};
 use crate::sweep::core::{SmpCore, SmpRequest};
 use tracing::debug;
 
 use crate::config::SmConfig;
 use crate::mad::SmpAttribute;
 use crate::mad::{
-    AttributeId, CapabilityMask, DrPath, GuidInfoBlockRepr, LftBlockRepr, PKeyTableBlockRepr, PortInfoRepr, PortState,
-    SwitchInfoRepr,
+    AttributeId, CapabilityMask, DrPath, GuidInfoBlockRepr, LftBlockRepr, PortInfoRepr, PortState, SwitchInfoRepr,
 };
-use crate::sweep::subnet::{NodeId, Problem, Subnet, SweepProblem};
+use crate::subnet::{NodeId, Problem, Subnet, SweepProblem};
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::Transport;
 use crate::types::{Guid, Lid};
@@ -61,7 +61,7 @@ pub struct Plan {
     /// table in `qos`, before writing; write only what differs (takeover).
     pub read_before_write: bool,
     /// SLtoVLMapping and VLArbitration Sets (engines using VLs, or QoS on).
-    pub qos: Vec<super::qos::QosSet>,
+    pub qos: Vec<QosSet>,
     /// PortInfo.VLHighLimit for every port, when QoS is on.
     pub vl_high_limit: Option<u8>,
     /// GUIDInfo blocks with alias GUIDs ([`super::guids::wanted_blocks`]);
@@ -102,65 +102,6 @@ pub struct LftCache {
     /// P_Key blocks written or read, by node GUID, port and block: a later
     /// sweep reads only the blocks it does not know.
     pub pkeys: PKeyMemos,
-}
-
-/// What programming sent, by kind; every count but `failures`, `*_reads`
-/// and `armed`/`activated` is a Set the fabric answered.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProgramReport {
-    /// PortInfo Sets, `sm_lid_only_sets` included.
-    pub port_sets: usize,
-    /// PortInfo Sets whose only change is MasterSMLID (a new master's
-    /// LID): the one change a takeover cannot avoid.
-    pub sm_lid_only_sets: usize,
-    pub switch_info_sets: usize,
-    pub lft_blocks: usize,
-    pub armed: usize,
-    pub activated: usize,
-    pub pkey_reads: usize,
-    pub pkey_sets: usize,
-    pub sl2vl_sets: usize,
-    pub vlarb_sets: usize,
-    /// LFT blocks read before writing (takeover).
-    pub lft_reads: usize,
-    /// SLtoVLMapping and VLArbitration tables read before writing (takeover).
-    pub qos_reads: usize,
-    /// GUIDInfo blocks (alias GUIDs) written.
-    pub guid_info_sets: usize,
-    /// GUIDInfo blocks read before writing (takeover).
-    pub guid_info_reads: usize,
-    /// SMPs (Gets or Sets) that got no usable answer, after any resends.
-    pub failures: usize,
-    /// Sets sent again in the same sweep after every attempt timed out.
-    pub resent: usize,
-    /// The whole P_Key table of every port the SM programs P_Keys on (end
-    /// ports, switch port 0, and the switch ports enforcing partitions), by
-    /// node GUID and port, block by block, as the ports answered the SM's
-    /// Sets and reads: what the SA's P_KeyTableRecords answer from. Ports
-    /// with a block unknown (a read or Set that failed) are absent.
-    pub pkey_blocks: HashMap<(Guid, u8), Vec<PKeyTableBlockRepr>>,
-    /// The alias GUIDs ports hold, by port GUID and GUIDInfo index, as they
-    /// answered this SM's GUIDInfo Sets and reads (this one's and earlier
-    /// ones'). Ports whose table the SM never wrote are absent.
-    pub alias_guids: HashMap<Guid, BTreeMap<u16, Guid>>,
-}
-
-impl ProgramReport {
-    /// Every Set the fabric answered.
-    pub fn sets(&self) -> usize {
-        self.port_sets
-            + self.switch_info_sets
-            + self.lft_blocks
-            + self.pkey_sets
-            + self.sl2vl_sets
-            + self.vlarb_sets
-            + self.guid_info_sets
-    }
-    /// Sets that changed something besides PortInfo.MasterSMLID: zero for a
-    /// takeover of a fabric that needed nothing else.
-    pub fn changing_sets(&self) -> usize {
-        self.sets() - self.sm_lid_only_sets
-    }
 }
 
 /// SMP futures alive at once; the transport's window bounds the wire, this

@@ -28,7 +28,7 @@ pub mod driver;
 pub mod metrics;
 pub mod notify;
 pub mod sa_task;
-pub mod snapshot;
+
 pub mod status;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -45,7 +45,8 @@ use crate::config::Config;
 use crate::election::{Action, Election, Event, Peer, PeerAddr, State};
 use crate::mad::header::status as mad_status;
 use crate::mad::{AttributeId, DrPath, Method, PortInfoRepr, PortState, SmControl, SmInfoRepr, SmpAttribute};
-use crate::program::{Discovered, MasterMode, SubnetManager, SweepError, SweepReport};
+use crate::program::{Discovered, SubnetManager, SweepError};
+use crate::subnet::{MasterMode, SweepReport};
 use crate::transport::{Datagram, SmpClient, Transport};
 use crate::types::Lid;
 use dispatch::{Inbound, Refusal};
@@ -63,7 +64,7 @@ pub struct RunOptions {
     /// SIGUSR1 asks the master to hand over now (the service, not tests).
     pub operator_signals: bool,
     /// Where each heavy sweep's results are published for readers.
-    pub snapshots: snapshot::Snapshots,
+    pub snapshots: crate::subnet::Snapshots,
     /// What `/status`, `/healthz` and `/readyz` answer from.
     pub status: status::StatusBoard,
     /// systemd: READY=1 once ready, the watchdog fed by the owner,
@@ -85,7 +86,7 @@ impl Default for RunOptions {
             once_attempts: 3,
             persist_lids: true,
             operator_signals: false,
-            snapshots: snapshot::Snapshots::new(),
+            snapshots: crate::subnet::Snapshots::new(),
             status: status::StatusBoard::new(),
             notifier: Arc::new(notify::Notifier::disabled()),
             reload: None,
@@ -109,9 +110,9 @@ pub enum RunError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotUpReason {
     #[error("port not active: {0}")]
-    Inactive(crate::program::InactivePort),
+    Inactive(crate::subnet::InactivePort),
     #[error("{0}")]
-    Problem(crate::sweep::subnet::SweepProblem),
+    Problem(crate::subnet::SweepProblem),
     #[error("LIDs: {0}")]
     Lids(String),
     #[error("{0}")]
@@ -127,9 +128,9 @@ enum SweepDone {
     Programmed(Result<Box<SweepReport>, SweepError>),
     LightSwept(Option<crate::sweep::light::LightFinding>, Duration),
     /// The alias pass (`None`: the SM has not programmed the fabric yet).
-    AliasesProgrammed(Option<crate::program::sets::ProgramReport>),
+    AliasesProgrammed(Option<crate::subnet::ProgramReport>),
     /// The multicast pass (`None`: no heavy sweep has routed yet).
-    McastProgrammed(Option<crate::program::mcast::McastReport>),
+    McastProgrammed(Option<crate::subnet::McastReport>),
 }
 
 /// Work for the sweep slot, queued while it is busy.
@@ -183,7 +184,7 @@ struct Owner<T: Transport + Clone> {
     /// A master sweep ran before: later ones are `Continuing`.
     took_charge: bool,
     /// The last published snapshot (its report is what `run` returns).
-    last: Option<Arc<snapshot::Snapshot>>,
+    last: Option<Arc<crate::subnet::Snapshot>>,
     was_up: bool,
     next_sweep: Option<Duration>,
     attempts: u32,
@@ -220,7 +221,7 @@ struct Owner<T: Transport + Clone> {
     /// systemd has had READY=1 (a reload ends with another).
     told_ready: bool,
     /// LID -> node, for log lines, built once per snapshot (its sequence).
-    lid_names: std::cell::RefCell<Option<(u64, std::collections::HashMap<u16, crate::sweep::subnet::NodeId>)>>,
+    lid_names: std::cell::RefCell<Option<(u64, std::collections::HashMap<u16, crate::subnet::NodeId>)>>,
     /// Trap lines logged in the current second (its start, the count): a
     /// storm is logged as a count, not line by line.
     traps_logged: (Duration, u32),
@@ -239,7 +240,7 @@ type StandbyPorts = Arc<arc_swap::ArcSwap<Vec<crate::perfmgr::PerfPort>>>;
 
 /// Every LID of `subnet` (each end port's LMC range, each switch's port
 /// 0) to its node, for log lines.
-fn lid_index(subnet: &crate::sweep::subnet::Subnet) -> std::collections::HashMap<u16, crate::sweep::subnet::NodeId> {
+fn lid_index(subnet: &crate::subnet::Subnet) -> std::collections::HashMap<u16, crate::subnet::NodeId> {
     let mut nodes = std::collections::HashMap::new();
     for id in subnet.ids() {
         let n = subnet.node(id);
@@ -985,7 +986,7 @@ impl<T: Transport + Clone> Owner<T> {
         let local = self.transport.local_port();
         let master_lid = report.subnet.sm_port.and_then(|(n, p)| report.subnet.current_lid(n, p)).unwrap_or(local.lid);
         self.published += 1;
-        let published = self.options.snapshots.publish(snapshot::Snapshot {
+        let published = self.options.snapshots.publish(crate::subnet::Snapshot {
             sequence: self.published,
             taken_at: std::time::SystemTime::now(),
             master: local.port_guid,

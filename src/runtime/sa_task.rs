@@ -29,12 +29,12 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
 use super::metrics::Metrics;
-use super::snapshot::Snapshots;
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
 use crate::mad::{AttributeId, DrPath, NoticeRepr, PortInfoRepr, SmInfoRepr, SmpAttribute};
 use crate::program::guids::AliasTable;
 use crate::program::mcast::McastTable;
 use crate::sa::{MirrorRead, SaAgent, SaConfig, Serving};
+use crate::subnet::snapshot::Snapshots;
 use crate::transport::sa_client::{SaClient, SaError};
 use crate::transport::{Datagram, LocalPort, SmpClient, Transport, TransportError, TransportStats};
 use crate::types::{Guid, Lid};

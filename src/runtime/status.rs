@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::election::State;
 use crate::mad::PortState;
-use crate::program::SweepReport;
+use crate::subnet::SweepReport;
 use crate::types::{Guid, Lid};
 
 /// How many errors `/status` keeps (the oldest go first).

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::mad::PortState;
-use crate::program::SweepReport;
-use crate::sweep::subnet::NodeId;
+use crate::subnet::NodeId;
+use crate::subnet::SweepReport;
 use crate::types::{Guid, Lid};
 
 /// The default subnet prefix (IBA 4.1.1), for ports whose PortInfo was

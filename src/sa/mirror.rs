@@ -618,7 +618,7 @@ mod tests {
 
     /// The fixture's snapshot with the default partition holding every CA
     /// port, and its IPoIB broadcast group.
-    fn partitioned(sequence: u64) -> std::sync::Arc<crate::runtime::snapshot::Snapshot> {
+    fn partitioned(sequence: u64) -> std::sync::Arc<crate::subnet::snapshot::Snapshot> {
         use crate::partition::{GroupParams, Membership, PartitionSet, PortPartitions, WellKnownGroup};
         let base = snapshot(sequence, swept().clone());
         let mut set = PartitionSet {
@@ -635,12 +635,12 @@ mod tests {
             let members = vec![(0x7fff, Membership::Full)];
             set.ports.insert(subnet.node(id).port_guid(1), PortPartitions { members, index0: None });
         }
-        std::sync::Arc::new(crate::runtime::snapshot::Snapshot {
+        std::sync::Arc::new(crate::subnet::snapshot::Snapshot {
             sequence,
             taken_at: std::time::SystemTime::UNIX_EPOCH,
             master: base.master,
             master_lid: base.master_lid,
-            sweep: crate::program::SweepReport { partitions: Some(std::sync::Arc::new(set)), ..swept().clone() },
+            sweep: crate::subnet::SweepReport { partitions: Some(std::sync::Arc::new(set)), ..swept().clone() },
         })
     }
 

@@ -94,7 +94,7 @@ use crate::mad::sa::{
 use crate::mad::sa::{MultiPathRecordRepr, PathRecordRepr};
 use crate::mad::{Method, NoticeRepr, SmInfoRepr};
 use crate::rmpp::{RmppConfig, RmppReceiver};
-use crate::runtime::snapshot::Snapshot;
+use crate::subnet::snapshot::Snapshot;
 use crate::types::{Guid, Lid};
 use guids::AliasGuids;
 use index::PortIndex;
@@ -1418,7 +1418,7 @@ struct Budget {
 }
 
 /// A port's GUIDCap as its PortInfo says (at least 1: its own GUID).
-fn guid_cap(subnet: &crate::sweep::subnet::Subnet, p: &index::PortAt) -> u16 {
+fn guid_cap(subnet: &crate::subnet::Subnet, p: &index::PortAt) -> u16 {
     let node = subnet.node(p.node);
     let info = node.ports.get(usize::from(p.port)).and_then(|s| s.info.as_ref());
     u16::from(info.map_or(1, |i| i.guid_cap)).max(1)

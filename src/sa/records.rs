@@ -47,8 +47,8 @@ use crate::mad::{
     AttributeId, LftBlockRepr, MftBlockRepr, NodeDescriptionRepr, SlToVlTableRepr, SmInfoRepr, SmState, SmpAttribute,
     VlArbTableRepr,
 };
-use crate::runtime::snapshot::Snapshot;
-use crate::sweep::subnet::{NodeId, Subnet};
+use crate::subnet::snapshot::Snapshot;
+use crate::subnet::{NodeId, Subnet};
 use crate::types::{Guid, Lid};
 
 /// Component indexes the tables are keyed on, and the secret ones.

@@ -11,9 +11,10 @@ use crate::datagram::MadAddress;
 use crate::mad::sa::*;
 use crate::mad::sa::{SaMad, SA_DATA_OFFSET};
 use crate::mad::{MadHeader, NoticeType, MAD_SIZE};
-use crate::program::{SubnetManager, SweepReport};
-use crate::runtime::snapshot::Snapshot;
+use crate::program::SubnetManager;
 use crate::sim::{FabricBuilder, SimDevice};
+use crate::subnet::snapshot::Snapshot;
+use crate::subnet::SweepReport;
 use crate::topology::Topology;
 use crate::transport::io_thread::MadTransport;
 use crate::transport::txn::TxnConfig;
@@ -601,14 +602,14 @@ fn qos_tables_programmed_become_records_and_stay() {
     let table = crate::program::qos::identity_table(4);
     let path = report.subnet.node(id).path;
     report.routes.qos = vec![
-        crate::program::qos::QosSet {
+        crate::subnet::QosSet {
             node: id,
             path,
             attr: crate::mad::AttributeId::SlToVlMappingTable,
             amod: ATTR_MOD_ALL_INPUT_PORTS | ATTR_MOD_ALL_OUTPUT_PORTS,
             data: crate::mad::SmpAttribute::to_data(&table),
         },
-        crate::program::qos::QosSet {
+        crate::subnet::QosSet {
             node: id,
             path,
             attr: crate::mad::AttributeId::VlArbitrationTable,

@@ -27,12 +27,12 @@ use std::collections::VecDeque;
 use tracing::{debug, warn};
 
 use super::core::{SmpCore, SmpRequest};
-use super::subnet::{MissingRead, NodeId, Problem, Read, RemoteSm, Subnet, SweepProblem};
 use crate::mad::SmpAttribute;
 use crate::mad::{
     AttributeId, CapabilityMask, DrPath, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState, PortInfoRepr,
     PortState, SmInfoRepr, SmState, SwitchInfoRepr,
 };
+use crate::subnet::{MissingRead, NodeId, Problem, Read, RemoteSm, Subnet, SweepProblem};
 use crate::transport::smp_client::{SmpClient, SmpError};
 use crate::transport::{Transport, TransportError};
 use crate::types::{Guid, Lid, MAX_PORTS};
@@ -314,7 +314,7 @@ impl Sweep<'_> {
     /// The last sweep's record of the node with this GUID, if it may still
     /// stand in for this one: same kind and port count, and not stale for
     /// too long already.
-    fn known_node(&self, guid: Guid) -> Option<&super::subnet::SubnetNode> {
+    fn known_node(&self, guid: Guid) -> Option<&crate::subnet::SubnetNode> {
         let n = self.known?.by_guid(guid)?;
         (n.stale < MAX_STALE_SWEEPS).then_some(n)
     }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::mad::{NodeType, PortState};
-use crate::sweep::subnet::{NodeId, Subnet, SubnetPort};
+use crate::subnet::{NodeId, Subnet, SubnetPort};
 
 /// What the gauges show.
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -37,8 +37,8 @@ use tracing::warn;
 
 use crate::election::{State, TransitionCause};
 use crate::mad::{MgmtClass, NoticeRepr, SmControl};
-use crate::program::mcast::McastReport;
-use crate::program::SweepReport;
+use crate::subnet::McastReport;
+use crate::subnet::SweepReport;
 use crate::transport::TransportStats;
 use crate::types::{Guid, Lid};
 
@@ -446,7 +446,7 @@ impl Metrics {
         self.max_lid.set(i64::from(report.lids.max_lid.0));
         self.sweep_problems.set(report.problems().len() as i64);
         self.mcast_pass("sweep", &report.mcast);
-        if report.mode == crate::program::MasterMode::Takeover {
+        if report.mode == crate::subnet::MasterMode::Takeover {
             let p = &report.program;
             self.takeover_sets.with_label_values(&["all"]).set(p.sets() as i64);
             self.takeover_sets.with_label_values(&["changing"]).set(p.changing_sets() as i64);

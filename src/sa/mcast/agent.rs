@@ -31,10 +31,10 @@ use crate::mad::notice::trap;
 use crate::mad::sa::{mc_member_mask as m, sa_status, McMemberRecordRepr, SaRecord, MC_MEMBER_RECORD_LEN};
 use crate::mad::{Method, NoticeRepr};
 use crate::partition::{DEFAULT_PARTITION, PARTITION_MASK};
-use crate::runtime::snapshot::Snapshot;
 use crate::sa::table::{self, Spec};
 use crate::sa::wire::{self, Request};
 use crate::sa::SaAgent;
+use crate::subnet::snapshot::Snapshot;
 
 /// Components untrusted requesters see as zero: PortGID, JoinState,
 /// ProxyJoin.

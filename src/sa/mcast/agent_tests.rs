@@ -12,13 +12,13 @@ use crate::mad::sa::{
 };
 use crate::mad::NoticeRepr;
 use crate::partition::{GroupParams, Membership, PartitionSet, PortPartitions, WellKnownGroup};
-use crate::runtime::snapshot::Snapshot;
 use crate::sa::index::{gid, DEFAULT_SUBNET_PREFIX};
 use crate::sa::mcast::{ipoib_broadcast, CREATE_MASK, JOIN_MASK};
 use crate::sa::tests::{
     agent, drain, fetch, other_hosts, query, sa_status_of, sm_lid, snapshot, swept, Answer, SA_KEY,
 };
 use crate::sa::{SaAgent, SaConfig, Serving};
+use crate::subnet::snapshot::Snapshot;
 use crate::types::Guid;
 
 const SET: u8 = 0x02;
@@ -264,7 +264,7 @@ fn partitioned(sequence: u64, in_p10: &[Guid]) -> Arc<Snapshot> {
         taken_at: SystemTime::UNIX_EPOCH,
         master: base.master,
         master_lid: base.master_lid,
-        sweep: crate::program::SweepReport { partitions: Some(Arc::new(set)), ..swept().clone() },
+        sweep: crate::subnet::SweepReport { partitions: Some(Arc::new(set)), ..swept().clone() },
     })
 }
 

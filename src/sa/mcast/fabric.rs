@@ -3,9 +3,9 @@
 
 use super::{McFabric, PortCaps, MLID_SPACE};
 use crate::partition::{Membership, DEFAULT_PARTITION, PARTITION_MASK};
-use crate::runtime::snapshot::Snapshot;
 use crate::sa::index::PortIndex;
 use crate::sa::path::rate;
+use crate::subnet::snapshot::Snapshot;
 use crate::types::Guid;
 
 /// A snapshot and its port index, as the group manager asks.

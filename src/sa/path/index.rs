@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::rate;
 use crate::mad::{PortInfoRepr, PortState};
-use crate::program::SweepReport;
+use crate::subnet::SweepReport;
 use crate::types::{Guid, Lid};
 
 /// Most links a route may cross before the walk calls it a loop (the

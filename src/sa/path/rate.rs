@@ -202,12 +202,9 @@ pub fn port_rate(pi: &PortInfoRepr, caps: &PortInfoRepr) -> u8 {
     rate_code(lanes(pi), lane_speed(pi, caps))
 }
 
-/// The MTU a port carries: the smaller of MTUCap and the NeighborMTU the
-/// SM set (the one the port enforces), a reserved code counting as 256.
-pub fn port_mtu(pi: &PortInfoRepr) -> u8 {
-    let known = |c: u8| if is_mtu(c) { c } else { MTU_MIN };
-    known(pi.mtu_cap).min(known(pi.neighbor_mtu))
-}
+/// The MTU a port carries (the partition policy needs it too, so it lives
+/// with PortInfo's MTU codes).
+pub use crate::mad::port_info::mtu::carried as port_mtu;
 
 /// Whether an end port can be given rate `code` in a PathRecord: codes
 /// came with the link generations, and a port that does not declare one

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwapOption;
 
-use crate::program::SweepReport;
+use crate::subnet::SweepReport;
 use crate::types::{Guid, Lid};
 
 /// One heavy sweep's results, immutable once published.

@@ -1,0 +1,13 @@
+//! The subnet as the SM knows it, below every reader: what a sweep found
+//! ([`model`]: nodes and ports in an arena, links, directed-route paths),
+//! what a heavy sweep decided and did ([`report`]), and the snapshot it
+//! publishes whole ([`snapshot`]) for the SA, metrics, `/status` and the
+//! dumps to read without a lock.
+
+pub mod model;
+pub mod report;
+pub mod snapshot;
+
+pub use model::*;
+pub use report::{InactivePort, MasterMode, McastReport, ProgramReport, QosSet, RoutingRun, SweepReport, SweptRoutes};
+pub use snapshot::{Snapshot, Snapshots};
