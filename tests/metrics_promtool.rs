@@ -15,9 +15,11 @@ use std::time::Duration;
 
 use ibsm::config::SmConfig;
 use ibsm::election::{State, TransitionCause};
-use ibsm::perfmgr::{collector, driver, targets, PerfCore, PerfMgrConfig, PerfShared};
+use ibsm::perfmgr::{targets, PerfCore, PerfMgrConfig, PerfShared};
 use ibsm::program::SubnetManager;
+use ibsm::runtime::metrics::perfmgr as collector;
 use ibsm::runtime::metrics::{Handover, Metrics, SweepFailure};
+use ibsm::runtime::perfmgr as driver;
 use ibsm::sim::{FabricBuilder, SimDevice};
 use ibsm::topology::Topology;
 use ibsm::transport::io_thread::MadTransport;

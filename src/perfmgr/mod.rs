@@ -5,24 +5,24 @@
 //! totals to Prometheus.
 //!
 //! ```text
-//!  Snapshots ──targets()──► driver::run ──PerfRequest──► Transport (PerfMgt window)
+//!  Snapshots ──targets()──► runtime::perfmgr::run ──PerfRequest──► Transport (PerfMgt window)
 //!                              │  ▲ answers
 //!                              ▼  │
 //!                           core::PerfCore (I/O-free: ClassPortInfo cache,
 //!                              │  cycles, counters::PortAccount per port)
 //!                              ▼ published once per cycle
-//!                           PerfShared ──► collector::register: PortSection, SelfCollector (scrape)
+//!                           PerfShared ──► runtime::metrics::perfmgr::register: PortSection, SelfCollector (scrape)
 //! ```
-
-pub mod collector;
+//!
+//! This module is the I/O-free half: the core, its counter accounts and
+//! the choice of ports. The runtime drives it over a transport
+//! (`crate::runtime::perfmgr`) and exports it (`crate::runtime::metrics::perfmgr`).
 
 pub mod core;
 pub mod counters;
-pub mod driver;
 pub mod targets;
 
 pub use self::core::{PerfCore, PerfEvent, PerfShared, PerfSnapshot, PerfStats};
 pub use crate::config::perfmgr::PerfMgrConfig;
-pub use collector::PerfCollector;
 pub use counters::{Counter, PortAccount};
 pub use targets::PerfPort;

@@ -27,6 +27,7 @@ pub mod dispatch;
 pub mod driver;
 pub mod metrics;
 pub mod notify;
+pub mod perfmgr;
 pub mod sa_task;
 
 pub mod status;
@@ -280,7 +281,7 @@ fn spawn_perfmgr<T: Transport + Clone>(
 ) -> AbortOnDrop {
     let shared = crate::perfmgr::PerfShared::new();
     if let Some(m) = &options.metrics {
-        crate::perfmgr::collector::register(m, &shared);
+        metrics::perfmgr::register(m, &shared);
     }
     let mut core = crate::perfmgr::PerfCore::new(configs.borrow().clone(), shared);
     let mut of_snapshot = crate::perfmgr::targets::from_snapshots(options.snapshots.clone());
@@ -290,7 +291,7 @@ fn spawn_perfmgr<T: Transport + Clone>(
         _ => Vec::new(),
     };
     AbortOnDrop(tokio::spawn(async move {
-        crate::perfmgr::driver::run_configured(&transport, &mut core, targets, configs, std::future::pending()).await;
+        perfmgr::run_configured(&transport, &mut core, targets, configs, std::future::pending()).await;
     }))
 }
 

@@ -287,7 +287,7 @@ fn xmit_wait_is_exported_only_where_supported() {
     assert_eq!(wait(1), None, "unsupported: not exported");
     assert_eq!(wait(2), Some(u64::from(u32::MAX)));
     assert_eq!(pma.sets, vec![(2, 1, 0, select2::PORT_XMIT_WAIT)], "cleared only where it counts");
-    let families = crate::perfmgr::collector::families(&snap);
+    let families = crate::runtime::metrics::perfmgr::families(&snap);
     let f = families.iter().find(|f| f.get_name() == "port_xmit_wait_total").expect("the family");
     assert_eq!(f.get_metric().len(), 1, "one port has it");
 }

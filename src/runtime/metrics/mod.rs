@@ -16,6 +16,7 @@ mod cumulative;
 pub(crate) use cumulative::set_value;
 mod fabric;
 pub mod openmetrics;
+pub mod perfmgr;
 #[cfg(test)]
 mod tests;
 pub mod text;

@@ -461,7 +461,7 @@ fn the_readme_lists_every_family() {
     }
     let m = Metrics::new();
     // The performance manager's families, registered as the runtime does.
-    crate::perfmgr::collector::register(&m, &crate::perfmgr::PerfShared::new());
+    crate::runtime::metrics::perfmgr::register(&m, &crate::perfmgr::PerfShared::new());
     let names = m.family_names();
     assert!(names.iter().any(|n| n == "ibsm_port_symbol_errors_total"), "{names:?}");
     let mut missing = Vec::new();

@@ -8,9 +8,9 @@ use std::pin::Pin;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use super::core::{PerfCore, PerfFailure, PerfRequest, Token};
-use super::targets::PerfPort;
 use crate::mad::perf::PERF_DATA_LEN;
+use crate::perfmgr::core::{PerfCore, PerfFailure, PerfRequest, Token};
+use crate::perfmgr::targets::PerfPort;
 use crate::transport::{Transport, TransportError};
 
 /// How soon to ask for targets again after there were none.
@@ -20,7 +20,7 @@ type Answer = (Token, Result<[u8; PERF_DATA_LEN], PerfFailure>);
 type InFlight<'a> = Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
 
 /// Polls until `shutdown` resolves: at each cycle's start `targets()` says
-/// which ports to read (e.g. [`super::targets::from_snapshots`]); a cycle
+/// which ports to read (e.g. [`crate::perfmgr::targets::from_snapshots`]); a cycle
 /// with no ports is skipped. Time is tokio's, so paused-clock tests step
 /// through cycles in virtual time.
 pub async fn run<T, F, S>(transport: &T, core: &mut PerfCore, targets: F, shutdown: S)
@@ -39,7 +39,7 @@ pub async fn run_configured<T, F, S>(
     transport: &T,
     core: &mut PerfCore,
     mut targets: F,
-    mut configs: tokio::sync::watch::Receiver<super::PerfMgrConfig>,
+    mut configs: tokio::sync::watch::Receiver<crate::perfmgr::PerfMgrConfig>,
     shutdown: S,
 ) where
     T: Transport,

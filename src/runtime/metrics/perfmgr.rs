@@ -22,10 +22,10 @@ use std::sync::Arc;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricFamily, MetricType};
 
-use super::core::{PerfFailure, PerfShared, PerfSnapshot, PortTotals, QueryKind};
-use super::counters::Counter;
-use crate::runtime::metrics::text::{self, Format};
-use crate::runtime::metrics::{Metrics, TextSection, PREFIX};
+use super::text::{self, Format};
+use super::{Metrics, TextSection, PREFIX};
+use crate::perfmgr::core::{PerfFailure, PerfShared, PerfSnapshot, PortTotals, QueryKind};
+use crate::perfmgr::counters::Counter;
 
 const PORT_LABELS: &[&str] = &["node_guid", "node_desc", "port"];
 
@@ -300,7 +300,7 @@ fn metric(labels: &[(&str, &str)], kind: MetricType, v: f64) -> proto::Metric {
             })
             .collect(),
     );
-    crate::runtime::metrics::set_value(&mut m, kind, v);
+    super::set_value(&mut m, kind, v);
     m
 }
 
