@@ -24,7 +24,7 @@ fn sm_on_first_host(
     fabric: &SharedFabric,
     config: SmConfig,
     persist: bool,
-) -> SubnetManager<MadTransport> {
+) -> SubnetManager<ibsm::transport::SmpClient<MadTransport>> {
     let host = topo.hosts().next().unwrap();
     let dev = SimDevice::attach(fabric, host, 1).unwrap();
     let (transport, _unsolicited) = MadTransport::spawn(
@@ -68,7 +68,7 @@ fn lost_smps_are_retried_and_the_fabric_comes_up() {
         }
         let report = report.unwrap();
         assert!(report.subnet_up(), "seed {seed}: {:?} {:?}", report.inactive, report.problems());
-        let retries = sm.client().transport().stats().txn.totals().retries;
+        let retries = sm.driver().transport().stats().txn.totals().retries;
         assert!(retries > 0, "seed {seed}: drops must have cost retries");
         assert_eq!(active_hosts(&topo, &fabric), topo.hosts().count());
     }

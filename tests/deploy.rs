@@ -31,7 +31,7 @@ fn show(out: &Output) -> String {
 /// per-port and self families, registered as the runtime does.
 fn exported() -> BTreeSet<String> {
     let m = ibsm::runtime::metrics::Metrics::new();
-    ibsm::perfmgr::collector::register(&m, &ibsm::perfmgr::core::PerfShared::new());
+    ibsm::runtime::metrics::perfmgr::register(&m, &ibsm::perfmgr::core::PerfShared::new());
     let names: BTreeSet<String> = m.family_names().into_iter().collect();
     // The families the alerts lean on are there, so an empty list cannot pass.
     for must in ["ibsm_sm_state", "ibsm_links", "ibsm_sweep_failures_total", "ibsm_port_symbol_errors_total"] {

@@ -24,7 +24,11 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// An SM on the first host whose transport tries each SMP `attempts` times
 /// with a short timeout, so losses reach discovery often.
-fn sm(topo: &Topology, fabric: &SharedFabric, attempts: u32) -> SubnetManager<MadTransport> {
+fn sm(
+    topo: &Topology,
+    fabric: &SharedFabric,
+    attempts: u32,
+) -> SubnetManager<ibsm::transport::SmpClient<MadTransport>> {
     let host = topo.hosts().next().unwrap();
     let dev = SimDevice::attach(fabric, host, 1).unwrap();
     let config =
@@ -96,7 +100,7 @@ fn ten_percent_loss_on_every_switch_converges_without_wasting_a_lid() {
         let last = reports.last().unwrap();
         let sweeps = reports.len();
         let lost: usize = reports.iter().map(|r| r.subnet.missing.len()).sum();
-        let retries = sm.client().transport().stats().txn.totals().retries;
+        let retries = sm.driver().transport().stats().txn.totals().retries;
         println!(
             "seed {seed}: up after {sweeps} sweep(s), {retries} transport retries, {lost} reads lost after every pass, max LID {}",
             last.lids.max_lid.0

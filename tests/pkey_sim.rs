@@ -54,7 +54,7 @@ impl Net {
     }
 
     /// An SM with fresh state on port 1 of `host`.
-    fn sm_on(&self, host: usize) -> SubnetManager<MadTransport> {
+    fn sm_on(&self, host: usize) -> SubnetManager<ibsm::transport::SmpClient<MadTransport>> {
         let dev = SimDevice::attach(&self.fabric, NodeIdx(host), 1).unwrap();
         dev.set_is_sm(true);
         let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
@@ -62,7 +62,7 @@ impl Net {
         SubnetManager::new(transport, SmConfig::default(), false)
     }
 
-    fn sweep(&self, sm: &mut SubnetManager<MadTransport>) -> SweepReport {
+    fn sweep(&self, sm: &mut SubnetManager<ibsm::transport::SmpClient<MadTransport>>) -> SweepReport {
         let report = self.rt.block_on(sm.sweep()).expect("sweep");
         assert!(report.subnet_up(), "{:?} {:?}", report.inactive, report.problems());
         report

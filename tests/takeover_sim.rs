@@ -31,11 +31,15 @@ fn txn() -> TxnConfig {
 }
 
 /// An SM on port 1 of `host`, with fresh state (no guid2lid).
-fn sm_on(fabric: &SharedFabric, host: NodeIdx) -> SubnetManager<MadTransport> {
+fn sm_on(fabric: &SharedFabric, host: NodeIdx) -> SubnetManager<ibsm::transport::SmpClient<MadTransport>> {
     sm_with_qos(fabric, host, QosConfig::default())
 }
 
-fn sm_with_qos(fabric: &SharedFabric, host: NodeIdx, qos: QosConfig) -> SubnetManager<MadTransport> {
+fn sm_with_qos(
+    fabric: &SharedFabric,
+    host: NodeIdx,
+    qos: QosConfig,
+) -> SubnetManager<ibsm::transport::SmpClient<MadTransport>> {
     let dev = SimDevice::attach(fabric, host, 1).unwrap();
     dev.set_is_sm(true);
     let (transport, _unsolicited) = MadTransport::spawn(dev, txn());

@@ -245,7 +245,7 @@ mod tests {
     }
 
     struct Sm {
-        sm: SubnetManager<MadTransport>,
+        sm: SubnetManager<crate::transport::SmpClient<MadTransport>>,
         aliases: tokio::sync::watch::Sender<Arc<AliasTable>>,
     }
 
@@ -281,7 +281,7 @@ mod tests {
         /// GUIDInfo block `block` as host port `r` answers a SubnGet.
         fn held(&self, sm: &Sm, r: PortRef, block: u8) -> GuidInfoBlockRepr {
             let lid = self.fabric.lock().unwrap().lid_of(r).unwrap();
-            let smp = self.rt.block_on(sm.sm.client().lid_get(lid, AttributeId::GuidInfo, block.into())).unwrap();
+            let smp = self.rt.block_on(sm.sm.driver().lid_get(lid, AttributeId::GuidInfo, block.into())).unwrap();
             GuidInfoBlockRepr::parse_data(&smp.data).unwrap()
         }
 

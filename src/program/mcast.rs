@@ -14,12 +14,12 @@ use ibsm_routing::mcast::{McastGroup, McastMember, McastRoutes, PortSet};
 
 use super::mfts::{mft_sets, wanted_blocks, MftKey, MftMemo, MftSet, MftSets};
 use super::routes::RoutingView;
+use crate::exchange::SmpError;
 use crate::mad::{AttributeId, CapabilityMask, DrPath, MftBlockRepr, PortState, SmpAttribute, SwitchInfoRepr};
 use crate::subnet::McastReport;
 use crate::subnet::Subnet;
+use crate::sweep::core::SmpDriver;
 use crate::sweep::core::{SmpCore, SmpRequest};
-use crate::transport::smp_client::{SmpClient, SmpError};
-use crate::transport::Transport;
 use crate::types::{Guid, Lid};
 
 /// The multicast groups to route: for every MLID, the ports of its members
@@ -140,9 +140,9 @@ impl McastState {
     /// A heavy sweep: forgets switches gone or reset, routes every group
     /// over the new view (from scratch when the topology changed) and
     /// writes what differs.
-    pub async fn after_sweep<T: Transport>(
+    pub async fn after_sweep<D: SmpDriver>(
         &mut self,
-        client: &SmpClient<T>,
+        driver: &D,
         subnet: &Subnet,
         view: RoutingView,
         table: Arc<McastTable>,
@@ -186,16 +186,16 @@ impl McastState {
         self.routed = table;
         // Every switch: the sweep may have found switches reset or new,
         // whose tables must be read and written whatever changed.
-        self.write(client, None, &mut report).await;
+        self.write(driver, None, &mut report).await;
         report
     }
 
     /// Between sweeps: the SA's groups changed. Routes the groups that
     /// differ over the last sweep's view and writes what differs. `None`
     /// before a heavy sweep built a view.
-    pub async fn membership_changed<T: Transport>(
+    pub async fn membership_changed<D: SmpDriver>(
         &mut self,
-        client: &SmpClient<T>,
+        driver: &D,
         table: Arc<McastTable>,
     ) -> Option<McastReport> {
         let view = self.view.as_ref()?;
@@ -214,7 +214,7 @@ impl McastState {
         // Only the switches whose entries moved (and those a failed SMP
         // left dirty): a join on a large fabric touches a handful of its
         // thousands.
-        self.write(client, Some(&touched), &mut report).await;
+        self.write(driver, Some(&touched), &mut report).await;
         Some(report)
     }
 
@@ -247,12 +247,7 @@ impl McastState {
     /// hold the old tree's ports and an addition elsewhere could close a
     /// loop with them. Held back, the block drops packets until a later
     /// pass completes it; it never loops.
-    async fn write<T: Transport>(
-        &mut self,
-        client: &SmpClient<T>,
-        only: Option<&BTreeSet<SwitchId>>,
-        report: &mut McastReport,
-    ) {
+    async fn write<D: SmpDriver>(&mut self, driver: &D, only: Option<&BTreeSet<SwitchId>>, report: &mut McastReport) {
         let (Some(_), Some(routes)) = (&self.view, &self.routes) else { return };
         let mut wanted = Vec::new();
         for (i, sw) in self.switches.iter().enumerate() {
@@ -282,7 +277,7 @@ impl McastState {
             })
             .collect();
         report.mft_reads += reads.len();
-        for ((id, g, k), answer) in batch(client, reads.into_iter()).await {
+        for ((id, g, k), answer) in batch(driver, reads.into_iter()).await {
             match answer.ok().and_then(|d| MftBlockRepr::parse_data(&d).ok()) {
                 Some(held) => self.memo.apply_read(g, k, &held),
                 None => {
@@ -297,7 +292,7 @@ impl McastState {
             wanted.iter().map(|(id, g, path, w)| (*id, *path, mft_sets(*g, w, &self.memo))).collect();
         let removals = plans.iter().flat_map(|(id, path, p)| p.removals.iter().map(move |s| (*id, *path, *s)));
         let removals: Vec<_> = removals.collect();
-        self.send(client, removals, report, &mut held_back, &mut failed).await;
+        self.send(driver, removals, report, &mut held_back, &mut failed).await;
         let additions = plans
             .iter()
             .flat_map(|(id, path, p)| p.additions.iter().map(move |s| (*id, *path, *s)))
@@ -311,7 +306,7 @@ impl McastState {
             })
             .collect::<Vec<_>>();
         let mut no_more = BTreeSet::new();
-        self.send(client, additions, report, &mut no_more, &mut failed).await;
+        self.send(driver, additions, report, &mut no_more, &mut failed).await;
         // The top follows the blocks now written: raised after additions,
         // lowered after removals, so no entry in use is ever above it.
         let tops: Vec<(SwitchId, DrPath, SwitchInfoRepr)> = wanted
@@ -333,7 +328,7 @@ impl McastState {
         let requests = tops
             .into_iter()
             .map(|(id, path, si)| (id, SmpRequest::set(path, AttributeId::SwitchInfo, 0, si.to_data())));
-        for (id, answer) in batch(client, requests).await {
+        for (id, answer) in batch(driver, requests).await {
             match answer.ok().and_then(|d| SwitchInfoRepr::parse_data(&d).ok()) {
                 Some(held) => {
                     report.fdb_top_sets += 1;
@@ -349,9 +344,9 @@ impl McastState {
         self.dirty.extend(failed);
     }
 
-    async fn send<T: Transport>(
+    async fn send<D: SmpDriver>(
         &mut self,
-        client: &SmpClient<T>,
+        driver: &D,
         sets: Vec<(SwitchId, DrPath, MftSet)>,
         report: &mut McastReport,
         held_back: &mut BTreeSet<u16>,
@@ -361,7 +356,7 @@ impl McastState {
             let data = set.want.to_data();
             ((id, set), SmpRequest::set(path, AttributeId::MulticastForwardingTable, set.attribute_modifier(), data))
         });
-        for ((id, set), answer) in batch(client, requests).await {
+        for ((id, set), answer) in batch(driver, requests).await {
             match answer.ok().and_then(|d| MftBlockRepr::parse_data(&d).ok()) {
                 Some(held) => {
                     report.mft_sets += 1;
@@ -434,12 +429,12 @@ fn member_index(view: &RoutingView, subnet: &Subnet) -> HashMap<Guid, McastMembe
 }
 
 /// Sends every request (the driver's window) and returns the answers.
-async fn batch<T: Transport, K: Send>(
-    client: &SmpClient<T>,
-    requests: impl Iterator<Item = (K, SmpRequest)>,
+async fn batch<D: SmpDriver, K: Send>(
+    driver: &D,
+    requests: impl Iterator<Item = (K, SmpRequest)> + Send,
 ) -> Vec<(K, Result<[u8; 64], SmpError>)> {
     let mut core = Batch { requests: requests.collect::<Vec<_>>().into_iter(), answers: Vec::new(), outstanding: 0 };
-    crate::runtime::driver::drive(client, &mut core).await;
+    driver.drive(&mut core).await;
     core.answers
 }
 

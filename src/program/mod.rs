@@ -3,6 +3,10 @@
 //! LID assignment (`crate::lid`), routing ([`routes`], [`qos`]) and the Sets
 //! that bring every port to ACTIVE ([`sets`]), alias GUIDs included
 //! ([`guids`]), and P_Key tables and partition enforcement ([`pkeys`]).
+//!
+//! Nothing here touches a transport: every SMP goes through the
+//! [`SmpDriver`] the SM was built with (the runtime's, over a transport),
+//! as reads and Sets described by cores ([`crate::sweep::core::SmpCore`]).
 
 pub mod guids;
 pub mod mcast;
@@ -27,10 +31,9 @@ use crate::mad::PortState;
 use crate::subnet::ProgramReport;
 use crate::subnet::{InactivePort, MasterMode, McastReport, SweepReport, SweptRoutes};
 use crate::subnet::{NodeId, Subnet};
+use crate::sweep::core::SmpDriver;
 use crate::sweep::discovery;
 use crate::sweep::light::{self, LightFinding};
-use crate::transport::smp_client::SmpClient;
-use crate::transport::Transport;
 use crate::types::{Guid, Lid};
 use sets::{LftCache, Plan};
 
@@ -61,8 +64,9 @@ impl Discovered {
 }
 
 /// The SM's state that outlives a sweep.
-pub struct SubnetManager<T: Transport> {
-    client: SmpClient<T>,
+pub struct SubnetManager<D: SmpDriver> {
+    /// Sends this SM's SMPs (the runtime's `SmpClient` over a transport).
+    driver: D,
     config: SmConfig,
     guid2lid: Guid2Lid,
     guid2lid_path: Option<PathBuf>,
@@ -98,11 +102,12 @@ pub struct SubnetManager<T: Transport> {
     mcast_source: Option<mcast::McastSource>,
 }
 
-impl<T: Transport> SubnetManager<T> {
+impl<D: SmpDriver> SubnetManager<D> {
     /// Loads guid2lid from `config.cache_dir` (a missing or corrupt file is
     /// a warning, never fatal: ports keep the LIDs they hold).
-    pub fn new(transport: T, config: SmConfig, persist: bool) -> Self {
-        let client = SmpClient::with_m_key(transport, config.m_key);
+    /// `driver` must present `config.m_key` in its SMPs (the runtime's
+    /// `SubnetManager::new` builds one that does).
+    pub fn with_driver(driver: D, config: SmConfig, persist: bool) -> Self {
         let guid2lid_path = persist.then(|| config.cache_dir.join("guid2lid"));
         let mut guid2lid = Guid2Lid::new();
         if let Some(path) = &guid2lid_path {
@@ -120,7 +125,7 @@ impl<T: Transport> SubnetManager<T> {
         }
         let part_enforce = config.part_enforce;
         SubnetManager {
-            client,
+            driver,
             config,
             guid2lid,
             guid2lid_path,
@@ -179,7 +184,7 @@ impl<T: Transport> SubnetManager<T> {
             read_before_write: self.took_over,
             ..Plan::default()
         };
-        let report = sets::program_aliases(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
+        let report = sets::program_aliases(&self.driver, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
         // What the last sweep knew stays free of this pass's findings.
         for p in std::mem::take(&mut subnet.problems) {
             warn!(problem = %p, "alias GUID programming");
@@ -230,7 +235,7 @@ impl<T: Transport> SubnetManager<T> {
             return None;
         }
         let table = self.mcast_table();
-        self.mcast.membership_changed(&self.client, table).await
+        self.mcast.membership_changed(&self.driver, table).await
     }
 
     /// Where the next sweeps have switches enforce partitions (OpenSM's
@@ -277,8 +282,9 @@ impl<T: Transport> SubnetManager<T> {
         self
     }
 
-    pub fn client(&self) -> &SmpClient<T> {
-        &self.client
+    /// What sends this SM's SMPs.
+    pub fn driver(&self) -> &D {
+        &self.driver
     }
 
     /// The SL the routing engine chose from `source_switch` to `dlid`; 0
@@ -311,14 +317,14 @@ impl<T: Transport> SubnetManager<T> {
     /// port (`Subnet::remote_sms`). Sends Gets only; changes nothing.
     pub async fn discover(&mut self) -> Result<Discovered, SweepError> {
         let started = Instant::now();
-        let subnet = discovery::discover(&self.client, self.sm_key, self.known.as_ref()).await;
+        let subnet = discovery::discover(&self.driver, self.sm_key, self.known.as_ref()).await;
         if subnet.sm_port.is_none() {
             let why = subnet.problems.first().map(|p| p.to_string()).unwrap_or_else(|| "no answer".into());
             return Err(SweepError::OwnNodeUnreadable(why));
         }
         let unknown = subnet.unknown().count();
         let (stale_nodes, stale_ports) = subnet.stale_counts();
-        let retries = self.client.transport().stats().txn.totals().retries;
+        let retries = self.driver.retries();
         // One line per discovery, whatever was lost; the reads themselves
         // are in `Subnet::missing` (and at debug level).
         let first_unknown = subnet.unknown().next().map(|m| m.to_string()).unwrap_or_default();
@@ -465,10 +471,10 @@ impl<T: Transport> SubnetManager<T> {
             partitions: self.partitions.clone(),
             part_enforce: self.part_enforce,
         };
-        let program = sets::program(&self.client, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
+        let program = sets::program(&self.driver, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
         // Multicast last: trees over the topology just programmed.
         let mcast_table = self.mcast_table();
-        let mcast = self.mcast.after_sweep(&self.client, &subnet, view, mcast_table).await;
+        let mcast = self.mcast.after_sweep(&self.driver, &subnet, view, mcast_table).await;
         for p in &mcast.problems {
             warn!(problem = %p, "multicast");
         }
@@ -529,7 +535,7 @@ impl<T: Transport> SubnetManager<T> {
     }
 }
 
-impl<T: Transport> SubnetManager<T> {
+impl<D: SmpDriver> SubnetManager<D> {
     /// A light sweep (what OpenSM does between heavy ones): SwitchInfo from
     /// every switch of the last heavy sweep. Returns why a heavy sweep is
     /// needed, or `None` when nothing changed. A fabric without switches is
@@ -541,7 +547,7 @@ impl<T: Transport> SubnetManager<T> {
         if self.known_switches.is_empty() {
             return Some(LightFinding::NoSwitches);
         }
-        light::light_sweep(&self.client, &self.known_switches).await
+        light::light_sweep(&self.driver, &self.known_switches).await
     }
 }
 

@@ -49,8 +49,7 @@ use crate::mad::{AttributeId, DrPath, PKeyTableBlockRepr, PortState, SmpAttribut
 use crate::partition::table::{block_of, changed_blocks, plan_keys, plan_table, table_len, TableError};
 use crate::partition::{PartEnforce, PartitionSet};
 use crate::subnet::{NodeId, Problem, Subnet, SweepProblem};
-use crate::transport::smp_client::SmpClient;
-use crate::transport::Transport;
+use crate::sweep::core::SmpDriver;
 use crate::types::Guid;
 
 use super::sets::read_all;
@@ -141,8 +140,8 @@ struct Facing {
 /// Reads what is not known and plans every table: the Sets to send and
 /// the enforcement bits for the PortInfo Sets. Call with the subnet as
 /// discovered (port states before programming).
-pub(super) async fn prepare<T: Transport>(
-    client: &SmpClient<T>,
+pub(super) async fn prepare<D: SmpDriver>(
+    driver: &D,
     subnet: &mut Subnet,
     partitions: Option<&PartitionSet>,
     enforce: PartEnforce,
@@ -153,7 +152,7 @@ pub(super) async fn prepare<T: Transport>(
     let ends = end_ports(subnet);
     let (facing, enforcement) = switch_ports(subnet, enforce);
     let tables: Vec<PortTable> = ends.iter().copied().chain(facing.iter().map(|f| f.table)).collect();
-    read_unknown(client, subnet, &tables, report, memos).await;
+    read_unknown(driver, subnet, &tables, report, memos).await;
     let mut work = PKeyWork { enforcement, ..PKeyWork::default() };
     plan(subnet, &ends, &facing, partitions, enforce, memos, &mut work);
     work
@@ -309,8 +308,8 @@ fn switch_ports(subnet: &Subnet, enforce: PartEnforce) -> (Vec<Facing>, HashMap<
 /// Reads the blocks of `tables` the memo does not know and remembers them
 /// as held (and wanted). A block that could not be read stays unknown: its
 /// port is left alone this sweep.
-async fn read_unknown<T: Transport>(
-    client: &SmpClient<T>,
+async fn read_unknown<D: SmpDriver>(
+    driver: &D,
     subnet: &mut Subnet,
     tables: &[PortTable],
     report: &mut ProgramReport,
@@ -323,7 +322,7 @@ async fn read_unknown<T: Transport>(
         .collect();
     report.pkey_reads += reads.len();
     let gets = reads.into_iter().map(|(t, b)| ((t, b), t.path, AttributeId::PKeyTable, t.amod(b)));
-    read_all(client, gets, |(t, block), path, result| {
+    read_all(driver, gets, |(t, block), path, result| {
         match result
             .map_err(|e| e.to_string())
             .and_then(|d| PKeyTableBlockRepr::parse_data(&d).map_err(|e| e.to_string()))

@@ -31,13 +31,13 @@ use crate::sweep::core::{SmpCore, SmpRequest};
 use tracing::debug;
 
 use crate::config::SmConfig;
+use crate::exchange::SmpError;
 use crate::mad::SmpAttribute;
 use crate::mad::{
     AttributeId, CapabilityMask, DrPath, GuidInfoBlockRepr, LftBlockRepr, PortInfoRepr, PortState, SwitchInfoRepr,
 };
 use crate::subnet::{NodeId, Problem, Subnet, SweepProblem};
-use crate::transport::smp_client::{SmpClient, SmpError};
-use crate::transport::Transport;
+use crate::sweep::core::SmpDriver;
 use crate::types::{Guid, Lid};
 
 use super::guids::{GuidInfoSet, GuidMemo, GuidMemos};
@@ -149,8 +149,8 @@ struct SetRequest {
 }
 
 /// Programs everything in `plan`; the returned report counts what was sent.
-pub async fn program<T: Transport>(
-    client: &SmpClient<T>,
+pub async fn program<D: SmpDriver>(
+    driver: &D,
     subnet: &mut Subnet,
     plan: &Plan,
     config: &SmConfig,
@@ -162,7 +162,7 @@ pub async fn program<T: Transport>(
     // that change go first in pass 1, the enforcement bits ride in the
     // PortInfo Sets.
     let pkeys = super::pkeys::prepare(
-        client,
+        driver,
         subnet,
         plan.partitions.as_deref(),
         plan.part_enforce,
@@ -179,9 +179,9 @@ pub async fn program<T: Transport>(
     // Takeover: learn what the switches hold before writing over it.
     let mut qos_held = vec![false; plan.qos.len()];
     if plan.read_before_write {
-        read_lfts(client, subnet, plan, &switches, blocks, &mut report, cache).await;
-        read_qos(client, subnet, plan, &mut qos_held, &mut report, cache).await;
-        read_guid_info(client, subnet, plan, &mut report, cache).await;
+        read_lfts(driver, subnet, plan, &switches, blocks, &mut report, cache).await;
+        read_qos(driver, subnet, plan, &mut qos_held, &mut report, cache).await;
+        read_guid_info(driver, subnet, plan, &mut report, cache).await;
     }
 
     // Pass 1: parameters + ARMED, SwitchInfo, LFTs; all independent. LFT
@@ -200,7 +200,7 @@ pub async fn program<T: Transport>(
     let first = Work::Prepared(pkey_sets.into_iter());
     let rest = targets.into_iter().chain(sl2vl_targets).chain(guid_targets).chain(lft_targets);
     let ctx = Ctx { plan, config, state: PortState::Armed, enforcement: &pkeys.enforcement };
-    execute(client, subnet, first, rest, &ctx, &mut report, cache).await;
+    execute(driver, subnet, first, rest, &ctx, &mut report, cache).await;
     report.pkey_blocks = super::pkeys::held_blocks(&cache.pkeys, &pkeys.ports);
 
     // Pass 2: ACTIVE, once both ends of a link are armed. A port whose
@@ -224,7 +224,7 @@ pub async fn program<T: Transport>(
         })
         .collect();
     let ctx = Ctx { plan, config, state: PortState::Active, enforcement: &pkeys.enforcement };
-    execute(client, subnet, Work::Prepared(Vec::new().into_iter()), armed.into_iter(), &ctx, &mut report, cache).await;
+    execute(driver, subnet, Work::Prepared(Vec::new().into_iter()), armed.into_iter(), &ctx, &mut report, cache).await;
     report.alias_guids = super::guids::held_aliases(&cache.guid_info);
     report
 }
@@ -232,8 +232,8 @@ pub async fn program<T: Transport>(
 /// Only the GUIDInfo blocks of `plan` (alias GUIDs changed between
 /// sweeps), those the cache says differ, read first with
 /// `read_before_write`; the rest of the plan is ignored.
-pub async fn program_aliases<T: Transport>(
-    client: &SmpClient<T>,
+pub async fn program_aliases<D: SmpDriver>(
+    driver: &D,
     subnet: &mut Subnet,
     plan: &Plan,
     config: &SmConfig,
@@ -241,12 +241,12 @@ pub async fn program_aliases<T: Transport>(
 ) -> ProgramReport {
     let mut report = ProgramReport::default();
     if plan.read_before_write {
-        read_guid_info(client, subnet, plan, &mut report, cache).await;
+        read_guid_info(driver, subnet, plan, &mut report, cache).await;
     }
     let targets = (0..plan.guid_info.len() as u32).map(|index| Target::GuidInfo { index });
     let no_enforcement = HashMap::new();
     let ctx = Ctx { plan, config, state: PortState::Armed, enforcement: &no_enforcement };
-    execute(client, subnet, Work::Prepared(Vec::new().into_iter()), targets, &ctx, &mut report, cache).await;
+    execute(driver, subnet, Work::Prepared(Vec::new().into_iter()), targets, &ctx, &mut report, cache).await;
     report.alias_guids = super::guids::held_aliases(&cache.guid_info);
     report
 }
@@ -254,16 +254,16 @@ pub async fn program_aliases<T: Transport>(
 /// Gets, driven by the runtime's driver; `answer` then sees each result
 /// with the key it was asked under. Reads whose every attempt timed out are
 /// asked again, up to [`RESEND_ROUNDS`] times, as Sets are.
-pub(super) async fn read_all<T: Transport, K: Send>(
-    client: &SmpClient<T>,
-    reads: impl Iterator<Item = (K, DrPath, AttributeId, u32)>,
+pub(super) async fn read_all<D: SmpDriver, K: Send>(
+    driver: &D,
+    reads: impl Iterator<Item = (K, DrPath, AttributeId, u32)> + Send,
     mut answer: impl FnMut(K, DrPath, Result<[u8; 64], SmpError>),
 ) {
     // Collected first: the core then holds no closure borrowing the caller.
     let mut reads: Vec<_> = reads.collect();
     for round in 0..=RESEND_ROUNDS {
         let mut core = ReadCore { reads: reads.into_iter(), answers: Vec::new(), outstanding: 0, exhausted: false };
-        crate::runtime::driver::drive(client, &mut core).await;
+        driver.drive(&mut core).await;
         reads = Vec::new();
         for ((key, path, attr, amod), result) in core.answers {
             match result {
@@ -278,7 +278,7 @@ pub(super) async fn read_all<T: Transport, K: Send>(
 }
 
 fn is_timeout(e: &SmpError) -> bool {
-    matches!(e, SmpError::Transport(crate::transport::TransportError::Timeout { .. }))
+    matches!(e, SmpError::Transport(crate::exchange::TransportError::Timeout { .. }))
 }
 
 /// A read as asked: the caller's key, where, what.
@@ -319,8 +319,8 @@ impl<K, I: Iterator<Item = (K, DrPath, AttributeId, u32)>> SmpCore for ReadCore<
 /// Reads every block `plan` would write to switches the cache holds nothing
 /// for, and records what they hold, so `lft_set` sends only blocks that
 /// differ. A block that could not be read stays unknown and is written.
-async fn read_lfts<T: Transport>(
-    client: &SmpClient<T>,
+async fn read_lfts<D: SmpDriver>(
+    driver: &D,
     subnet: &mut Subnet,
     plan: &Plan,
     switches: &[NodeId],
@@ -341,7 +341,7 @@ async fn read_lfts<T: Transport>(
         let block = (i / unknown.len()) as u32;
         ((id, guid, block), path, AttributeId::LinearForwardingTable, block)
     });
-    read_all(client, reads, |(id, guid, block), path, result| {
+    read_all(driver, reads, |(id, guid, block), path, result| {
         match result.map_err(|e| e.to_string()).and_then(|d| LftBlockRepr::parse_data(&d).map_err(|e| e.to_string())) {
             Ok(b) => {
                 report.lft_reads += 1;
@@ -365,8 +365,8 @@ async fn read_lfts<T: Transport>(
 /// ones the port already holds (and remembers them as written). An
 /// optimized all-ports SL-to-VL Set cannot be read back as one table: the
 /// table from port 0 to the first cabled port stands for the switch.
-async fn read_qos<T: Transport>(
-    client: &SmpClient<T>,
+async fn read_qos<D: SmpDriver>(
+    driver: &D,
     subnet: &Subnet,
     plan: &Plan,
     held: &mut [bool],
@@ -386,7 +386,7 @@ async fn read_qos<T: Transport>(
         };
         Some((i, set.path, set.attr, amod))
     });
-    read_all(client, reads, |i, _, result| {
+    read_all(driver, reads, |i, _, result| {
         let Ok(have) = result else {
             report.failures += 1;
             return;
@@ -414,8 +414,8 @@ async fn read_qos<T: Transport>(
 /// nothing of, and remembers what they hold as if the SM had asked for it,
 /// so only blocks that differ are sent. A block that could not be read is
 /// written.
-async fn read_guid_info<T: Transport>(
-    client: &SmpClient<T>,
+async fn read_guid_info<D: SmpDriver>(
+    driver: &D,
     subnet: &mut Subnet,
     plan: &Plan,
     report: &mut ProgramReport,
@@ -427,7 +427,7 @@ async fn read_guid_info<T: Transport>(
         .filter(|s| !cache.guid_info.contains_key(&(s.port_guid, s.block)))
         .map(|s| (*s, s.path, AttributeId::GuidInfo, u32::from(s.block)))
         .collect::<Vec<_>>();
-    read_all(client, reads.into_iter(), |set, path, result| {
+    read_all(driver, reads.into_iter(), |set, path, result| {
         match result
             .map_err(|e| e.to_string())
             .and_then(|d| GuidInfoBlockRepr::parse_data(&d).map_err(|e| e.to_string()))
@@ -519,17 +519,17 @@ fn make(subnet: &Subnet, target: Target, ctx: &Ctx, cache: &LftCache) -> Option<
     }
 }
 
-async fn execute<T: Transport>(
-    client: &SmpClient<T>,
+async fn execute<D: SmpDriver>(
+    driver: &D,
     subnet: &mut Subnet,
     first: Work,
-    targets: impl Iterator<Item = Target>,
+    targets: impl Iterator<Item = Target> + Send,
     ctx: &Ctx<'_>,
     report: &mut ProgramReport,
     cache: &mut LftCache,
 ) {
     let Work::Prepared(prepared) = first;
-    let mut failed = run_pass(client, subnet, prepared, targets, ctx, report, cache).await;
+    let mut failed = run_pass(driver, subnet, prepared, targets, ctx, report, cache).await;
     // A lossy fabric loses all of a Set's attempts now and then (four tries
     // on a six-hop path at 10% loss a hop fail about one time in four):
     // sending those again now costs one timeout, a new sweep costs a whole
@@ -546,7 +546,7 @@ async fn execute<T: Transport>(
         let (pkeys, others): (Vec<_>, Vec<_>) =
             again.into_iter().map(|(req, _)| req).partition(|req| matches!(req.target, Target::PKeys { .. }));
         let targets: Vec<Target> = others.iter().map(|req| req.target).collect();
-        failed = run_pass(client, subnet, pkeys.into_iter(), targets.into_iter(), ctx, report, cache).await;
+        failed = run_pass(driver, subnet, pkeys.into_iter(), targets.into_iter(), ctx, report, cache).await;
     }
     record_failures(subnet, ctx.plan, failed, report);
 }
@@ -554,18 +554,18 @@ async fn execute<T: Transport>(
 /// Extra rounds for the Sets whose every attempt timed out.
 const RESEND_ROUNDS: usize = 2;
 
-async fn run_pass<T: Transport>(
-    client: &SmpClient<T>,
+async fn run_pass<D: SmpDriver>(
+    driver: &D,
     subnet: &mut Subnet,
     prepared: std::vec::IntoIter<SetRequest>,
-    targets: impl Iterator<Item = Target>,
+    targets: impl Iterator<Item = Target> + Send,
     ctx: &Ctx<'_>,
     report: &mut ProgramReport,
     cache: &mut LftCache,
 ) -> Vec<(SetRequest, SmpError)> {
     let mut pass =
         SetPass { subnet, prepared, targets, ctx, report, cache, outstanding: 0, exhausted: false, failed: Vec::new() };
-    crate::runtime::driver::drive(client, &mut pass).await;
+    driver.drive(&mut pass).await;
     debug!(report = ?pass.report, failed = pass.failed.len(), "programming batch done");
     pass.failed
 }

@@ -1,15 +1,19 @@
 //! The one driver that sends what an SMP core asks for over a transport:
 //! up to [`MAX_OUTSTANDING`] requests in flight (the transaction layer's
 //! window bounds the wire; this bounds memory), answers fed back as they
-//! come.
+//! come. It is the [`SmpDriver`] of every [`SmpClient`], so the cores'
+//! sequences (discovery, programming) run over a transport without naming
+//! one; and it gives the programmer its transport-backed constructor.
 
 use std::future::Future;
 use std::pin::Pin;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 
+use crate::config::SmConfig;
 use crate::program::sets::MAX_OUTSTANDING;
-use crate::sweep::core::{SmpCore, SmpRequest};
+use crate::program::SubnetManager;
+use crate::sweep::core::{SmpCore, SmpDriver, SmpRequest};
 use crate::transport::smp_client::check_response;
 use crate::transport::{SmpClient, SmpTarget, Transport};
 
@@ -48,4 +52,28 @@ async fn send<T: Transport, K>(client: &SmpClient<T>, token: K, req: SmpRequest)
         .and_then(|d| check_response(SmpTarget::Directed(req.path), req.method, req.attr, req.amod, &d.mad))
         .map(|smp| smp.data);
     (token, r)
+}
+
+impl<T: Transport> SmpDriver for SmpClient<T> {
+    fn drive<C>(&self, core: &mut C) -> impl Future<Output = ()> + Send
+    where
+        C: SmpCore + Send,
+        C::Token: Send,
+    {
+        drive(self, core)
+    }
+
+    fn retries(&self) -> u64 {
+        self.transport().stats().txn.totals().retries
+    }
+}
+
+impl<T: Transport> SubnetManager<SmpClient<T>> {
+    /// An SM that sends its SMPs over `transport` with `config.m_key`.
+    /// Loads guid2lid from `config.cache_dir` when `persist` (a missing or
+    /// corrupt file is a warning, never fatal: ports keep the LIDs they hold).
+    pub fn new(transport: T, config: SmConfig, persist: bool) -> Self {
+        let client = SmpClient::with_m_key(transport, config.m_key);
+        SubnetManager::with_driver(client, config, persist)
+    }
 }

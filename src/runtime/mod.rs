@@ -149,7 +149,7 @@ enum SweepWork {
     Multicast,
 }
 
-type SweepJob<T> = Pin<Box<dyn Future<Output = (SubnetManager<T>, SweepDone)> + Send>>;
+type SweepJob<T> = Pin<Box<dyn Future<Output = (SubnetManager<SmpClient<T>>, SweepDone)> + Send>>;
 type SideJob = Pin<Box<dyn Future<Output = Option<SideDone>> + Send>>;
 
 /// What a side job ended with.
@@ -174,7 +174,7 @@ struct MirrorReads {
 struct Owner<T: Transport + Clone> {
     election: Election,
     /// `None` while the sweep slot's job holds it.
-    sm: Option<SubnetManager<T>>,
+    sm: Option<SubnetManager<SmpClient<T>>>,
     client: SmpClient<T>,
     transport: T,
     config: Config,

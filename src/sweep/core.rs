@@ -2,11 +2,14 @@
 //! out the SMPs it wants sent ([`SmpCore::poll_request`]) and takes their
 //! answers ([`SmpCore::handle_answer`]); the transaction layer below the
 //! driver owns timeouts and retries. One driver sends for any core: the
-//! runtime's over tokio (`crate::runtime::driver`), the simulator's in
-//! virtual time for tests (`crate::sim::drive_core`).
+//! runtime's over tokio ([`SmpDriver`], implemented in
+//! `crate::runtime::driver`), the simulator's in virtual time for tests
+//! (`crate::sim::drive_core`).
 
 use crate::datagram::{Datagram, MadAddress};
 use crate::exchange::SmpError;
+use std::future::Future;
+
 use crate::mad::{AttributeId, DrPath, Method, SmpRepr, SMP_DATA_LEN};
 
 /// One directed-route SMP a core wants sent.
@@ -48,4 +51,20 @@ pub trait SmpCore {
     fn handle_answer(&mut self, token: Self::Token, answer: Result<[u8; SMP_DATA_LEN], SmpError>);
     /// Nothing is left to send or to wait for.
     fn is_done(&self) -> bool;
+}
+
+/// What runs an [`SmpCore`] to its end: sends what it asks for and feeds
+/// back the answers. The sequences that chain cores (a heavy sweep's
+/// discovery, then programming) name only this trait, never a transport;
+/// the runtime implements it over the transaction layer
+/// (`crate::runtime::driver`).
+pub trait SmpDriver: Send + Sync {
+    /// Runs `core` until it is done.
+    fn drive<C>(&self, core: &mut C) -> impl Future<Output = ()> + Send
+    where
+        C: SmpCore + Send,
+        C::Token: Send;
+    /// Requests sent again after a timeout, so far: a discovery's log line
+    /// says how lossy the fabric was.
+    fn retries(&self) -> u64;
 }

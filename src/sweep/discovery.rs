@@ -27,14 +27,15 @@ use std::collections::VecDeque;
 use tracing::{debug, warn};
 
 use super::core::{SmpCore, SmpRequest};
+use crate::exchange::SmpError;
+use crate::exchange::TransportError;
 use crate::mad::SmpAttribute;
 use crate::mad::{
     AttributeId, CapabilityMask, DrPath, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState, PortInfoRepr,
     PortState, SmInfoRepr, SmState, SwitchInfoRepr,
 };
 use crate::subnet::{MissingRead, NodeId, Problem, Read, RemoteSm, Subnet, SweepProblem};
-use crate::transport::smp_client::{SmpClient, SmpError};
-use crate::transport::{Transport, TransportError};
+use crate::sweep::core::SmpDriver;
 use crate::types::{Guid, Lid, MAX_PORTS};
 
 /// Passes after the first in which a read the transport gave up on is
@@ -86,9 +87,9 @@ fn is_loss(e: &SmpError) -> bool {
 /// Sweeps the fabric reachable from the SM's port, then reads the SMInfo of
 /// every other SM port it found, presenting `sm_key`. `known` is what the
 /// last sweep found: it stands in for reads that get no answer.
-pub async fn discover<T: Transport>(client: &SmpClient<T>, sm_key: u64, known: Option<&Subnet>) -> Subnet {
+pub async fn discover<D: SmpDriver>(driver: &D, sm_key: u64, known: Option<&Subnet>) -> Subnet {
     let mut core = DiscoveryCore::new(sm_key, known);
-    crate::runtime::driver::drive(client, &mut core).await;
+    driver.drive(&mut core).await;
     core.finish()
 }
 

@@ -6,8 +6,9 @@
 use std::fmt;
 
 use super::core::{SmpCore, SmpRequest};
+use crate::exchange::SmpError;
 use crate::mad::{AttributeId, DrPath, SmpAttribute, SwitchInfoRepr};
-use crate::transport::{SmpClient, SmpError, Transport};
+use crate::sweep::core::SmpDriver;
 use crate::types::Guid;
 
 /// Why a light sweep asks for a heavy one.
@@ -45,9 +46,9 @@ impl fmt::Display for LightFinding {
 
 /// SwitchInfo from each of `switches` (GUID and path); the first finding,
 /// or `None` when nothing changed.
-pub async fn light_sweep<T: Transport>(client: &SmpClient<T>, switches: &[(Guid, DrPath)]) -> Option<LightFinding> {
+pub async fn light_sweep<D: SmpDriver>(driver: &D, switches: &[(Guid, DrPath)]) -> Option<LightFinding> {
     let mut core = LightSweepCore::new(switches.to_vec());
-    crate::runtime::driver::drive(client, &mut core).await;
+    driver.drive(&mut core).await;
     core.finding()
 }
 

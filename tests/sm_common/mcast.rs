@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ibsm::mad::{AttributeId, MftBlockRepr, SmpAttribute};
-use ibsm::sweep::subnet::{NodeId, Subnet};
+use ibsm::subnet::{NodeId, Subnet};
 use ibsm::transport::{SmpClient, Transport};
 use ibsm::types::{Guid, Lid};
 

@@ -73,7 +73,7 @@ fn cable_rate(a: PortRef, b: PortRef) -> u8 {
 struct Swept {
     topo: Topology,
     fabric: SharedFabric,
-    sm: SubnetManager<MadTransport>,
+    sm: SubnetManager<crate::transport::SmpClient<MadTransport>>,
     report: SweepReport,
 }
 
