@@ -1,0 +1,187 @@
+//! The heavy sweep's plan: from what discovery found and what the SM holds
+//! (guid2lid, what it remembers writing, the configuration), what the
+//! fabric should hold: LIDs, routes, QoS tables and the Sets of a
+//! [`Plan`]. Desired state against held state, and nothing else: no
+//! driver, no file, no clock. The manager (`super::manager`) gathers the
+//! inputs, persists guid2lid and hands the plan to [`super::sets`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tracing::warn;
+
+use super::guids::GuidInfoSet;
+use super::qos::{self, QosCache};
+use super::routes::{self, RoutingView, SwitchTables};
+use super::sets::Plan;
+use super::SweepError;
+use crate::config::{QosConfig, SmConfig};
+use crate::lid::assign::{assign_lids, LidAssignment, LidPolicy, PortRole, SweptPort};
+use crate::lid::{Guid2Lid, LidRange};
+use crate::mad::PortState;
+use crate::partition::{PartEnforce, PartitionSet};
+use crate::subnet::{InactivePort, MasterMode, NodeId, QosSet, RoutingRun, Subnet};
+use crate::types::{Guid, Lid};
+
+/// The LIDs of one sweep: the assignment, and where each range landed.
+pub(super) struct Addressed {
+    pub lids: LidAssignment,
+    /// Base LID and LMC by port, as the sweep's node IDs name ports.
+    pub ranges: HashMap<(NodeId, u8), LidRange>,
+    /// The SM's own base LID (0 when it got none).
+    pub sm_lid: Lid,
+}
+
+/// LIDs for every LID-bearing port of `subnet` that is not quarantined:
+/// kept from `guid2lid` and what ports hold where the policy allows.
+pub(super) fn address(
+    subnet: &Subnet,
+    sm_port: (NodeId, u8),
+    guid2lid: &Guid2Lid,
+    config: &SmConfig,
+    mode: MasterMode,
+) -> Result<Addressed, SweepError> {
+    let mut port_of_guid: HashMap<Guid, (NodeId, u8)> = HashMap::new();
+    let mut swept = Vec::new();
+    for (id, port) in subnet.lid_ports() {
+        let node = subnet.node(id);
+        let Some(info) = node.ports.get(port as usize).and_then(|p| p.info.as_ref()) else { continue };
+        if node.quarantined.is_some() {
+            continue;
+        }
+        let role = if node.is_switch() {
+            PortRole::SwitchPort0 { enhanced: node.switch_info.as_ref().is_some_and(|s| s.enhanced_port0) }
+        } else {
+            PortRole::EndPort
+        };
+        let guid = node.port_guid(port);
+        port_of_guid.insert(guid, (id, port));
+        swept.push(SweptPort { guid, role, lid: info.lid, lmc: info.lmc });
+    }
+    let policy = LidPolicy::new(config.lmc)
+        .map_err(|e| SweepError::Lid(e.to_string()))?
+        .with_lmc_esp0(config.lmc_esp0)
+        .with_reassign_all(mode == MasterMode::Fresh && config.reassign_lids);
+    let (sm_node, sm_port) = sm_port;
+    let sm_guid = subnet.node(sm_node).port_guid(sm_port);
+    let lids = assign_lids(&swept, guid2lid, sm_guid, &policy);
+    for d in &lids.decisions {
+        tracing::debug!(%d, "LID decision");
+    }
+    if let Some(e) = &lids.error {
+        warn!(error = %e, "LID space exhausted; some ports stay without a LID");
+    }
+    let mut ranges: HashMap<(NodeId, u8), LidRange> = HashMap::new();
+    for (guid, range) in &lids.ranges {
+        if let Some(&at) = port_of_guid.get(guid) {
+            ranges.insert(at, *range);
+        }
+    }
+    let sm_lid = ranges.get(&(sm_node, sm_port)).map(|r| r.base()).unwrap_or(Lid(0));
+    Ok(Addressed { lids, ranges, sm_lid })
+}
+
+/// What routing decided for one sweep.
+pub(super) struct Routed {
+    /// The fabric as the engines saw it (multicast routes over it too).
+    pub view: RoutingView,
+    pub tables: SwitchTables,
+    /// The SL of every route when the engine uses VLs, indexed like
+    /// `view.switch_nodes`.
+    pub path_sl: Option<ibsm_routing::lft::PathSl>,
+    pub notes: Vec<String>,
+    pub routing: RoutingRun,
+    /// The SL-to-VL and VL arbitration tables to write (those `held`
+    /// already holds left out).
+    pub qos_sets: Vec<QosSet>,
+}
+
+/// Routes over the addressed ports with the configured engine chain, and
+/// the QoS tables the routes need.
+pub(super) fn route(
+    subnet: &Subnet,
+    ranges: &HashMap<(NodeId, u8), LidRange>,
+    config: &SmConfig,
+    qos: &QosConfig,
+    held: &QosCache,
+) -> Result<Routed, SweepError> {
+    let view = routes::routing_view(subnet, ranges)?;
+    let vls = qos::vl_budget(subnet, config);
+    let computed = routes::compute(&view, &config.routing_engine, vls)?;
+    for n in &computed.notes {
+        warn!(note = %n, "routing");
+    }
+    // Engines that put routes on VLs get SL n on VL n everywhere (or
+    // their own table per port pair when they switch VL along paths);
+    // with QoS on, the configured SL-to-VL and arbitration tables.
+    let mut qos_sets = match (&computed.path_sl, qos.enabled) {
+        (Some(sl), _) => {
+            let plan = match &sl.hop_vls {
+                // The engine switches VL along paths (dor on tori).
+                Some(hop_vls) => qos::Sl2VlPlan::PerHop { hop_vls, switch_nodes: &view.switch_nodes },
+                None => qos::Sl2VlPlan::Uniform(qos::identity_table(vls)),
+            };
+            qos::sl2vl_sets(subnet, plan, held)
+        }
+        (None, true) => qos::sl2vl_sets(subnet, qos::Sl2VlPlan::Uniform(qos::configured_sl2vl(qos)), held),
+        (None, false) => Vec::new(),
+    };
+    if qos.enabled {
+        qos_sets.extend(qos::vlarb_sets(subnet, qos, held));
+    }
+    Ok(Routed {
+        view,
+        tables: computed.tables,
+        path_sl: computed.path_sl,
+        notes: computed.notes,
+        routing: computed.routing,
+        qos_sets,
+    })
+}
+
+/// What the programming pass is to make the fabric hold.
+pub(super) struct Desired {
+    pub tables: SwitchTables,
+    pub qos_sets: Vec<QosSet>,
+    pub guid_info: Vec<GuidInfoSet>,
+    pub partitions: Option<Arc<PartitionSet>>,
+    pub part_enforce: PartEnforce,
+}
+
+/// The Sets of one heavy sweep: LIDs, routes, QoS, alias GUIDs and
+/// partitions, with what `mode` asks of a new master (ClientReregister on
+/// a fresh fabric, reads before writes on a taken-over one).
+pub(super) fn plan(addressed: &Addressed, desired: Desired, qos: &QosConfig, mode: MasterMode) -> Plan {
+    Plan {
+        lids: addressed.ranges.iter().map(|(&k, r)| (k, (r.base(), r.lmc()))).collect(),
+        sm_lid: addressed.sm_lid,
+        top: addressed.lids.max_lid,
+        lfts: desired.tables,
+        client_reregister: mode == MasterMode::Fresh,
+        read_before_write: mode == MasterMode::Takeover,
+        qos: desired.qos_sets,
+        vl_high_limit: qos.enabled.then_some(qos.high_limit),
+        guid_info: desired.guid_info,
+        partitions: desired.partitions,
+        part_enforce: desired.part_enforce,
+    }
+}
+
+/// Cabled ports between managed nodes that are not ACTIVE.
+pub(super) fn inactive_ports(subnet: &Subnet) -> Vec<InactivePort> {
+    subnet
+        .cabled_ports()
+        .filter(|(_, _, _, (far, _))| subnet.node(*far).quarantined.is_none())
+        .filter_map(|(id, port, slot, _)| {
+            let state = slot.info.as_ref().map(|i| i.port_state);
+            let node = subnet.node(id);
+            (state != Some(PortState::Active)).then(|| InactivePort {
+                guid: node.guid(),
+                name: node.name(),
+                port,
+                path: node.path_for_port(port),
+                state,
+            })
+        })
+        .collect()
+}
