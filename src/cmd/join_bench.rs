@@ -56,8 +56,8 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
+use super::latency::Latency;
 use super::mcast as mc;
-use super::sa::Latency;
 use crate::mad::header::MadHeader;
 use crate::mad::sa::mc_member_record::{join_state, mc_member_mask as m, McMemberRecordRepr};
 use crate::mad::sa::{path_mask, SA_DATA_OFFSET};

@@ -8,6 +8,7 @@ pub mod analyze;
 pub mod config;
 pub mod dump;
 pub mod join_bench;
+pub mod latency;
 pub mod mcast;
 pub mod probe;
 pub mod route;

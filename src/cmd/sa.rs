@@ -28,6 +28,7 @@ use clap::{Args as ClapArgs, Subcommand, ValueEnum};
 use futures::stream::{self, StreamExt};
 use serde::Serialize;
 
+use super::latency::Latency;
 use crate::mad::sa::{InformInfoRepr, NodeRecordRepr, PortInfoRecordRepr, ServiceRecordRepr};
 use crate::mad::PathRecordRepr;
 use crate::mad::SaRecord;
@@ -503,34 +504,6 @@ pub struct FloodPlan {
     pub pairs: Vec<(u16, u16)>,
     pub duration: Duration,
     pub concurrency: usize,
-}
-
-/// Latency of the answered queries, in milliseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Latency {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub max: f64,
-    pub mean: f64,
-}
-
-impl Latency {
-    /// From microsecond samples (sorted here).
-    pub fn of(mut us: Vec<u64>) -> Latency {
-        if us.is_empty() {
-            return Latency::default();
-        }
-        us.sort_unstable();
-        let at = |q: f64| us[((us.len() as f64 * q).ceil() as usize).clamp(1, us.len()) - 1] as f64 / 1000.0;
-        Latency {
-            p50: at(0.50),
-            p90: at(0.90),
-            p99: at(0.99),
-            max: *us.last().unwrap() as f64 / 1000.0,
-            mean: us.iter().sum::<u64>() as f64 / us.len() as f64 / 1000.0,
-        }
-    }
 }
 
 /// What a flood saw.

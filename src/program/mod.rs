@@ -20,6 +20,7 @@ pub mod partitions;
 pub mod pkeys;
 mod planner;
 pub mod qos;
+mod reads;
 pub mod routes;
 pub mod sets;
 

@@ -52,7 +52,7 @@ use crate::subnet::{NodeId, Problem, Subnet, SweepProblem};
 use crate::sweep::core::SmpDriver;
 use crate::types::Guid;
 
-use super::sets::read_all;
+use super::reads::read_all;
 use crate::subnet::ProgramReport;
 
 /// One P_Key block of one port, as the SM last saw it.

@@ -42,6 +42,7 @@ use crate::types::{Guid, Lid};
 
 use super::guids::{GuidInfoSet, GuidMemo, GuidMemos};
 use super::pkeys::{Enforcement, PKeyMemos};
+use super::reads::{is_timeout, read_all, RESEND_ROUNDS};
 use crate::partition::{PartEnforce, PartitionSet};
 
 /// What the SM wants the fabric to hold after this sweep.
@@ -249,71 +250,6 @@ pub async fn program_aliases<D: SmpDriver>(
     execute(driver, subnet, Work::Prepared(Vec::new().into_iter()), targets, &ctx, &mut report, cache).await;
     report.alias_guids = super::guids::held_aliases(&cache.guid_info);
     report
-}
-
-/// Gets, driven by the runtime's driver; `answer` then sees each result
-/// with the key it was asked under. Reads whose every attempt timed out are
-/// asked again, up to [`RESEND_ROUNDS`] times, as Sets are.
-pub(super) async fn read_all<D: SmpDriver, K: Send>(
-    driver: &D,
-    reads: impl Iterator<Item = (K, DrPath, AttributeId, u32)> + Send,
-    mut answer: impl FnMut(K, DrPath, Result<[u8; 64], SmpError>),
-) {
-    // Collected first: the core then holds no closure borrowing the caller.
-    let mut reads: Vec<_> = reads.collect();
-    for round in 0..=RESEND_ROUNDS {
-        let mut core = ReadCore { reads: reads.into_iter(), answers: Vec::new(), outstanding: 0, exhausted: false };
-        driver.drive(&mut core).await;
-        reads = Vec::new();
-        for ((key, path, attr, amod), result) in core.answers {
-            match result {
-                Err(e) if round < RESEND_ROUNDS && is_timeout(&e) => reads.push((key, path, attr, amod)),
-                result => answer(key, path, result),
-            }
-        }
-        if reads.is_empty() {
-            return;
-        }
-    }
-}
-
-fn is_timeout(e: &SmpError) -> bool {
-    matches!(e, SmpError::Transport(crate::exchange::TransportError::Timeout { .. }))
-}
-
-/// A read as asked: the caller's key, where, what.
-type ReadToken<K> = (K, DrPath, AttributeId, u32);
-type ReadAnswer = Result<[u8; 64], SmpError>;
-
-/// Reads as an I/O-free core: one Get per item; the answers are kept, in
-/// the order they came, for the caller.
-struct ReadCore<K, I> {
-    reads: I,
-    answers: Vec<(ReadToken<K>, ReadAnswer)>,
-    outstanding: usize,
-    exhausted: bool,
-}
-
-impl<K, I: Iterator<Item = (K, DrPath, AttributeId, u32)>> SmpCore for ReadCore<K, I> {
-    type Token = ReadToken<K>;
-
-    fn poll_request(&mut self) -> Option<(Self::Token, SmpRequest)> {
-        let Some((key, path, attr, amod)) = self.reads.next() else {
-            self.exhausted = true;
-            return None;
-        };
-        self.outstanding += 1;
-        Some(((key, path, attr, amod), SmpRequest::get(path, attr, amod)))
-    }
-
-    fn handle_answer(&mut self, token: Self::Token, answer: Result<[u8; 64], SmpError>) {
-        self.outstanding -= 1;
-        self.answers.push((token, answer));
-    }
-
-    fn is_done(&self) -> bool {
-        self.exhausted && self.outstanding == 0
-    }
 }
 
 /// Reads every block `plan` would write to switches the cache holds nothing
@@ -550,9 +486,6 @@ async fn execute<D: SmpDriver>(
     }
     record_failures(subnet, ctx.plan, failed, report);
 }
-
-/// Extra rounds for the Sets whose every attempt timed out.
-const RESEND_ROUNDS: usize = 2;
 
 async fn run_pass<D: SmpDriver>(
     driver: &D,
