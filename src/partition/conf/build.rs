@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
+use super::entry::{Header, Written};
 use super::error::{excerpt, Fail, Pos, Problem};
-use super::parser::{Header, Written};
 use super::{
     ipoib_broadcast_mgid, is_ip_mgid, mgid_text, ConfGroup, ConfPartition, ConfWarning, MemberSpec, PortSpec,
     IPOIB_QKEY, SCOPE_LINK_LOCAL,

@@ -94,6 +94,7 @@
 //! file is refused on the first error, which is reported exactly.
 
 mod build;
+mod entry;
 mod error;
 mod lexer;
 mod parser;
