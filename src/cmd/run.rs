@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use clap::Args as ClapArgs;
 
 use crate::config::Config;
+use crate::exchange::txn::TxnConfig;
 use crate::runtime::backend::{self, PortArgs, Role};
 use crate::runtime::{self, RunOptions};
-use crate::transport::txn::TxnConfig;
 
 #[derive(Debug, Clone, ClapArgs)]
 pub struct Args {

@@ -6,13 +6,13 @@ use std::time::{Duration, SystemTime};
 
 use super::*;
 use crate::config::SmConfig;
+use crate::exchange::txn::TxnConfig;
 use crate::lid::guid2lid::Guid2Lid;
 use crate::mad::PortState;
 use crate::program::SubnetManager;
 use crate::sim::{FabricBuilder, SimDevice};
 use crate::topology::Topology;
 use crate::transport::io_thread::MadTransport;
-use crate::transport::txn::TxnConfig;
 
 const SPEC: &str = "fattree2:radix=8,leaves=4,spines=2,hosts=4";
 

@@ -212,13 +212,13 @@ pub fn held_aliases(memos: &GuidMemos) -> HashMap<Guid, BTreeMap<u16, Guid>> {
 mod tests {
     use super::*;
     use crate::config::SmConfig;
+    use crate::exchange::txn::TxnConfig;
     use crate::mad::{AttributeId, Method, SmpAttribute};
     use crate::program::SubnetManager;
     use crate::sim::{FabricBuilder, Match, Rule, SharedFabric, SimDevice};
     use crate::subnet::{MasterMode, SweepReport};
     use crate::topology::{Node, NodeIdx, NodeKind, PortRef, Topology, SPEED_QDR, WIDTH_4X};
     use crate::transport::io_thread::MadTransport;
-    use crate::transport::txn::TxnConfig;
     use std::time::Duration;
 
     /// One switch, three hosts (GUIDCap 32 each; the switch's port 0 has 1).

@@ -189,11 +189,11 @@ mod tests {
 
     use super::*;
     use crate::config::SmConfig;
+    use crate::exchange::txn::TxnConfig;
     use crate::program::SubnetManager;
     use crate::sim::{FabricBuilder, SimDevice};
     use crate::topology::Topology;
     use crate::transport::io_thread::MadTransport;
-    use crate::transport::txn::TxnConfig;
 
     /// A routing view of a generated fabric, switch i as node i.
     fn view(fabric: RoutingFabric) -> RoutingView {

@@ -269,7 +269,7 @@ fn identity(mad: &[u8]) -> (u8, u64, u8) {
 
 /// Whether two TIDs name one transaction: the low 32 bits are the
 /// requester's own, the kernel and ibsim rewrite the high ones (see
-/// `transport::txn`).
+/// `exchange::txn`).
 fn same_tid(a: u64, b: u64) -> bool {
     a as u32 == b as u32
 }

@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
+use crate::exchange::txn::{Received, Transactions, TxnConfig, TxnError};
 use crate::sweep::core::{SmpCore, SmpRequest};
 use crate::transport::smp_client::check_response;
-use crate::transport::txn::{Received, Transactions, TxnConfig, TxnError};
 use crate::transport::{DeviceError, MadDevice, SmpError, SmpTarget};
 
 /// How a driven core went.

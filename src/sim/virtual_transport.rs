@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::{SharedFabric, SimDevice};
-use crate::transport::txn::{Received, RequestKind, Transactions, TxnConfig};
+use crate::exchange::txn::{Received, RequestKind, Transactions, TxnConfig};
 use crate::transport::{Datagram, LocalPort, MadDevice, MadSummary, Transport, TransportError, TransportStats};
 
 /// The fabric's time as tokio's: create one per fabric, before any
