@@ -14,12 +14,14 @@ impl<T: Transport + Clone> Owner<T> {
     pub(super) fn on_programmed(&mut self, report: SweepReport) -> Option<Result<SweepReport, RunError>> {
         self.attempts += 1;
         let up = report.subnet_up();
+        // One census of what the sweep found, for the metrics and /status.
+        let census = crate::subnet::Census::of(&report.subnet);
         if let Some(m) = &self.options.metrics {
-            m.heavy_sweep(&report);
+            m.heavy_sweep_counted(&report, &census);
             m.routing(report.routing.engine_name(), report.routing.elapsed);
             m.transport(&self.transport.stats());
         }
-        self.options.status.heavy_sweep(&report, report.routing.engine_name());
+        self.options.status.heavy_sweep_counted(&report, &census, report.routing.engine_name());
         if report.mode == MasterMode::Takeover {
             let p = &report.program;
             info!(
