@@ -22,8 +22,8 @@ use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 
 use crate::election::State;
-use crate::mad::PortState;
-use crate::subnet::SweepReport;
+use crate::mad::{NodeType, PortState};
+use crate::subnet::{Census, SweepReport};
 use crate::types::{Guid, Lid};
 
 /// How many errors `/status` keeps (the oldest go first).
@@ -286,7 +286,13 @@ impl StatusBoard {
     /// A heavy sweep that programmed the fabric, and the routing engine
     /// (chain) it used. Counts the fabric here, once.
     pub fn heavy_sweep(&self, report: &SweepReport, engine: &str) {
-        let counts = fabric_counts(report);
+        self.heavy_sweep_counted(report, &Census::of(&report.subnet), engine)
+    }
+
+    /// [`Self::heavy_sweep`] with the sweep's census already taken (the
+    /// owner takes one per sweep for `/status` and the metrics alike).
+    pub fn heavy_sweep_counted(&self, report: &SweepReport, census: &Census, engine: &str) {
+        let counts = fabric_counts_of(report, census);
         let now = SystemTime::now();
         let problems: Vec<String> = report.problems().iter().take(FIRST_PROBLEMS).map(|p| p.to_string()).collect();
         let total = report.problems().len() as u64;
@@ -414,34 +420,35 @@ fn sweep_status(count: u64, at: SystemTime, duration: Duration, problems: u64, f
 
 /// The counts `/status` shows for one heavy sweep.
 pub fn fabric_counts(report: &SweepReport) -> FabricCounts {
-    let subnet = &report.subnet;
-    let mut c = FabricCounts { nodes: subnet.nodes.len() as u64, ..FabricCounts::default() };
-    for node in &subnet.nodes {
-        if node.is_switch() {
-            c.switches += 1;
+    fabric_counts_of(report, &Census::of(&report.subnet))
+}
+
+/// The counts `/status` shows for one heavy sweep, from its census. A cable
+/// to a quarantined node counts (from the only end listed), and so does
+/// one whose far port the sweep does not hold (its state unknown).
+pub fn fabric_counts_of(report: &SweepReport, census: &Census) -> FabricCounts {
+    let mut c = FabricCounts { nodes: census.node_count(), ..FabricCounts::default() };
+    for (&node_type, &n) in &census.nodes {
+        if node_type == NodeType::Switch {
+            c.switches += n;
         } else {
-            c.cas += 1;
-            c.ca_ports += node.ports.iter().skip(1).filter(|p| p.info.is_some()).count() as u64;
-        }
-        if node.quarantined.is_some() {
-            c.quarantined += 1;
+            c.cas += n;
         }
     }
-    for (id, port, slot, (far_id, far_port)) in subnet.cabled_ports() {
-        // Each cable shows up from both ends (when both nodes are managed);
-        // count it from the lower end, or from the only end listed.
-        let far_listed = subnet.node(far_id).quarantined.is_none();
-        if far_listed && (far_id, far_port) < (id, port) {
-            continue;
-        }
-        let far = subnet.node(far_id).ports.get(far_port as usize).and_then(|p| p.info.as_ref());
-        let states = [slot.info.as_ref().map(|i| i.port_state), far.map(|i| i.port_state)];
-        match link_rank(states) {
-            Some(0) => c.links.down += 1,
-            Some(1) => c.links.init += 1,
-            Some(2) => c.links.armed += 1,
-            Some(3) => c.links.active += 1,
-            _ => c.links.unknown += 1,
+    c.quarantined = census.quarantined;
+    c.ca_ports = census
+        .ports
+        .iter()
+        .filter(|(k, _)| k.node_type != NodeType::Switch && k.state.is_some())
+        .map(|(_, &n)| n)
+        .sum();
+    for (cable, &n) in &census.cables {
+        match link_rank([cable.near, cable.far]) {
+            Some(0) => c.links.down += n,
+            Some(1) => c.links.init += n,
+            Some(2) => c.links.armed += n,
+            Some(3) => c.links.active += n,
+            _ => c.links.unknown += n,
         }
     }
     c.lids_in_use = report.lids.ranges.values().map(|r| u64::from(r.len())).sum();

@@ -2,12 +2,15 @@
 //! ([`model`]: nodes and ports in an arena, links, directed-route paths),
 //! what a heavy sweep decided and did ([`report`]), and the snapshot it
 //! publishes whole ([`snapshot`]) for the SA, metrics, `/status` and the
-//! dumps to read without a lock.
+//! dumps to read without a lock; and what a sweep found, counted once
+//! ([`census`]) for `/status` and the metrics alike.
 
+pub mod census;
 pub mod model;
 pub mod report;
 pub mod snapshot;
 
+pub use census::Census;
 pub use model::*;
 pub use report::{InactivePort, MasterMode, McastReport, ProgramReport, QosSet, RoutingRun, SweepReport, SweptRoutes};
 pub use snapshot::{Snapshot, Snapshots};

@@ -1,11 +1,11 @@
-//! Nodes, ports and links by kind and state, counted from a sweep's subnet
-//! for the gauges. Label values are fixed names, so a fabric of any size
+//! Nodes, ports and links by kind and state for the gauges, read from a
+//! sweep's census. Label values are fixed names, so a fabric of any size
 //! adds at most 4 node kinds x 7 port states series.
 
 use std::collections::BTreeMap;
 
 use crate::mad::{NodeType, PortState};
-use crate::subnet::{NodeId, Subnet, SubnetPort};
+use crate::subnet::census::{Census, FarEnd, Seen};
 
 /// What the gauges show.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -30,8 +30,8 @@ pub(super) fn kind(t: NodeType) -> &'static str {
 
 /// PortState (IBA 14.2.5.6, Table 148), `unread` when the sweep has no
 /// PortInfo for the port.
-pub(super) fn state(port: &SubnetPort) -> &'static str {
-    match port.info.as_ref().map(|i| i.port_state) {
+pub(super) fn state(seen: Seen) -> &'static str {
+    match seen {
         None => "unread",
         Some(PortState::Down) => "down",
         Some(PortState::Init) => "init",
@@ -55,29 +55,23 @@ fn rank(state: &str) -> u8 {
 }
 
 impl Counts {
-    pub fn of(subnet: &Subnet) -> Counts {
-        let mut c = Counts::default();
-        for node in &subnet.nodes {
-            *c.nodes.entry(kind(node.info.node_type)).or_default() += 1;
-            if node.quarantined.is_some() {
-                c.quarantined += 1;
-                continue;
-            }
-            for p in node.external_ports() {
-                let s = state(&node.ports[p as usize]);
-                *c.ports.entry((kind(node.info.node_type), s)).or_default() += 1;
-            }
+    /// The gauges' figures from `census`: a quarantined node's ports are not
+    /// shown, nor a cable unless both its ends are managed ports the sweep
+    /// holds.
+    pub fn of(census: &Census) -> Counts {
+        let mut c = Counts { quarantined: census.quarantined as i64, ..Counts::default() };
+        for (&node_type, &n) in &census.nodes {
+            *c.nodes.entry(kind(node_type)).or_default() += n as i64;
         }
-        let managed = |id: NodeId| subnet.node(id).quarantined.is_none();
-        for (id, port, slot, (far, far_port)) in subnet.cabled_ports() {
-            // Each cable once, from its lower end; both ends managed.
-            if (id, port) > (far, far_port) || !managed(far) {
-                continue;
-            }
-            let Some(other) = subnet.node(far).ports.get(far_port as usize) else { continue };
-            let (a, b) = (state(slot), state(other));
+        for (k, &n) in census.ports.iter().filter(|(k, _)| k.managed) {
+            *c.ports.entry((kind(k.node_type), state(k.state))).or_default() += n as i64;
+        }
+        for (cable, &n) in census.cables.iter().filter(|(k, _)| k.far_end == FarEnd::Managed) {
+            // The lower end's state; of two ends as far along, the one the
+            // cable is counted from.
+            let (a, b) = (state(cable.near), state(cable.far));
             let s = if rank(a) <= rank(b) { a } else { b };
-            *c.links.entry(s).or_default() += 1;
+            *c.links.entry(s).or_default() += n as i64;
         }
         c
     }

@@ -425,10 +425,16 @@ impl Metrics {
     }
 
     pub fn heavy_sweep(&self, report: &SweepReport) {
+        self.heavy_sweep_counted(report, &crate::subnet::Census::of(&report.subnet))
+    }
+
+    /// [`Self::heavy_sweep`] with the sweep's census already taken (the
+    /// owner takes one per sweep for the metrics and `/status` alike).
+    pub fn heavy_sweep_counted(&self, report: &SweepReport, census: &crate::subnet::Census) {
         self.sweeps.with_label_values(&["heavy"]).inc();
         self.sweep_seconds.with_label_values(&["heavy"]).observe(report.elapsed.as_secs_f64());
         self.subnet_up.set(i64::from(report.subnet_up()));
-        let found = fabric::Counts::of(&report.subnet);
+        let found = fabric::Counts::of(census);
         self.nodes.reset();
         for (kind, n) in &found.nodes {
             self.nodes.with_label_values(&[kind]).set(*n);

@@ -9,6 +9,7 @@ use crate::config::SmConfig;
 use crate::election::{Peer, PeerAddr};
 use crate::mad::{SmInfoRepr, SmState};
 use crate::program::SubnetManager;
+use crate::runtime::status;
 use crate::sim::{FabricBuilder, SimDevice};
 use crate::topology::Topology;
 use crate::transport::io_thread::MadTransport;
@@ -473,4 +474,134 @@ fn the_readme_lists_every_family() {
         }
     }
     assert!(missing.is_empty(), "not in the README's metrics section: {missing:?}");
+}
+
+/// The fixture fabric with what the two surfaces count differently: a
+/// quarantined switch (cables to it listed from one end only), one cable
+/// end unread, one ActiveDefer, one state IBA does not define.
+fn odd_fabric() -> SweepReport {
+    use crate::mad::PortState;
+    let mut report = swept().report.clone();
+    let subnet = &mut report.subnet;
+    let left_alone = subnet.switches().last().unwrap();
+    subnet.node_mut(left_alone).quarantined = Some("test: left alone".into());
+    let managed: Vec<_> = subnet
+        .cabled_ports()
+        .filter(|&(id, port, _, far)| subnet.node(far.0).quarantined.is_none() && (id, port) < far)
+        .map(|(id, port, _, far)| (id, port, far))
+        .collect();
+    assert!(managed.len() >= 3, "the fixture has cables between managed nodes");
+    let (id, port, _) = managed[0];
+    subnet.node_mut(id).ports[port as usize].info = None;
+    let (_, _, (far, far_port)) = managed[1];
+    subnet.node_mut(far).ports[far_port as usize].info.as_mut().unwrap().port_state = PortState::ActiveDefer;
+    let (id, port, _) = managed[2];
+    subnet.node_mut(id).ports[port as usize].info.as_mut().unwrap().port_state = PortState::Unknown(9);
+    report
+}
+
+/// `/status`'s fabric figures by its rules, walked over the subnet itself.
+fn status_by_its_rules(subnet: &crate::subnet::Subnet) -> (u64, u64, u64, u64, u64, status::LinkCounts) {
+    use crate::mad::PortState;
+    let (mut switches, mut cas, mut ca_ports, mut quarantined) = (0, 0, 0, 0);
+    for node in &subnet.nodes {
+        if node.is_switch() {
+            switches += 1;
+        } else {
+            cas += 1;
+            ca_ports += node.ports.iter().skip(1).filter(|p| p.info.is_some()).count() as u64;
+        }
+        quarantined += u64::from(node.quarantined.is_some());
+    }
+    let rank = |s: Option<PortState>| match s? {
+        PortState::Down => Some(0),
+        PortState::Init => Some(1),
+        PortState::Armed => Some(2),
+        PortState::Active | PortState::ActiveDefer => Some(3),
+        _ => None,
+    };
+    let mut links = status::LinkCounts::default();
+    for (id, port, slot, (far_id, far_port)) in subnet.cabled_ports() {
+        if subnet.node(far_id).quarantined.is_none() && (far_id, far_port) < (id, port) {
+            continue;
+        }
+        let far = subnet.node(far_id).ports.get(far_port as usize).and_then(|p| p.info.as_ref());
+        let ends = [rank(slot.info.as_ref().map(|i| i.port_state)), rank(far.map(|i| i.port_state))];
+        match ends[0].zip(ends[1]).map(|(a, b)| a.min(b)) {
+            Some(0) => links.down += 1,
+            Some(1) => links.init += 1,
+            Some(2) => links.armed += 1,
+            Some(3) => links.active += 1,
+            _ => links.unknown += 1,
+        }
+    }
+    (subnet.nodes.len() as u64, switches, cas, ca_ports, quarantined, links)
+}
+
+/// The gauges' figures by their rules, walked over the subnet itself.
+fn metrics_by_their_rules(subnet: &crate::subnet::Subnet) -> fabric::Counts {
+    let rank = |s: &str| match s {
+        "unread" | "other" => 0,
+        "down" => 1,
+        "init" => 2,
+        "armed" => 3,
+        _ => 4,
+    };
+    let state = |p: &crate::subnet::SubnetPort| fabric::state(p.info.as_ref().map(|i| i.port_state));
+    let mut c = fabric::Counts::default();
+    for node in &subnet.nodes {
+        *c.nodes.entry(fabric::kind(node.info.node_type)).or_default() += 1;
+        if node.quarantined.is_some() {
+            c.quarantined += 1;
+            continue;
+        }
+        for p in node.external_ports() {
+            *c.ports.entry((fabric::kind(node.info.node_type), state(&node.ports[p as usize]))).or_default() += 1;
+        }
+    }
+    for (id, port, slot, (far, far_port)) in subnet.cabled_ports() {
+        if (id, port) > (far, far_port) || subnet.node(far).quarantined.is_some() {
+            continue;
+        }
+        let Some(other) = subnet.node(far).ports.get(far_port as usize) else { continue };
+        let (a, b) = (state(slot), state(other));
+        *c.links.entry(if rank(a) <= rank(b) { a } else { b }).or_default() += 1;
+    }
+    c
+}
+
+#[test]
+fn one_census_gives_status_and_metrics_their_own_figures_with_a_quarantined_node() {
+    use crate::subnet::census::{Census, FarEnd};
+    let report = odd_fabric();
+    let census = Census::of(&report.subnet);
+    assert_eq!(census.quarantined, 1);
+    let to_quarantined: u64 =
+        census.cables.iter().filter(|(k, _)| k.far_end == FarEnd::Quarantined).map(|(_, &n)| n).sum();
+    assert!(to_quarantined > 0, "cables to the quarantined switch are in the census: {census:?}");
+
+    // /status: every cable a managed node lists, the quarantined node's too.
+    let f = status::fabric_counts_of(&report, &census);
+    assert_eq!(f, status::fabric_counts(&report));
+    let (nodes, switches, cas, ca_ports, quarantined, links) = status_by_its_rules(&report.subnet);
+    assert_eq!((f.nodes, f.switches, f.cas, f.ca_ports, f.quarantined), (nodes, switches, cas, ca_ports, quarantined));
+    assert_eq!(f.links, links);
+    assert_eq!((links.unknown, links.active), (2, census.cables.values().sum::<u64>() - 2), "{links:?}");
+
+    // The gauges: cables between managed nodes only.
+    let counts = fabric::Counts::of(&census);
+    assert_eq!(counts, metrics_by_their_rules(&report.subnet));
+    let shown: i64 = counts.links.values().sum();
+    assert_eq!(shown as u64 + to_quarantined, census.cables.values().sum::<u64>());
+    assert_eq!((counts.links.get("unread"), counts.links.get("other")), (Some(&1), Some(&1)), "{counts:?}");
+
+    // Both surfaces fed the census the owner takes answer as they do alone.
+    let (by_census, alone) = (Metrics::new(), Metrics::new());
+    by_census.heavy_sweep_counted(&report, &census);
+    alone.heavy_sweep(&report);
+    assert_eq!(by_census.render(), alone.render());
+    let (by_census, alone) = (status::StatusBoard::new(), status::StatusBoard::new());
+    by_census.heavy_sweep_counted(&report, &census, "minhop");
+    alone.heavy_sweep(&report, "minhop");
+    assert_eq!(by_census.status().fabric, alone.status().fabric);
 }

@@ -1,0 +1,167 @@
+//! One MAD from the dispatcher: SMInfo Gets and Sets answered, traps
+//! acknowledged and handed on, SA MADs passed to the SA task, refusals
+//! answered and counted; and the names of nodes for those log lines.
+
+use std::time::Duration;
+
+use tracing::{debug, error, info, warn};
+
+use super::dispatch::{self, Inbound};
+use super::owner::Owner;
+use super::sa_task;
+use crate::election::{Event, Peer, PeerAddr, State};
+use crate::mad::header::status as mad_status;
+use crate::mad::{Method, SmpAttribute};
+use crate::transport::{Datagram, Transport};
+use crate::types::Lid;
+
+/// Trap lines logged one by one per second; the rest are counted.
+pub(super) const TRAP_LINES_PER_S: u32 = 10;
+
+/// Every LID of `subnet` (each end port's LMC range, each switch's port
+/// 0) to its node, for log lines.
+pub(super) fn lid_index(subnet: &crate::subnet::Subnet) -> std::collections::HashMap<u16, crate::subnet::NodeId> {
+    let mut nodes = std::collections::HashMap::new();
+    for id in subnet.ids() {
+        let n = subnet.node(id);
+        let ports = if n.is_switch() { 0..1 } else { 1..n.ports.len() };
+        for p in ports {
+            let Some(info) = n.ports.get(p).and_then(|slot| slot.info.as_ref()) else { continue };
+            if info.lid.0 == 0 {
+                continue;
+            }
+            for l in info.lid.0..info.lid.0.saturating_add(1 << info.lmc.min(7)) {
+                nodes.insert(l, id);
+            }
+        }
+    }
+    nodes
+}
+
+impl<T: Transport + Clone> Owner<T> {
+    /// One MAD from the dispatcher.
+    pub(super) fn on_mad(&mut self, dgram: Datagram) {
+        let now = self.now();
+        match dispatch::classify(&dgram) {
+            Inbound::SmInfoGet { req, payload } => {
+                let key = self.config.sm.sm_key;
+                // IBA 14.4.1.1: the key goes to a requester that knows it, or
+                // that holds the fabric's M_Key (OpenSM's rule since 3.3.21).
+                let authenticated = payload.is_some_and(|p| p.sm_key == key) || req.m_key == self.config.sm.m_key;
+                let info = self.election.sm_info(authenticated);
+                self.reply(&dgram, dispatch::smp_response(&req, Method::GetResp, 0, dispatch::sm_info_data(&info)));
+                if let Some(p) = payload {
+                    let lid = if dgram.addr.lid.is_unicast() { dgram.addr.lid } else { Lid(0) };
+                    self.election
+                        .handle(now, Event::PeerSeen { peer: Peer { info: p, addr: PeerAddr { lid, path: None } } });
+                }
+            }
+            Inbound::SmInfoSet { req, control, payload } => {
+                // Where to answer later (an ACKNOWLEDGE): the election uses
+                // the path its own discovery found for a known sender.
+                let lid = if dgram.addr.lid.is_unicast() { dgram.addr.lid } else { Lid(0) };
+                let addr = PeerAddr { lid, path: None };
+                let key_ok = payload.as_ref().is_ok_and(|from| from.sm_key == self.config.sm.sm_key);
+                let status = match payload {
+                    // Refused (a wrong key, a stranger, a control our state
+                    // does not take) is answered with an error status, as
+                    // OpenSM answers the controls it refuses.
+                    Ok(from) if self.election.control(now, control, from, addr) => 0,
+                    Ok(_) => mad_status::INVALID_FIELD,
+                    Err(e) => {
+                        error!(lid = %dgram.addr.lid, node = %self.node_at_lid(dgram.addr.lid), control = ?control, error = %e, "SubnSet(SMInfo) with an unreadable payload; ignored");
+                        mad_status::INVALID_FIELD
+                    }
+                };
+                let info = self.election.sm_info(key_ok);
+                self.reply(
+                    &dgram,
+                    dispatch::smp_response(&req, Method::GetResp, status, dispatch::sm_info_data(&info)),
+                );
+            }
+            Inbound::Trap { req } => {
+                // Traps go to the master (IBA 14.2.5.1); a standby leaves
+                // them to it, as OpenSM does.
+                if self.election.state() == State::Master {
+                    self.reply(&dgram, dispatch::smp_response(&req, Method::TrapRepress, 0, req.data));
+                    let notice = crate::mad::NoticeRepr::parse_data(&req.data);
+                    if let Some(m) = &self.options.metrics {
+                        m.trap(notice.as_ref().ok());
+                    }
+                    match notice {
+                        Ok(notice) => {
+                            let (since, n) = self.traps_logged;
+                            if now.saturating_sub(since) >= Duration::from_secs(1) {
+                                if n > TRAP_LINES_PER_S {
+                                    info!(
+                                        traps = n - TRAP_LINES_PER_S,
+                                        "more traps in the last second, not logged one by one"
+                                    );
+                                }
+                                self.traps_logged = (now, 0);
+                            }
+                            self.traps_logged.1 += 1;
+                            if self.traps_logged.1 <= TRAP_LINES_PER_S {
+                                info!(
+                                    trap = notice.trap_number,
+                                    issuer_lid = %notice.issuer_lid,
+                                    node = %self.node_at_lid(notice.issuer_lid),
+                                    "trap received; sweeping"
+                                );
+                            }
+                            self.hand_to_sa(sa_task::SaInput::Trap { notice, from: dgram.addr.lid });
+                        }
+                        Err(e) => {
+                            warn!(lid = %dgram.addr.lid, node = %self.node_at_lid(dgram.addr.lid), error = %e, "trap with an unreadable Notice; sweeping")
+                        }
+                    }
+                    self.election.handle(now, Event::SweepWanted);
+                } else {
+                    debug!(state = %self.election.state(), lid = %dgram.addr.lid, "trap ignored: not master");
+                }
+            }
+            Inbound::Sa => self.hand_to_sa(sa_task::SaInput::Mad(dgram)),
+            Inbound::Refused { reply, why } => {
+                // Counted by kind, made-up codes folded into one key: a
+                // flood of them neither grows the map nor the metric labels.
+                let key = why.counted_as();
+                let n = self.refused.entry(key).or_default();
+                *n += 1;
+                if *n == 1 {
+                    info!(from = %dgram.addr.lid, refusal = %why, status = format_args!("{:#06x}", why.status()), "request refused");
+                }
+                if let Some(m) = &self.options.metrics {
+                    m.refused(key.class());
+                }
+                if let Err(e) = self.transport.send(reply) {
+                    warn!(error = %e, "could not send a status answer");
+                }
+            }
+            Inbound::Ignored { why } => debug!(from = %dgram.addr.lid, why = %why, "unsolicited MAD ignored"),
+        }
+    }
+
+    pub(super) fn reply(&self, to: &Datagram, smp: crate::mad::SmpRepr) {
+        if let Err(e) = self.transport.send(Datagram { addr: to.addr, mad: smp.to_bytes().to_vec() }) {
+            error!(lid = %to.addr.lid, node = %self.node_at_lid(to.addr.lid), error = %e, "could not answer SMP");
+        }
+    }
+
+    /// The node behind `lid` as the last heavy sweep saw it (GUID,
+    /// description, directed path), for log lines about it.
+    pub(super) fn node_at_lid(&self, lid: Lid) -> String {
+        let Some(snap) = self.last.as_ref() else {
+            return "unknown (no sweep yet)".into();
+        };
+        let mut cache = self.lid_names.borrow_mut();
+        if cache.as_ref().is_none_or(|(seq, _)| *seq != snap.sequence) {
+            *cache = Some((snap.sequence, lid_index(&snap.sweep.subnet)));
+        }
+        let nodes = &cache.as_ref().expect("just built").1;
+        let subnet = &snap.sweep.subnet;
+        match nodes.get(&lid.0).map(|&id| subnet.node(id)) {
+            Some(n) => format!("{} '{}' at path {}", n.guid(), n.description.as_deref().unwrap_or(""), n.path),
+            None => format!("unknown at LID {lid}"),
+        }
+    }
+}

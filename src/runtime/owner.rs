@@ -1,0 +1,178 @@
+//! The owner task's state: everything it owns, and how `run` builds it
+//! (the SubnetManager, the SA's and the performance manager's tasks, the
+//! channels between them).
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::info;
+
+use super::dispatch::Refusal;
+use super::mirror::MirrorReads;
+use super::perfmgr_task::{spawn_perfmgr, AbortOnDrop, StandbyPorts, PERF_OFF};
+use super::sweep_jobs::SweepWork;
+use super::{sa_task, RunError, RunOptions};
+use crate::config::Config;
+use crate::election::Election;
+use crate::program::{Discovered, SubnetManager};
+use crate::transport::{SmpClient, Transport};
+
+/// Everything the owner task owns.
+pub(super) struct Owner<T: Transport + Clone> {
+    pub(super) election: Election,
+    /// `None` while the sweep slot's job holds it.
+    pub(super) sm: Option<SubnetManager<SmpClient<T>>>,
+    pub(super) client: SmpClient<T>,
+    pub(super) transport: T,
+    pub(super) config: Config,
+    pub(super) options: RunOptions,
+    pub(super) started: tokio::time::Instant,
+    pub(super) queue: VecDeque<SweepWork>,
+    pub(super) discovered: Option<Discovered>,
+    /// A master sweep ran before: later ones are `Continuing`.
+    pub(super) took_charge: bool,
+    /// The last published snapshot (its report is what `run` returns).
+    pub(super) last: Option<Arc<crate::subnet::Snapshot>>,
+    pub(super) was_up: bool,
+    pub(super) next_sweep: Option<Duration>,
+    pub(super) attempts: u32,
+    pub(super) refused: BTreeMap<Refusal, u64>,
+    /// Snapshots published so far.
+    pub(super) published: u64,
+    /// Problems the last discovery logged (programming's follow them).
+    pub(super) discovery_problems: usize,
+    /// Remote-SM read failures already logged (each once).
+    pub(super) logged_remote: HashSet<(crate::types::Guid, String)>,
+    /// The SA's task; it answers only while `master_swept`.
+    pub(super) sa: sa_task::SaHandle,
+    /// MASTER, and a master sweep has published a snapshot since.
+    pub(super) master_swept: bool,
+    /// When the last "SA queue full" line was logged.
+    pub(super) sa_drop_logged: Option<Duration>,
+    /// When to run a multicast pass again after one whose SMPs failed.
+    pub(super) mcast_retry: Option<Duration>,
+    pub(super) mirror: MirrorReads,
+    /// When the owner next stamps the `/healthz` heartbeat (it also
+    /// stamps it on every turn of its loop).
+    pub(super) next_heartbeat: Duration,
+    /// Whether the performance manager polls now: as master, or as standby
+    /// with `perfmgr.on_standby`.
+    pub(super) perf_active: Arc<std::sync::atomic::AtomicU8>,
+    /// What a standby's performance manager polls: the ports its own
+    /// discovery found (a standby publishes no snapshots).
+    pub(super) standby_ports: StandbyPorts,
+    /// The performance manager's configuration; a reload publishes here.
+    pub(super) perf_config: tokio::sync::watch::Sender<crate::perfmgr::PerfMgrConfig>,
+    /// A SIGHUP changed keys the SubnetManager holds; applied when it is
+    /// home.
+    pub(super) reconfigure_pending: bool,
+    /// systemd has had READY=1 (a reload ends with another).
+    pub(super) told_ready: bool,
+    /// LID -> node, for log lines, built once per snapshot (its sequence).
+    pub(super) lid_names: std::cell::RefCell<Option<(u64, std::collections::HashMap<u16, crate::subnet::NodeId>)>>,
+    /// Trap lines logged in the current second (its start, the count): a
+    /// storm is logged as a count, not line by line.
+    pub(super) traps_logged: (Duration, u32),
+}
+
+/// What `Owner::start` sets up besides the owner: the SA's change feeds,
+/// which the loop waits on, and the performance manager's task, which ends
+/// when `run` drops it.
+pub(super) struct Started<T: Transport + Clone> {
+    pub(super) owner: Owner<T>,
+    /// The SA's alias GUIDs.
+    pub(super) alias_changes: crate::program::guids::AliasSource,
+    /// The SA's multicast groups.
+    pub(super) mcast_changes: crate::program::mcast::McastSource,
+    pub(super) perfmgr: Option<AbortOnDrop>,
+}
+
+impl<T: Transport + Clone> Owner<T> {
+    /// Builds the SubnetManager and the owner around it, starts the SA's
+    /// task and the performance manager's, and shows the election as it
+    /// starts. A bad partitions.conf stops here.
+    pub(super) fn start(transport: T, config: Config, options: RunOptions) -> Result<Started<T>, RunError> {
+        let local = transport.local_port();
+        let election = Election::new(config.sm.election(), local.port_guid);
+        let mut sm =
+            SubnetManager::new(transport.clone(), config.sm.clone(), options.persist_lids).with_qos(config.qos.clone());
+        sm.set_sm_key(config.sm.sm_key);
+        // The SA hands out alias GUIDs; the SM writes them into the ports.
+        let (alias_tx, alias_changes) = tokio::sync::watch::channel(Arc::default());
+        sm.set_alias_source(alias_changes.clone());
+        // partitions.conf: a bad file stops the SM here (nothing is in force
+        // yet to keep); later ones are refused sweep by sweep.
+        sm.load_partitions()?;
+        // The SA's multicast groups; the SM routes them and writes the MFTs.
+        let (mcast_tx, mcast_changes) = tokio::sync::watch::channel(Arc::default());
+        sm.set_mcast_source(mcast_changes.clone());
+        let client = SmpClient::with_m_key(transport.clone(), config.sm.m_key);
+        let perf_active = Arc::new(std::sync::atomic::AtomicU8::new(PERF_OFF));
+        let standby_ports: StandbyPorts = Arc::default();
+        let (perf_config, perf_configs) = tokio::sync::watch::channel(config.perfmgr.clone());
+        let perfmgr = config.perfmgr.enabled.then(|| {
+            spawn_perfmgr(transport.clone(), perf_configs, &options, perf_active.clone(), standby_ports.clone())
+        });
+        let sa = sa_task::spawn(
+            transport.clone(),
+            crate::sa::SaConfig { subnet_timeout: config.sm.subnet_timeout, ..config.sa.clone() },
+            local.port_guid,
+            options.snapshots.clone(),
+            options.metrics.clone(),
+            sa_task::ToProgram { aliases: alias_tx, mcast: mcast_tx },
+        );
+        info!(
+            guid = %local.port_guid,
+            priority = config.sm.priority,
+            poll_ms = config.sm.sminfo_polling_timeout_ms,
+            poll_misses = config.sm.polling_retry_number,
+            "SM starting in DISCOVERING"
+        );
+        options.status.set_port(local.port_guid, local.lid);
+        let owner = Owner {
+            election,
+            sm: Some(sm),
+            client,
+            transport,
+            config,
+            options,
+            started: tokio::time::Instant::now(),
+            queue: VecDeque::new(),
+            discovered: None,
+            took_charge: false,
+            last: None,
+            was_up: false,
+            next_sweep: None,
+            attempts: 0,
+            refused: BTreeMap::new(),
+            published: 0,
+            discovery_problems: 0,
+            logged_remote: HashSet::new(),
+            sa,
+            master_swept: false,
+            sa_drop_logged: None,
+            mirror: MirrorReads::default(),
+            mcast_retry: None,
+            next_heartbeat: Duration::ZERO,
+            perf_active,
+            standby_ports,
+            perf_config,
+            reconfigure_pending: false,
+            told_ready: false,
+            lid_names: std::cell::RefCell::new(None),
+            traps_logged: (Duration::ZERO, 0),
+        };
+        owner.publish_election();
+        Ok(Started { owner, alias_changes, mcast_changes, perfmgr })
+    }
+
+    pub(super) fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub(super) fn interval(&self) -> Option<Duration> {
+        let s = self.config.sm.sweep_interval_s;
+        (s > 0).then(|| Duration::from_secs(s))
+    }
+}
