@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use tracing::{debug, error, info, trace, warn, Level};
 
-use super::index::PortIndex;
 use super::queries::guid_cap;
 use super::records::Records;
 use super::sends::SendKey;
@@ -99,7 +98,7 @@ impl SaAgent {
             debug!("SA became master with no mirror of a previous master's state");
             return;
         };
-        let fabric = mcast::SnapshotFabric::new(&self.ports, &snap);
+        let fabric = mcast::SnapshotFabric::new(&self.paths, &snap);
         let live = mirror::Live {
             services: &mut self.services,
             subscriptions: &mut self.subscriptions,
@@ -108,7 +107,7 @@ impl SaAgent {
             mcast_fabric: &fabric,
             mcast_limits: mcast::McLimits::from_config(&self.cfg, self.mlids),
         };
-        let r = mirror::import(copy, now, &self.cfg, &self.ports, |p| guid_cap(&snap.sweep.subnet, p), live);
+        let r = mirror::import(copy, now, &self.cfg, &self.paths, |p| guid_cap(&snap.sweep.subnet, p), live);
         let m = &mut self.stats.mirror;
         m.takeovers += 1;
         m.imported_services += r.services as u64;
@@ -174,17 +173,13 @@ impl SaAgent {
     /// PathRecords resolve the alias GIDs this SA answers GUIDInfoRecords
     /// with, from the moment they are set (as OpenSM's).
     pub(super) fn index_path_aliases(&mut self) {
-        if let Some(paths) = self.paths.as_mut() {
-            paths.set_aliases(self.aliases.iter());
-        }
+        self.paths.set_aliases(self.aliases.iter());
     }
 
     /// [`Self::index_path_aliases`] after one port's change (`before`: its
     /// aliases until then), in O(its aliases).
     pub(super) fn index_port_aliases(&mut self, port: Guid, before: &[Guid]) {
-        if let Some(paths) = self.paths.as_mut() {
-            paths.update_aliases(before.iter().copied(), self.aliases.of_port(port).map(|(_, g)| (g, port)));
-        }
+        self.paths.update_aliases(before.iter().copied(), self.aliases.of_port(port).map(|(_, g)| (g, port)));
     }
 
     /// A new sweep snapshot: rebuilds the records and indexes from it;
@@ -196,24 +191,22 @@ impl SaAgent {
     /// groups are made or updated ([`mcast::McGroups::sync`]).
     pub fn new_snapshot(&mut self, now: Duration, snap: Arc<Snapshot>) {
         self.stats.snapshots += 1;
-        let ports = PortIndex::build(&snap.sweep);
-        let old = std::mem::replace(&mut self.ports, ports);
+        let old = std::mem::replace(&mut self.paths, path::PathIndex::build(&snap.sweep));
         let first = self.snapshot.is_none();
         self.qos.update(&snap);
-        let records = Records::build(&snap, &self.ports, &self.qos);
+        let records = Records::build(&snap, &self.paths, &self.qos);
         self.stats.records = records.count() as u64;
         self.records = Some(records);
         self.mcast_tables = snap.sweep.mcast_tables.clone();
         self.mft_stale = false;
-        self.paths = Some(path::PathIndex::build(&snap.sweep));
         self.snapshot = Some(snap.clone());
 
         let (subs, services, aliases) = {
-            let ports = &self.ports;
+            let ports = &self.paths;
             (
-                self.subscriptions.follow_ports(|g| ports.by_guid(g).map(|p| p.base_lid.0)),
-                self.services.retain_owners(|g| ports.contains(g)),
-                self.aliases.retain_ports(|g| ports.contains(g)),
+                self.subscriptions.follow_ports(|g| ports.port_by_guid(g).map(|p| p.base_lid.0)),
+                self.services.retain_owners(|g| ports.has_port(g)),
+                self.aliases.retain_ports(|g| ports.has_port(g)),
             )
         };
         self.index_path_aliases();
@@ -291,7 +284,7 @@ impl SaAgent {
         let mut n = *notice;
         if n.issuer_gid == [0; 16] {
             let issuer = if n.issuer_lid.0 != 0 { n.issuer_lid } else { from };
-            if let Some(p) = self.ports.by_lid(issuer) {
+            if let Some(p) = self.paths.port_by_lid(issuer) {
                 n.issuer_gid = p.gid();
             }
         }

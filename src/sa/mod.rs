@@ -97,7 +97,6 @@ use crate::mad::SmInfoRepr;
 use crate::subnet::snapshot::Snapshot;
 use crate::types::Guid;
 use guids::AliasGuids;
-use index::PortIndex;
 use inform::{Reports, Subscriptions};
 use records::{QosKnown, Records};
 use sends::Sends;
@@ -122,13 +121,14 @@ pub struct SaAgent {
     own_port_guid: Guid,
     serving: Serving,
     snapshot: Option<Arc<Snapshot>>,
-    ports: PortIndex,
     records: Option<Records>,
     /// The switches' multicast tables: the snapshot's, with the passes
     /// between sweeps applied; `mft_stale` until the MFT records follow.
     mcast_tables: std::collections::HashMap<Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>>,
     mft_stale: bool,
-    paths: Option<path::PathIndex>,
+    /// The snapshot's ports: end ports for PathRecords and the SA's
+    /// port table (empty until the first snapshot).
+    paths: path::PathIndex,
     qos: QosKnown,
     /// This SM's SMInfo as the runtime last told (for SMInfoRecords).
     sm_info: Option<SmInfoRepr>,
@@ -157,11 +157,10 @@ impl SaAgent {
             own_port_guid,
             serving: Serving::NotMaster,
             snapshot: None,
-            ports: PortIndex::default(),
             records: None,
             mcast_tables: Default::default(),
             mft_stale: false,
-            paths: None,
+            paths: path::PathIndex::default(),
             qos: QosKnown::default(),
             sm_info: None,
             services: Services::default(),

@@ -78,7 +78,7 @@ impl SaAgent {
             return;
         }
         if let Some(r) = self.records.as_mut() {
-            r.mft = records::mft_table(&snap.sweep.subnet, &self.ports, &self.mcast_tables);
+            r.mft = records::mft_table(&snap.sweep.subnet, &self.paths, &self.mcast_tables);
         }
         self.mft_stale = false;
     }
@@ -116,11 +116,12 @@ impl SaAgent {
         if trusted {
             return Viewer::All;
         }
-        let Some(me) = self.ports.by_lid(req.addr.lid).map(|p| p.guid) else { return Viewer::Nobody };
-        let by = match (self.snapshot.as_ref().and_then(|s| s.sweep.partitions.as_deref()), self.paths.as_ref()) {
-            (Some(set), _) => Partitions::Set(set),
-            (None, Some(paths)) => Partitions::Tables(paths),
-            (None, None) => return Viewer::Nobody,
+        let Some(me) = self.paths.port_by_lid(req.addr.lid).map(|p| p.guid) else { return Viewer::Nobody };
+        // The path index holds the sweep's P_Key tables once a snapshot is here.
+        let by = match (self.snapshot.as_ref().map(|s| s.sweep.partitions.as_deref()), &self.paths) {
+            (Some(Some(set)), _) => Partitions::Set(set),
+            (Some(None), paths) => Partitions::Tables(paths),
+            (None, _) => return Viewer::Nobody,
         };
         Viewer::Port { me, by }
     }
@@ -245,10 +246,10 @@ impl SaAgent {
     /// ports `viewer` may see.
     pub(super) fn guid_info_records(&self, snap: &Snapshot, viewer: &Viewer<'_>, q: &mut Query<'_>) {
         let subnet = &snap.sweep.subnet;
-        let one = |lid: u16| self.ports.by_lid(Lid(lid)).map(|p| vec![*p]).unwrap_or_default();
+        let one = |lid: u16| self.paths.port_by_lid(Lid(lid)).map(|p| vec![p]).unwrap_or_default();
         let ports: Vec<PortAt> = match q.key(0) {
             Some(lid) => one(lid as u16).into_iter().filter(|p| p.base_lid.0 == lid as u16).collect(),
-            None => self.ports.all().copied().collect(),
+            None => self.paths.ports().collect(),
         };
         let mut buf = [0u8; crate::mad::sa::GUID_INFO_RECORD_LEN];
         for p in ports.into_iter().filter(|p| viewer.sees(p.guid)) {
@@ -290,7 +291,7 @@ impl SaAgent {
             self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
             return;
         };
-        let Some(paths) = self.paths.as_ref() else { return };
+        let paths = &self.paths;
         let cfg = self.path_config(req, self.budget(req).bytes);
         if req.method == Method::Get {
             match path::path_record_get(paths, &query, req.mask, req.addr.lid, &cfg) {
@@ -325,7 +326,7 @@ impl SaAgent {
             self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
             return;
         };
-        let Some(paths) = self.paths.as_ref() else { return };
+        let paths = &self.paths;
         // Not cut to the RMPP room: MultiPath answers are short (NumbPath
         // at most 127), and `multipath` would cut them silently.
         let cfg = self.path_config(req, self.cfg.max_answer_bytes);

@@ -30,11 +30,11 @@ impl SaAgent {
             self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
             return;
         }
-        let Some(port) = self.ports.by_lid(rec.lid).copied().filter(|p| p.base_lid == rec.lid) else {
+        let Some(port) = self.paths.port_by_lid(rec.lid).filter(|p| p.base_lid == rec.lid) else {
             self.refuse(now, req, wire::sa_error(sa_status::NO_RECORDS));
             return;
         };
-        let requester = self.ports.by_lid(req.addr.lid).map(|p| p.guid);
+        let requester = self.paths.port_by_lid(req.addr.lid).map(|p| p.guid);
         if !trusted && requester != Some(port.guid) {
             self.refuse(now, req, wire::sa_error(sa_status::DENIED));
             return;
@@ -49,14 +49,14 @@ impl SaAgent {
         }
         let before: Vec<Guid> = self.aliases.of_port(port.guid).map(|(_, g)| g).collect();
         if req.method == Method::Set {
-            let ports = &self.ports;
+            let ports = &self.paths;
             let refused = self.aliases.set(
                 port.guid,
                 block,
                 entries,
                 &rec.guid_info,
                 cap,
-                |g| ports.contains(g),
+                |g| ports.has_port(g),
                 self.cfg.max_alias_guids_per_port,
                 self.cfg.max_alias_guids,
             );
@@ -93,7 +93,7 @@ impl SaAgent {
             self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
             return;
         }
-        let Some(owner) = self.ports.by_lid(req.addr.lid).map(|p| p.guid) else {
+        let Some(owner) = self.paths.port_by_lid(req.addr.lid).map(|p| p.guid) else {
             self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
             return;
         };
@@ -160,13 +160,13 @@ impl SaAgent {
             refuse_echo(self, sa_status::REQ_INVALID);
             return;
         }
-        let Some(owner) = self.ports.by_lid(req.addr.lid).copied() else {
+        let Some(owner) = self.paths.port_by_lid(req.addr.lid) else {
             refuse_echo(self, sa_status::REQ_INVALID);
             return;
         };
         if info.subscribe {
             // A GID must name a port of the fabric (o13-14.1.1 as OpenSM).
-            if info.gid != [0; 16] && !self.ports.contains(index::gid_guid(&info.gid)) {
+            if info.gid != [0; 16] && !self.paths.has_port(index::gid_guid(&info.gid)) {
                 refuse_echo(self, sa_status::REQ_INVALID);
                 return;
             }

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use tracing::Level;
 
-use super::index::PortIndex;
 use super::inform::{ReportFull, Subscription};
+use super::path::PathIndex;
 use super::table::{QueryError, Spec};
 use super::wire::{self, Request};
 use super::{SaAgent, Serving};
@@ -413,12 +413,12 @@ impl SaAgent {
     /// between the last snapshot and `snap` (IBA 14.2.5.1, sent by the SM:
     /// ProducerType class manager, issuer the SM's port, the port's GID at
     /// DataDetails bytes 6-21).
-    pub(super) fn report_service_changes(&mut self, now: Duration, old: &PortIndex, snap: &Snapshot) {
+    pub(super) fn report_service_changes(&mut self, now: Duration, old: &PathIndex, snap: &Snapshot) {
         let gone: Vec<[u8; 16]> =
-            old.in_service().filter(|p| !self.ports.is_in_service(p.guid)).map(|p| p.gid()).collect();
+            old.ports_in_service().filter(|p| !self.paths.port_in_service(p.guid)).map(|p| p.gid()).collect();
         let came: Vec<[u8; 16]> =
-            self.ports.in_service().filter(|p| !old.is_in_service(p.guid)).map(|p| p.gid()).collect();
-        let issuer_gid = self.ports.by_lid(snap.master_lid).map(|p| p.gid()).unwrap_or_default();
+            self.paths.ports_in_service().filter(|p| !old.port_in_service(p.guid)).map(|p| p.gid()).collect();
+        let issuer_gid = self.paths.port_by_lid(snap.master_lid).map(|p| p.gid()).unwrap_or_default();
         for (number, gids) in [(trap::GID_OUT_OF_SERVICE, gone), (trap::GID_IN_SERVICE, came)] {
             for gid in gids {
                 if number == trap::GID_IN_SERVICE {
