@@ -1,13 +1,10 @@
-//! The ports of one snapshot by LID and by GUID: who a requester is (its
-//! LID names its port), which ports are in service (for traps 64/65), and
-//! which ports are gone (their subscriptions, services and alias GUIDs go
-//! with them).
+//! A port as the SA's port table gives it, and GIDs. The table itself is
+//! [`super::path::PathIndex`]'s end ports, built once per snapshot: by LID
+//! and by GUID it says who a requester is (its LID names its port), which
+//! ports are in service (for traps 64/65), and which ports are gone (their
+//! subscriptions, services and alias GUIDs go with them).
 
-use std::collections::{BTreeMap, HashMap};
-
-use crate::mad::PortState;
 use crate::subnet::NodeId;
-use crate::subnet::SweepReport;
 use crate::types::{Guid, Lid};
 
 /// The default subnet prefix (IBA 4.1.1), for ports whose PortInfo was
@@ -48,61 +45,4 @@ pub(crate) fn gid_guid(g: &[u8; 16]) -> Guid {
     let mut b = [0u8; 8];
     b.copy_from_slice(&g[8..]);
     Guid(u64::from_be_bytes(b))
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct PortIndex {
-    by_lid: HashMap<u16, Guid>,
-    ports: BTreeMap<Guid, PortAt>,
-}
-
-impl PortIndex {
-    pub fn build(report: &SweepReport) -> Self {
-        let subnet = &report.subnet;
-        let mut ix = PortIndex::default();
-        for (id, port) in subnet.lid_ports() {
-            let node = subnet.node(id);
-            if node.quarantined.is_some() {
-                continue;
-            }
-            let guid = node.port_guid(port);
-            let Some(range) = report.lids.ranges.get(&guid) else { continue };
-            let info = node.ports.get(port as usize).and_then(|p| p.info.as_ref());
-            let gid_prefix = info.map(|i| i.gid_prefix).filter(|&p| p != 0).unwrap_or(DEFAULT_SUBNET_PREFIX);
-            let active = node.is_switch() || info.is_some_and(|i| i.port_state == PortState::Active);
-            let at = PortAt { guid, node: id, port, base_lid: range.base(), lmc: range.lmc(), gid_prefix, active };
-            for lid in range.base().0..=range.base().0.saturating_add((1u16 << range.lmc()) - 1) {
-                ix.by_lid.insert(lid, guid);
-            }
-            ix.ports.insert(guid, at);
-        }
-        ix
-    }
-
-    /// The port that holds `lid` (any LID of its LMC range).
-    pub fn by_lid(&self, lid: Lid) -> Option<&PortAt> {
-        self.ports.get(self.by_lid.get(&lid.0)?)
-    }
-
-    pub fn by_guid(&self, guid: Guid) -> Option<&PortAt> {
-        self.ports.get(&guid)
-    }
-
-    pub fn contains(&self, guid: Guid) -> bool {
-        self.ports.contains_key(&guid)
-    }
-
-    /// Every port, in GUID order.
-    pub fn all(&self) -> impl Iterator<Item = &PortAt> + '_ {
-        self.ports.values()
-    }
-
-    /// Ports in service, in GUID order.
-    pub fn in_service(&self) -> impl Iterator<Item = &PortAt> + '_ {
-        self.ports.values().filter(|p| p.active)
-    }
-
-    pub fn is_in_service(&self, guid: Guid) -> bool {
-        self.ports.get(&guid).is_some_and(|p| p.active)
-    }
 }

@@ -62,9 +62,10 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use super::guids::{AliasGuids, AliasImport};
-use super::index::{gid_guid, PortAt, PortIndex};
+use super::index::{gid_guid, PortAt};
 use super::inform::{is_security_trap, Subscription, Subscriptions};
 use super::mcast::{McFabric, McGroups, McLimits};
+use super::path::PathIndex;
 use super::services::Services;
 use crate::config::sa::SaConfig;
 use crate::datagram::MadAddress;
@@ -281,13 +282,13 @@ pub(crate) fn import(
     mirror: Mirror,
     now: Duration,
     cfg: &SaConfig,
-    ports: &PortIndex,
+    ports: &PathIndex,
     guid_cap: impl Fn(&PortAt) -> u16,
     live: Live<'_>,
 ) -> Imported {
     let mut r = Imported::default();
     for rec in mirror.services {
-        let Some(owner) = ports.by_guid(gid_guid(&rec.service_gid)).map(|p| p.guid) else {
+        let Some(owner) = ports.port_by_guid(gid_guid(&rec.service_gid)).map(|p| p.guid) else {
             r.port_gone += 1;
             continue;
         };
@@ -298,7 +299,7 @@ pub(crate) fn import(
         }
     }
     for rec in mirror.subscriptions {
-        let Some(port) = ports.by_guid(gid_guid(&rec.subscriber_gid)).copied() else {
+        let Some(port) = ports.port_by_guid(gid_guid(&rec.subscriber_gid)) else {
             r.port_gone += 1;
             continue;
         };
@@ -314,10 +315,10 @@ pub(crate) fn import(
     }
     for a in mirror.aliases {
         let port = match a.port {
-            PortKey::Guid(g) => ports.by_guid(g),
-            PortKey::Lid(lid) => ports.by_lid(lid).filter(|p| p.base_lid == lid),
+            PortKey::Guid(g) => ports.port_by_guid(g),
+            PortKey::Lid(lid) => ports.port_by_lid(lid).filter(|p| p.base_lid == lid),
         };
-        let Some(port) = port.copied() else {
+        let Some(port) = port else {
             r.port_gone += 1;
             continue;
         };
@@ -326,7 +327,7 @@ pub(crate) fn import(
             a.index,
             a.guid,
             guid_cap(&port),
-            |g| ports.contains(g),
+            |g| ports.has_port(g),
             cfg.max_alias_guids_per_port,
             cfg.max_alias_guids,
         );
@@ -761,8 +762,8 @@ mod tests {
     fn recorded_subscriptions_become_live_ones() {
         let (h1, _) = other_hosts()[0];
         let snap = snapshot(1, swept().clone());
-        let ports = PortIndex::build(&snap.sweep);
-        let port = *ports.by_guid(h1).unwrap();
+        let ports = PathIndex::build(&snap.sweep);
+        let port = ports.port_by_guid(h1).unwrap();
         let mut rec = subscription_record(h1, 0xFFFF, 0x0100_0007);
         rec.inform_info.subscribe = false;
         let s = subscription(&rec, &port);

@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use ibsm_routing::mcast::PortSet;
 
-use super::index::PortIndex;
+use super::path::PathIndex;
 use super::table::{Owners, Query, Spec, Table};
 use crate::mad::lft::{LFT_BLOCK_ENTRIES, LFT_NO_PORT};
 use crate::mad::sa::{
@@ -145,10 +145,10 @@ pub(crate) struct Records {
 
 /// The LID a node's records carry for `port`: the switch's (port 0's) on
 /// a switch, the port's own base LID on a CA.
-fn record_lid(subnet: &Subnet, ports: &PortIndex, id: NodeId, port: u8) -> Option<Lid> {
+fn record_lid(subnet: &Subnet, ports: &PathIndex, id: NodeId, port: u8) -> Option<Lid> {
     let node = subnet.node(id);
     let p = if node.is_switch() { 0 } else { port };
-    ports.by_guid(node.port_guid(p)).map(|at| at.base_lid)
+    ports.port_by_guid(node.port_guid(p)).map(|at| at.base_lid)
 }
 
 /// The port a record about (`id`, `port`) belongs to, for partition
@@ -168,7 +168,7 @@ pub(crate) fn owner(subnet: &Subnet, id: NodeId, port: u8) -> Guid {
 }
 
 impl Records {
-    pub fn build(snap: &Snapshot, ports: &PortIndex, qos: &QosKnown) -> Records {
+    pub fn build(snap: &Snapshot, ports: &PathIndex, qos: &QosKnown) -> Records {
         let sweep = &snap.sweep;
         let subnet = &sweep.subnet;
         let mut node_t = Table::new(Spec::of::<NodeRecordRepr>(&[]), key::NODE);
@@ -323,7 +323,7 @@ impl Records {
 /// routed MLID -> ports map, as the SM writes the blocks
 /// MulticastForwardingTableRecords of `tables` (switch GUID -> MLID ->
 /// ports), by switch LID; switches gone from `subnet` are left out.
-pub(super) fn mft_table(subnet: &Subnet, ports: &PortIndex, tables: &HashMap<Guid, BTreeMap<u16, PortSet>>) -> Table {
+pub(super) fn mft_table(subnet: &Subnet, ports: &PathIndex, tables: &HashMap<Guid, BTreeMap<u16, PortSet>>) -> Table {
     let mut t = Table::new(Spec::of::<MftRecordRepr>(&[]), key::LID);
     let mut switches: Vec<(Lid, NodeId)> = tables
         .keys()
@@ -359,7 +359,7 @@ fn push_mfts(t: &mut Table, lid: Lid, port0: Guid, table: &BTreeMap<u16, PortSet
 /// A switch's SL-to-VL tables for every (input, output) pair it was given
 /// (OpenSM lists port 0 as an input too), or each CA port's (input 0,
 /// output the port, as OpenSM answers end nodes).
-fn push_sl2vl(t: &mut Table, subnet: &Subnet, ports: &PortIndex, id: NodeId, known: &NodeSl2Vl) {
+fn push_sl2vl(t: &mut Table, subnet: &Subnet, ports: &PathIndex, id: NodeId, known: &NodeSl2Vl) {
     let node = subnet.node(id);
     if !node.is_switch() {
         for (&pair, &vl) in &known.pairs {

@@ -1,16 +1,37 @@
-//! Multi-MAD answers in flight: one [`RmppSender`] per answer, keyed by
-//! the requester's LID and QP and the request's TID (low 32 bits: a
-//! requester's kernel owns the high ones), so its ACK, STOP and ABORT find
-//! their transfer and a repeated request while the answer is still going
-//! out starts nothing new. Bounded in number, in bytes and per requester;
-//! segments of concurrent answers go out in turn.
+//! What the agent sends, and how much of it may wait.
+//!
+//! Answers: a status with no data, one MAD of records, or a multi-MAD
+//! answer over RMPP, built to a budget known before the records are (the
+//! answer cap cut to the RMPP room left), and ERR_NO_RESOURCES when that
+//! room is short. Reports: a Notice to every subscription that matches it
+//! (traps 64/65 for ports that entered or left service between snapshots,
+//! traps the SM received). Every MAD waits in one bounded queue
+//! (`max_queued`; a full queue drops and counts).
+//!
+//! Multi-MAD answers in flight ([`Sends`]): one [`RmppSender`] per answer,
+//! keyed by the requester's LID and QP and the request's TID (low 32 bits:
+//! a requester's kernel owns the high ones), so its ACK, STOP and ABORT
+//! find their transfer and a repeated request while the answer is still
+//! going out starts nothing new. Bounded in number, in bytes and per
+//! requester; segments of concurrent answers go out in turn.
 
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Unbounded};
 use std::time::Duration;
 
+use tracing::Level;
+
+use super::inform::{ReportFull, Subscription};
+use super::path::PathIndex;
+use super::table::{QueryError, Spec};
+use super::wire::{self, Request};
+use super::{SaAgent, Serving};
 use crate::datagram::{Datagram, MadAddress};
+use crate::mad::notice::trap;
+use crate::mad::sa::{sa_status, PathRecordRepr, SaRecord, SA_DATA_LEN};
+use crate::mad::{Method, NoticeRepr};
 use crate::rmpp::{RmppConfig, RmppSender, TransferState};
+use crate::subnet::snapshot::Snapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct SendKey {
@@ -173,6 +194,289 @@ impl Sends {
         self.bytes = 0;
         self.cursor = None;
         n
+    }
+}
+
+/// How large an answer may be built (`SaAgent::budget`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Budget {
+    pub bytes: usize,
+    /// The RMPP room that cut `bytes` below `max_answer_bytes`.
+    pub rmpp: Option<SendError>,
+}
+
+impl SaAgent {
+    // ---- Answers.
+
+    /// A status answer with no data.
+    pub(super) fn refuse(&mut self, now: Duration, req: &Request<'_>, status: u16) {
+        self.stats.query(req.attribute, req.method).errors += 1;
+        self.count_status(status);
+        let d = wire::single_answer(req, status, 0, &[]);
+        self.push(now, d);
+    }
+
+    /// A successful one-MAD answer carrying `data` (`n` records).
+    pub(super) fn reply(&mut self, now: Duration, req: &Request<'_>, attribute_offset: u16, data: &[u8], n: usize) {
+        self.count_ok(req, n);
+        let d = wire::single_answer(req, 0, attribute_offset, data);
+        self.push(now, d);
+    }
+
+    /// Answers a query: a Get with exactly one record, a GetTable with all.
+    pub(super) fn answer(
+        &mut self,
+        now: Duration,
+        req: &Request<'_>,
+        spec: Spec,
+        result: Result<(Vec<u8>, usize), QueryError>,
+    ) {
+        let (bytes, n) = match result {
+            Ok(r) => r,
+            Err(QueryError::Invalid) => {
+                self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
+                return;
+            }
+            Err(QueryError::TooLarge) => {
+                if let Some(e) = self.budget(req).rmpp {
+                    // Cut by the RMPP room left, not by the answer cap.
+                    self.rmpp_refusal(now, req, e);
+                    return;
+                }
+                self.stats.drops.answer_too_large += 1;
+                let (attr, lid, cap) = (req.attribute, req.addr.lid, self.cfg.max_answer_bytes);
+                self.gate(now, Level::WARN, "answer_too_large", || {
+                    format!("{attr:?} query from LID {lid} matches over {cap} bytes: refused (ERR_NO_RESOURCES)")
+                });
+                self.refuse(now, req, wire::sa_error(sa_status::NO_RESOURCES));
+                return;
+            }
+        };
+        if req.method == Method::Get {
+            match n {
+                0 => self.refuse(now, req, wire::sa_error(sa_status::NO_RECORDS)),
+                1 => self.reply(now, req, 0, &bytes[..spec.len], 1),
+                _ => self.refuse(now, req, wire::sa_error(sa_status::TOO_MANY_RECORDS)),
+            }
+            return;
+        }
+        self.table_answer(now, req, spec.attribute_offset(), bytes, n);
+    }
+
+    /// A GetTableResp (or GetMultiResp) of `n` records spaced
+    /// `attribute_offset` words apart: one MAD when they fit, RMPP
+    /// otherwise. No record is an empty answer with status 0 and
+    /// AttributeOffset 0 (as OpenSM's osm_sa_respond: only a Get fails with
+    /// ERR_NO_RECORDS, and saquery counts the records as the payload over
+    /// the offset, so a non-zero offset over no data would read as one).
+    pub(super) fn table_answer(
+        &mut self,
+        now: Duration,
+        req: &Request<'_>,
+        attribute_offset: u16,
+        bytes: Vec<u8>,
+        n: usize,
+    ) {
+        let attribute_offset = if n == 0 { 0 } else { attribute_offset };
+        if bytes.len() <= SA_DATA_LEN {
+            let d = wire::single_answer(req, 0, attribute_offset, &bytes);
+            self.count_ok(req, n);
+            self.push(now, d);
+            return;
+        }
+        let limits = (self.cfg.max_rmpp_sends, self.cfg.max_rmpp_bytes, self.cfg.max_rmpp_sends_per_requester);
+        match self.sends.room(req.addr.lid.0, limits.0, limits.1, limits.2) {
+            Ok(left) if bytes.len() <= left => {}
+            Ok(_) => return self.rmpp_refusal(now, req, SendError::Busy),
+            Err(e) => return self.rmpp_refusal(now, req, e),
+        }
+        let template = wire::answer_header(req, 0, attribute_offset);
+        let key = SendKey::new(&req.addr, req.tid);
+        let cfg = self.rmpp_config();
+        match self.sends.start(
+            now,
+            key,
+            req.addr,
+            &template,
+            bytes,
+            cfg,
+            self.cfg.max_rmpp_sends,
+            self.cfg.max_rmpp_bytes,
+        ) {
+            Ok(()) => {
+                self.count_ok(req, n);
+                self.stats.rmpp.started += 1;
+                self.stats.rmpp.in_flight = self.sends.len() as u64;
+            }
+            Err(SendError::Refused) => self.refuse(now, req, wire::sa_error(sa_status::NO_RESOURCES)),
+            Err(e) => self.rmpp_refusal(now, req, e),
+        }
+    }
+
+    pub(super) fn path_answer(&mut self, now: Duration, req: &Request<'_>, records: &[PathRecordRepr]) {
+        let stride = usize::from(PathRecordRepr::attribute_offset()) * 8;
+        let mut bytes = vec![0u8; records.len() * stride];
+        for (r, out) in records.iter().zip(bytes.chunks_mut(stride)) {
+            let _ = r.emit(out);
+        }
+        self.table_answer(now, req, PathRecordRepr::attribute_offset(), bytes, records.len());
+    }
+
+    pub(super) fn path_refusal(&mut self, now: Duration, req: &Request<'_>, code: u16) {
+        if code == sa_status::NO_RESOURCES {
+            if let Some(e) = self.budget(req).rmpp.filter(|_| req.method == Method::GetTable) {
+                return self.rmpp_refusal(now, req, e);
+            }
+            self.stats.drops.answer_too_large += 1;
+        }
+        self.refuse(now, req, wire::sa_error(code));
+    }
+
+    /// What a GetTable or GetMulti answer may be built to, known before it
+    /// is built: `max_answer_bytes`, cut to the RMPP bytes still free, and
+    /// to one MAD (which needs no RMPP send) when no send slot is free for
+    /// this requester. `rmpp` says why it was cut, if it was.
+    pub(super) fn budget(&self, req: &Request<'_>) -> Budget {
+        let cap = self.cfg.max_answer_bytes;
+        if !matches!(req.method, Method::GetTable | Method::GetMulti) {
+            return Budget { bytes: cap, rmpp: None };
+        }
+        let (sends, bytes, per) =
+            (self.cfg.max_rmpp_sends, self.cfg.max_rmpp_bytes, self.cfg.max_rmpp_sends_per_requester);
+        match self.sends.room(req.addr.lid.0, sends, bytes, per) {
+            Ok(left) if left >= cap => Budget { bytes: cap, rmpp: None },
+            Ok(left) => Budget { bytes: left.max(SA_DATA_LEN).min(cap), rmpp: Some(SendError::Busy) },
+            Err(e) => Budget { bytes: SA_DATA_LEN.min(cap), rmpp: Some(e) },
+        }
+    }
+
+    /// ERR_NO_RESOURCES for an answer that finds no RMPP room: counted by
+    /// why, one log line per period.
+    pub(super) fn rmpp_refusal(&mut self, now: Duration, req: &Request<'_>, why: SendError) {
+        let (sends, lid) = (self.sends.len(), req.addr.lid);
+        if why == SendError::RequesterBusy {
+            self.stats.drops.rmpp_requester_cap += 1;
+            let per = self.cfg.max_rmpp_sends_per_requester;
+            self.gate(now, Level::WARN, "rmpp_requester_cap", || {
+                format!("LID {lid} has {per} multi-MAD answers in flight: one more refused (ERR_NO_RESOURCES)")
+            });
+        } else {
+            self.stats.drops.rmpp_busy += 1;
+            self.gate(now, Level::WARN, "rmpp_busy", || {
+                format!("{sends} multi-MAD answers in flight: the one for LID {lid} refused (ERR_NO_RESOURCES)")
+            });
+        }
+        self.refuse(now, req, wire::sa_error(sa_status::NO_RESOURCES));
+    }
+
+    pub(super) fn rmpp_config(&self) -> RmppConfig {
+        RmppConfig {
+            segment_timeout: self.cfg.rmpp_timeout(),
+            retries: self.cfg.rmpp_retries,
+            total_timeout: self.cfg.rmpp_total_timeout(),
+            ..RmppConfig::default()
+        }
+    }
+
+    pub(super) fn reap_sends(&mut self) {
+        let ended = self.sends.reap();
+        self.stats.rmpp.completed += ended.completed;
+        self.stats.rmpp.failed += ended.failed;
+        self.stats.rmpp.in_flight = self.sends.len() as u64;
+    }
+
+    pub(super) fn count_ok(&mut self, req: &Request<'_>, n: usize) {
+        let q = self.stats.query(req.attribute, req.method);
+        q.ok += 1;
+        q.records += n as u64;
+    }
+
+    pub(super) fn count_status(&mut self, status: u16) {
+        *self.stats.by_status.entry(status).or_default() += 1;
+    }
+
+    /// Queues one MAD; a full queue drops it (counted).
+    pub(super) fn push(&mut self, now: Duration, d: Datagram) {
+        if self.out.len() >= self.cfg.max_queued {
+            self.stats.drops.queue_full += 1;
+            let n = self.stats.drops.queue_full;
+            self.gate(now, Level::WARN, "queue_full", || format!("SA send queue full: {n} MADs dropped so far"));
+            return;
+        }
+        self.stats.answered += 1;
+        self.out.push_back(d);
+    }
+
+    // ---- Reports.
+
+    /// Traps 64 and 65 for the end ports that entered or left service
+    /// between the last snapshot and `snap` (IBA 14.2.5.1, sent by the SM:
+    /// ProducerType class manager, issuer the SM's port, the port's GID at
+    /// DataDetails bytes 6-21).
+    pub(super) fn report_service_changes(&mut self, now: Duration, old: &PathIndex, snap: &Snapshot) {
+        let gone: Vec<[u8; 16]> =
+            old.ports_in_service().filter(|p| !self.paths.port_in_service(p.guid)).map(|p| p.gid()).collect();
+        let came: Vec<[u8; 16]> =
+            self.paths.ports_in_service().filter(|p| !old.port_in_service(p.guid)).map(|p| p.gid()).collect();
+        let issuer_gid = self.paths.port_by_lid(snap.master_lid).map(|p| p.gid()).unwrap_or_default();
+        for (number, gids) in [(trap::GID_OUT_OF_SERVICE, gone), (trap::GID_IN_SERVICE, came)] {
+            for gid in gids {
+                if number == trap::GID_IN_SERVICE {
+                    self.stats.reports.gid_in_service += 1;
+                } else {
+                    self.stats.reports.gid_out_of_service += 1;
+                }
+                let notice = NoticeRepr::gid_trap(number, gid, snap.master_lid, issuer_gid);
+                self.forward(now, &notice);
+            }
+        }
+    }
+
+    /// Reports `notice` to every subscription it matches (only a serving
+    /// SA sends Reports).
+    pub(super) fn forward(&mut self, now: Duration, notice: &NoticeRepr) {
+        self.forward_where(now, notice, |_| true);
+    }
+
+    /// [`Self::forward`] to the matching subscriptions `allow` lets hear it.
+    pub(super) fn forward_where(&mut self, now: Duration, notice: &NoticeRepr, allow: impl Fn(&Subscription) -> bool) {
+        if self.serving != Serving::Master {
+            return;
+        }
+        let targets: Vec<_> = self
+            .subscriptions
+            .iter()
+            .filter(|s| s.matches(notice, &notice.issuer_gid) && allow(s))
+            .map(|s| {
+                let mut to = s.addr;
+                to.qkey = crate::datagram::MadAddress::QP1_QKEY;
+                to
+            })
+            .collect();
+        for to in targets {
+            self.stats.reports.queued += 1;
+            let (max, per) = (self.cfg.max_reports, self.cfg.max_reports_per_subscriber);
+            match self.reports.start(now, self.cfg.report_timeout(), to, notice, max, per) {
+                Ok(d) => {
+                    self.stats.reports.sent += 1;
+                    self.push(now, d);
+                }
+                Err(ReportFull::Total) => {
+                    self.stats.drops.report_cap += 1;
+                    let n = self.reports.len();
+                    self.gate(now, Level::WARN, "report_cap", || {
+                        format!("{n} Reports in flight: a Report was dropped")
+                    });
+                }
+                Err(ReportFull::Subscriber) => {
+                    self.stats.drops.report_subscriber_cap += 1;
+                    let lid = to.lid;
+                    self.gate(now, Level::WARN, "report_subscriber_cap", || {
+                        format!("{per} Reports to LID {lid} wait for a ReportResp: a Report to it was dropped")
+                    });
+                }
+            }
+        }
     }
 }
 

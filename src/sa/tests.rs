@@ -5,12 +5,13 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
+use super::sends::SendError;
 use super::*;
 use crate::config::SmConfig;
 use crate::datagram::MadAddress;
 use crate::mad::sa::*;
 use crate::mad::sa::{SaMad, SA_DATA_OFFSET};
-use crate::mad::{MadHeader, NoticeType, MAD_SIZE};
+use crate::mad::{MadHeader, NoticeRepr, NoticeType, MAD_SIZE};
 use crate::program::SubnetManager;
 use crate::sim::{FabricBuilder, SimDevice};
 use crate::subnet::snapshot::Snapshot;
@@ -18,6 +19,7 @@ use crate::subnet::SweepReport;
 use crate::topology::Topology;
 use crate::transport::io_thread::MadTransport;
 use crate::transport::txn::TxnConfig;
+use crate::types::Lid;
 
 pub(super) const SPEC: &str = "fattree2:radix=8,leaves=4,spines=2,hosts=4";
 

@@ -50,7 +50,7 @@ impl SaAgent {
         self.mlids = mlid_count(snap);
         let limits = McLimits::from_config(&self.cfg, self.mlids);
         let well_known = snap.sweep.partitions.as_deref().map_or(&[][..], |p| p.groups.as_slice());
-        let fabric = SnapshotFabric::new(&self.ports, snap);
+        let fabric = SnapshotFabric::new(&self.paths, snap);
         let r = self.mcast.sync(well_known, &fabric, &limits);
         self.stats.mcast.members_dropped += r.members_dropped as u64;
         self.stats.mcast.well_known_unplaced += r.unplaced as u64;
@@ -72,7 +72,7 @@ impl SaAgent {
     pub(crate) fn report_multicast(&mut self, now: Duration) {
         let events = self.mcast.take_events();
         let Some(snap) = self.snapshot.clone().filter(|_| !events.is_empty()) else { return };
-        let issuer_gid = self.ports.by_lid(snap.master_lid).map(|p| p.gid()).unwrap_or_default();
+        let issuer_gid = self.paths.port_by_lid(snap.master_lid).map(|p| p.gid()).unwrap_or_default();
         for e in events {
             let (number, mgid, pkey) = match e {
                 McEvent::Created { mgid, pkey } => {
@@ -98,13 +98,13 @@ impl SaAgent {
     pub(crate) fn mc_member_query(&mut self, now: Duration, req: &Request<'_>, trusted: bool, snap: &Snapshot) {
         let spec = Spec::of::<McMemberRecordRepr>(&[]);
         let (Ok(q), Some(requester)) =
-            (McMemberRecordRepr::parse_bytes(req.data), self.ports.by_lid(req.addr.lid).map(|p| p.guid))
+            (McMemberRecordRepr::parse_bytes(req.data), self.paths.port_by_lid(req.addr.lid).map(|p| p.guid))
         else {
             self.refuse(now, req, wire::sa_error(sa_status::REQ_INVALID));
             return;
         };
         let per_member = trusted || req.mask & m::PORT_GID != 0;
-        let fabric = SnapshotFabric::new(&self.ports, snap);
+        let fabric = SnapshotFabric::new(&self.paths, snap);
         let result = self.run(req, spec, trusted, |agent, query| {
             query.relax(SELECTED, 0);
             let mut buf = [0u8; MC_MEMBER_RECORD_LEN];
@@ -153,7 +153,7 @@ impl SaAgent {
     /// answered with the member's record as the SA now holds it.
     pub(crate) fn mc_member_change(&mut self, now: Duration, req: &Request<'_>, trusted: bool, snap: &Snapshot) {
         let join = req.method == Method::Set;
-        let requester = self.ports.by_lid(req.addr.lid).map(|p| p.guid);
+        let requester = self.paths.port_by_lid(req.addr.lid).map(|p| p.guid);
         let parsed = McMemberRecordRepr::parse_bytes(req.data);
         let (Ok(rec), Some(requester), false) =
             (parsed, requester, table::unknown_mask::<McMemberRecordRepr>(req.mask))
@@ -163,7 +163,7 @@ impl SaAgent {
             return;
         };
         let limits = McLimits::from_config(&self.cfg, self.mlids);
-        let fabric = SnapshotFabric::new(&self.ports, snap);
+        let fabric = SnapshotFabric::new(&self.paths, snap);
         let result = match fabric.port(requester) {
             None => Err(McError::UnknownPort(requester)),
             Some(port) => {

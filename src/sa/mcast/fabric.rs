@@ -3,19 +3,18 @@
 
 use super::{McFabric, PortCaps, MLID_SPACE};
 use crate::partition::{Membership, DEFAULT_PARTITION, PARTITION_MASK};
-use crate::sa::index::PortIndex;
-use crate::sa::path::rate;
+use crate::sa::path::{rate, PathIndex};
 use crate::subnet::snapshot::Snapshot;
 use crate::types::Guid;
 
 /// A snapshot and its port index, as the group manager asks.
 pub(crate) struct SnapshotFabric<'a> {
-    ports: &'a PortIndex,
+    ports: &'a PathIndex,
     snap: &'a Snapshot,
 }
 
 impl<'a> SnapshotFabric<'a> {
-    pub fn new(ports: &'a PortIndex, snap: &'a Snapshot) -> Self {
+    pub fn new(ports: &'a PathIndex, snap: &'a Snapshot) -> Self {
         SnapshotFabric { ports, snap }
     }
 }
@@ -26,7 +25,7 @@ impl McFabric for SnapshotFabric<'_> {
     /// capabilities), as OpenSM checks a joiner; a port whose PortInfo was
     /// not read counts as 256 bytes at 2.5 Gb/s, never more than certain.
     fn port(&self, guid: Guid) -> Option<PortCaps> {
-        let p = self.ports.by_guid(guid)?;
+        let p = self.ports.port_by_guid(guid)?;
         let node = self.snap.sweep.subnet.node(p.node);
         let info = |n: u8| node.ports.get(usize::from(n)).and_then(|s| s.info.as_ref());
         let (mtu, rate) = match info(p.port) {

@@ -1,12 +1,15 @@
-//! [`PathIndex`]: what PathRecord queries need from one sweep, laid out
-//! for lookups, and the walk along the programmed forwarding tables.
+//! [`PathIndex`]: the ports of one sweep, laid out for lookups: what
+//! PathRecord queries need and the walk along the programmed forwarding
+//! tables, and the SA's own port table (who a requester's LID names, who
+//! is in service, whose registrations stay) over the same end ports.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::rate;
 use crate::mad::{PortInfoRepr, PortState};
-use crate::subnet::SweepReport;
+use crate::sa::index::{PortAt, DEFAULT_SUBNET_PREFIX};
+use crate::subnet::{NodeId, SweepReport};
 use crate::types::{Guid, Lid};
 
 /// Most links a route may cross before the walk calls it a loop (the
@@ -67,6 +70,10 @@ pub struct EndPort {
     /// Where the port's P_Keys sit in the index's pool
     /// ([`PathIndex::pkeys`]): start and count.
     pkeys: (u32, u16),
+    /// In the SA's port table: the node is not quarantined. Paths still
+    /// reach a quarantined node's port where the forwarding tables lead;
+    /// the SA does not take it for a requester nor keep its registrations.
+    listed: bool,
 }
 
 impl EndPort {
@@ -114,7 +121,9 @@ pub enum Broken {
     Loop,
 }
 
-/// Everything PathRecord and MultiPathRecord queries need from one sweep.
+/// Everything PathRecord and MultiPathRecord queries need from one sweep,
+/// and the SA's port table over the same end ports (`port_by_lid`
+/// and the rest: no second table of the ports per snapshot).
 ///
 /// Built once per snapshot in O(nodes + ports + top LID) time: end ports
 /// by LID (a dense table over the assigned LIDs, so a LID is one index),
@@ -135,6 +144,18 @@ pub struct PathIndex {
     /// Every end port's P_Keys, one run per port ([`EndPort::pkeys`]),
     /// each in [`pkey_order`].
     pkey_pool: Vec<u16>,
+    /// The SA's port table, in GUID order: (GUID, SA port number), where
+    /// a number below `ends.len()` is that end port (a listed one) and
+    /// `ends.len() + k` is `unread[k]`. Of two ports with one GUID the
+    /// later in the sweep's order holds it.
+    sa_by_guid: Vec<(Guid, u32)>,
+    /// LID-bearing ports without PortInfo (a switch whose port 0 was not
+    /// read): no path ends there, but the SA's table holds them.
+    unread: Vec<PortAt>,
+    /// LIDs the SA's table gives another port than `by_lid` does (an
+    /// unread port's, or where ranges overlap: ports with one GUID); empty
+    /// in a fabric of distinct GUIDs, so a lookup costs one index.
+    sa_lid_fixups: HashMap<u16, u32>,
 }
 
 /// The default P_Key, full member: what a port whose table the sweep does
@@ -200,14 +221,34 @@ impl PathIndex {
 
         let mut ends = Vec::new();
         let mut pkey_pool = Vec::new();
+        let mut unread = Vec::new();
+        // The SA's ports in the sweep's order: (an end port, its index in
+        // `ends` before the sort or in `unread`).
+        let mut listed = Vec::new();
         for (id, port) in subnet.lid_ports() {
             let node = subnet.node(id);
             let guid = node.port_guid(port);
-            let (Some(range), Some(pi)) =
-                (report.lids.ranges.get(&guid), node.ports.get(port as usize).and_then(|p| p.info.as_ref()))
-            else {
+            let Some(range) = report.lids.ranges.get(&guid) else { continue };
+            let Some(pi) = node.ports.get(port as usize).and_then(|p| p.info.as_ref()) else {
+                if node.quarantined.is_none() {
+                    listed.push((false, unread.len()));
+                    unread.push(PortAt {
+                        guid,
+                        node: id,
+                        port,
+                        base_lid: range.base(),
+                        lmc: range.lmc(),
+                        gid_prefix: DEFAULT_SUBNET_PREFIX,
+                        // A switch's port 0 is in service while the switch
+                        // has a LID.
+                        active: node.is_switch(),
+                    });
+                }
                 continue;
             };
+            if node.quarantined.is_none() {
+                listed.push((true, ends.len()));
+            }
             let caps = if node.is_switch() { node.ports.first().and_then(|p| p.info).unwrap_or(*pi) } else { *pi };
             let own_rate = rate::port_rate(pi, &caps);
             // Every block of the table as the sweep left it; a port whose
@@ -234,9 +275,20 @@ impl PathIndex {
                 mtu_cap: if rate::is_mtu(pi.mtu_cap) { pi.mtu_cap } else { rate::MTU_MIN },
                 rate: own_rate,
                 pkeys,
+                listed: node.quarantined.is_none(),
             });
         }
-        ends.sort_by_key(|e| e.base_lid);
+        // By base LID, stable (ports of one base LID keep the sweep's
+        // order); `moved_to` says where each went, for the SA's table.
+        let mut order: Vec<u32> = (0..ends.len() as u32).collect();
+        order.sort_by_key(|&k| ends[k as usize].base_lid);
+        let mut moved_to = vec![0u32; ends.len()];
+        for (to, &from) in order.iter().enumerate() {
+            moved_to[from as usize] = to as u32;
+        }
+        let ends: Vec<EndPort> = order.iter().map(|&k| ends[k as usize]).collect();
+        let n = ends.len() as u32;
+        let sa_order: Vec<u32> = listed.iter().map(|&(end, k)| if end { moved_to[k] } else { n + k as u32 }).collect();
         let top = ends.iter().map(|e| u32::from(e.base_lid.0) + (1u32 << e.lmc.min(7))).max().unwrap_or(0);
         let mut by_lid = vec![NONE; top as usize];
         let mut by_guid = HashMap::with_capacity(ends.len());
@@ -254,7 +306,11 @@ impl PathIndex {
             by_alias: HashMap::new(),
             path_sl: report.routes.path_sl.clone(),
             pkey_pool,
+            sa_by_guid: Vec::new(),
+            unread,
+            sa_lid_fixups: HashMap::new(),
         };
+        index.index_sa_ports(&sa_order);
         index.set_aliases(
             report.program.alias_guids.iter().flat_map(|(&port, held)| held.values().map(move |&alias| (alias, port))),
         );
@@ -327,6 +383,98 @@ impl PathIndex {
     /// Alias GUIDs known, in all.
     pub fn aliases(&self) -> usize {
         self.by_alias.len()
+    }
+
+    // ---- The SA's port table: every LID-bearing port of a node not
+    // quarantined, read or not, by LID and GUID.
+
+    /// Fills the SA's table from its ports in the sweep's order (SA port
+    /// numbers, see `sa_by_guid`), as maps filled in that order would
+    /// answer: a later port takes a GUID, or a LID, an earlier one held,
+    /// and a LID names the port that holds the GUID of its last holder.
+    fn index_sa_ports(&mut self, sweep_order: &[u32]) {
+        let mut by_guid: Vec<(Guid, u32)> = sweep_order.iter().map(|&i| (self.port_at(i).guid, i)).collect();
+        by_guid.sort_by_key(|&(g, _)| g);
+        by_guid.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                *earlier = *later;
+            }
+            same
+        });
+        self.sa_by_guid = by_guid;
+        let mut lid_guid: HashMap<u16, Guid> = HashMap::new();
+        for &i in sweep_order {
+            let p = self.port_at(i);
+            for lid in p.base_lid.0..=p.base_lid.0.saturating_add((1u16 << p.lmc) - 1) {
+                lid_guid.insert(lid, p.guid);
+            }
+        }
+        for (lid, guid) in lid_guid {
+            let Some(sa) = self.sa_port(guid) else { continue };
+            if self.listed_end_by_lid(Lid(lid)) != Some(sa) {
+                self.sa_lid_fixups.insert(lid, sa);
+            }
+        }
+    }
+
+    fn listed_end_by_lid(&self, lid: Lid) -> Option<u32> {
+        self.end_by_lid(lid).filter(|&i| self.ends[i as usize].listed)
+    }
+
+    /// The SA port number of the port with this GUID.
+    fn sa_port(&self, guid: Guid) -> Option<u32> {
+        let k = self.sa_by_guid.binary_search_by_key(&guid, |&(g, _)| g).ok()?;
+        Some(self.sa_by_guid[k].1)
+    }
+
+    /// SA port `i` as the SA uses it: the subnet prefix a port holds, the
+    /// default one (IBA 4.1.1) when it holds 0 or was not read; in service
+    /// when ACTIVE, or a switch's port 0.
+    fn port_at(&self, i: u32) -> PortAt {
+        match self.ends.get(i as usize) {
+            Some(e) => PortAt {
+                guid: e.guid,
+                node: NodeId(e.node),
+                port: e.port,
+                base_lid: e.base_lid,
+                lmc: e.lmc,
+                gid_prefix: if e.gid_prefix != 0 { e.gid_prefix } else { DEFAULT_SUBNET_PREFIX },
+                active: e.is_switch || e.caps.port_state == PortState::Active,
+            },
+            None => self.unread[i as usize - self.ends.len()],
+        }
+    }
+
+    /// The port that holds `lid` (any LID of its LMC range).
+    pub(crate) fn port_by_lid(&self, lid: Lid) -> Option<PortAt> {
+        let i = match self.sa_lid_fixups.get(&lid.0) {
+            Some(&i) => i,
+            None => self.listed_end_by_lid(lid)?,
+        };
+        Some(self.port_at(i))
+    }
+
+    pub(crate) fn port_by_guid(&self, guid: Guid) -> Option<PortAt> {
+        self.sa_port(guid).map(|i| self.port_at(i))
+    }
+
+    pub(crate) fn has_port(&self, guid: Guid) -> bool {
+        self.sa_port(guid).is_some()
+    }
+
+    /// Every port, in GUID order.
+    pub(crate) fn ports(&self) -> impl Iterator<Item = PortAt> + '_ {
+        self.sa_by_guid.iter().map(|&(_, i)| self.port_at(i))
+    }
+
+    /// Ports in service, in GUID order.
+    pub(crate) fn ports_in_service(&self) -> impl Iterator<Item = PortAt> + '_ {
+        self.ports().filter(|p| p.active)
+    }
+
+    pub(crate) fn port_in_service(&self, guid: Guid) -> bool {
+        self.port_by_guid(guid).is_some_and(|p| p.active)
     }
 
     fn link_end(&self, node: u32, port: u8) -> Option<&LinkEnd> {
@@ -443,5 +591,97 @@ impl PathIndex {
             .and_then(|n| self.nodes[n as usize].switch.as_ref()?.routed)
             .and_then(|i| sl.sl(ibsm_routing::SwitchId(i), dlid.0))
             .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use super::*;
+    use crate::sa::tests::swept;
+
+    /// The SA's port table as two maps filled in the sweep's order (how
+    /// the SA kept it before the path index held it): LIDs to GUIDs, GUIDs
+    /// to ports.
+    fn maps(report: &SweepReport) -> (HashMap<u16, Guid>, BTreeMap<Guid, PortAt>) {
+        let subnet = &report.subnet;
+        let (mut by_lid, mut ports) = (HashMap::new(), BTreeMap::new());
+        for (id, port) in subnet.lid_ports() {
+            let node = subnet.node(id);
+            if node.quarantined.is_some() {
+                continue;
+            }
+            let guid = node.port_guid(port);
+            let Some(range) = report.lids.ranges.get(&guid) else { continue };
+            let info = node.ports.get(port as usize).and_then(|p| p.info.as_ref());
+            let gid_prefix = info.map(|i| i.gid_prefix).filter(|&p| p != 0).unwrap_or(DEFAULT_SUBNET_PREFIX);
+            let active = node.is_switch() || info.is_some_and(|i| i.port_state == PortState::Active);
+            let at = PortAt { guid, node: id, port, base_lid: range.base(), lmc: range.lmc(), gid_prefix, active };
+            for lid in range.base().0..=range.base().0.saturating_add((1u16 << range.lmc()) - 1) {
+                by_lid.insert(lid, guid);
+            }
+            ports.insert(guid, at);
+        }
+        (by_lid, ports)
+    }
+
+    fn same_answers(report: &SweepReport, what: &str) {
+        let index = PathIndex::build(report);
+        let (by_lid, ports) = maps(report);
+        for lid in 0..=u16::MAX {
+            let want = by_lid.get(&lid).and_then(|g| ports.get(g)).copied();
+            assert_eq!(index.port_by_lid(Lid(lid)), want, "{what}: LID {lid}");
+        }
+        let guids = ports.keys().copied().chain(index.ends().iter().map(|e| e.guid)).chain([Guid(0), Guid(u64::MAX)]);
+        for g in guids {
+            assert_eq!(index.port_by_guid(g), ports.get(&g).copied(), "{what}: GUID {g}");
+            assert_eq!(index.has_port(g), ports.contains_key(&g), "{what}: GUID {g}");
+            assert_eq!(index.port_in_service(g), ports.get(&g).is_some_and(|p| p.active), "{what}: GUID {g}");
+        }
+        assert_eq!(index.ports().collect::<Vec<_>>(), ports.values().copied().collect::<Vec<_>>(), "{what}");
+        let in_service: Vec<PortAt> = ports.values().filter(|p| p.active).copied().collect();
+        assert_eq!(index.ports_in_service().collect::<Vec<_>>(), in_service, "{what}");
+    }
+
+    /// The SA's lookups answer as its own maps did, also for the ports
+    /// only one of the two tables held: quarantined nodes (paths still
+    /// reach them), ports without PortInfo (no path ends there), ports
+    /// not ACTIVE or holding GID prefix 0, and LID ranges two ports share.
+    #[test]
+    fn the_sa_port_table_answers_as_its_own_maps_did() {
+        let base = swept();
+        same_answers(base, "as swept");
+        let switch = base.subnet.ids().find(|&id| base.subnet.node(id).is_switch()).unwrap();
+        let cas: Vec<(NodeId, u8)> =
+            base.subnet.lid_ports().filter(|&(id, _)| !base.subnet.node(id).is_switch()).collect();
+        let guid = |r: &SweepReport, (id, p): (NodeId, u8)| r.subnet.node(id).port_guid(p);
+
+        let mut r = base.clone();
+        r.subnet.node_mut(switch).quarantined = Some("test".into());
+        same_answers(&r, "a quarantined switch");
+
+        let mut r = base.clone();
+        r.subnet.node_mut(switch).ports[0].info = None;
+        same_answers(&r, "a switch whose port 0 was not read");
+
+        let mut r = base.clone();
+        let (id, p) = cas[0];
+        let info = r.subnet.node_mut(id).ports[p as usize].info.as_mut().unwrap();
+        info.port_state = PortState::Down;
+        let (id, p) = cas[1];
+        r.subnet.node_mut(id).ports[p as usize].info.as_mut().unwrap().gid_prefix = 0;
+        same_answers(&r, "a port down, a port with prefix 0");
+
+        for quarantined in [None, Some(0), Some(1)] {
+            let mut r = base.clone();
+            let (a, b) = (cas[0], cas[2]);
+            let range = r.lids.ranges[&guid(&r, a)];
+            r.lids.ranges.insert(guid(&r, b), range);
+            if let Some(k) = quarantined {
+                r.subnet.node_mut([a, b][k].0).quarantined = Some("test".into());
+            }
+            same_answers(&r, &format!("two ports on one LID range, quarantined {quarantined:?}"));
+        }
     }
 }
