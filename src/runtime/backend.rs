@@ -6,10 +6,10 @@ use std::time::Duration;
 use clap::Args;
 use tokio::sync::mpsc;
 
+use crate::exchange::txn::TxnConfig;
 use crate::sim::{FabricBuilder, SharedFabric, SimDevice};
 use crate::topology::{NodeKind, Topology};
 use crate::transport::io_thread::MadTransport;
-use crate::transport::txn::TxnConfig;
 use crate::transport::umad::{Agent, PortSelector, UmadConfig, UmadDevice};
 use crate::transport::{Datagram, DeviceError};
 use crate::types::Guid;

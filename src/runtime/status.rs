@@ -517,9 +517,9 @@ pub(crate) mod tests {
     pub(crate) fn swept() -> &'static (Topology, SweepReport) {
         static REPORT: OnceLock<(Topology, SweepReport)> = OnceLock::new();
         REPORT.get_or_init(|| {
+            use crate::exchange::txn::TxnConfig;
             use crate::sim::{FabricBuilder, SimDevice};
             use crate::transport::io_thread::MadTransport;
-            use crate::transport::txn::TxnConfig;
             let topo = Topology::from_spec_or_file(SPEC).unwrap();
             let fabric = FabricBuilder::new(&topo).seed(3).build_shared().unwrap();
             let dev = SimDevice::attach(&fabric, topo.hosts().next().unwrap(), 1).unwrap();

@@ -43,7 +43,7 @@
 //! # TIDs
 //! Reports are requests of ours that share the SA class with the
 //! transport's own SA queries, whose TIDs count up from 1 in the low 32
-//! bits (`transport::txn`). Reports use low 32 bits with bit 31 set
+//! bits (`exchange::txn`). Reports use low 32 bits with bit 31 set
 //! (0x8000_0000 | n), which the transport reaches only after 2^31
 //! requests; ReportResps are matched on the low 32 bits (the kernel owns
 //! the high ones).

@@ -9,6 +9,7 @@ use super::sends::SendError;
 use super::*;
 use crate::config::SmConfig;
 use crate::datagram::MadAddress;
+use crate::exchange::txn::TxnConfig;
 use crate::mad::sa::*;
 use crate::mad::sa::{SaMad, SA_DATA_OFFSET};
 use crate::mad::{MadHeader, NoticeRepr, NoticeType, MAD_SIZE};
@@ -18,7 +19,6 @@ use crate::subnet::snapshot::Snapshot;
 use crate::subnet::SweepReport;
 use crate::topology::Topology;
 use crate::transport::io_thread::MadTransport;
-use crate::transport::txn::TxnConfig;
 use crate::types::Lid;
 
 pub(super) const SPEC: &str = "fattree2:radix=8,leaves=4,spines=2,hosts=4";

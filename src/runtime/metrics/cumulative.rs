@@ -16,9 +16,9 @@ use arc_swap::ArcSwapOption;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricFamily, MetricType};
 
+use crate::exchange::txn::{MadCounters, MadKey};
 use crate::mad::{AttributeId, Method, MgmtClass, SaAttributeId};
 use crate::sa::SaStats;
-use crate::transport::txn::{MadCounters, MadKey};
 use crate::transport::TransportStats;
 
 /// One family this collector emits.
@@ -34,7 +34,7 @@ const MAD: &[&str] = &["class", "attribute", "method"];
 /// Every family, in the order they are emitted. The names are without the
 /// registry's `ibsm_` prefix.
 pub(super) const FAMILIES: &[Family] = &[
-    // The transaction table (src/transport/txn.rs).
+    // The transaction table (src/exchange/txn/mod.rs).
     Family {
         name: "mads_sent_total",
         help: "MADs put on the wire (retries and RMPP ACKs included) by class, attribute and method",

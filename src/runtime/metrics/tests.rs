@@ -7,13 +7,13 @@ use std::time::Duration;
 use super::*;
 use crate::config::SmConfig;
 use crate::election::{Peer, PeerAddr};
+use crate::exchange::txn::{MadCounters, MadKey, TxnConfig};
 use crate::mad::{SmInfoRepr, SmState};
 use crate::program::SubnetManager;
 use crate::runtime::status;
 use crate::sim::{FabricBuilder, SimDevice};
 use crate::topology::Topology;
 use crate::transport::io_thread::MadTransport;
-use crate::transport::txn::{MadCounters, MadKey, TxnConfig};
 use crate::transport::Transport;
 
 const SPEC: &str = "fattree2:radix=8,leaves=4,spines=2,hosts=4";

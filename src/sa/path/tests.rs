@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::config::SmConfig;
+use crate::exchange::txn::TxnConfig;
 use crate::mad::sa::{multi_path_mask as mm, path_mask as pm, MultiPathRecordRepr};
 use crate::mad::PortState;
 use crate::program::SubnetManager;
@@ -14,7 +15,6 @@ use crate::sim::{Fabric, FabricBuilder, SharedFabric, SimDevice};
 use crate::subnet::SweepReport;
 use crate::topology::*;
 use crate::transport::io_thread::MadTransport;
-use crate::transport::txn::TxnConfig;
 use crate::types::{Guid, Lid};
 
 const S1: usize = 0;
