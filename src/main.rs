@@ -38,9 +38,21 @@ enum Command {
 }
 
 // One thread runs the SM: its work is waiting on MADs, which the I/O thread moves.
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> ExitCode {
-    let cli = Cli::parse();
+fn main() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    let code = match runtime {
+        Ok(rt) => rt.block_on(run(Cli::parse())),
+        Err(e) => {
+            eprintln!("ibsm: cannot start the async runtime: {e}");
+            ExitCode::from(2)
+        }
+    };
+    // The runtime is gone: every task, transport and device with it.
+    let code = (0..=u8::MAX).find(|&n| ExitCode::from(n) == code).unwrap_or(1);
+    ibsm::transport::umad::exit_process(code)
+}
+
+async fn run(cli: Cli) -> ExitCode {
     // The SM logs what it does at info; tools only warn.
     let (default_level, file, json) = match &cli.command {
         Command::Run(a) => ("info", a.log_file.clone(), a.log_json),

@@ -670,6 +670,37 @@ impl MadDevice for UmadDevice {
     }
 }
 
+/// Whether libibumad's calls go to ibsim's umad2sim (preloaded in front of
+/// libc, as every ibsim client runs).
+pub fn under_umad2sim() -> bool {
+    std::env::var_os("LD_PRELOAD").is_some_and(|p| p.to_string_lossy().contains("umad2sim"))
+}
+
+/// Ends the process with `code` once its work is done (devices closed).
+///
+/// Under umad2sim, libc's exit handlers are skipped. umad2sim's own
+/// handler takes its device lock and then cancels and joins its receiver
+/// thread; that thread takes the same lock after every packet it reads,
+/// and a lock wait is no cancellation point. A MAD that ibsim delivers
+/// while the process exits (a late answer to a retried request) leaves
+/// both threads waiting for each other: seen as `ibsm sa` printing its
+/// answer and never exiting. The simulated sysfs the handler would remove
+/// (`./sys-<pid>`) is removed here instead. On a real port the exit is the
+/// ordinary one.
+pub fn exit_process(code: u8) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    if under_umad2sim() {
+        let _ = std::fs::remove_dir_all(format!("./sys-{}", std::process::id()));
+        // SAFETY: _exit ends the process at once. Everything of ours that
+        // needed running has run: the caller returned from its work, every
+        // device is closed and the standard streams are flushed above.
+        unsafe { libc::_exit(c_int::from(code)) }
+    }
+    std::process::exit(i32::from(code))
+}
+
 impl Drop for UmadDevice {
     fn drop(&mut self) {
         let _ = self.set_is_sm(false);
