@@ -8,7 +8,7 @@
 //! in virtual time in src/election/tests.rs. No assertion depends on how
 //! long anything took, beyond generous upper bounds on waits.
 
-mod sm_common;
+mod sm_support;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -22,7 +22,7 @@ use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;
 use ibsm::transport::SmpClient;
 use ibsm::types::Lid;
-use sm_common::{kill, lids_if_up, programming_sets, spawn_sm, Logs, Sm, TOPO};
+use sm_support::{kill, lids_if_up, programming_sets, spawn_sm, Logs, Sm, TOPO};
 
 /// Four attempts fit in one 500 ms poll interval, so under loss a poll
 /// misses only when all four are lost, as with the defaults (2 s interval).
@@ -77,7 +77,7 @@ impl Probe {
 }
 
 async fn wait_for(what: &str, limit: Duration, cond: impl AsyncFnMut() -> bool) -> Duration {
-    sm_common::wait_every(Duration::from_millis(20), what, limit, cond).await
+    sm_support::wait_every(Duration::from_millis(20), what, limit, cond).await
 }
 
 fn fabric() -> (Topology, SharedFabric) {

@@ -5,7 +5,7 @@
 //! and 1-10% MAD loss with no false takeover, judged from the fabric and by
 //! SubnGet(SMInfo) from a third port.
 
-mod sm_common;
+mod sm_support;
 
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use ibsm::mad::{AttributeId, Method, SmState};
 use ibsm::sim::{Match, Rule, VirtualTransport};
 use ibsm::topology::PortRef;
 use ibsm::transport::SmpClient;
-use sm_common::{kill, sm_state, Net, Sm};
+use sm_support::{kill, sm_state, Net, Sm};
 
 /// An SM on `host` with the default election timers.
 fn start_sm(net: &Net, host: usize, priority: u8) -> Sm {
@@ -43,11 +43,11 @@ async fn state(net: &Net, probe: &SmpClient<VirtualTransport>, sm: PortRef) -> O
 }
 
 fn programming_sets(net: &Net) -> u64 {
-    sm_common::programming_sets(&net.fabric)
+    sm_support::programming_sets(&net.fabric)
 }
 
 async fn wait_for(what: &str, limit: Duration, cond: impl AsyncFnMut() -> bool) -> Duration {
-    sm_common::wait_every(Duration::from_millis(50), what, limit, cond).await
+    sm_support::wait_every(Duration::from_millis(50), what, limit, cond).await
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

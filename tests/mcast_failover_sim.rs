@@ -11,7 +11,7 @@
 //! join of the broadcast group cuts the old members off its tree.
 //! `SHOW_LOGS=1` prints each run's log.
 
-mod sm_common;
+mod sm_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -27,8 +27,8 @@ use ibsm::subnet::{NodeId, Subnet};
 use ibsm::transport::sa_client::{SaClient, SaError};
 use ibsm::transport::SmpClient;
 use ibsm::types::{Guid, Lid};
-use sm_common::mcast::{flood_fault, mft_of};
-use sm_common::{kill, sm_state, wait_every, Logs, Net, Sm};
+use sm_support::mcast::{flood_fault, mft_of};
+use sm_support::{kill, sm_state, wait_every, Logs, Net, Sm};
 
 /// Hosts (by index among the topology's 16) for each role; every role has
 /// its own port, since a port hands unsolicited MADs to one device.

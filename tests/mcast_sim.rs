@@ -7,7 +7,7 @@
 //! after the last leave the groups the SA made are gone, their MLIDs are
 //! free (the next new group gets the lowest again) and no MFT holds them.
 
-mod sm_common;
+mod sm_support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -22,8 +22,8 @@ use ibsm::subnet::Subnet;
 use ibsm::transport::sa_client::SaClient;
 use ibsm::transport::SmpClient;
 use ibsm::types::{Guid, Lid};
-use sm_common::mcast::{check_flood, flood_fault, mft_of};
-use sm_common::{wait_every, Net, Sm};
+use sm_support::mcast::{check_flood, flood_fault, mft_of};
+use sm_support::{wait_every, Net, Sm};
 
 const SM_HOST: usize = 0;
 const PREFIX: u64 = 0xfe80_0000_0000_0000;
@@ -164,7 +164,7 @@ async fn ipoib_joins_get_loop_free_trees_that_reach_exactly_the_members_and_leav
     let got = mc::join(c, &ask).await.unwrap();
     assert_eq!(got.mlid, 0xC001, "freed MLIDs are reused, lowest first");
 
-    sm_common::kill(sm).await;
+    sm_support::kill(sm).await;
 }
 
 /// MFT Sets to one spine are lost while hosts join: no tree ever loops
@@ -223,7 +223,7 @@ async fn lost_mft_sets_never_make_a_loop_and_are_retried_until_written() {
     for m in [0xC000u16, 0xC001, 0xC002, 0xC003] {
         check_flood(&subnet, &mft_of(&probe, &subnet, Lid(m)).await, &guids);
     }
-    sm_common::kill(sm).await;
+    sm_support::kill(sm).await;
 }
 
 /// Switches that honour SwitchInfo.MulticastFDBTop (port 0's
@@ -290,5 +290,5 @@ async fn switches_that_honour_multicast_fdb_top_get_one_that_covers_the_blocks_i
     for (g, top) in tops().await {
         assert_eq!(top, if capable_guids.contains(&g) { 0xBFFF } else { 0 }, "switch {g} after the last leave");
     }
-    sm_common::kill(sm).await;
+    sm_support::kill(sm).await;
 }

@@ -8,7 +8,7 @@
 //! a warning naming the port; a PMA without extended counters gets its
 //! 32-bit data counters cleared before they saturate, and nothing is lost.
 
-mod sm_common;
+mod sm_support;
 
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ use ibsm::sim::{Match, Rule};
 use ibsm::subnet::snapshot::Snapshots;
 use ibsm::topology::{NodeKind, PortRef};
 use ibsm::types::Guid;
-use sm_common::{wait_every, Logs, Net};
+use sm_support::{wait_every, Logs, Net};
 
 /// The SM's own performance manager is turned off so the counters see
 /// one manager only (this test runs its own, to look inside it).

@@ -5,7 +5,7 @@
 //! blocks it changes, held keys keep their indexes, and without partitions
 //! the default P_Key is added and nothing taken away.
 //!
-//! The fabric is `sim_common::small()`:
+//! The fabric is `sim_support::small()`:
 //! ```text
 //!  H-0001 p1 ── p1 S-0001 p3 ── p1 S-0002 p2 ── p1 H-0003
 //!                  p2
@@ -15,7 +15,7 @@
 //! ports 64 (PartitionEnforcementCap); every table starts as 0xFFFF at
 //! index 0, zeros elsewhere.
 
-mod sim_common;
+mod sim_support;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,7 +32,7 @@ use ibsm::topology::{NodeIdx, PortRef, Topology};
 use ibsm::transport::io_thread::MadTransport;
 use ibsm::transport::txn::TxnConfig;
 use ibsm::Guid;
-use sim_common::{pr, small, TestSm, H1, H2, H3, S1, S2};
+use sim_support::{pr, small, TestSm, H1, H2, H3, S1, S2};
 
 use Membership::{Both, Full, Limited};
 

@@ -7,7 +7,7 @@
 //! mirroring off loses both, so it is the mirror that carries them.
 //! `SHOW_LOGS=1` prints each run's log.
 
-mod sm_common;
+mod sm_support;
 
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use ibsm::sim::VirtualTransport;
 use ibsm::transport::sa_client::{SaClient, SaError};
 use ibsm::transport::{Datagram, MadAddress, SmpClient, Transport};
 use ibsm::types::{Guid, Lid};
-use sm_common::{sm_state, Logs, Net, Sm};
+use sm_support::{sm_state, Logs, Net, Sm};
 use tokio::sync::mpsc;
 
 /// Hosts (by index among the topology's hosts) for each role; every role
@@ -49,7 +49,7 @@ fn start_sm(net: &Net, host: usize, priority: u8, mirror_interval_s: u64) -> (Sm
 }
 
 async fn wait_for(what: &str, limit: Duration, cond: impl AsyncFnMut() -> bool) -> Duration {
-    sm_common::wait_every(Duration::from_millis(100), what, limit, cond).await
+    sm_support::wait_every(Duration::from_millis(100), what, limit, cond).await
 }
 
 /// The value of one metric line of `text` (`name{labels}` exactly).

@@ -2,7 +2,7 @@
 //! return path, hop pointer and D bit on the wire, the LID-routed segments
 //! DrSLID/DrDLID open at either end, and the status codes of the SMA.
 
-mod sim_common;
+mod sim_support;
 
 use ibsm::mad::header::status;
 use ibsm::mad::{
@@ -12,7 +12,7 @@ use ibsm::mad::{
 use ibsm::sim::{DropReason, FabricBuilder};
 use ibsm::transport::{Datagram, MadAddress, MadDevice};
 use ibsm::{Guid, Lid};
-use sim_common::*;
+use sim_support::*;
 
 fn fabric() -> ibsm::sim::SharedFabric {
     FabricBuilder::new(&small()).seed(1).build_shared().unwrap()

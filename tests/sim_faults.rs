@@ -1,7 +1,7 @@
 //! Fault injection: seeded rules, hold/release, crash/restart, and the same
 //! outcome for the same seed.
 
-mod sim_common;
+mod sim_support;
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use ibsm::sim::{DropReason, FabricBuilder, Match, Rule};
 use ibsm::topology::NodeIdx;
 use ibsm::transport::MadDevice;
 use ibsm::Lid;
-use sim_common::*;
+use sim_support::*;
 
 /// 200 NodeInfo Gets to the three far nodes with 30% of S2's answers
 /// dropped: which ones got through.

@@ -3,7 +3,7 @@
 //! umad2sim and smpdump (Debian: ibsim-utils, infiniband-diags); fails,
 //! rather than skips, without them.
 
-mod sim_common;
+mod sim_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use ibsm::mad::AttributeId;
 use ibsm::sim::FabricBuilder;
 use ibsm::topology::{to_net_string, NodeKind, Topology};
-use sim_common::*;
+use sim_support::*;
 
 const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 

@@ -1,6 +1,6 @@
 //! Fabrics far beyond ibsim's 2,048 nodes. Times are printed, not asserted.
 
-mod sim_common;
+mod sim_support;
 
 use std::time::Instant;
 
@@ -9,7 +9,7 @@ use ibsm::sim::FabricBuilder;
 use ibsm::topology::{GeneratorSpec, NodeKind};
 use ibsm::transport::MadDevice;
 use rand::{Rng, SeedableRng};
-use sim_common::*;
+use sim_support::*;
 
 fn fat_tree(spec: &str) -> ibsm::topology::Topology {
     spec.parse::<GeneratorSpec>().unwrap().generate().unwrap()

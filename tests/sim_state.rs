@@ -1,7 +1,7 @@
 //! Port state machine, M_Key protection, SMInfo between SMs, traps and the
 //! GSI path of the simulated fabric.
 
-mod sim_common;
+mod sim_support;
 
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use ibsm::sim::{DropReason, FabricBuilder, SimDevice};
 use ibsm::topology::NodeIdx;
 use ibsm::transport::{Datagram, MadAddress, MadDevice};
 use ibsm::{Guid, Lid};
-use sim_common::*;
+use sim_support::*;
 
 #[test]
 fn fresh_fabric_states_mirror_ibsim() {

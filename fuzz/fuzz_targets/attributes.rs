@@ -4,9 +4,9 @@
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "common.rs"]
-mod common;
+#[path = "attribute_roundtrip.rs"]
+mod attribute_roundtrip;
 
 fuzz_target!(|data: &[u8]| {
-    common::all_attributes(data);
+    attribute_roundtrip::all_attributes(data);
 });

@@ -6,13 +6,13 @@
 use ibsm::mad::SmpRepr;
 use libfuzzer_sys::fuzz_target;
 
-#[path = "common.rs"]
-mod common;
+#[path = "attribute_roundtrip.rs"]
+mod attribute_roundtrip;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(smp) = SmpRepr::parse_bytes(data) {
         let again = SmpRepr::parse_bytes(&smp.to_bytes()).expect("an emitted SMP parses");
         assert_eq!(again, smp);
-        common::all_attributes(&smp.data);
+        attribute_roundtrip::all_attributes(&smp.data);
     }
 });
