@@ -676,27 +676,40 @@ pub fn under_umad2sim() -> bool {
     std::env::var_os("LD_PRELOAD").is_some_and(|p| p.to_string_lossy().contains("umad2sim"))
 }
 
+/// How long umad2sim's exit handler may take before the process leaves
+/// without it (see [`exit_process`]); its normal work is one round trip to
+/// ibsim.
+const UMAD2SIM_EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Ends the process with `code` once its work is done (devices closed).
 ///
-/// Under umad2sim, libc's exit handlers are skipped. umad2sim's own
-/// handler takes its device lock and then cancels and joins its receiver
-/// thread; that thread takes the same lock after every packet it reads,
-/// and a lock wait is no cancellation point. A MAD that ibsim delivers
-/// while the process exits (a late answer to a retried request) leaves
-/// both threads waiting for each other: seen as `ibsm sa` printing its
-/// answer and never exiting. The simulated sysfs the handler would remove
-/// (`./sys-<pid>`) is removed here instead. On a real port the exit is the
-/// ordinary one.
+/// Under umad2sim, libc's exit handlers run, and umad2sim's disconnects
+/// this client from ibsim (ibsim keeps a node's client until it does, so
+/// the next client on that node needs it). That handler then takes its
+/// device lock and cancels and joins its receiver thread; the thread takes
+/// the same lock after every packet it reads, and a lock wait is no
+/// cancellation point. A MAD that ibsim delivers in that window (a late
+/// answer to a retried request) leaves both threads waiting for each
+/// other: seen as `ibsm sa` printing its answer and never exiting. So a
+/// watchdog leaves the process, without the handlers, if they have not
+/// finished in [`UMAD2SIM_EXIT_GRACE`] (the disconnect is sent before the
+/// join), removing the simulated sysfs (`./sys-<pid>`) the handler would
+/// have removed last. On a real port the exit is the ordinary one.
 pub fn exit_process(code: u8) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     if under_umad2sim() {
-        let _ = std::fs::remove_dir_all(format!("./sys-{}", std::process::id()));
-        // SAFETY: _exit ends the process at once. Everything of ours that
-        // needed running has run: the caller returned from its work, every
-        // device is closed and the standard streams are flushed above.
-        unsafe { libc::_exit(c_int::from(code)) }
+        let sysfs = format!("./sys-{}", std::process::id());
+        std::thread::spawn(move || {
+            std::thread::sleep(UMAD2SIM_EXIT_GRACE);
+            let _ = std::fs::remove_dir_all(&sysfs);
+            // SAFETY: _exit ends the process at once. Everything of ours
+            // that needed running has run: the caller returned from its
+            // work, every device is closed and the standard streams were
+            // flushed; only umad2sim's stuck exit handler is cut short.
+            unsafe { libc::_exit(c_int::from(code)) }
+        });
     }
     std::process::exit(i32::from(code))
 }
