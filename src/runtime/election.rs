@@ -7,8 +7,8 @@ use tracing::{debug, error, info, warn};
 
 use super::dispatch;
 use super::owner::Owner;
+use super::owner::SweepWork;
 use super::side_jobs::{SideDone, SideJob};
-use super::sweep_jobs::SweepWork;
 use super::RunError;
 use crate::election::{Action, Event, Peer, PeerAddr, State};
 use crate::mad::{AttributeId, DrPath, PortInfoRepr, PortState, SmControl, SmInfoRepr, SmpAttribute};

@@ -1,8 +1,6 @@
 //! A standby's mirror reads of the master's SA: when the next is due,
 //! the read as a side job, and what its outcome changes.
 
-use std::time::Duration;
-
 use tracing::{debug, info, warn};
 
 use super::owner::Owner;
@@ -10,18 +8,6 @@ use super::sa_task;
 use super::side_jobs::{SideDone, SideJob};
 use crate::election::State;
 use crate::transport::Transport;
-
-/// A standby's mirror reads of the master's SA (`crate::sa::mirror`).
-#[derive(Debug, Default)]
-pub(super) struct MirrorReads {
-    /// When the next read starts (only while STANDBY, with mirroring on).
-    pub(super) next: Option<Duration>,
-    /// A read is under way (never two at once).
-    pub(super) running: bool,
-    /// The reads are failing: the first failure of a run was logged as a
-    /// warning, the others at debug until a read works again.
-    pub(super) failing: bool,
-}
 
 impl<T: Transport + Clone> Owner<T> {
     /// One read of the master's SA tables (see `sa_task::read_mirror`).

@@ -9,12 +9,10 @@ use std::time::Duration;
 use tracing::info;
 
 use super::dispatch::Refusal;
-use super::mirror::MirrorReads;
-use super::perfmgr_task::{spawn_perfmgr, AbortOnDrop, StandbyPorts, PERF_OFF};
-use super::sweep_jobs::SweepWork;
+use super::perfmgr_task::{spawn_perfmgr, AbortOnDrop, StandbyPorts, PERF_MASTER, PERF_OFF, PERF_STANDBY};
 use super::{sa_task, RunError, RunOptions};
 use crate::config::Config;
-use crate::election::Election;
+use crate::election::{Election, State};
 use crate::program::{Discovered, SubnetManager};
 use crate::transport::{SmpClient, Transport};
 
@@ -174,5 +172,45 @@ impl<T: Transport + Clone> Owner<T> {
     pub(super) fn interval(&self) -> Option<Duration> {
         let s = self.config.sm.sweep_interval_s;
         (s > 0).then(|| Duration::from_secs(s))
+    }
+}
+
+/// Work for the sweep slot, queued while it is busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SweepWork {
+    Discover,
+    TakeCharge {
+        takeover: bool,
+    },
+    Light,
+    /// The SA's alias GUIDs changed: write the GUIDInfo blocks that differ.
+    Aliases,
+    /// The SA's multicast groups changed: route them, write the MFT blocks
+    /// that differ.
+    Multicast,
+}
+
+/// A standby's mirror reads of the master's SA (`crate::sa::mirror`).
+#[derive(Debug, Default)]
+pub(super) struct MirrorReads {
+    /// When the next read starts (only while STANDBY, with mirroring on).
+    pub(super) next: Option<Duration>,
+    /// A read is under way (never two at once).
+    pub(super) running: bool,
+    /// The reads are failing: the first failure of a run was logged as a
+    /// warning, the others at debug until a read works again.
+    pub(super) failing: bool,
+}
+
+impl<T: Transport + Clone> Owner<T> {
+    /// The performance manager polls as master, and as standby when
+    /// `perfmgr.on_standby` says so.
+    pub(super) fn update_perf_active(&self) {
+        let mode = match self.election.state() {
+            State::Master => PERF_MASTER,
+            State::Standby if self.config.perfmgr.on_standby => PERF_STANDBY,
+            _ => PERF_OFF,
+        };
+        self.perf_active.store(mode, std::sync::atomic::Ordering::Relaxed);
     }
 }

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use super::owner::Owner;
 use super::{metrics, perfmgr, RunOptions};
-use crate::election::State;
 use crate::transport::Transport;
 
 /// The performance manager polls nothing, the newest snapshot's ports
@@ -50,17 +48,4 @@ pub(super) fn spawn_perfmgr<T: Transport + Clone>(
     AbortOnDrop(tokio::spawn(async move {
         perfmgr::run_configured(&transport, &mut core, targets, configs, std::future::pending()).await;
     }))
-}
-
-impl<T: Transport + Clone> Owner<T> {
-    /// The performance manager polls as master, and as standby when
-    /// `perfmgr.on_standby` says so.
-    pub(super) fn update_perf_active(&self) {
-        let mode = match self.election.state() {
-            State::Master => PERF_MASTER,
-            State::Standby if self.config.perfmgr.on_standby => PERF_STANDBY,
-            _ => PERF_OFF,
-        };
-        self.perf_active.store(mode, std::sync::atomic::Ordering::Relaxed);
-    }
 }

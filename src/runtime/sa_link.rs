@@ -7,8 +7,8 @@ use std::time::Duration;
 use tracing::warn;
 
 use super::owner::Owner;
+use super::owner::SweepWork;
 use super::sa_task;
-use super::sweep_jobs::SweepWork;
 use crate::election::State;
 use crate::transport::Transport;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tracing::{error, info, warn};
 
-use super::owner::Owner;
+use super::owner::{Owner, SweepWork};
 use super::{metrics, sa_task, RunError};
 use crate::election::Event;
 use crate::program::{Discovered, SubnetManager, SweepError};
@@ -28,21 +28,6 @@ pub(super) enum SweepDone {
     AliasesProgrammed(Option<crate::subnet::ProgramReport>),
     /// The multicast pass (`None`: no heavy sweep has routed yet).
     McastProgrammed(Option<crate::subnet::McastReport>),
-}
-
-/// Work for the sweep slot, queued while it is busy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum SweepWork {
-    Discover,
-    TakeCharge {
-        takeover: bool,
-    },
-    Light,
-    /// The SA's alias GUIDs changed: write the GUIDInfo blocks that differ.
-    Aliases,
-    /// The SA's multicast groups changed: route them, write the MFT blocks
-    /// that differ.
-    Multicast,
 }
 
 pub(super) type SweepJob<T> = Pin<Box<dyn Future<Output = (SubnetManager<SmpClient<T>>, SweepDone)> + Send>>;

@@ -7,8 +7,8 @@ use std::future::Future;
 use futures::stream::FuturesUnordered;
 
 use super::owner::Owner;
+use super::owner::SweepWork;
 use super::side_jobs::SideJob;
-use super::sweep_jobs::SweepWork;
 use crate::election::{Event, State};
 use crate::transport::Transport;
 
