@@ -358,6 +358,8 @@ impl<D: SmpDriver> SubnetManager<D> {
             self.lft_cache = LftCache::default();
             self.mcast.forget_tables();
         }
+        // A switch that rebooted lost its tables: written again in full.
+        self.lft_cache.forget_cold_switches(&subnet);
 
         // LIDs, kept in guid2lid.
         let addressed = planner::address(&subnet, (sm_node, sm_port), &self.guid2lid, &self.config, mode)?;

@@ -37,7 +37,10 @@
 //! Every block of those tables (the port's cap rounded up to whole blocks;
 //! an end port that reports PartitionCap 0 is taken to hold one block),
 //! except the blocks the memo ([`PKeyMemos`], in `LftCache`) knows: what
-//! the port answered this SM's last Set or read of it. A later sweep reads
+//! the port answered this SM's last Set or read of it, and except the
+//! switch ports of a cold switch (LinearFDBTop 0: reset since any SM
+//! programmed it), whose tables are written whole, unread: the SM is about
+//! to write them anyway. A later sweep reads
 //! only what is new (ports found INIT or DOWN have their memos forgotten
 //! first: a rebooted host comes back with a fresh table); a takeover clears
 //! the memo and reads everything.
@@ -135,6 +138,8 @@ impl PortTable {
 struct Facing {
     table: PortTable,
     end: (NodeId, u8),
+    /// On a cold switch: its table is written whole, never read.
+    cold: bool,
 }
 
 /// Reads what is not known and plans every table: the Sets to send and
@@ -151,7 +156,11 @@ pub(super) async fn prepare<D: SmpDriver>(
     forget_reset_ports(subnet, memos);
     let ends = end_ports(subnet);
     let (facing, enforcement) = switch_ports(subnet, enforce);
-    let tables: Vec<PortTable> = ends.iter().copied().chain(facing.iter().map(|f| f.table)).collect();
+    // A cold switch's tables are written whole: reading them first would
+    // cost as many SMPs again for nothing (a cold bring-up of a fat tree
+    // reads more switch ports than it has hosts).
+    let tables: Vec<PortTable> =
+        ends.iter().copied().chain(facing.iter().filter(|f| !f.cold).map(|f| f.table)).collect();
     read_unknown(driver, subnet, &tables, report, memos).await;
     let mut work = PKeyWork { enforcement, ..PKeyWork::default() };
     plan(subnet, &ends, &facing, partitions, enforce, memos, &mut work);
@@ -195,8 +204,18 @@ fn plan(
     }
     for f in facing {
         let t = &f.table;
-        let decision = match (keys_of.get(&f.end), held_table(memos, t)) {
-            (Some(keys), Some(held)) => match plan_keys(&held, keys, None, t.cap) {
+        // Known, or on a cold switch: unknown, and every block is written.
+        let held = match held_table(memos, t) {
+            Some(held) => Some((held, false)),
+            None if f.cold => Some((vec![0; table_len(t.cap)], true)),
+            None => None,
+        };
+        let decision = match (keys_of.get(&f.end), held) {
+            (Some(keys), Some((held, whole))) => match plan_keys(&held, keys, None, t.cap) {
+                Ok(p) if whole => {
+                    push_whole(work, t, &p.table);
+                    Enforcement::of(enforce)
+                }
                 Ok(p) => {
                     push_sets(work, memos, t, &held, &p.table);
                     Enforcement::of(enforce)
@@ -225,6 +244,15 @@ fn push_sets(work: &mut PKeyWork, memos: &PKeyMemos, t: &PortTable, held: &[u16]
         if memos.get(&(t.node_guid, t.port, block)).is_some_and(|m| m.wanted == want) {
             continue;
         }
+        work.sets.push(PKeySet { node: t.node, port: t.port, block, path: t.path, amod: t.amod(block), want });
+    }
+}
+
+/// The Sets for every block of `t`, holding `new`: a table nobody read.
+fn push_whole(work: &mut PKeyWork, t: &PortTable, new: &[u16]) {
+    work.ports.push((t.node_guid, t.port, t.blocks()));
+    for block in 0..t.blocks() {
+        let want = PKeyTableBlockRepr { pkeys: block_of(new, block) };
         work.sets.push(PKeySet { node: t.node, port: t.port, block, path: t.path, amod: t.amod(block), want });
     }
 }
@@ -299,7 +327,7 @@ fn switch_ports(subnet: &Subnet, enforce: PartEnforce) -> (Vec<Facing>, HashMap<
                 amod_port: port,
                 cap,
             };
-            facing.push(Facing { table, end: (far, far_port) });
+            facing.push(Facing { table, end: (far, far_port), cold: node.is_cold_switch() });
         }
     }
     (facing, bits)

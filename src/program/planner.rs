@@ -150,7 +150,8 @@ pub(super) struct Desired {
 
 /// The Sets of one heavy sweep: LIDs, routes, QoS, alias GUIDs and
 /// partitions, with what `mode` asks of a new master (ClientReregister on
-/// a fresh fabric, reads before writes on a taken-over one).
+/// a fresh start, reads before writes on a fresh start or a takeover: a
+/// fabric this SM did not program may hold everything already).
 pub(super) fn plan(addressed: &Addressed, desired: Desired, qos: &QosConfig, mode: MasterMode) -> Plan {
     Plan {
         lids: addressed.ranges.iter().map(|(&k, r)| (k, (r.base(), r.lmc()))).collect(),
@@ -158,7 +159,7 @@ pub(super) fn plan(addressed: &Addressed, desired: Desired, qos: &QosConfig, mod
         top: addressed.lids.max_lid,
         lfts: desired.tables,
         client_reregister: mode == MasterMode::Fresh,
-        read_before_write: mode == MasterMode::Takeover,
+        read_before_write: mode != MasterMode::Continuing,
         qos: desired.qos_sets,
         vl_high_limit: qos.enabled.then_some(qos.high_limit),
         guid_info: desired.guid_info,

@@ -56,6 +56,10 @@ impl QosCache {
     pub fn remember(&mut self, guid: Guid, set: &QosSet) {
         self.written.insert((guid, set.attr.into(), set.amod, set.data));
     }
+    /// Forgets what was written to `guid` (it was reset).
+    pub fn forget(&mut self, guid: Guid) {
+        self.written.retain(|(g, ..)| *g != guid);
+    }
     fn holds(&self, guid: Guid, set: &QosSet) -> bool {
         self.written.contains(&(guid, set.attr.into(), set.amod, set.data))
     }

@@ -34,17 +34,23 @@ pub struct RoutingView {
 /// Builds the routing view: switches and end ports that have LIDs (or not,
 /// then they only forward / only source), and every cable between nodes the
 /// SM manages. Quarantined nodes are left out entirely.
+///
+/// Nodes enter the view by node GUID and cables by their ends' (GUID,
+/// port), never in the order discovery met them: discovery order depends
+/// on where the SM sits and on which answers came first, and engines break
+/// ties by the order they are given. So the same fabric, LIDs and
+/// configuration route the same wherever the SM runs, and a restart or a
+/// takeover finds every table already right.
 pub fn routing_view(subnet: &Subnet, lids: &HashMap<(NodeId, u8), LidRange>) -> Result<RoutingView, RouteError> {
     let mut b = RoutingFabric::builder();
     let mut switch_of: HashMap<NodeId, SwitchId> = HashMap::new();
     let mut end_of: HashMap<(NodeId, u8), EndPortId> = HashMap::new();
     let mut switch_nodes = Vec::new();
     let mut end_ports = Vec::new();
-    for id in subnet.ids() {
+    let mut by_guid: Vec<NodeId> = subnet.ids().filter(|&id| subnet.node(id).quarantined.is_none()).collect();
+    by_guid.sort_by_key(|&id| subnet.node(id).guid());
+    for &id in &by_guid {
         let node = subnet.node(id);
-        if node.quarantined.is_some() {
-            continue;
-        }
         if node.is_switch() {
             let (base, lmc) = lids.get(&(id, 0)).map(|r| (r.base().0, r.lmc())).unwrap_or((0, 0));
             let enhanced = node.switch_info.as_ref().is_some_and(|s| s.enhanced_port0);
@@ -74,11 +80,12 @@ pub fn routing_view(subnet: &Subnet, lids: &HashMap<(NodeId, u8), LidRange>) -> 
             None => end_of.get(&(id, port)).map(|&e| PortEnd::End(e)),
         }
     };
-    for id in subnet.ids() {
+    let key = |id: NodeId, port: u8| (subnet.node(id).guid(), port);
+    for &id in &by_guid {
         for (port, slot) in subnet.node(id).ports.iter().enumerate() {
             let Some((far, far_port)) = slot.remote else { continue };
-            // Each cable once: from its lower (node, port) end.
-            if (far, far_port) < (id, port as u8) || port == 0 {
+            // Each cable once: from its lower (GUID, port) end.
+            if key(far, far_port) < key(id, port as u8) || port == 0 {
                 continue;
             }
             if let (Some(a), Some(z)) = (end(id, port as u8), end(far, far_port)) {

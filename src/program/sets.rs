@@ -6,10 +6,13 @@
 //! sent only when the port holds something other than what the SM wants, and
 //! LFT blocks only when they differ from what the SM last wrote there.
 //!
-//! Taking over a fabric another master programmed, the SM does not know
-//! what the switches hold, so it reads first (`Plan::read_before_write`):
-//! every LFT block and QoS table it would write is fetched, and only the
-//! ones that differ are sent. PortInfo and SwitchInfo need no extra read:
+//! Taking over a fabric another master programmed, or starting afresh on
+//! one (a restart, a start on another host), the SM does not know what the
+//! switches hold, so it reads first: every LFT block of a switch it has not
+//! written, and with `Plan::read_before_write` every QoS table it would
+//! write, is fetched, and only the ones that differ are sent. Nothing of a
+//! cold switch or port is read (it holds nothing an SM wrote: the SM
+//! writes it all anyway). PortInfo and SwitchInfo need no extra read:
 //! discovery read them, and a Set is built only where they differ. What
 //! does change on every end port is PortInfo.MasterSMLID, the new master's
 //! LID; Sets that change only that are counted apart
@@ -58,8 +61,10 @@ pub struct Plan {
     pub lfts: HashMap<NodeId, Vec<u8>>,
     /// Set PortInfo.ClientReregister on end ports (first master sweep).
     pub client_reregister: bool,
-    /// Read LFT blocks of switches the cache knows nothing of, and every QoS
-    /// table in `qos`, before writing; write only what differs (takeover).
+    /// Read every QoS table in `qos` and the GUIDInfo blocks the cache
+    /// knows nothing of before writing; write only what differs (a fresh
+    /// start or a takeover). LFT blocks of switches the cache knows nothing
+    /// of are read in every mode.
     pub read_before_write: bool,
     /// SLtoVLMapping and VLArbitration Sets (engines using VLs, or QoS on).
     pub qos: Vec<QosSet>,
@@ -103,6 +108,28 @@ pub struct LftCache {
     /// P_Key blocks written or read, by node GUID, port and block: a later
     /// sweep reads only the blocks it does not know.
     pub pkeys: PKeyMemos,
+}
+
+impl LftCache {
+    /// Forgets what this SM wrote to the switches of `subnet` found cold
+    /// ([`crate::subnet::SubnetNode::is_cold_switch`]): a switch that
+    /// rebooted lost its forwarding, P_Key and VL tables, and is written
+    /// again from what the SM wants, not from what it remembers writing.
+    pub fn forget_cold_switches(&mut self, subnet: &Subnet) {
+        for id in subnet.switches() {
+            let node = subnet.node(id);
+            if !node.is_cold_switch() {
+                continue;
+            }
+            let guid = node.guid();
+            if self.tables.remove(&guid).is_some() {
+                tracing::info!(switch = %guid, name = %node.name(), path = %node.path, "switch found reset (LinearFDBTop 0): its tables are written again");
+            }
+            self.qos.forget(guid);
+            self.pkeys.retain(|&(g, _, _), _| g != guid);
+            self.ports.retain(|&(g, _), _| g != guid);
+        }
+    }
 }
 
 /// SMP futures alive at once; the transport's window bounds the wire, this
@@ -177,10 +204,12 @@ pub async fn program<D: SmpDriver>(
     let switches: Vec<NodeId> = managed.iter().copied().filter(|&id| subnet.node(id).is_switch()).collect();
     let blocks = plan.top.0 as usize / 64 + 1;
 
-    // Takeover: learn what the switches hold before writing over it.
+    // Learn what switches hold before writing over it: those this SM has
+    // not written (a restart, a start on another host, a takeover, a
+    // switch programmed by someone else), unless they are cold.
+    read_lfts(driver, subnet, plan, &switches, blocks, &mut report, cache).await;
     let mut qos_held = vec![false; plan.qos.len()];
     if plan.read_before_write {
-        read_lfts(driver, subnet, plan, &switches, blocks, &mut report, cache).await;
         read_qos(driver, subnet, plan, &mut qos_held, &mut report, cache).await;
         read_guid_info(driver, subnet, plan, &mut report, cache).await;
     }
@@ -252,9 +281,15 @@ pub async fn program_aliases<D: SmpDriver>(
     report
 }
 
-/// Reads every block `plan` would write to switches the cache holds nothing
+/// Reads the blocks `plan` would write to switches the cache holds nothing
 /// for, and records what they hold, so `lft_set` sends only blocks that
 /// differ. A block that could not be read stays unknown and is written.
+///
+/// Only what may hold a route is read: nothing of a cold switch (its
+/// LinearFDBTop is 0, so the SM writes every block anyway), and no block
+/// above the LinearFDBTop a switch reports. A cold bring-up reads no
+/// block; a restart or a takeover of a programmed fabric reads each block
+/// once and writes only those that differ.
 async fn read_lfts<D: SmpDriver>(
     driver: &D,
     subnet: &mut Subnet,
@@ -264,20 +299,32 @@ async fn read_lfts<D: SmpDriver>(
     report: &mut ProgramReport,
     cache: &mut LftCache,
 ) {
-    let unknown: Vec<(NodeId, Guid, DrPath)> = switches
-        .iter()
-        .map(|&id| (id, subnet.node(id).guid(), subnet.node(id).path))
-        .filter(|(id, guid, _)| plan.lfts.contains_key(id) && !cache.tables.contains_key(guid))
-        .collect();
-    for (_, guid, _) in &unknown {
-        cache.tables.insert(*guid, vec![UNKNOWN_BLOCK; blocks]);
+    let mut reads: Vec<((NodeId, Guid, u32), DrPath, AttributeId, u32)> = Vec::new();
+    let mut unknown = 0usize;
+    for &id in switches {
+        let node = subnet.node(id);
+        let guid = node.guid();
+        if !plan.lfts.contains_key(&id) || cache.tables.contains_key(&guid) {
+            continue;
+        }
+        cache.tables.insert(guid, vec![UNKNOWN_BLOCK; blocks]);
+        let held_top = node.switch_info.as_ref().map_or(0, |s| s.linear_fdb_top);
+        if held_top == 0 {
+            continue;
+        }
+        let held_blocks = (held_top as usize / 64 + 1).min(blocks);
+        unknown += 1;
+        reads.extend(
+            (0..held_blocks as u32)
+                .map(|block| ((id, guid, block), node.path, AttributeId::LinearForwardingTable, block)),
+        );
     }
-    let reads = (0..blocks * unknown.len()).map(|i| {
-        let (id, guid, path) = unknown[i % unknown.len()];
-        let block = (i / unknown.len()) as u32;
-        ((id, guid, block), path, AttributeId::LinearForwardingTable, block)
-    });
-    read_all(driver, reads, |(id, guid, block), path, result| {
+    if unknown == 0 {
+        return;
+    }
+    // Block-major across switches, as the writes go: every switch busy.
+    reads.sort_by_key(|&((id, _, block), ..)| (block, id));
+    read_all(driver, reads.into_iter(), |(id, guid, block), path, result| {
         match result.map_err(|e| e.to_string()).and_then(|d| LftBlockRepr::parse_data(&d).map_err(|e| e.to_string())) {
             Ok(b) => {
                 report.lft_reads += 1;
@@ -312,7 +359,7 @@ async fn read_qos<D: SmpDriver>(
     use crate::mad::sl_to_vl::{attribute_modifier, ATTR_MOD_ALL_INPUT_PORTS, ATTR_MOD_ALL_OUTPUT_PORTS};
     use crate::mad::{SlToVlTableRepr, VlArbTableRepr};
     let all = ATTR_MOD_ALL_INPUT_PORTS | ATTR_MOD_ALL_OUTPUT_PORTS;
-    let reads = plan.qos.iter().enumerate().filter_map(|(i, set)| {
+    let reads = plan.qos.iter().enumerate().filter(|(_, set)| !is_cold(subnet, set.node)).filter_map(|(i, set)| {
         let amod = if set.attr == AttributeId::SlToVlMappingTable && set.amod & all != 0 {
             let node = subnet.node(set.node);
             let first = node.external_ports().find(|&p| node.ports[p as usize].remote.is_some())?;
@@ -344,6 +391,17 @@ async fn read_qos<D: SmpDriver>(
         }
     })
     .await;
+}
+
+/// A node no SM has programmed since it was reset: a cold switch, or a CA
+/// or router none of whose ports has a LID. Its tables are written, not
+/// read.
+fn is_cold(subnet: &Subnet, id: NodeId) -> bool {
+    let node = subnet.node(id);
+    if node.is_switch() {
+        return node.is_cold_switch();
+    }
+    node.ports.iter().all(|p| p.info.as_ref().is_none_or(|i| i.lid.0 == 0))
 }
 
 /// Reads the GUIDInfo blocks `plan` would write that the cache knows

@@ -71,6 +71,12 @@ impl SubnetNode {
         }
         self.port_paths.get(port as usize).copied().flatten().unwrap_or(self.path)
     }
+    /// A switch no SM has programmed since it was reset: every SM sets
+    /// SwitchInfo.LinearFDBTop to the highest LID it routes (never 0), and
+    /// a reset puts it back to 0. Its tables hold nothing worth reading.
+    pub fn is_cold_switch(&self) -> bool {
+        self.switch_info.as_ref().is_some_and(|s| s.linear_fdb_top == 0)
+    }
     /// Port numbers that can carry traffic to a neighbour.
     pub fn external_ports(&self) -> impl Iterator<Item = u8> + '_ {
         (1..self.ports.len()).map(|p| p as u8)
