@@ -3,6 +3,9 @@
  * writes, by management class, method and attribute. Loaded in front of
  * libumad2sim.so so that OpenSM and ibsm are counted the same way.
  * At exit it appends "class method attr count" lines to $MADCOUNT_OUT.
+ * With $MADCOUNT_LIVE it also keeps running counts of the SMPs (classes
+ * 0x01 and 0x81) in that file, mapped shared: 256 methods x 64 attributes
+ * of 64-bit counters, for a benchmark to read while the program runs.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -12,11 +15,33 @@
 #include <string.h>
 #include <unistd.h>
 #include <pthread.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 
 static ssize_t (*next_write)(int, const void *, size_t);
 static unsigned long counts[256][256][64]; /* class, method, attr low 6 bits */
 static unsigned long other_attr;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *live; /* [method][attr], SMPs only */
+static int live_tried;
+
+static void open_live(void)
+{
+	live_tried = 1;
+	const char *path = getenv("MADCOUNT_LIVE");
+	if (!path)
+		return;
+	int fd = open(path, O_RDWR | O_CREAT, 0644);
+	if (fd < 0)
+		return;
+	size_t len = 256 * 64 * sizeof(uint64_t);
+	if (ftruncate(fd, len) == 0) {
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m != MAP_FAILED)
+			live = m;
+	}
+	close(fd);
+}
 
 static int looks_like_mad(const uint8_t *m)
 {
@@ -37,9 +62,13 @@ ssize_t write(int fd, const void *buf, size_t count)
 	if (mad) {
 		unsigned attr = (mad[16] << 8) | mad[17];
 		pthread_mutex_lock(&lock);
-		if (attr < 64)
+		if (!live_tried)
+			open_live();
+		if (attr < 64) {
 			counts[mad[1]][mad[3]][attr]++;
-		else
+			if (live && (mad[1] == 0x01 || mad[1] == 0x81))
+				__atomic_add_fetch(&live[mad[3] * 64 + attr], 1, __ATOMIC_RELAXED);
+		} else
 			other_attr++;
 		pthread_mutex_unlock(&lock);
 	}

@@ -14,10 +14,24 @@ use super::sets::{self, LftCache, Plan};
 use super::{guids, mcast, partitions, planner, SweepError};
 use crate::config::SmConfig;
 use crate::lid::Guid2Lid;
+use crate::subnet::{ChangeSet, Suspect, SweepKind, Trigger};
 use crate::subnet::{MasterMode, McastReport, NodeId, ProgramReport, Subnet, SweepReport, SweptRoutes};
 use crate::sweep::core::SmpDriver;
 use crate::sweep::discovery;
-use crate::sweep::light::{self, LightFinding};
+use crate::sweep::light::{self, LightFinding, LightSweep};
+use crate::sweep::react;
+
+/// Changes a reaction logs one by one; the rest are counted.
+const CHANGE_LINES: usize = 20;
+
+/// How a reaction ended.
+#[derive(Debug)]
+pub enum Reaction {
+    /// The change set was bounded and the subnet programmed as it stands.
+    Programmed(Box<SweepReport>),
+    /// It was not (`ChangeSet::unbounded` says why): sweep the fabric whole.
+    Unbounded(ChangeSet),
+}
 use crate::types::{Guid, Lid};
 
 /// What discovery found, waiting for the election to decide whether this SM
@@ -417,6 +431,7 @@ impl<D: SmpDriver> SubnetManager<D> {
         };
         let report = SweepReport {
             mode,
+            kind: crate::subnet::SweepKind::Heavy,
             subnet,
             lids,
             program,
@@ -455,16 +470,56 @@ impl<D: SmpDriver> SubnetManager<D> {
 
 impl<D: SmpDriver> SubnetManager<D> {
     /// A light sweep (what OpenSM does between heavy ones): SwitchInfo from
-    /// every switch of the last heavy sweep. Returns why a heavy sweep is
-    /// needed, or `None` when nothing changed. A fabric without switches is
-    /// always swept whole (it is two ports).
-    pub async fn light_sweep(&self) -> Option<LightFinding> {
+    /// every switch of the last heavy sweep: which switches report a port
+    /// state change, or why a heavy sweep is needed. A fabric without
+    /// switches is always swept whole (it is two ports).
+    pub async fn light_sweep(&self) -> LightSweep {
+        let heavy = |finding| LightSweep { finding: Some(finding), needs_heavy: true, ..LightSweep::default() };
         if self.sweeps == 0 {
-            return Some(LightFinding::NoHeavySweepYet);
+            return heavy(LightFinding::NoHeavySweepYet);
         }
         if self.known_switches.is_empty() {
-            return Some(LightFinding::NoSwitches);
+            return heavy(LightFinding::NoSwitches);
         }
         light::light_sweep(&self.driver, &self.known_switches).await
+    }
+
+    /// A reaction to a change (a trap, a light sweep's finding): reads
+    /// what `suspects` name and what their changes touch
+    /// ([`crate::sweep::react`]), and when the change set is bounded
+    /// programs the subnet as it stands now, as a master's sweep does:
+    /// routes recomputed, and only the Sets that change something sent.
+    /// When it cannot be bounded nothing is written, and the caller sweeps
+    /// the fabric whole.
+    pub async fn react(&mut self, trigger: Trigger, suspects: &[Suspect]) -> Result<Reaction, SweepError> {
+        let started = Instant::now();
+        let Some(known) = self.known.as_ref().filter(|_| self.sweeps > 0) else {
+            let changes = ChangeSet { unbounded: Some("no heavy sweep yet".into()), ..ChangeSet::default() };
+            return Ok(Reaction::Unbounded(changes));
+        };
+        let (subnet, changes) = react::react(&self.driver, known, suspects).await;
+        if changes.unbounded.is_some() || subnet.sm_port.is_none() {
+            let mut changes = changes;
+            changes.unbounded.get_or_insert_with(|| "the SM's own port is unreachable".into());
+            return Ok(Reaction::Unbounded(changes));
+        }
+        for c in changes.changes.iter().take(CHANGE_LINES) {
+            info!(change = %c, %trigger, "fabric change");
+        }
+        if changes.changes.len() > CHANGE_LINES {
+            info!(more = changes.changes.len() - CHANGE_LINES, "more fabric changes, not logged one by one");
+        }
+        let mut report = self.take_charge(Discovered { subnet, started }, MasterMode::Continuing).await?;
+        info!(
+            %trigger,
+            changes = %changes.summary(),
+            reads = changes.reads,
+            sets = report.program.sets(),
+            lft_blocks = report.program.lft_blocks,
+            elapsed_ms = report.elapsed.as_millis() as u64,
+            "reaction done"
+        );
+        report.kind = SweepKind::Reaction { trigger, changes };
+        Ok(Reaction::Programmed(Box::new(report)))
     }
 }

@@ -24,7 +24,7 @@ mod reads;
 pub mod routes;
 pub mod sets;
 
-pub use manager::{Discovered, SubnetManager};
+pub use manager::{Discovered, Reaction, SubnetManager};
 
 /// Why a heavy sweep could not program the fabric.
 #[derive(Debug, thiserror::Error)]

@@ -281,6 +281,9 @@ pub async fn program_aliases<D: SmpDriver>(
     report
 }
 
+/// One LFT block read: the switch, its GUID, the block.
+type LftBlockKey = (NodeId, Guid, u32);
+
 /// Reads the blocks `plan` would write to switches the cache holds nothing
 /// for, and records what they hold, so `lft_set` sends only blocks that
 /// differ. A block that could not be read stays unknown and is written.
@@ -299,7 +302,7 @@ async fn read_lfts<D: SmpDriver>(
     report: &mut ProgramReport,
     cache: &mut LftCache,
 ) {
-    let mut reads: Vec<((NodeId, Guid, u32), DrPath, AttributeId, u32)> = Vec::new();
+    let mut reads: Vec<(LftBlockKey, DrPath, AttributeId, u32)> = Vec::new();
     let mut unknown = 0usize;
     for &id in switches {
         let node = subnet.node(id);

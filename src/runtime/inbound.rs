@@ -7,13 +7,41 @@ use std::time::Duration;
 use tracing::{debug, error, info, warn};
 
 use super::dispatch::{self, Inbound};
-use super::owner::Owner;
+use super::owner::{Owner, SweepWork};
 use super::sa_task;
 use crate::election::{Event, Peer, PeerAddr, State};
 use crate::mad::header::status as mad_status;
 use crate::mad::{Method, SmpAttribute};
+use crate::subnet::{Suspect, Trigger};
 use crate::transport::{Datagram, Transport};
 use crate::types::Lid;
+
+/// What the master does about one trap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TrapResponse {
+    /// React at the port it names.
+    React(Trigger, Suspect),
+    /// Its issuer LID is nobody's: a light sweep looks for the change.
+    Unmatched,
+    /// Sweep the fabric whole.
+    Heavy,
+    /// Log and count only.
+    Nothing,
+}
+
+impl std::fmt::Display for TrapResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrapResponse::React(trigger, s) => match s.port {
+                Some(p) => write!(f, "react ({trigger}) at {} port {p}", s.guid),
+                None => write!(f, "react ({trigger}) at switch {}", s.guid),
+            },
+            TrapResponse::Unmatched => f.write_str("light sweep: no port the SM knows holds the issuer LID"),
+            TrapResponse::Heavy => f.write_str("heavy sweep"),
+            TrapResponse::Nothing => f.write_str("logged only"),
+        }
+    }
+}
 
 /// Trap lines logged one by one per second; the rest are counted.
 pub(super) const TRAP_LINES_PER_S: u32 = 10;
@@ -101,21 +129,24 @@ impl<T: Transport + Clone> Owner<T> {
                                 self.traps_logged = (now, 0);
                             }
                             self.traps_logged.1 += 1;
+                            let response = self.trap_response(&notice);
                             if self.traps_logged.1 <= TRAP_LINES_PER_S {
                                 info!(
                                     trap = notice.trap_number,
                                     issuer_lid = %notice.issuer_lid,
                                     node = %self.node_at_lid(notice.issuer_lid),
-                                    "trap received; sweeping"
+                                    response = %response,
+                                    "trap received"
                                 );
                             }
                             self.hand_to_sa(sa_task::SaInput::Trap { notice, from: dgram.addr.lid });
+                            self.respond_to_trap(response);
                         }
                         Err(e) => {
-                            warn!(lid = %dgram.addr.lid, node = %self.node_at_lid(dgram.addr.lid), error = %e, "trap with an unreadable Notice; sweeping")
+                            warn!(lid = %dgram.addr.lid, node = %self.node_at_lid(dgram.addr.lid), error = %e, "trap with an unreadable Notice; sweeping");
+                            self.election.handle(now, Event::SweepWanted);
                         }
                     }
-                    self.election.handle(now, Event::SweepWanted);
                 } else {
                     debug!(state = %self.election.state(), lid = %dgram.addr.lid, "trap ignored: not master");
                 }
@@ -139,6 +170,72 @@ impl<T: Transport + Clone> Owner<T> {
             }
             Inbound::Ignored { why } => debug!(from = %dgram.addr.lid, why = %why, "unsolicited MAD ignored"),
         }
+    }
+
+    /// What a trap calls for: a reaction at the port it names (link and
+    /// port changes), a light sweep (a trap from a LID nobody holds), a
+    /// heavy sweep (traps the SM cannot bound), or nothing but the log line
+    /// and the count (link errors and key violations change no route).
+    fn trap_response(&self, notice: &crate::mad::NoticeRepr) -> TrapResponse {
+        if !notice.is_generic {
+            return TrapResponse::Heavy;
+        }
+        let trigger = match notice.trap_number {
+            128 => Trigger::LinkStateTrap,
+            144 => Trigger::PortChangeTrap,
+            // Link integrity, buffer overrun, flow control watchdog; M_Key,
+            // P_Key, Q_Key violations and bad traps: counted and logged.
+            129..=131 | 256..=259 => return TrapResponse::Nothing,
+            _ => return TrapResponse::Heavy,
+        };
+        match self.port_at_lid(notice.issuer_lid) {
+            Some((guid, true, _)) => TrapResponse::React(trigger, Suspect { guid, port: None, silent: false }),
+            Some((guid, false, port)) => {
+                TrapResponse::React(trigger, Suspect { guid, port: Some(port), silent: false })
+            }
+            None => TrapResponse::Unmatched,
+        }
+    }
+
+    fn respond_to_trap(&mut self, response: TrapResponse) {
+        match response {
+            TrapResponse::React(trigger, suspect) => self.react_to(trigger, vec![suspect]),
+            TrapResponse::Unmatched => {
+                if let Some(m) = &self.options.metrics {
+                    m.trap_unmatched("unknown_lid");
+                }
+                if !self.queue.contains(&SweepWork::Light) {
+                    self.queue.push_back(SweepWork::Light);
+                }
+            }
+            TrapResponse::Heavy => self.election.handle(self.now(), Event::SweepWanted),
+            TrapResponse::Nothing => {}
+        }
+    }
+
+    /// The node (GUID, whether a switch) and port that hold `lid` as the
+    /// last published sweep saw them.
+    fn port_at_lid(&self, lid: Lid) -> Option<(crate::types::Guid, bool, u8)> {
+        let snap = self.last.as_ref()?;
+        let subnet = &snap.sweep.subnet;
+        let id = {
+            let mut cache = self.lid_names.borrow_mut();
+            if cache.as_ref().is_none_or(|(seq, _)| *seq != snap.sequence) {
+                *cache = Some((snap.sequence, lid_index(subnet)));
+            }
+            *cache.as_ref().expect("just built").1.get(&lid.0)?
+        };
+        let node = subnet.node(id);
+        if node.is_switch() {
+            return Some((node.guid(), true, 0));
+        }
+        let port = node.external_ports().find(|&p| {
+            node.ports[p as usize]
+                .info
+                .as_ref()
+                .is_some_and(|i| i.lid.0 != 0 && (i.lid.0..i.lid.0.saturating_add(1 << i.lmc.min(7))).contains(&lid.0))
+        })?;
+        Some((node.guid(), false, port))
     }
 
     pub(super) fn reply(&self, to: &Datagram, smp: crate::mad::SmpRepr) {

@@ -72,6 +72,10 @@ pub(super) struct Owner<T: Transport + Clone> {
     /// Trap lines logged in the current second (its start, the count): a
     /// storm is logged as a count, not line by line.
     pub(super) traps_logged: (Duration, u32),
+    /// Where the queued reaction looks ([`SweepWork::React`]): traps and
+    /// light sweep findings that come while it waits join it, so a burst
+    /// is one change set.
+    pub(super) pending_react: Option<(crate::subnet::Trigger, std::collections::BTreeSet<crate::subnet::Suspect>)>,
 }
 
 /// What `Owner::start` sets up besides the owner: the SA's change feeds,
@@ -160,6 +164,7 @@ impl<T: Transport + Clone> Owner<T> {
             told_ready: false,
             lid_names: std::cell::RefCell::new(None),
             traps_logged: (Duration::ZERO, 0),
+            pending_react: None,
         };
         owner.publish_election();
         Ok(Started { owner, alias_changes, mcast_changes, perfmgr })
@@ -178,6 +183,8 @@ impl<T: Transport + Clone> Owner<T> {
 /// Work for the sweep slot, queued while it is busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum SweepWork {
+    /// React to the changes in `Owner::pending_react`.
+    React,
     Discover,
     TakeCharge {
         takeover: bool,
@@ -203,6 +210,23 @@ pub(super) struct MirrorReads {
 }
 
 impl<T: Transport + Clone> Owner<T> {
+    /// Queues a reaction at `suspects`, or adds them to the one waiting. A
+    /// reaction needs a master that has programmed the fabric: before that
+    /// the change goes to the election as a heavy sweep would.
+    pub(super) fn react_to(&mut self, trigger: crate::subnet::Trigger, suspects: Vec<crate::subnet::Suspect>) {
+        if self.election.state() != State::Master || !self.took_charge || self.options.once {
+            self.election.handle(self.now(), crate::election::Event::SweepWanted);
+            return;
+        }
+        match &mut self.pending_react {
+            Some((_, waiting)) => waiting.extend(suspects),
+            None => {
+                self.pending_react = Some((trigger, suspects.into_iter().collect()));
+                self.queue.push_back(SweepWork::React);
+            }
+        }
+    }
+
     /// The performance manager polls as master, and as standby when
     /// `perfmgr.on_standby` says so.
     pub(super) fn update_perf_active(&self) {

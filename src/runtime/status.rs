@@ -55,6 +55,11 @@ pub struct Status {
     pub heavy_sweep: Option<SweepStatus>,
     /// The last light sweep; null before the first one.
     pub light_sweep: Option<SweepStatus>,
+    /// The last reaction to a fabric change (a trap, a light sweep's
+    /// finding): what changed, and whether it was programmed as a bounded
+    /// change set or fell back to a heavy sweep, and why; null before the
+    /// first one.
+    pub reaction: Option<ReactionStatus>,
     /// The newest errors, oldest first, at most [`RECENT_ERRORS`].
     pub errors: Vec<ErrorEntry>,
     /// Errors recorded since start (those dropped from `errors` included).
@@ -137,6 +142,30 @@ pub struct SweepStatus {
     pub first_problems: Vec<String>,
 }
 
+/// Reactions to fabric changes: how many, and the last one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReactionStatus {
+    /// Reactions since start, bounded or not.
+    pub count: u64,
+    /// Those that could not be bounded and fell back to a heavy sweep.
+    pub heavy_fallbacks: u64,
+    /// When the last one ended, RFC 3339 in UTC.
+    pub at: String,
+    pub at_unix_ms: u64,
+    pub duration_s: f64,
+    /// What started it: "trap 128", "trap 144" or "light sweep".
+    pub trigger: String,
+    /// What changed, counted by kind ("1 links down").
+    pub changes: String,
+    /// What the SM did: "programmed" or "heavy sweep".
+    pub taken: String,
+    /// Why a heavy sweep was taken; null when the change was programmed.
+    pub why: Option<String>,
+    /// SMPs it read, and Sets it sent (0 for a fallback).
+    pub reads: u64,
+    pub sets: u64,
+}
+
 /// One recorded error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorEntry {
@@ -183,6 +212,7 @@ struct BoardState {
     fabric: Option<FabricCounts>,
     heavy: Option<SweepStatus>,
     light: Option<SweepStatus>,
+    reaction: Option<ReactionStatus>,
     errors: VecDeque<ErrorEntry>,
     errors_total: u64,
 }
@@ -239,6 +269,7 @@ impl StatusBoard {
             fabric: None,
             heavy: None,
             light: None,
+            reaction: None,
             errors: VecDeque::with_capacity(RECENT_ERRORS),
             errors_total: 0,
         };
@@ -296,11 +327,40 @@ impl StatusBoard {
         let now = SystemTime::now();
         let problems: Vec<String> = report.problems().iter().take(FIRST_PROBLEMS).map(|p| p.to_string()).collect();
         let total = report.problems().len() as u64;
+        // A reaction's programming shows in the fabric and the engine, and
+        // in `reaction`; `heavy_sweep` stays the last heavy sweep's.
+        let heavy = matches!(report.kind, crate::subnet::SweepKind::Heavy);
         self.update(|s| {
             s.fabric = Some(counts);
             s.routing_engine = Some(engine.to_string());
-            let count = s.heavy.as_ref().map_or(0, |h| h.count) + 1;
-            s.heavy = Some(sweep_status(count, now, report.elapsed, total, problems.clone()));
+            if heavy {
+                let count = s.heavy.as_ref().map_or(0, |h| h.count) + 1;
+                s.heavy = Some(sweep_status(count, now, report.elapsed, total, problems.clone()));
+            }
+        });
+    }
+
+    /// A reaction to a fabric change, as [`ReactionStatus`] shows it:
+    /// programmed (`why` is `None`, `sets` were sent) or fallen back to a
+    /// heavy sweep for `why`.
+    pub fn reaction(&self, trigger: &str, changes: &crate::subnet::ChangeSet, duration: Duration, sets: u64) {
+        let now = SystemTime::now();
+        let why = changes.unbounded.clone();
+        self.update(|s| {
+            let (count, fallbacks) = s.reaction.as_ref().map_or((0, 0), |r| (r.count, r.heavy_fallbacks));
+            s.reaction = Some(ReactionStatus {
+                count: count + 1,
+                heavy_fallbacks: fallbacks + why.is_some() as u64,
+                at: rfc3339(now),
+                at_unix_ms: unix_ms(now),
+                duration_s: duration.as_secs_f64(),
+                trigger: trigger.to_string(),
+                changes: changes.summary(),
+                taken: if why.is_some() { "heavy sweep" } else { "programmed" }.to_string(),
+                why: why.clone(),
+                reads: changes.reads as u64,
+                sets,
+            });
         });
     }
 
@@ -401,6 +461,7 @@ impl StatusBoard {
             fabric: s.fabric,
             heavy_sweep: s.heavy.clone(),
             light_sweep: s.light.clone(),
+            reaction: s.reaction.clone(),
             errors: s.errors.iter().cloned().collect(),
             errors_total: s.errors_total,
         }
@@ -671,6 +732,7 @@ pub(crate) mod tests {
             "fabric",
             "heavy_sweep",
             "light_sweep",
+            "reaction",
             "errors",
             "errors_total",
         ] {

@@ -12,8 +12,8 @@ use tracing::{error, info, warn};
 use super::owner::{Owner, SweepWork};
 use super::{metrics, sa_task, RunError};
 use crate::election::Event;
-use crate::program::{Discovered, SubnetManager, SweepError};
-use crate::subnet::{MasterMode, SweepReport};
+use crate::program::{Discovered, Reaction, SubnetManager, SweepError};
+use crate::subnet::{MasterMode, SweepKind, SweepReport, Trigger};
 use crate::transport::{SmpClient, Transport};
 
 /// How soon a multicast pass whose SMPs failed is tried again.
@@ -23,7 +23,9 @@ pub(super) const MCAST_RETRY: Duration = Duration::from_secs(1);
 pub(super) enum SweepDone {
     Discovered(Result<Box<Discovered>, SweepError>),
     Programmed(Result<Box<SweepReport>, SweepError>),
-    LightSwept(Option<crate::sweep::light::LightFinding>, Duration),
+    LightSwept(crate::sweep::light::LightSweep, Duration),
+    /// A reaction to a fabric change, what started it and how long it took.
+    Reacted(Result<Reaction, SweepError>, Trigger, Duration),
     /// The alias pass (`None`: the SM has not programmed the fabric yet).
     AliasesProgrammed(Option<crate::subnet::ProgramReport>),
     /// The multicast pass (`None`: no heavy sweep has routed yet).
@@ -38,6 +40,18 @@ impl<T: Transport + Clone> Owner<T> {
         let work = self.queue.pop_front()?;
         let mut sm = self.sm.take().expect("no job runs, so the SubnetManager is home");
         Some(match work {
+            SweepWork::React => {
+                let Some((trigger, suspects)) = self.pending_react.take() else {
+                    self.sm = Some(sm);
+                    return self.next_job();
+                };
+                let suspects: Vec<_> = suspects.into_iter().collect();
+                Box::pin(async move {
+                    let started = std::time::Instant::now();
+                    let r = sm.react(trigger.clone(), &suspects).await;
+                    (sm, SweepDone::Reacted(r, trigger, started.elapsed()))
+                })
+            }
             SweepWork::Discover => Box::pin(async move {
                 let r = sm.discover().await.map(Box::new);
                 (sm, SweepDone::Discovered(r))
@@ -169,18 +183,23 @@ impl<T: Transport + Clone> Owner<T> {
                 self.next_sweep = Some(now + self.interval().unwrap_or(Duration::from_secs(1)));
                 self.was_up = false;
             }
-            SweepDone::LightSwept(verdict, elapsed) => {
+            SweepDone::LightSwept(found, elapsed) => {
                 if let Some(m) = &self.options.metrics {
                     m.light_sweep_timed(elapsed);
                     m.transport(&self.transport.stats());
                 }
-                self.options.status.light_sweep(elapsed, verdict.as_ref());
+                self.options.status.light_sweep(elapsed, found.finding.as_ref());
                 self.election.handle(now, Event::LightSwept);
                 let elapsed_ms = elapsed.as_millis() as u64;
-                match verdict {
-                    Some(why) => {
+                match found.finding {
+                    Some(why) if found.needs_heavy => {
                         info!(change = %why, elapsed_ms, "light sweep done; heavy sweep next");
                         self.election.handle(now, Event::SweepWanted);
+                    }
+                    Some(why) => {
+                        info!(change = %why, switches = found.changed.len(), elapsed_ms, "light sweep done; reacting");
+                        let suspects = crate::sweep::react::switch_suspects(found.changed, found.silent);
+                        self.react_to(Trigger::LightSweep, suspects);
                     }
                     None => {
                         info!(change = "none", elapsed_ms, "light sweep done");
@@ -188,7 +207,51 @@ impl<T: Transport + Clone> Owner<T> {
                     }
                 }
             }
+            SweepDone::Reacted(result, trigger, elapsed) => return self.on_reacted(result, trigger, elapsed),
         }
         None
+    }
+
+    /// A reaction ended: a programmed change set is published as a sweep
+    /// is; one that could not be bounded, or failed, becomes a heavy sweep.
+    fn on_reacted(
+        &mut self,
+        result: Result<Reaction, SweepError>,
+        trigger: Trigger,
+        elapsed: Duration,
+    ) -> Option<Result<SweepReport, RunError>> {
+        let now = self.now();
+        let status = &self.options.status;
+        match result {
+            Ok(Reaction::Programmed(report)) => {
+                if let SweepKind::Reaction { changes, .. } = &report.kind {
+                    status.reaction(&trigger.to_string(), changes, elapsed, report.program.sets() as u64);
+                }
+                if let Some(m) = &self.options.metrics {
+                    m.reaction("programmed");
+                }
+                self.on_programmed(*report)
+            }
+            Ok(Reaction::Unbounded(changes)) => {
+                let why = changes.unbounded.clone().unwrap_or_default();
+                info!(%trigger, %why, reads = changes.reads, "change set cannot be bounded; heavy sweep next");
+                status.reaction(&trigger.to_string(), &changes, elapsed, 0);
+                if let Some(m) = &self.options.metrics {
+                    m.reaction("heavy_sweep");
+                }
+                self.election.handle(now, Event::SweepWanted);
+                None
+            }
+            Err(e) => {
+                error!(error = %e, %trigger, "reaction could not program the fabric; heavy sweep next");
+                let changes = crate::subnet::ChangeSet { unbounded: Some(e.to_string()), ..Default::default() };
+                status.reaction(&trigger.to_string(), &changes, elapsed, 0);
+                if let Some(m) = &self.options.metrics {
+                    m.reaction("heavy_sweep");
+                }
+                self.election.handle(now, Event::SweepWanted);
+                None
+            }
+        }
     }
 }

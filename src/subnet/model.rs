@@ -372,6 +372,108 @@ impl Subnet {
         }
     }
 
+    /// Forgets the cable at `a` (both ends, if it had one); returns the far
+    /// end it had.
+    pub fn unlink(&mut self, a: (NodeId, u8)) -> Option<(NodeId, u8)> {
+        let far = self.nodes.get_mut(a.0.index())?.ports.get_mut(a.1 as usize)?.remote.take()?;
+        if let Some(p) = self.nodes.get_mut(far.0.index()).and_then(|n| n.ports.get_mut(far.1 as usize)) {
+            if p.remote == Some(a) {
+                p.remote = None;
+            }
+        }
+        Some(far)
+    }
+
+    /// A breadth-first walk from the SM's port over the cables recorded,
+    /// as a discovery walks: each node reached, in order, with the
+    /// directed path it was first reached by; and each CA port reached,
+    /// with the path that enters through it. Only switches forward; a CA
+    /// is left only through the SM's own port.
+    pub fn walk(&self) -> PathWalk {
+        let mut walk = PathWalk::default();
+        let Some((sm_node, sm_port)) = self.sm_port else { return walk };
+        let mut seen = vec![false; self.nodes.len()];
+        seen[sm_node.index()] = true;
+        walk.nodes.push((sm_node, DrPath::local()));
+        walk.ca_ports.push(((sm_node, sm_port), DrPath::local()));
+        let mut next = 0;
+        while let Some(&(id, path)) = walk.nodes.get(next) {
+            next += 1;
+            let node = self.node(id);
+            for (port, slot) in node.ports.iter().enumerate().skip(1) {
+                let Some((far, far_port)) = slot.remote else { continue };
+                if !(node.is_switch() || (id, port as u8) == (sm_node, sm_port)) {
+                    continue;
+                }
+                let Ok(through) = path.extend(port as u8) else { continue };
+                if !self.node(far).is_switch() {
+                    walk.ca_ports.push(((far, far_port), through));
+                }
+                if !seen[far.index()] {
+                    seen[far.index()] = true;
+                    walk.nodes.push((far, through));
+                }
+            }
+        }
+        walk
+    }
+
+    /// Gives every node the SM still reaches the path [`Self::walk`] finds
+    /// (a cable that went down may have carried the old one), and every CA
+    /// port reached its own. Returns the nodes it no longer reaches, which
+    /// keep their old paths.
+    pub fn refresh_paths(&mut self) -> Vec<NodeId> {
+        let walk = self.walk();
+        let mut reached = vec![false; self.nodes.len()];
+        for &(id, path) in &walk.nodes {
+            reached[id.index()] = true;
+            let node = self.node_mut(id);
+            node.path = path;
+            if !node.is_switch() {
+                node.port_paths.iter_mut().for_each(|p| *p = None);
+            }
+        }
+        for &((id, port), path) in &walk.ca_ports {
+            if let Some(slot) = self.node_mut(id).port_paths.get_mut(port as usize) {
+                slot.get_or_insert(path);
+            }
+        }
+        self.ids().filter(|id| !reached[id.index()]).collect()
+    }
+
+    /// The subnet as the SM reaches it now over the cables recorded: the
+    /// nodes [`Self::walk`] finds, in that order, each with the path of that
+    /// walk, as a discovery would have found them. Also returns the GUIDs
+    /// of the nodes left behind, unreachable. Problems and missing reads
+    /// are dropped (they were an earlier look's); other SMs' ports stay
+    /// where their nodes do.
+    pub fn reachable(&self) -> (Subnet, Vec<Guid>) {
+        let mut now = self.clone();
+        let gone: Vec<NodeId> = now.refresh_paths();
+        let walk = now.walk();
+        let mut new_id: HashMap<NodeId, NodeId> = HashMap::new();
+        let mut out = Subnet::default();
+        for (i, &(old, _)) in walk.nodes.iter().enumerate() {
+            new_id.insert(old, NodeId(i as u32));
+        }
+        for &(old, _) in &walk.nodes {
+            let mut node = now.node(old).clone();
+            for slot in &mut node.ports {
+                slot.remote = slot.remote.and_then(|(far, p)| Some((*new_id.get(&far)?, p)));
+            }
+            out.by_guid.insert(node.guid(), new_id[&old]);
+            out.nodes.push(node);
+        }
+        out.sm_port = now.sm_port.map(|(n, p)| (new_id[&n], p));
+        for remote in &now.remote_sms {
+            if let Some(&node) = new_id.get(&remote.node) {
+                let path = out.node(node).path_for_port(remote.port);
+                out.remote_sms.push(RemoteSm { node, path, ..remote.clone() });
+            }
+        }
+        (out, gone.into_iter().map(|id| self.node(id).guid()).collect())
+    }
+
     /// Every end port (CA/router port) and switch port 0 that gets a LID.
     pub fn lid_ports(&self) -> impl Iterator<Item = (NodeId, u8)> + '_ {
         self.ids().flat_map(move |id| {
@@ -407,4 +509,13 @@ impl Subnet {
     pub fn current_lid(&self, id: NodeId, port: u8) -> Option<Lid> {
         self.node(id).ports.get(port as usize)?.info.as_ref().map(|i| i.lid)
     }
+}
+
+/// What [`Subnet::walk`] found.
+#[derive(Debug, Clone, Default)]
+pub struct PathWalk {
+    /// Nodes in the order reached, each with its path.
+    pub nodes: Vec<(NodeId, DrPath)>,
+    /// CA ports reached, each with the path entering through it.
+    pub ca_ports: Vec<((NodeId, u8), DrPath)>,
 }

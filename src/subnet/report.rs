@@ -20,6 +20,8 @@ use crate::types::Guid;
 #[derive(Debug, Clone)]
 pub struct SweepReport {
     pub mode: MasterMode,
+    /// A heavy sweep, or a reaction to a bounded change set.
+    pub kind: super::changes::SweepKind,
     pub subnet: Subnet,
     pub lids: LidAssignment,
     pub program: ProgramReport,

@@ -1,7 +1,7 @@
 //! The light sweep (what OpenSM does between heavy sweeps): SwitchInfo from
-//! every switch the last heavy sweep found. A port state change, a switch
-//! that stopped answering or one that answers nonsense calls for a heavy
-//! sweep.
+//! every switch the last heavy sweep found. The switches that report a port
+//! state change are where a reaction looks (`super::react`); a switch that
+//! stopped answering or one that answers nonsense calls for a heavy sweep.
 
 use std::fmt;
 
@@ -44,12 +44,27 @@ impl fmt::Display for LightFinding {
     }
 }
 
-/// SwitchInfo from each of `switches` (GUID and path); the first finding,
-/// or `None` when nothing changed.
-pub async fn light_sweep<D: SmpDriver>(driver: &D, switches: &[(Guid, DrPath)]) -> Option<LightFinding> {
+/// What a light sweep found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LightSweep {
+    /// The first finding, `None` when nothing changed.
+    pub finding: Option<LightFinding>,
+    /// Every switch that reports a port state change, by GUID.
+    pub changed: Vec<Guid>,
+    /// Every switch that did not answer over the path the SM knew.
+    pub silent: Vec<Guid>,
+    /// Only a heavy sweep can say what happened: a switch answered
+    /// nonsense, or switches went silent and none reports a change that
+    /// could explain it.
+    pub needs_heavy: bool,
+}
+
+/// SwitchInfo from each of `switches` (GUID and path).
+pub async fn light_sweep<D: SmpDriver>(driver: &D, switches: &[(Guid, DrPath)]) -> LightSweep {
     let mut core = LightSweepCore::new(switches.to_vec());
     driver.drive(&mut core).await;
-    core.finding()
+    let needs_heavy = core.unreadable || (core.changed.is_empty() && !core.silent.is_empty());
+    LightSweep { finding: core.finding(), changed: core.changed, silent: core.silent, needs_heavy }
 }
 
 /// The light sweep as an I/O-free core ([`SmpCore`]): one SwitchInfo Get per
@@ -59,11 +74,22 @@ pub struct LightSweepCore {
     next: usize,
     answered: usize,
     finding: Option<LightFinding>,
+    changed: Vec<Guid>,
+    silent: Vec<Guid>,
+    unreadable: bool,
 }
 
 impl LightSweepCore {
     pub fn new(switches: Vec<(Guid, DrPath)>) -> Self {
-        LightSweepCore { switches, next: 0, answered: 0, finding: None }
+        LightSweepCore {
+            switches,
+            next: 0,
+            answered: 0,
+            finding: None,
+            changed: Vec::new(),
+            silent: Vec::new(),
+            unreadable: false,
+        }
     }
 
     /// Why a heavy sweep is needed, if it is.
@@ -84,16 +110,25 @@ impl SmpCore for LightSweepCore {
 
     fn handle_answer(&mut self, index: usize, answer: Result<[u8; 64], SmpError>) {
         self.answered += 1;
-        if self.finding.is_some() {
-            return;
-        }
         let (guid, path) = self.switches[index];
-        self.finding = match answer.map(|data| SwitchInfoRepr::parse_data(&data)) {
-            Ok(Ok(si)) if si.port_state_change => Some(LightFinding::PortStateChange { guid, path }),
+        let finding = match answer.map(|data| SwitchInfoRepr::parse_data(&data)) {
+            Ok(Ok(si)) if si.port_state_change => {
+                self.changed.push(guid);
+                Some(LightFinding::PortStateChange { guid, path })
+            }
             Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(LightFinding::Unreadable { guid, path, error: e.to_string() }),
-            Err(e) => Some(LightFinding::NoAnswer { guid, path, error: e.to_string() }),
+            Ok(Err(e)) => {
+                self.unreadable = true;
+                Some(LightFinding::Unreadable { guid, path, error: e.to_string() })
+            }
+            Err(e) => {
+                self.silent.push(guid);
+                Some(LightFinding::NoAnswer { guid, path, error: e.to_string() })
+            }
         };
+        if self.finding.is_none() {
+            self.finding = finding;
+        }
     }
 
     fn is_done(&self) -> bool {

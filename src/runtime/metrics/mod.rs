@@ -135,6 +135,8 @@ pub struct Metrics {
     master_info: IntGaugeVec,
     refused: IntCounterVec,
     traps: IntCounterVec,
+    traps_unmatched: IntCounterVec,
+    reactions: IntCounterVec,
     failovers: IntCounter,
     handovers: IntCounterVec,
     takeover_sets: IntGaugeVec,
@@ -178,9 +180,13 @@ impl Metrics {
         let lids_in_use = gauge("lids_in_use", "Unicast LIDs assigned to present ports (2^LMC per port)");
         let max_lid = gauge("max_lid", "Highest LID assigned (LinearFDBTop)");
         let sweep_problems = gauge("sweep_problems", "Problems the last heavy sweep reported");
-        let sweeps = counter_vec("sweeps_total", "Sweeps run, by kind (light, heavy)", &["kind"]);
+        let sweeps = counter_vec(
+            "sweeps_total",
+            "Sweeps run, by kind (light, heavy, reaction: a bounded change programmed without a heavy sweep)",
+            &["kind"],
+        );
         let sweep_seconds = HistogramVec::new(
-            HistogramOpts::new("sweep_duration_seconds", "Duration of sweeps, by kind (light, heavy)")
+            HistogramOpts::new("sweep_duration_seconds", "Duration of sweeps, by kind (light, heavy, reaction)")
                 .buckets(SWEEP_BUCKETS.to_vec()),
             &["kind"],
         )
@@ -214,6 +220,19 @@ impl Metrics {
             "Traps received as master, by trap number (known numbers; other generic ones as other, vendor traps as vendor, unreadable Notices as unreadable)",
             &["number"],
         );
+        let traps_unmatched = counter_vec(
+            "traps_unmatched_total",
+            "Traps that name no port the SM knows (unknown_lid: the issuer LID is nobody's), answered and logged but reacted to with a light sweep only",
+            &["why"],
+        );
+        let reactions = counter_vec(
+            "reactions_total",
+            "Reactions to fabric changes (traps, light sweep findings), by what was taken: programmed (a bounded change set) or heavy_sweep (it could not be bounded)",
+            &["taken"],
+        );
+        for taken in ["programmed", "heavy_sweep"] {
+            reactions.with_label_values(&[taken]);
+        }
         let failovers =
             IntCounter::new("failovers_total", "Times this SM became master after the master it watched was lost")
                 .expect("a valid counter");
@@ -243,7 +262,7 @@ impl Metrics {
             "Problems the last multicast pass reported (members not routed, MLIDs past a switch's capacity)",
         );
         // Series that alerts and rates read exist from the start, at 0.
-        for kind in ["light", "heavy"] {
+        for kind in ["light", "heavy", "reaction"] {
             sweeps.with_label_values(&[kind]);
             sweep_seconds.with_label_values(&[kind]);
         }
@@ -284,6 +303,8 @@ impl Metrics {
             master_info,
             refused,
             traps,
+            traps_unmatched,
+            reactions,
             failovers,
             handovers,
             takeover_sets,
@@ -313,6 +334,8 @@ impl Metrics {
             (Box::new(m.master_info.clone()), GAUGE),
             (Box::new(m.refused.clone()), COUNTER),
             (Box::new(m.traps.clone()), COUNTER),
+            (Box::new(m.traps_unmatched.clone()), COUNTER),
+            (Box::new(m.reactions.clone()), COUNTER),
             (Box::new(m.failovers.clone()), COUNTER),
             (Box::new(m.handovers.clone()), COUNTER),
             (Box::new(m.takeover_sets.clone()), GAUGE),
@@ -431,8 +454,14 @@ impl Metrics {
     /// [`Self::heavy_sweep`] with the sweep's census already taken (the
     /// owner takes one per sweep for the metrics and `/status` alike).
     pub fn heavy_sweep_counted(&self, report: &SweepReport, census: &crate::subnet::Census) {
-        self.sweeps.with_label_values(&["heavy"]).inc();
-        self.sweep_seconds.with_label_values(&["heavy"]).observe(report.elapsed.as_secs_f64());
+        // A reaction to a bounded change programs as a heavy sweep does,
+        // and is counted apart.
+        let kind = match report.kind {
+            crate::subnet::SweepKind::Heavy => "heavy",
+            crate::subnet::SweepKind::Reaction { .. } => "reaction",
+        };
+        self.sweeps.with_label_values(&[kind]).inc();
+        self.sweep_seconds.with_label_values(&[kind]).observe(report.elapsed.as_secs_f64());
         self.subnet_up.set(i64::from(report.subnet_up()));
         let found = fabric::Counts::of(census);
         self.nodes.reset();
@@ -499,6 +528,16 @@ impl Metrics {
             Some(_) => "other".to_string(),
         };
         self.traps.with_label_values(&[&number]).inc();
+    }
+
+    /// A trap whose issuer the SM does not know (`why`: unknown_lid).
+    pub fn trap_unmatched(&self, why: &str) {
+        self.traps_unmatched.with_label_values(&[why]).inc();
+    }
+
+    /// A reaction to a fabric change: `programmed` or `heavy_sweep`.
+    pub fn reaction(&self, taken: &str) {
+        self.reactions.with_label_values(&[taken]).inc();
     }
 
     pub fn failover(&self) {

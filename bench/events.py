@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Fabric events: what OpenSM and ibsm spend reacting to a change, on the
+same ibsim fabric, in one run.
+
+For each SM in turn a fresh ibsim runs the fabric and the SM runs as a
+daemon with periodic sweeps off (`opensm -s 0`, `ibsm run --sweep-interval
+0`), so only the traps ibsim sends on a link change start a reaction. Once
+the subnet is up and quiet, each scenario drives ibsim's console (Unlink,
+ReLink) and waits until the SM has sent nothing for --quiet seconds. It
+reports, per scenario and SM:
+
+- SMPs sent reacting: every SMP the SM wrote between the console command
+  and the end of the quiet period, counted by bench/madcount.c (an
+  LD_PRELOAD shim in front of libumad2sim, the same for both SMs, read live
+  through a shared counter file);
+- time from the command to the last SMP (the last Set, or the last read
+  when a reaction needed no Set);
+- LFT blocks and PortInfo Sets sent.
+
+Then the daemon stops and `ibsm run --once` starts on the fabric as it was
+left: on the same host with its cache directory (a restart) and on another
+host (after OpenSM: on OpenSM's host), counting what it sends.
+
+usage: bench/events.py [--spec fattree2:radix=36,leaves=36,spines=18,hosts=18]
+                       [--ibsm target/release/ibsm] [--quiet 3]
+"""
+import argparse
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+ATTR = {16: "NodeDescription", 17: "NodeInfo", 18: "SwitchInfo", 20: "GUIDInfo", 21: "PortInfo", 22: "P_KeyTable",
+        23: "SLtoVL", 24: "VLArb", 25: "LFT", 27: "MFT", 32: "SMInfo"}
+
+
+def sim_env(sock, host, extra=None):
+    env = dict(os.environ)
+    env.update({"IBSIM_SOCKNAME": sock, "SIM_HOST": host})
+    env.update(extra or {})
+    return env
+
+
+def build_shim(work):
+    so = os.path.join(work, "madcount.so")
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", so, os.path.join(HERE, "madcount.c"), "-ldl",
+                    "-lpthread"], check=True)
+    return so
+
+
+def read_live(path):
+    """SMPs sent so far: {(method, attr): n}."""
+    try:
+        data = open(path, "rb").read()
+    except FileNotFoundError:
+        return {}
+    out = {}
+    for i, (n,) in enumerate(struct.iter_unpack("<Q", data)):
+        if n:
+            out[(i // 64, i % 64)] = n
+    return out
+
+
+def total(counts):
+    return sum(counts.values())
+
+
+def diff(after, before):
+    return {k: n - before.get(k, 0) for k, n in after.items() if n - before.get(k, 0)}
+
+
+def wait_quiet(live, quiet, limit=120.0):
+    """Waits until no SMP was sent for `quiet` s; returns (counts, time of the last change)."""
+    last = read_live(live)
+    last_change = time.monotonic()
+    start = last_change
+    while time.monotonic() - last_change < quiet and time.monotonic() - start < limit:
+        time.sleep(0.005)
+        now = read_live(live)
+        if total(now) != total(last):
+            last, last_change = now, time.monotonic()
+    return last, last_change
+
+
+def wait_log(path, needle, limit=300):
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        if os.path.exists(path) and needle in open(path, errors="replace").read():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def scenarios(net):
+    """(name, console commands) on the fabric's first leaf-to-spine cable
+    of a leaf the SM does not sit on, and a spine."""
+    text = open(net).read()
+    leaf = re.findall(r'^Switch\s+\d+\s+"(leaf\d+)"', text, re.M)[5]
+    block = text.split(f'"{leaf}"', 1)[1].split("\n\n", 1)[0]
+    port = next(int(p) for p, peer in re.findall(r'^\[(\d+)\]\s+"([^"]+)"', block, re.M) if peer.startswith("spine"))
+    spine = re.findall(r'^Switch\s+\d+\s+"(spine\d+)"', text, re.M)[3]
+    return [
+        ("cable down", [f'Unlink "{leaf}"[{port}]']),
+        ("cable up", [f'ReLink "{leaf}"[{port}]']),
+        ("spine down", [f'Unlink "{spine}"']),
+        ("spine up", [f'ReLink "{spine}"']),
+    ]
+
+
+def run_sm(kind, spec, ibsm, shim, quiet, work):
+    net, flags, hosts, _ = common.fabric_files(spec, ibsm, work)
+    host = subprocess.run([ibsm, "topology", "sm-node", spec], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    sock = f"ev{os.getpid()}{kind}"
+    smdir = os.path.join(work, kind)
+    os.makedirs(smdir, exist_ok=True)
+    sim = subprocess.Popen(["ibsim", "-s"] + flags + [net], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env=sim_env(sock, ""), cwd=smdir, text=True)
+    results = []
+    sm = None
+    try:
+        env = sim_env(sock, host, {"LD_PRELOAD": UMAD2SIM})
+        deadline = time.time() + 300
+        while subprocess.run(["smpquery", "-D", "nodeinfo", "0"], env=env, cwd=smdir,
+                             capture_output=True).returncode != 0:
+            if time.time() > deadline:
+                raise SystemExit("ibsim did not become attachable")
+            time.sleep(0.5)
+        live = os.path.join(smdir, "live")
+        log = os.path.join(smdir, "log")
+        env = sim_env(sock, host, {"LD_PRELOAD": f"{shim} {UMAD2SIM}", "MADCOUNT_LIVE": live,
+                                   "OSM_TMP_DIR": smdir, "OSM_CACHE_DIR": smdir})
+        if kind == "opensm":
+            cmd = ["opensm", "-s", "0", "-d2", "-f", log]
+        else:
+            cmd = [ibsm, "run", "--sweep-interval", "0", "--cache-dir", smdir, "--log-file", log]
+        sm = subprocess.Popen(cmd, env=env, cwd=smdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_log(log, "SUBNET UP"):
+            raise SystemExit(f"{kind}: no SUBNET UP")
+        wait_quiet(live, quiet)
+        for name, commands in scenarios(net):
+            before = read_live(live)
+            t0 = time.monotonic()
+            for c in commands:
+                sim.stdin.write(c + "\n")
+            sim.stdin.flush()
+            after, last = wait_quiet(live, quiet)
+            d = diff(after, before)
+            smps = total(d)
+            results.append({
+                "scenario": name,
+                "smps": smps,
+                "seconds": (last - t0) if smps else 0.0,
+                "lft": d.get((2, 25), 0),
+                "portinfo_sets": d.get((2, 21), 0),
+                "by_attr": {f"{'Get' if m == 1 else 'Set' if m == 2 else m} {ATTR.get(a, a)}": n
+                            for (m, a), n in sorted(d.items())},
+            })
+        # Restarts: the daemon stops, and `ibsm run --once` starts on the
+        # fabric as it left it, on the same host (its cache directory) and
+        # on another host (a fresh one); after OpenSM, ibsm on OpenSM's host.
+        sm.terminate()
+        sm.wait(30)
+        sm = None
+        other = hosts[len(hosts) // 2]
+        starts = [("ibsm restart, same host", host, smdir), ("ibsm start, another host", other, None)]
+        if kind == "opensm":
+            starts = [("ibsm after OpenSM", host, None)]
+        for name, at, cache in starts:
+            cache = cache or tempfile.mkdtemp(prefix="cache-", dir=smdir)
+            live = os.path.join(smdir, f"live-{at}")
+            env = sim_env(sock, at, {"LD_PRELOAD": f"{shim} {UMAD2SIM}", "MADCOUNT_LIVE": live})
+            t0 = time.monotonic()
+            code = subprocess.run([ibsm, "run", "--once", "--cache-dir", cache, "--log-file",
+                                   os.path.join(smdir, f"once-{at}.log")], env=env, cwd=smdir).returncode
+            d = read_live(live)
+            results.append({
+                "scenario": name,
+                "smps": total(d),
+                "seconds": time.monotonic() - t0,
+                "lft": d.get((2, 25), 0),
+                "portinfo_sets": d.get((2, 21), 0),
+                "by_attr": {f"{'Get' if m == 1 else 'Set' if m == 2 else m} {ATTR.get(a, a)}": n
+                            for (m, a), n in sorted(d.items())},
+                "code": code,
+            })
+    finally:
+        if sm:
+            sm.terminate()
+            try:
+                sm.wait(10)
+            except subprocess.TimeoutExpired:
+                sm.kill()
+        sim.kill()
+        sim.wait()
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--spec", default="fattree2:radix=36,leaves=36,spines=18,hosts=18")
+    ap.add_argument("--ibsm", default=os.path.join(ROOT, "target", "release", "ibsm"))
+    ap.add_argument("--quiet", type=float, default=3.0, help="seconds without an SMP that end a reaction")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    common.kill_started_processes_on_exit()
+    work = tempfile.mkdtemp(prefix="ibsm-events-")
+    shim = build_shim(work)
+    res = {kind: run_sm(kind, args.spec, args.ibsm, shim, args.quiet, work) for kind in ("opensm", "ibsm")}
+    print(f"## {args.spec}")
+    print("| scenario | OpenSM SMPs | ibsm SMPs | ratio | OpenSM s | ibsm s | ratio | LFT blocks (OpenSM / ibsm) "
+          "| PortInfo Sets (OpenSM / ibsm) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for o, i in zip(res["opensm"], [r for r in res["ibsm"] if "code" not in r]):
+        print(f"| {o['scenario']} | {o['smps']} | {i['smps']} | {common.ratio(i['smps'], o['smps'])} "
+              f"| {o['seconds']:.3f} | {i['seconds']:.3f} | {common.ratio(i['seconds'], o['seconds'])} "
+              f"| {o['lft']} / {i['lft']} | {o['portinfo_sets']} / {i['portinfo_sets']} |")
+    print()
+    print("| start on the fabric as left | exit | SMPs | LFT Sets | PortInfo Sets | seconds |")
+    print("|---|---|---|---|---|---|")
+    for r in res["opensm"][-1:] + [r for r in res["ibsm"] if "code" in r]:
+        print(f"| {r['scenario']} | {r['code']} | {r['smps']} | {r['lft']} | {r['portinfo_sets']} | {r['seconds']:.2f} |")
+    print()
+    for kind in ("opensm", "ibsm"):
+        for r in res[kind]:
+            print(f"- {kind}, {r['scenario']}: {r['by_attr']}")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,607 @@
+//! Targeted discovery: what a trap or a light sweep named is read again,
+//! and only what a change can have touched, never the whole fabric.
+//!
+//! The core starts from what the SM knew (the last sweep's subnet) and a
+//! list of suspects (switches whose ports changed, end ports that trapped).
+//! It reads a round at a time, each round's reads all in flight at once:
+//! - a suspect switch: its SwitchInfo and every port's PortInfo; an end
+//!   port: its PortInfo;
+//! - a port whose link came up where none was known, or went down and
+//!   came back (it was ACTIVE, now INIT): NodeInfo through it, to learn who
+//!   is at the far end now;
+//! - a known switch found at a far end: its SwitchInfo and the far port's
+//!   PortInfo (a reset switch, LinearFDBTop 0, or one reporting a port
+//!   state change, then has every port read); a known CA: the far port's
+//!   PortInfo;
+//! - a node the SM does not know found at a far end (a new leaf, a switch
+//!   that came back after it was dropped): read as discovery reads a node
+//!   (NodeDescription, SwitchInfo and every PortInfo of a switch, the entry
+//!   port of a CA), and the ports it has up probed in turn: the new
+//!   subtree, and nothing else.
+//!
+//! Paths are taken from the subnet as it stands when a read is sent: a
+//! cable found down may have carried the path the SM knew to a node, so
+//! after a round that cut or made a link every path is walked again
+//! ([`Subnet::refresh_paths`]), and a node no path reaches is not read
+//! (it is gone). Suspects that did not answer the light sweep are read
+//! after the first round, over the paths that round left.
+//!
+//! It ends with the subnet updated (links cut and made, PortInfo as read,
+//! unreachable nodes dropped by [`Subnet::reachable`]) and the typed
+//! [`ChangeSet`]. It cannot bound the change, and says why, when a known
+//! GUID answers as another kind of node, when a node answers a NodeInfo
+//! the SM cannot use, when a read it needs goes unanswered (twice for a
+//! silent suspect), or when the node it is asked about is unknown: the SM
+//! then sweeps the fabric whole.
+
+use std::collections::{HashSet, VecDeque};
+
+use tracing::debug;
+
+use super::core::{SmpCore, SmpRequest};
+use super::discovery::link_is_up;
+use crate::exchange::SmpError;
+use crate::mad::{
+    AttributeId, CapabilityMask, DrPath, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState, PortInfoRepr,
+    PortState, SmpAttribute, SwitchInfoRepr,
+};
+use crate::subnet::{Change, ChangeKind, ChangeSet, NodeId, Subnet, Suspect};
+use crate::sweep::core::SmpDriver;
+use crate::types::{Guid, MAX_PORTS};
+
+/// Reads what `suspects` name in `known` and what their changes touch;
+/// returns the subnet as it stands now and what changed.
+pub async fn react<D: SmpDriver>(driver: &D, known: &Subnet, suspects: &[Suspect]) -> (Subnet, ChangeSet) {
+    let mut core = ReactionCore::new(known.clone(), suspects);
+    driver.drive(&mut core).await;
+    core.finish()
+}
+
+/// One read of a reaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Read {
+    SwitchInfo {
+        node: NodeId,
+    },
+    NodeDescription {
+        node: NodeId,
+    },
+    PortInfo {
+        node: NodeId,
+        port: u8,
+    },
+    /// NodeInfo through `node`'s `port`.
+    Probe {
+        node: NodeId,
+        port: u8,
+    },
+}
+
+/// The reaction as an I/O-free core ([`SmpCore`]), a round at a time.
+pub struct ReactionCore {
+    subnet: Subnet,
+    /// This round's reads not yet sent.
+    round: VecDeque<Read>,
+    /// The next round's.
+    next: Vec<Read>,
+    /// Suspects that did not answer the light sweep: the second round's.
+    silent: Vec<NodeId>,
+    /// Silent suspects whose SwitchInfo failed again: asked once more when
+    /// nothing else is left, over the paths the changes then leave (a node
+    /// no path reaches is gone, not lost).
+    retry: Vec<NodeId>,
+    retried: HashSet<NodeId>,
+    /// A link was cut or made since paths were last walked.
+    links_changed: bool,
+    /// Nodes no path reaches now: not read.
+    unreachable: HashSet<NodeId>,
+    outstanding: usize,
+    /// Nodes whose every port is read (or being read) already.
+    whole: HashSet<NodeId>,
+    /// Ports read or being read, and far ends probed.
+    asked: HashSet<Read>,
+    changes: ChangeSet,
+}
+
+impl ReactionCore {
+    pub fn new(subnet: Subnet, suspects: &[Suspect]) -> Self {
+        let mut core = ReactionCore {
+            subnet,
+            round: VecDeque::new(),
+            next: Vec::new(),
+            silent: Vec::new(),
+            retry: Vec::new(),
+            retried: HashSet::new(),
+            links_changed: false,
+            unreachable: HashSet::new(),
+            outstanding: 0,
+            whole: HashSet::new(),
+            asked: HashSet::new(),
+            changes: ChangeSet::default(),
+        };
+        for s in suspects {
+            let Some(&id) = core.subnet.by_guid.get(&s.guid) else {
+                core.unbounded(format!("node {} is not in the subnet the SM knows", s.guid));
+                continue;
+            };
+            match s.port {
+                _ if s.silent => core.silent.push(id),
+                Some(port) if !core.subnet.node(id).is_switch() => core.read_port(id, port),
+                _ => core.read_whole(id),
+            }
+        }
+        if core.next.is_empty() {
+            core.next_silent();
+        }
+        core.start_round();
+        core
+    }
+
+    /// Queues the silent suspects' SwitchInfo (once); one that reports a
+    /// port state change has every port read then. Failing that, the
+    /// silent ones that failed, once more.
+    fn next_silent(&mut self) {
+        if !self.silent.is_empty() {
+            for id in std::mem::take(&mut self.silent) {
+                self.queue(Read::SwitchInfo { node: id });
+            }
+            return;
+        }
+        for id in std::mem::take(&mut self.retry) {
+            self.retried.insert(id);
+            self.next.push(Read::SwitchInfo { node: id });
+        }
+    }
+
+    /// The subnet as it stands now (unreachable nodes dropped) and the
+    /// change set.
+    pub fn finish(self) -> (Subnet, ChangeSet) {
+        let ReactionCore { subnet, mut changes, .. } = self;
+        if changes.unbounded.is_some() {
+            return (subnet, changes);
+        }
+        let (now, gone) = subnet.reachable();
+        for guid in gone {
+            let node = subnet.by_guid(guid).expect("gone nodes were known");
+            changes.changes.push(Change {
+                kind: ChangeKind::NodeGone,
+                guid,
+                name: node.name(),
+                port: 0,
+                path: node.path,
+                peer: None,
+            });
+        }
+        (now, changes)
+    }
+
+    fn unbounded(&mut self, why: String) {
+        self.changes.unbounded.get_or_insert(why);
+    }
+
+    fn queue(&mut self, read: Read) {
+        if self.asked.insert(read) {
+            self.next.push(read);
+        }
+    }
+
+    /// SwitchInfo and every port of a switch; a CA's cabled ports.
+    fn read_whole(&mut self, id: NodeId) {
+        if !self.whole.insert(id) {
+            return;
+        }
+        let node = self.subnet.node(id);
+        let (ports, switch) = (node.ports.len() as u8, node.is_switch());
+        if switch {
+            self.queue(Read::SwitchInfo { node: id });
+            for port in 0..ports {
+                self.queue(Read::PortInfo { node: id, port });
+            }
+        } else {
+            for port in 1..ports {
+                if self.subnet.node(id).port_paths.get(port as usize).copied().flatten().is_some() {
+                    self.read_port(id, port);
+                }
+            }
+        }
+    }
+
+    fn read_port(&mut self, id: NodeId, port: u8) {
+        self.queue(Read::PortInfo { node: id, port });
+    }
+
+    /// The next round: paths walked again first if links changed.
+    fn start_round(&mut self) {
+        if self.next.is_empty() {
+            self.next_silent();
+        }
+        if self.links_changed {
+            self.links_changed = false;
+            self.unreachable = self.subnet.refresh_paths().into_iter().collect();
+        }
+        self.round.extend(self.next.drain(..));
+    }
+
+    /// Where `read` goes now; `None` for a node no path reaches.
+    fn path_of(&mut self, read: Read) -> Option<DrPath> {
+        let node = match read {
+            Read::SwitchInfo { node }
+            | Read::NodeDescription { node }
+            | Read::PortInfo { node, .. }
+            | Read::Probe { node, .. } => node,
+        };
+        if self.unreachable.contains(&node) {
+            debug!(node = %self.subnet.node(node).guid(), ?read, "not read: no path reaches it now");
+            return None;
+        }
+        let n = self.subnet.node(node);
+        match read {
+            Read::SwitchInfo { .. } | Read::NodeDescription { .. } => Some(n.path),
+            Read::PortInfo { port, .. } => Some(n.path_for_port(port)),
+            Read::Probe { port, .. } => match n.path.extend(port) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    let why = format!("cannot reach past {} port {port} at {}: {e}", n.guid(), n.path);
+                    self.unbounded(why);
+                    None
+                }
+            },
+        }
+    }
+
+    fn change(&mut self, kind: ChangeKind, id: NodeId, port: u8, peer: Option<(NodeId, u8)>) {
+        let node = self.subnet.node(id);
+        let peer = peer.map(|(n, p)| (self.subnet.node(n).guid(), p));
+        let change = Change { kind, guid: node.guid(), name: node.name(), port, path: node.path_for_port(port), peer };
+        if !self.changes.changes.contains(&change) {
+            self.changes.changes.push(change);
+        }
+    }
+
+    fn on_switch_info(&mut self, id: NodeId, si: SwitchInfoRepr) {
+        let node = self.subnet.node_mut(id);
+        let was = node.switch_info.replace(si);
+        if si.linear_fdb_top == 0 && was.is_some_and(|w| w.linear_fdb_top != 0) {
+            self.change(ChangeKind::NodeReset, id, 0, None);
+            // Its ports came up anew with it: every one is read.
+            self.read_whole(id);
+        } else if si.port_state_change {
+            self.read_whole(id);
+        }
+    }
+
+    fn on_port_info(&mut self, id: NodeId, port: u8, pi: PortInfoRepr) {
+        let Some(slot) = self.subnet.node_mut(id).ports.get_mut(port as usize) else { return };
+        let was = slot.info.replace(pi);
+        let remote = slot.remote;
+        let is_sm = |p: &PortInfoRepr| p.capability_mask & CapabilityMask::IS_SM != 0;
+        if was.is_some_and(|w| is_sm(&w) != is_sm(&pi)) {
+            let n = self.subnet.node(id);
+            let why = format!(
+                "{} '{}' port {port} at {}: IsSM {} (an SM started or stopped there; the election reads every SM port's SMInfo in a heavy sweep)",
+                n.guid(),
+                n.name(),
+                n.path_for_port(port),
+                if is_sm(&pi) { "set" } else { "cleared" }
+            );
+            return self.unbounded(why);
+        }
+        if port == 0 {
+            return;
+        }
+        let up = link_is_up(&pi);
+        let was_active = was.is_some_and(|w| matches!(w.port_state, PortState::Armed | PortState::Active));
+        match (remote, up) {
+            (Some(far), false) => {
+                self.subnet.unlink((id, port));
+                self.links_changed = true;
+                // The far end went down with it; it need not be read.
+                if let Some(info) =
+                    self.subnet.node_mut(far.0).ports.get_mut(far.1 as usize).and_then(|p| p.info.as_mut())
+                {
+                    info.port_state = PortState::Down;
+                    info.port_physical_state = PhysState::Polling;
+                }
+                self.change(ChangeKind::LinkDown, id, port, Some(far));
+            }
+            // Down and back: who is there now, and was it reset? (Asked
+            // from the switch side: a CA forwards nothing.)
+            (Some(_), true) if was_active && pi.port_state == PortState::Init && self.forwards(id, port) => {
+                self.probe(id, port)
+            }
+            (Some(_), true) if was_active && pi.port_state == PortState::Init => {}
+            (Some(_), true) => {
+                if was.is_some_and(|w| !same_port(&w, &pi)) {
+                    self.change(ChangeKind::PortChanged, id, port, None);
+                }
+            }
+            (None, true) if self.forwards(id, port) => self.probe(id, port),
+            // A CA port that came up is seen from the switch it faces.
+            (None, _) => {}
+        }
+    }
+
+    /// SMPs go on past `id` through `port`: a switch, or the SM's port.
+    fn forwards(&self, id: NodeId, port: u8) -> bool {
+        self.subnet.node(id).is_switch() || self.subnet.sm_port == Some((id, port))
+    }
+
+    fn probe(&mut self, id: NodeId, port: u8) {
+        self.queue(Read::Probe { node: id, port });
+    }
+
+    /// NodeInfo through `id`'s `port`: a known node is linked there and its
+    /// far port read; an unknown GUID cannot be bounded.
+    fn on_probe(&mut self, id: NodeId, port: u8, path: DrPath, info: NodeInfoRepr) {
+        let Some(&far) = self.subnet.by_guid.get(&info.node_guid) else {
+            return self.on_new_node(id, port, path, info);
+        };
+        let far_port = info.local_port_num;
+        if self.subnet.node(far).info.node_type != info.node_type
+            || self.subnet.node(far).ports.len() != info.num_ports as usize + 1
+            || far_port as usize >= self.subnet.node(far).ports.len()
+        {
+            self.unbounded(format!("node {} at {path} answers unlike the node the SM knows", info.node_guid));
+            return;
+        }
+        let before = self.subnet.node(id).ports[port as usize].remote;
+        if before != Some((far, far_port)) {
+            // A cable moved: both old ends lost theirs.
+            self.subnet.unlink((id, port));
+            if let Some(old) = self.subnet.unlink((far, far_port)) {
+                self.change(ChangeKind::LinkDown, old.0, old.1, Some((far, far_port)));
+            }
+            self.subnet.link((id, port), (far, far_port));
+            self.links_changed = true;
+            self.change(ChangeKind::LinkUp, id, port, Some((far, far_port)));
+        } else {
+            self.change(ChangeKind::LinkRetrained, id, port, Some((far, far_port)));
+        }
+        let far_node = self.subnet.node_mut(far);
+        if far_node.is_switch() {
+            self.queue(Read::SwitchInfo { node: far });
+            self.queue(Read::PortInfo { node: far, port: far_port });
+        } else {
+            // The CA's port is programmed over the cable it answered on.
+            far_node.port_paths[far_port as usize] = Some(path);
+            far_node.port_guids[far_port as usize] = Some(info.port_guid);
+            self.queue(Read::PortInfo { node: far, port: far_port });
+        }
+    }
+
+    /// A node the subnet does not hold, behind `id`'s `port`: read as a
+    /// discovery reads it, and linked where it was found.
+    fn on_new_node(&mut self, id: NodeId, port: u8, path: DrPath, info: NodeInfoRepr) {
+        let switch = info.node_type == NodeType::Switch;
+        if info.num_ports == 0
+            || info.num_ports > MAX_PORTS
+            || (!switch && (info.local_port_num == 0 || info.local_port_num > info.num_ports))
+        {
+            let here = self.subnet.node(id);
+            let why = format!(
+                "node {} at {path} (behind {} '{}' port {port}) answers a NodeInfo the SM cannot use: {} ports, entered at port {}",
+                info.node_guid,
+                here.guid(),
+                here.name(),
+                info.num_ports,
+                info.local_port_num
+            );
+            return self.unbounded(why);
+        }
+        self.subnet.unlink((id, port));
+        let (new, _) = self.subnet.insert(info, path);
+        self.subnet.link((id, port), (new, info.local_port_num));
+        self.links_changed = true;
+        self.change(ChangeKind::NodeNew, new, info.local_port_num, Some((id, port)));
+        self.queue(Read::NodeDescription { node: new });
+        if switch {
+            self.read_whole(new);
+        } else {
+            self.read_port(new, info.local_port_num);
+        }
+    }
+
+    fn failed(&mut self, read: Read, path: DrPath, e: &SmpError) {
+        if let Read::SwitchInfo { node } = read {
+            if !self.retried.contains(&node) && !self.whole.contains(&node) {
+                self.retry.push(node);
+                return;
+            }
+        }
+        let (node, what) = match read {
+            Read::SwitchInfo { node } => (node, "SwitchInfo".to_string()),
+            Read::NodeDescription { node } => (node, "NodeDescription".to_string()),
+            Read::PortInfo { node, port } => (node, format!("PortInfo of port {port}")),
+            Read::Probe { node, port } => (node, format!("NodeInfo through port {port}")),
+        };
+        let n = self.subnet.node(node);
+        self.unbounded(format!("{} '{}' at {path}: {what} unanswered: {e}", n.guid(), n.name()));
+    }
+}
+
+/// The same PortInfo in what the SM manages or routes by (its state and
+/// counters aside).
+fn same_port(a: &PortInfoRepr, b: &PortInfoRepr) -> bool {
+    a.lid == b.lid
+        && a.lmc == b.lmc
+        && a.capability_mask == b.capability_mask
+        && a.link_width_active == b.link_width_active
+        && a.link_speed_active == b.link_speed_active
+        && a.mtu_cap == b.mtu_cap
+        && a.vl_cap == b.vl_cap
+}
+
+impl SmpCore for ReactionCore {
+    type Token = (Read, DrPath);
+
+    fn poll_request(&mut self) -> Option<(Self::Token, SmpRequest)> {
+        if self.round.is_empty() && self.outstanding == 0 && self.changes.unbounded.is_none() {
+            self.start_round();
+        }
+        let (read, path) = loop {
+            let read = self.round.pop_front()?;
+            if let Some(path) = self.path_of(read) {
+                break (read, path);
+            }
+        };
+        self.outstanding += 1;
+        let smp = match read {
+            Read::SwitchInfo { .. } => SmpRequest::get(path, AttributeId::SwitchInfo, 0),
+            Read::NodeDescription { .. } => SmpRequest::get(path, AttributeId::NodeDescription, 0),
+            Read::PortInfo { port, .. } => SmpRequest::get(path, AttributeId::PortInfo, port as u32),
+            Read::Probe { .. } => SmpRequest::get(path, AttributeId::NodeInfo, 0),
+        };
+        Some(((read, path), smp))
+    }
+
+    fn handle_answer(&mut self, (read, path): Self::Token, answer: Result<[u8; 64], SmpError>) {
+        self.outstanding -= 1;
+        self.changes.reads += 1;
+        let data = match answer {
+            Ok(d) => d,
+            Err(e) => return self.failed(read, path, &e),
+        };
+        let parsed = match read {
+            Read::SwitchInfo { node } => SwitchInfoRepr::parse_data(&data).map(|si| self.on_switch_info(node, si)),
+            Read::NodeDescription { node } => NodeDescriptionRepr::parse_data(&data).map(|nd| {
+                self.subnet.node_mut(node).description = Some(nd.text);
+            }),
+            Read::PortInfo { node, port } => {
+                PortInfoRepr::parse_data(&data).map(|pi| self.on_port_info(node, port, pi))
+            }
+            Read::Probe { node, port } => NodeInfoRepr::parse_data(&data).map(|ni| self.on_probe(node, port, path, ni)),
+        };
+        if let Err(e) = parsed {
+            let n = self.subnet.node(match read {
+                Read::SwitchInfo { node }
+                | Read::NodeDescription { node }
+                | Read::PortInfo { node, .. }
+                | Read::Probe { node, .. } => node,
+            });
+            let why = format!("{} '{}' at {path}: unreadable answer: {e}", n.guid(), n.name());
+            self.unbounded(why);
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.outstanding == 0
+            && self.round.is_empty()
+            && ((self.next.is_empty() && self.silent.is_empty() && self.retry.is_empty())
+                || self.changes.unbounded.is_some())
+    }
+}
+
+/// The suspects a light sweep makes: the switches that report a port
+/// state change, and those that did not answer (`silent`), each once, in
+/// GUID order.
+pub fn switch_suspects(
+    changed: impl IntoIterator<Item = Guid>,
+    silent: impl IntoIterator<Item = Guid>,
+) -> Vec<Suspect> {
+    let mut out: Vec<Suspect> = changed
+        .into_iter()
+        .map(|guid| Suspect { guid, port: None, silent: false })
+        .chain(silent.into_iter().map(|guid| Suspect { guid, port: None, silent: true }))
+        .collect();
+    out.sort();
+    out.dedup_by_key(|s| s.guid);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::txn::TxnConfig;
+    use crate::sim::{drive_core, FabricBuilder, SharedFabric, SimDevice};
+    use crate::sweep::discovery::DiscoveryCore;
+    use crate::topology::{PortRef, Topology};
+
+    const SPEC: &str = "fattree2:radix=8,leaves=4,spines=2,hosts=4";
+
+    fn setup() -> (Topology, SharedFabric, SimDevice, Subnet) {
+        let topo = Topology::from_spec_or_file(SPEC).unwrap();
+        let fabric = FabricBuilder::new(&topo).seed(2).build_shared().unwrap();
+        let mut dev = SimDevice::attach(&fabric, topo.hosts().next().unwrap(), 1).unwrap();
+        let mut core = DiscoveryCore::new(0, None);
+        drive_core(&mut dev, &mut core, TxnConfig::default(), 0, 1_000_000).unwrap();
+        let subnet = core.finish();
+        assert!(subnet.problems.is_empty(), "{:?}", subnet.problems);
+        (topo, fabric, dev, subnet)
+    }
+
+    fn react_on(dev: &mut SimDevice, known: &Subnet, suspects: &[Suspect]) -> (Subnet, ChangeSet) {
+        let mut core = ReactionCore::new(known.clone(), suspects);
+        drive_core(dev, &mut core, TxnConfig::default(), 0, 1_000_000).unwrap();
+        core.finish()
+    }
+
+    fn switch(subnet: &Subnet, name: &str) -> Guid {
+        subnet.nodes.iter().find(|n| n.description.as_deref() == Some(name)).unwrap().guid()
+    }
+
+    #[test]
+    fn nothing_changed_is_an_empty_change_set() {
+        let (_, _, mut dev, known) = setup();
+        let suspects = switch_suspects([switch(&known, "leaf1")], []);
+        let (now, changes) = react_on(&mut dev, &known, &suspects);
+        assert_eq!((changes.changes.len(), changes.unbounded.clone()), (0, None), "{changes:?}");
+        assert_eq!(changes.reads, 1 + 9, "SwitchInfo and ports 0-8 of one switch");
+        assert_eq!(now.nodes.len(), known.nodes.len());
+    }
+
+    #[test]
+    fn an_unknown_suspect_cannot_be_bounded_and_reads_nothing() {
+        let (_, _, mut dev, known) = setup();
+        let stranger = Guid(0xdead_beef);
+        let (_, changes) = react_on(&mut dev, &known, &[Suspect { guid: stranger, port: None, silent: false }]);
+        let why = changes.unbounded.expect("unbounded");
+        assert!(why.contains("0x00000000deadbeef") && why.contains("not in the subnet"), "{why}");
+        assert_eq!(changes.reads, 0);
+    }
+
+    #[test]
+    fn a_port_that_becomes_an_sm_calls_for_a_heavy_sweep() {
+        let (topo, fabric, mut dev, known) = setup();
+        let host = topo.hosts().nth(5).unwrap();
+        fabric.lock().unwrap().set_capability(PortRef { node: host, port: 1 }, CapabilityMask::IS_SM, true).unwrap();
+        let guid = topo.node(host).node_guid;
+        let (_, changes) = react_on(&mut dev, &known, &[Suspect { guid, port: Some(1), silent: false }]);
+        let why = changes.unbounded.expect("unbounded");
+        assert!(why.contains("IsSM set") && why.contains(&guid.to_string()), "{why}");
+    }
+
+    #[test]
+    fn a_suspect_that_does_not_answer_is_named() {
+        let (topo, fabric, mut dev, known) = setup();
+        let leaf = topo.switches().nth(2).unwrap();
+        fabric.lock().unwrap().crash_node(leaf).unwrap();
+        let guid = topo.node(leaf).node_guid;
+        let (_, changes) = react_on(&mut dev, &known, &[Suspect { guid, port: None, silent: false }]);
+        let why = changes.unbounded.expect("unbounded");
+        assert!(why.contains(&guid.to_string()) && why.contains("unanswered"), "{why}");
+    }
+
+    #[test]
+    fn a_silent_switch_cut_off_is_gone_not_lost() {
+        let (topo, fabric, mut dev, known) = setup();
+        // A host's only cable: its leaf reports the change; the host is
+        // silent (and unreachable once the cable is known down).
+        let host = topo.hosts().nth(6).unwrap();
+        let r = PortRef { node: host, port: 1 };
+        let leaf = topo.neighbor(r).unwrap().node;
+        fabric.lock().unwrap().link_down(r).unwrap();
+        let suspects = switch_suspects([topo.node(leaf).node_guid], []);
+        let (now, changes) = react_on(&mut dev, &known, &suspects);
+        assert_eq!(changes.unbounded, None);
+        assert_eq!(changes.count(ChangeKind::LinkDown), 1, "{changes:?}");
+        assert_eq!(changes.count(ChangeKind::NodeGone), 1, "{changes:?}");
+        assert!(now.by_guid(topo.node(host).node_guid).is_none());
+        assert_eq!(now.nodes.len(), known.nodes.len() - 1);
+        // Every node left has a path that the walk agrees with.
+        let walk = now.walk();
+        assert_eq!(walk.nodes.len(), now.nodes.len());
+        for (id, path) in walk.nodes {
+            assert_eq!(now.node(id).path, path);
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! Reacting to fabric events in proportion to what changed, on the
+//! in-process fabric: after each event the switches the light sweep names
+//! are read again (targeted discovery), the change set is typed, routes
+//! are recomputed and only the Sets that change something are sent. After
+//! each, every LID is traced from every switch the way `ibtracert` would
+//! (reachable, no loop, no black hole, every link crossed ACTIVE), and the
+//! reaction's SMPs are held against a heavy sweep's on the same fabric.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use ibsm::config::SmConfig;
+use ibsm::mad::{AttributeId, Method, PortState};
+use ibsm::program::{Reaction, SubnetManager};
+use ibsm::sim::{FabricBuilder, SharedFabric, SimDevice};
+use ibsm::subnet::{ChangeKind, Suspect, SweepKind, SweepReport, Trigger};
+use ibsm::sweep::react::switch_suspects;
+use ibsm::topology::{NodeIdx, NodeKind, PortRef, Topology};
+use ibsm::transport::io_thread::MadTransport;
+use ibsm::transport::txn::TxnConfig;
+use ibsm::types::Lid;
+
+type Sm = SubnetManager<ibsm::transport::SmpClient<MadTransport>>;
+
+const FAT_TREE: &str = "fattree2:radix=12,leaves=6,spines=3,hosts=6";
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+struct Bed {
+    topo: Topology,
+    fabric: SharedFabric,
+    sm: Sm,
+    rt: tokio::runtime::Runtime,
+    sm_host: NodeIdx,
+    /// SMPs a heavy sweep of the unchanged fabric sends (Gets and Sets).
+    heavy_smps: u64,
+}
+
+fn total(fabric: &SharedFabric) -> u64 {
+    fabric.lock().unwrap().smp_counts().values().sum()
+}
+
+fn counts(fabric: &SharedFabric) -> HashMap<(AttributeId, Method), u64> {
+    fabric.lock().unwrap().smp_counts().clone()
+}
+
+impl Bed {
+    /// The fabric brought up by an SM on the first host, and a heavy
+    /// sweep's cost measured on it unchanged (discovery included).
+    fn new(spec: &str) -> Bed {
+        let topo = Topology::from_spec_or_file(spec).unwrap();
+        let fabric = FabricBuilder::new(&topo).seed(9).build_shared().unwrap();
+        let sm_host = topo.hosts().next().unwrap();
+        let dev = SimDevice::attach(&fabric, sm_host, 1).unwrap();
+        dev.set_is_sm(true);
+        let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
+        let (transport, _unsolicited) = MadTransport::spawn(dev, txn);
+        let mut sm = SubnetManager::new(transport, SmConfig { max_op_vls: 2, ..SmConfig::default() }, false);
+        let rt = runtime();
+        let up = rt.block_on(sm.sweep()).expect("bring-up");
+        assert!(up.subnet_up(), "{spec}: {:?} {:?}", up.inactive, up.problems());
+        rt.block_on(sm.sweep()).expect("second sweep");
+        let before = total(&fabric);
+        let quiet = rt.block_on(sm.sweep()).expect("a quiet heavy sweep");
+        assert_eq!(quiet.program.sets(), 0, "{spec}: {:?}", quiet.program);
+        let heavy_smps = total(&fabric) - before;
+        Bed { topo, fabric, sm, rt, sm_host, heavy_smps }
+    }
+
+    /// What a light sweep finds, as suspects (every switch reporting a
+    /// port state change).
+    fn light_suspects(&mut self) -> Vec<Suspect> {
+        let found = self.rt.block_on(self.sm.light_sweep());
+        assert!(!found.needs_heavy, "{:?}", found.finding);
+        switch_suspects(found.changed, found.silent)
+    }
+
+    /// Reacts at what the light sweep names; returns the report and the
+    /// SMPs the reaction sent (the light sweep's not included).
+    fn react(&mut self) -> (SweepReport, u64) {
+        let suspects = self.light_suspects();
+        assert!(!suspects.is_empty(), "the light sweep saw no change");
+        let before = total(&self.fabric);
+        let r = self.rt.block_on(self.sm.react(Trigger::LightSweep, &suspects)).expect("reaction");
+        let spent = total(&self.fabric) - before;
+        match r {
+            Reaction::Programmed(report) => (*report, spent),
+            Reaction::Unbounded(c) => panic!("not bounded: {:?}", c.unbounded),
+        }
+    }
+
+    fn is_switch(&self, r: PortRef) -> bool {
+        self.topo.node(r.node).kind == NodeKind::Switch
+    }
+
+    /// Every LID an ACTIVE port (or a live switch's port 0) holds is
+    /// delivered from every live switch to its owner, over ACTIVE links.
+    fn check_routes(&self, what: &str) {
+        let f = self.fabric.lock().unwrap();
+        let mut owners: Vec<(NodeIdx, Lid)> = Vec::new();
+        for (i, node) in self.topo.nodes.iter().enumerate() {
+            let id = NodeIdx(i);
+            if f.is_crashed(id) {
+                continue;
+            }
+            match node.kind {
+                NodeKind::Switch => owners.push((id, f.lid_of(PortRef { node: id, port: 0 }).unwrap())),
+                _ => {
+                    for port in 1..=node.num_ports {
+                        let r = PortRef { node: id, port };
+                        if f.port_state(r).ok() == Some(PortState::Active) {
+                            owners.push((id, f.lid_of(r).unwrap()));
+                        }
+                    }
+                }
+            }
+        }
+        // Only the switches the SM still reaches.
+        for sw in self.topo.switches().filter(|&s| !f.is_crashed(s)) {
+            if f.lid_of(PortRef { node: sw, port: 0 }).unwrap().0 == 0 {
+                continue;
+            }
+            for &(owner, lid) in &owners {
+                let path = f.trace_lid_route(sw, lid).unwrap_or_else(|e| panic!("{what}: LID {lid} from {sw:?}: {e}"));
+                let last = path.last().map(|p| p.node);
+                assert!(last == Some(owner) || (last == Some(sw) && owner == sw), "{what}: LID {lid} from {sw:?}");
+            }
+        }
+    }
+
+    fn all_cabled_active_but(&self, except: &[PortRef]) -> Vec<PortRef> {
+        let f = self.fabric.lock().unwrap();
+        self.topo
+            .links
+            .iter()
+            .flat_map(|l| [l.a, l.b])
+            .filter(|r| !except.contains(r) && !f.is_crashed(r.node))
+            .filter(|&r| f.port_state(r).ok() != Some(PortState::Active))
+            .collect()
+    }
+
+    fn changes(report: &SweepReport) -> &ibsm::subnet::ChangeSet {
+        match &report.kind {
+            SweepKind::Reaction { changes, .. } => changes,
+            SweepKind::Heavy => panic!("a heavy sweep, not a reaction"),
+        }
+    }
+
+    /// Inter-switch links.
+    fn trunks(&self) -> Vec<(PortRef, PortRef)> {
+        self.topo.links.iter().filter(|l| self.is_switch(l.a) && self.is_switch(l.b)).map(|l| (l.a, l.b)).collect()
+    }
+}
+
+#[test]
+fn a_cable_down_then_up_costs_a_fraction_of_a_heavy_sweep() {
+    let mut bed = Bed::new(FAT_TREE);
+    let (a, b) = bed.trunks()[0];
+    let lfts_before = counts(&bed.fabric);
+    bed.fabric.lock().unwrap().link_down(a).unwrap();
+    let (report, spent) = bed.react();
+    let changes = Bed::changes(&report);
+    assert_eq!(changes.count(ChangeKind::LinkDown), 1, "{:?}", changes.changes);
+    assert_eq!(changes.changes.len(), 1, "{:?}", changes.changes);
+    assert!(report.program.lft_blocks > 0, "routes moved off the cable: {:?}", report.program);
+    assert_eq!(report.program.port_sets, 0, "no port changes state: {:?}", report.program);
+    bed.check_routes("cable down");
+    assert!(bed.all_cabled_active_but(&[a, b]).is_empty());
+    // Reads: the two switches' SwitchInfo and PortInfo, and the SwitchInfo
+    // of switches whose path crossed the cable (silent in the light sweep);
+    // Sets: the blocks that change and the two SwitchInfo Sets that clear
+    // PortStateChange.
+    let ports = (bed.topo.node(a.node).num_ports + 1) as usize + (bed.topo.node(b.node).num_ports + 1) as usize;
+    let switches = bed.topo.switches().count();
+    assert!(changes.reads >= ports + 2 && changes.reads <= ports + switches, "{changes:?}");
+    assert_eq!(spent as usize, changes.reads + report.program.sets(), "{:?}", report.program);
+    assert!(spent * 5 < bed.heavy_smps, "a cable down: {spent} SMPs, a quiet heavy sweep {}", bed.heavy_smps);
+    let lft_sets = counts(&bed.fabric)[&(AttributeId::LinearForwardingTable, Method::Set)]
+        - lfts_before.get(&(AttributeId::LinearForwardingTable, Method::Set)).copied().unwrap_or(0);
+    assert_eq!(lft_sets as usize, report.program.lft_blocks);
+
+    // And back up: the link retrains, both ends are armed and activated.
+    bed.fabric.lock().unwrap().link_up(a).unwrap();
+    let (report, spent) = bed.react();
+    let changes = Bed::changes(&report);
+    assert_eq!(changes.count(ChangeKind::LinkUp), 1, "{:?}", changes.changes);
+    assert_eq!((report.program.armed, report.program.activated), (2, 2), "{:?}", report.program);
+    assert!(bed.all_cabled_active_but(&[]).is_empty());
+    bed.check_routes("cable back up");
+    assert!(spent * 5 < bed.heavy_smps, "a cable up: {spent} SMPs, a quiet heavy sweep {}", bed.heavy_smps);
+}
+
+#[test]
+fn a_spine_down_and_back() {
+    let mut bed = Bed::new(FAT_TREE);
+    let spine = bed.topo.switches().find(|&s| bed.topo.node(s).name.starts_with("spine")).unwrap();
+    bed.fabric.lock().unwrap().crash_node(spine).unwrap();
+    let (report, spent) = bed.react();
+    let changes = Bed::changes(&report);
+    assert_eq!(changes.count(ChangeKind::NodeGone), 1, "{:?}", changes.changes);
+    assert_eq!(changes.count(ChangeKind::LinkDown), 6, "one per leaf: {:?}", changes.changes);
+    bed.check_routes("spine down");
+    // Every leaf's ports are read: on this small tree that is a third of a
+    // heavy sweep (docs/benchmarks.md has the 648-host figure).
+    assert!(spent * 2 < bed.heavy_smps, "a spine down: {spent} SMPs, a quiet heavy sweep {}", bed.heavy_smps);
+
+    // It comes back powered up afresh: found reset, written whole.
+    bed.fabric.lock().unwrap().restart_node(spine).unwrap();
+    let (report, _) = bed.react();
+    let changes = Bed::changes(&report);
+    assert_eq!(changes.count(ChangeKind::NodeNew), 1, "{:?}", changes.changes);
+    assert_eq!(changes.count(ChangeKind::LinkUp), 5, "the others: {:?}", changes.changes);
+    assert!(bed.all_cabled_active_but(&[]).is_empty());
+    bed.check_routes("spine back");
+}
+
+#[test]
+fn a_switch_reboot_is_reprogrammed_from_what_the_sm_knows() {
+    let mut bed = Bed::new(FAT_TREE);
+    let sm_leaf = bed.topo.neighbor(PortRef { node: bed.sm_host, port: 1 }).unwrap().node;
+    let leaf = bed.topo.switches().find(|&s| s != sm_leaf && bed.topo.node(s).name.starts_with("leaf")).unwrap();
+    let lft_before = bed.fabric.lock().unwrap().lft(leaf).unwrap().to_vec();
+    bed.fabric.lock().unwrap().restart_node(leaf).unwrap();
+    let (report, _) = bed.react();
+    let changes = Bed::changes(&report);
+    assert_eq!(changes.count(ChangeKind::NodeReset), 1, "{:?}", changes.changes);
+    let blocks = report.lids.max_lid.0 as usize / 64 + 1;
+    assert_eq!(report.program.lft_blocks, blocks, "the rebooted leaf's table, whole: {:?}", report.program);
+    assert_eq!(bed.fabric.lock().unwrap().lft(leaf).unwrap(), &lft_before[..], "the same routes as before");
+    assert!(bed.all_cabled_active_but(&[]).is_empty());
+    bed.check_routes("switch reboot");
+}
+
+#[test]
+fn a_host_reboot_gets_its_lid_back() {
+    let mut bed = Bed::new(FAT_TREE);
+    let host = bed.topo.hosts().nth(13).unwrap();
+    let port = PortRef { node: host, port: 1 };
+    let lid = bed.fabric.lock().unwrap().lid_of(port).unwrap();
+    bed.fabric.lock().unwrap().restart_node(host).unwrap();
+    assert_eq!(bed.fabric.lock().unwrap().lid_of(port).unwrap(), Lid(0));
+    let (report, _) = bed.react();
+    let changes = Bed::changes(&report);
+    assert_eq!(changes.count(ChangeKind::LinkRetrained), 1, "{:?}", changes.changes);
+    assert_eq!(bed.fabric.lock().unwrap().lid_of(port).unwrap(), lid);
+    assert_eq!(report.program.lft_blocks, 0, "no route moved: {:?}", report.program);
+    assert!(bed.all_cabled_active_but(&[]).is_empty());
+    bed.check_routes("host reboot");
+}
+
+#[test]
+fn ten_cables_down_at_once_are_one_change_set() {
+    let mut bed = Bed::new(FAT_TREE);
+    // One uplink of each leaf, to spines in turn: every leaf and spine
+    // keeps links.
+    let trunks = bed.trunks();
+    assert_eq!(trunks.len(), 18);
+    let cut: Vec<(PortRef, PortRef)> = (0..6).map(|leaf| trunks[leaf * 3 + leaf % 3]).collect();
+    let hosts: Vec<PortRef> =
+        bed.topo.hosts().skip(1).step_by(7).take(4).map(|h| PortRef { node: h, port: 1 }).collect();
+    assert_eq!(cut.len() + hosts.len(), 10);
+    for &(a, _) in &cut {
+        bed.fabric.lock().unwrap().link_down(a).unwrap();
+    }
+    for &h in &hosts {
+        bed.fabric.lock().unwrap().link_down(h).unwrap();
+    }
+    let (report, spent) = bed.react();
+    let changes = Bed::changes(&report);
+    assert_eq!(changes.count(ChangeKind::LinkDown), 10, "{:?}", changes.changes);
+    assert_eq!(changes.count(ChangeKind::NodeGone), 4, "the hosts cut off: {:?}", changes.changes);
+    bed.check_routes("ten cables down");
+    let mut except: Vec<PortRef> = cut.iter().flat_map(|&(a, b)| [a, b]).collect();
+    for &h in &hosts {
+        except.push(h);
+        except.push(bed.topo.neighbor(h).unwrap());
+    }
+    assert!(bed.all_cabled_active_but(&except).is_empty());
+    // The cuts leave no fat tree: auto routes with another engine, whose
+    // VL tables are new Sets; the reads stay a fraction of a discovery.
+    assert!(
+        changes.reads * 2 < bed.heavy_smps as usize,
+        "ten cables: {} reads, a quiet heavy sweep {} SMPs",
+        changes.reads,
+        bed.heavy_smps
+    );
+    assert!(spent as usize == changes.reads + report.program.sets());
+}
+
+#[test]
+fn every_kind_of_fabric_reacts_to_a_trunk_down() {
+    for spec in [
+        "torus2d:4x4,hosts=1",
+        "mesh2d:3x4,hosts=1",
+        "dragonfly:routers=4,hosts=2,global=1,groups=5",
+        "random:switches=40,degree=4,hosts=2,seed=1",
+    ] {
+        let mut bed = Bed::new(spec);
+        let (a, _) = bed.trunks()[3];
+        bed.fabric.lock().unwrap().link_down(a).unwrap();
+        let (report, spent) = bed.react();
+        assert_eq!(Bed::changes(&report).count(ChangeKind::LinkDown), 1, "{spec}");
+        bed.check_routes(spec);
+        assert!(spent * 3 < bed.heavy_smps, "{spec}: {spent} SMPs, a quiet heavy sweep {}", bed.heavy_smps);
+        bed.fabric.lock().unwrap().link_up(a).unwrap();
+        bed.react();
+        assert!(bed.all_cabled_active_but(&[]).is_empty(), "{spec}");
+        bed.check_routes(spec);
+    }
+}
+
+/// The whole SM as a service: a cable unplugged and plugged back raises
+/// trap 128 at both switches; the master reacts to each burst with one
+/// bounded change set (no rediscovery: no NodeInfo Get but the probe of
+/// the link that came back), `/status` says what was taken and why, and
+/// the ports end ACTIVE with every route traced.
+#[tokio::test(flavor = "current_thread")]
+async fn the_service_reacts_to_traps_without_a_heavy_sweep() {
+    use ibsm::config::Config;
+    use ibsm::runtime::status::StatusBoard;
+    use ibsm::runtime::{run, RunOptions};
+
+    let topo = Topology::from_spec_or_file(FAT_TREE).unwrap();
+    let fabric = FabricBuilder::new(&topo).seed(4).build_shared().unwrap();
+    // Traps travel while the SM is idle: the clock must move with real time.
+    fabric.lock().unwrap().pace_to_real_time();
+    let sm_host = topo.hosts().next().unwrap();
+    let dev = SimDevice::attach(&fabric, sm_host, 1).unwrap();
+    dev.set_is_sm(true);
+    let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
+    let (transport, unsolicited) = MadTransport::spawn(dev, txn);
+    let mut config = Config::default();
+    // No light sweeps: only traps can start a reaction here.
+    config.sm.sweep_interval_s = 0;
+    let status = StatusBoard::new();
+    let options = RunOptions { persist_lids: false, status: status.clone(), ..RunOptions::default() };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let service = tokio::spawn(run(transport, unsolicited, config, options, async {
+        let _ = stop_rx.await;
+    }));
+    let bed_check = |what: &str| {
+        let f = fabric.lock().unwrap();
+        let active =
+            topo.links.iter().flat_map(|l| [l.a, l.b]).all(|r| f.port_state(r).ok() == Some(PortState::Active));
+        drop(f);
+        let _ = what;
+        active
+    };
+    let wait = |what: &'static str, cond: Box<dyn Fn() -> bool>| async move {
+        for _ in 0..600 {
+            if cond() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("waited 30 s for {what}");
+    };
+    for _ in 0..600 {
+        if bed_check("bring-up") && status.status().heavy_sweep.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(bed_check("bring-up"));
+    // Let the sweeps that follow bring-up settle (PortStateChange raised by
+    // the SM's own activations).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let heavy_before = status.status().heavy_sweep.map_or(0, |h| h.count);
+    let node_info = || fabric.lock().unwrap().smp_count(AttributeId::NodeInfo, Method::Get);
+    let before = node_info();
+
+    let trunk = topo
+        .links
+        .iter()
+        .find(|l| topo.node(l.a.node).kind == NodeKind::Switch && topo.node(l.b.node).kind == NodeKind::Switch)
+        .copied()
+        .unwrap();
+    fabric.lock().unwrap().link_down(trunk.a).unwrap();
+    let st = status.clone();
+    wait(
+        "a reaction to the cable down",
+        Box::new(move || st.status().reaction.is_some_and(|r| r.changes.contains("links down"))),
+    )
+    .await;
+    let r = status.status().reaction.unwrap();
+    assert_eq!((r.taken.as_str(), r.trigger.as_str(), r.why.clone()), ("programmed", "trap 128", None), "{r:?}");
+    assert_eq!(node_info(), before, "no rediscovery");
+
+    fabric.lock().unwrap().link_up(trunk.a).unwrap();
+    let f2 = fabric.clone();
+    let links = topo.links.clone();
+    wait(
+        "every port ACTIVE again",
+        Box::new(move || {
+            let f = f2.lock().unwrap();
+            links.iter().flat_map(|l| [l.a, l.b]).all(|r| f.port_state(r).ok() == Some(PortState::Active))
+        }),
+    )
+    .await;
+    let r = status.status().reaction.unwrap();
+    assert_eq!(r.taken, "programmed", "{r:?}");
+    assert!(r.count >= 2 && r.heavy_fallbacks == 0, "{r:?}");
+    assert!(node_info() - before <= 2, "only the link that came back is probed");
+    assert_eq!(status.status().heavy_sweep.map_or(0, |h| h.count), heavy_before, "no heavy sweep");
+    {
+        let f = fabric.lock().unwrap();
+        for sw in topo.switches() {
+            for h in topo.hosts() {
+                let lid = f.lid_of(PortRef { node: h, port: 1 }).unwrap();
+                let path = f.trace_lid_route(sw, lid).unwrap_or_else(|e| panic!("LID {lid} from {sw:?}: {e}"));
+                assert_eq!(path.last().map(|p| p.node), Some(h));
+            }
+        }
+    }
+    stop_tx.send(()).unwrap();
+    let report = service.await.unwrap().expect("service ends cleanly");
+    assert!(report.subnet_up());
+}
