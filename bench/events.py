@@ -101,19 +101,28 @@ def wait_log(path, needle, limit=300):
     return False
 
 
-def scenarios(net):
-    """(name, console commands) on the fabric's first leaf-to-spine cable
-    of a leaf the SM does not sit on, and a spine."""
+def scenarios(net, sm_host):
+    """(name, console commands): a switch-to-switch cable of a switch the
+    SM does not hang off (the sixth such switch), and the switch with the
+    most switch-to-switch cables (a spine on a fat tree)."""
     text = open(net).read()
-    leaf = re.findall(r'^Switch\s+\d+\s+"(leaf\d+)"', text, re.M)[5]
-    block = text.split(f'"{leaf}"', 1)[1].split("\n\n", 1)[0]
-    port = next(int(p) for p, peer in re.findall(r'^\[(\d+)\]\s+"([^"]+)"', block, re.M) if peer.startswith("spine"))
-    spine = re.findall(r'^Switch\s+\d+\s+"(spine\d+)"', text, re.M)[3]
+    links = {}
+    for block in text.split("\n\n"):
+        m = re.search(r'^Switch\s+\d+\s+"([^"]+)"', block, re.M)
+        if m:
+            links[m.group(1)] = [(int(p), peer) for p, peer in re.findall(r'^\[(\d+)\]\s+"([^"]+)"', block, re.M)]
+    switches = list(links)
+    sm_switch = next(sw for sw, ports in links.items() if any(peer == sm_host for _, peer in ports))
+    trunks = {sw: [(p, peer) for p, peer in ports if peer in links] for sw, ports in links.items()}
+    others = [sw for sw in switches if sw != sm_switch and trunks[sw]]
+    cable_sw = others[min(5, len(others) - 1)]
+    port = trunks[cable_sw][0][0]
+    hub = max((sw for sw in others if sw != cable_sw), key=lambda sw: len(trunks[sw]))
     return [
-        ("cable down", [f'Unlink "{leaf}"[{port}]']),
-        ("cable up", [f'ReLink "{leaf}"[{port}]']),
-        ("spine down", [f'Unlink "{spine}"']),
-        ("spine up", [f'ReLink "{spine}"']),
+        ("cable down", [f'Unlink "{cable_sw}"[{port}]']),
+        ("cable up", [f'ReLink "{cable_sw}"[{port}]']),
+        ("spine down", [f'Unlink "{hub}"']),
+        ("spine up", [f'ReLink "{hub}"']),
     ]
 
 
@@ -148,7 +157,7 @@ def run_sm(kind, spec, ibsm, shim, quiet, work):
         if not wait_log(log, "SUBNET UP"):
             raise SystemExit(f"{kind}: no SUBNET UP")
         wait_quiet(live, quiet)
-        for name, commands in scenarios(net):
+        for name, commands in scenarios(net, host):
             before = read_live(live)
             t0 = time.monotonic()
             for c in commands:
@@ -218,6 +227,9 @@ def main():
     shim = build_shim(work)
     res = {kind: run_sm(kind, args.spec, args.ibsm, shim, args.quiet, work) for kind in ("opensm", "ibsm")}
     print(f"## {args.spec}")
+    print()
+    print("'spine' is the switch with the most switch-to-switch cables (a spine on a fat tree).")
+    print()
     print("| scenario | OpenSM SMPs | ibsm SMPs | ratio | OpenSM s | ibsm s | ratio | LFT blocks (OpenSM / ibsm) "
           "| PortInfo Sets (OpenSM / ibsm) |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -829,8 +829,12 @@ fn port_set(subnet: &Subnet, id: NodeId, port: u8, ctx: &Ctx, memo: Option<&Port
     // The port still holds what it answered our last Set with, and we want
     // the same again: whatever differs is a field the device does not keep.
     // (The state is the link passes' business, not a parameter.)
-    let kept =
-        memo.is_some_and(|m| m.held == *current && PortInfoRepr { port_state: want.port_state, ..m.wanted } == want);
+    // LocalPortNum is the port the SMP entered by: it changes with the
+    // path (a cable on the old one went down), not with the port.
+    let same = |a: &PortInfoRepr, b: &PortInfoRepr| PortInfoRepr { local_port_num: b.local_port_num, ..*a } == *b;
+    let kept = memo.is_some_and(|m| {
+        same(&m.held, current) && same(&PortInfoRepr { port_state: want.port_state, ..m.wanted }, &want)
+    });
     let changed = want != *current && !kept;
     if let Some(m) = memo.filter(|_| changed) {
         tracing::debug!(node = %node.guid(), port, held = ?m.held, current = ?current, wanted = ?m.wanted, want = ?want, "port differs from what it answered our last Set with");

@@ -76,7 +76,17 @@ pub(super) struct Owner<T: Transport + Clone> {
     /// light sweep findings that come while it waits join it, so a burst
     /// is one change set.
     pub(super) pending_react: Option<(crate::subnet::Trigger, std::collections::BTreeSet<crate::subnet::Suspect>)>,
+    /// A trap burst being gathered: when its first trap came, and when the
+    /// reaction is queued unless another trap comes first.
+    pub(super) react_due: Option<(Duration, Duration)>,
 }
+
+/// A trap's reaction waits this long for more traps of the same burst (a
+/// spine that goes down makes every leaf trap within a few ms): one change
+/// set, not one reaction per trap against a subnet only partly told.
+pub(super) const TRAP_SETTLE: Duration = Duration::from_millis(10);
+/// ... but never longer than this after the burst's first trap.
+pub(super) const TRAP_SETTLE_MAX: Duration = Duration::from_millis(100);
 
 /// What `Owner::start` sets up besides the owner: the SA's change feeds,
 /// which the loop waits on, and the performance manager's task, which ends
@@ -165,6 +175,7 @@ impl<T: Transport + Clone> Owner<T> {
             lid_names: std::cell::RefCell::new(None),
             traps_logged: (Duration::ZERO, 0),
             pending_react: None,
+            react_due: None,
         };
         owner.publish_election();
         Ok(Started { owner, alias_changes, mcast_changes, perfmgr })
@@ -211,18 +222,31 @@ pub(super) struct MirrorReads {
 
 impl<T: Transport + Clone> Owner<T> {
     /// Queues a reaction at `suspects`, or adds them to the one waiting. A
-    /// reaction needs a master that has programmed the fabric: before that
-    /// the change goes to the election as a heavy sweep would.
+    /// trap's reaction is queued [`TRAP_SETTLE`] after the last trap of its
+    /// burst (at most [`TRAP_SETTLE_MAX`] after the first); a light sweep's
+    /// at once. A reaction needs a master that has programmed the fabric:
+    /// before that the change goes to the election as a heavy sweep would.
     pub(super) fn react_to(&mut self, trigger: crate::subnet::Trigger, suspects: Vec<crate::subnet::Suspect>) {
+        let now = self.now();
         if self.election.state() != State::Master || !self.took_charge || self.options.once {
-            self.election.handle(self.now(), crate::election::Event::SweepWanted);
+            self.election.handle(now, crate::election::Event::SweepWanted);
             return;
         }
+        let settle = trigger != crate::subnet::Trigger::LightSweep;
         match &mut self.pending_react {
-            Some((_, waiting)) => waiting.extend(suspects),
+            Some((_, waiting)) => {
+                waiting.extend(suspects);
+                if let Some((first, due)) = &mut self.react_due {
+                    *due = (now + TRAP_SETTLE).min(*first + TRAP_SETTLE_MAX);
+                }
+            }
             None => {
                 self.pending_react = Some((trigger, suspects.into_iter().collect()));
-                self.queue.push_back(SweepWork::React);
+                if settle {
+                    self.react_due = Some((now, now + TRAP_SETTLE));
+                } else {
+                    self.queue.push_back(SweepWork::React);
+                }
             }
         }
     }

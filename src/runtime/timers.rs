@@ -1,6 +1,6 @@
 //! The owner's timers: the election's timeout, the sweep interval, the
-//! mirror interval, a multicast retry and the heartbeat, all waited for
-//! by one sleep in the loop.
+//! mirror interval, a multicast retry, the end of a trap burst and the
+//! heartbeat, all waited for by one sleep in the loop.
 
 use std::future::Future;
 
@@ -21,6 +21,7 @@ impl<T: Transport + Clone> Owner<T> {
             self.next_sweep.filter(|_| !sweeping),
             self.mirror.next.filter(|_| !self.mirror.running),
             self.mcast_retry,
+            self.react_due.map(|(_, due)| due),
             Some(self.next_heartbeat),
         ]
         .into_iter()
@@ -40,6 +41,10 @@ impl<T: Transport + Clone> Owner<T> {
     pub(super) fn on_wake(&mut self, sweeping: bool, side: &mut FuturesUnordered<SideJob>) {
         let now = self.now();
         self.election.handle_timeout(now);
+        if self.react_due.is_some_and(|(_, due)| due <= now) {
+            self.react_due = None;
+            self.queue.push_back(SweepWork::React);
+        }
         if self.mcast_retry.is_some_and(|at| at <= now) {
             self.mcast_retry = None;
             self.on_mcast_changed();

@@ -23,16 +23,19 @@
 //! cable found down may have carried the path the SM knew to a node, so
 //! after a round that cut or made a link every path is walked again
 //! ([`Subnet::refresh_paths`]), and a node no path reaches is not read
-//! (it is gone). Suspects that did not answer the light sweep are read
-//! after the first round, over the paths that round left.
+//! (it is gone). Suspects are read nearest the SM first, a path length at
+//! a time, so what a near change cut is known before the far ones are
+//! asked over it; suspects that did not answer the light sweep come after,
+//! and a read that went unanswered is asked once more at the end, over the
+//! paths the changes left.
 //!
 //! It ends with the subnet updated (links cut and made, PortInfo as read,
 //! unreachable nodes dropped by [`Subnet::reachable`]) and the typed
 //! [`ChangeSet`]. It cannot bound the change, and says why, when a known
 //! GUID answers as another kind of node, when a node answers a NodeInfo
-//! the SM cannot use, when a read it needs goes unanswered (twice for a
-//! silent suspect), or when the node it is asked about is unknown: the SM
-//! then sweeps the fabric whole.
+//! the SM cannot use, when a read it needs goes unanswered twice, or when
+//! the node it is asked about is unknown: the SM then sweeps the fabric
+//! whole.
 
 use std::collections::{HashSet, VecDeque};
 
@@ -63,6 +66,11 @@ pub enum Read {
     SwitchInfo {
         node: NodeId,
     },
+    /// SwitchInfo of a switch at the far end of a link found down, whose
+    /// own trap may have been lost with the link (it may be down whole).
+    Verify {
+        node: NodeId,
+    },
     NodeDescription {
         node: NodeId,
     },
@@ -77,6 +85,19 @@ pub enum Read {
     },
 }
 
+impl Read {
+    /// The node it asks.
+    fn node(self) -> NodeId {
+        match self {
+            Read::SwitchInfo { node }
+            | Read::Verify { node }
+            | Read::NodeDescription { node }
+            | Read::PortInfo { node, .. }
+            | Read::Probe { node, .. } => node,
+        }
+    }
+}
+
 /// The reaction as an I/O-free core ([`SmpCore`]), a round at a time.
 pub struct ReactionCore {
     subnet: Subnet,
@@ -84,13 +105,21 @@ pub struct ReactionCore {
     round: VecDeque<Read>,
     /// The next round's.
     next: Vec<Read>,
-    /// Suspects that did not answer the light sweep: the second round's.
+    /// Suspects not read yet (a port of an end node, or every port), read
+    /// nearest the SM first: a change near the SM may have cut the path the
+    /// SM knew to the farther ones, and reading them over it would only
+    /// time out.
+    waiting: Vec<(NodeId, Option<u8>)>,
+    /// Suspects that did not answer the light sweep: their SwitchInfo, once
+    /// the others are read.
     silent: Vec<NodeId>,
-    /// Silent suspects whose SwitchInfo failed again: asked once more when
-    /// nothing else is left, over the paths the changes then leave (a node
-    /// no path reaches is gone, not lost).
-    retry: Vec<NodeId>,
-    retried: HashSet<NodeId>,
+    /// Reads that went unanswered, asked once more when nothing else is
+    /// left, over the paths the changes then leave (a node no path reaches
+    /// is gone, not lost).
+    retry: Vec<(Read, DrPath, String)>,
+    retried: HashSet<Read>,
+    /// Switches that answered nothing twice: taken as gone.
+    gone: HashSet<NodeId>,
     /// A link was cut or made since paths were last walked.
     links_changed: bool,
     /// Nodes no path reaches now: not read.
@@ -109,9 +138,11 @@ impl ReactionCore {
             subnet,
             round: VecDeque::new(),
             next: Vec::new(),
+            waiting: Vec::new(),
             silent: Vec::new(),
             retry: Vec::new(),
             retried: HashSet::new(),
+            gone: HashSet::new(),
             links_changed: false,
             unreachable: HashSet::new(),
             outstanding: 0,
@@ -126,31 +157,59 @@ impl ReactionCore {
             };
             match s.port {
                 _ if s.silent => core.silent.push(id),
-                Some(port) if !core.subnet.node(id).is_switch() => core.read_port(id, port),
-                _ => core.read_whole(id),
+                Some(port) if !core.subnet.node(id).is_switch() => core.waiting.push((id, Some(port))),
+                _ => core.waiting.push((id, None)),
             }
-        }
-        if core.next.is_empty() {
-            core.next_silent();
         }
         core.start_round();
         core
     }
 
-    /// Queues the silent suspects' SwitchInfo (once); one that reports a
-    /// port state change has every port read then. Failing that, the
-    /// silent ones that failed, once more.
-    fn next_silent(&mut self) {
-        if !self.silent.is_empty() {
-            for id in std::mem::take(&mut self.silent) {
-                self.queue(Read::SwitchInfo { node: id });
+    /// When a round is over, the next one: the reads the last one called
+    /// for; else the waiting suspects nearest the SM; else the silent
+    /// ones' SwitchInfo (one that reports a port state change then has
+    /// every port read); else the reads that failed, once more. Paths are
+    /// walked again first when links were cut or made.
+    fn start_round(&mut self) {
+        if self.links_changed {
+            self.links_changed = false;
+            self.unreachable = self.subnet.refresh_paths().into_iter().collect();
+        }
+        if self.next.is_empty() {
+            self.waiting.retain(|(id, _)| !self.unreachable.contains(id));
+            if let Some(depth) = self.waiting.iter().map(|&(id, _)| self.subnet.node(id).path.len()).min() {
+                let (now, later): (Vec<_>, Vec<_>) =
+                    self.waiting.iter().partition(|&&(id, _)| self.subnet.node(id).path.len() == depth);
+                self.waiting = later;
+                for (id, port) in now {
+                    match port {
+                        Some(port) => self.read_port(id, port),
+                        None => self.read_whole(id),
+                    }
+                }
+            } else if !self.silent.is_empty() {
+                for id in std::mem::take(&mut self.silent) {
+                    self.queue(Read::SwitchInfo { node: id });
+                }
+            } else {
+                for (read, path, error) in std::mem::take(&mut self.retry) {
+                    self.retried.insert(read);
+                    // Over the same path it would fail the same way (the
+                    // transport spent its retries already): that is the
+                    // second failure, without the wait.
+                    if self.current_path(read) == Some(path) {
+                        self.failed_again(read, path, &error);
+                    } else {
+                        self.next.push(read);
+                    }
+                }
+                if self.links_changed {
+                    self.links_changed = false;
+                    self.unreachable = self.subnet.refresh_paths().into_iter().collect();
+                }
             }
-            return;
         }
-        for id in std::mem::take(&mut self.retry) {
-            self.retried.insert(id);
-            self.next.push(Read::SwitchInfo { node: id });
-        }
+        self.round.extend(self.next.drain(..));
     }
 
     /// The subnet as it stands now (unreachable nodes dropped) and the
@@ -210,33 +269,16 @@ impl ReactionCore {
         self.queue(Read::PortInfo { node: id, port });
     }
 
-    /// The next round: paths walked again first if links changed.
-    fn start_round(&mut self) {
-        if self.next.is_empty() {
-            self.next_silent();
-        }
-        if self.links_changed {
-            self.links_changed = false;
-            self.unreachable = self.subnet.refresh_paths().into_iter().collect();
-        }
-        self.round.extend(self.next.drain(..));
-    }
-
     /// Where `read` goes now; `None` for a node no path reaches.
     fn path_of(&mut self, read: Read) -> Option<DrPath> {
-        let node = match read {
-            Read::SwitchInfo { node }
-            | Read::NodeDescription { node }
-            | Read::PortInfo { node, .. }
-            | Read::Probe { node, .. } => node,
-        };
+        let node = read.node();
         if self.unreachable.contains(&node) {
             debug!(node = %self.subnet.node(node).guid(), ?read, "not read: no path reaches it now");
             return None;
         }
         let n = self.subnet.node(node);
         match read {
-            Read::SwitchInfo { .. } | Read::NodeDescription { .. } => Some(n.path),
+            Read::SwitchInfo { .. } | Read::Verify { .. } | Read::NodeDescription { .. } => Some(n.path),
             Read::PortInfo { port, .. } => Some(n.path_for_port(port)),
             Read::Probe { port, .. } => match n.path.extend(port) {
                 Ok(p) => Some(p),
@@ -295,14 +337,15 @@ impl ReactionCore {
             (Some(far), false) => {
                 self.subnet.unlink((id, port));
                 self.links_changed = true;
-                // The far end went down with it; it need not be read.
-                if let Some(info) =
-                    self.subnet.node_mut(far.0).ports.get_mut(far.1 as usize).and_then(|p| p.info.as_mut())
-                {
-                    info.port_state = PortState::Down;
-                    info.port_physical_state = PhysState::Polling;
-                }
+                self.mark_down(far);
                 self.change(ChangeKind::LinkDown, id, port, Some(far));
+                // A far switch not among the suspects may have lost its own
+                // trap with this link (it was its route to the SM): is it
+                // there, and did more of its ports change?
+                let far_switch = self.subnet.node(far.0).is_switch();
+                if far_switch && !self.whole.contains(&far.0) && !self.waiting.iter().any(|&(n, _)| n == far.0) {
+                    self.queue(Read::Verify { node: far.0 });
+                }
             }
             // Down and back: who is there now, and was it reset? (Asked
             // from the switch side: a CA forwards nothing.)
@@ -369,6 +412,28 @@ impl ReactionCore {
         }
     }
 
+    /// `id` answers nothing: every cable to it is taken as down.
+    fn declare_gone(&mut self, id: NodeId, path: DrPath, e: &str) {
+        self.gone.insert(id);
+        let node = self.subnet.node(id);
+        debug!(node = %node.guid(), name = %node.name(), %path, error = %e, "switch does not answer: taken as gone");
+        for port in 1..self.subnet.node(id).ports.len() as u8 {
+            if let Some(far) = self.subnet.unlink((id, port)) {
+                self.mark_down(far);
+            }
+        }
+        self.waiting.retain(|&(n, _)| n != id);
+        self.links_changed = true;
+    }
+
+    /// The far end of a cable found down went down with it.
+    fn mark_down(&mut self, (node, port): (NodeId, u8)) {
+        if let Some(info) = self.subnet.node_mut(node).ports.get_mut(port as usize).and_then(|p| p.info.as_mut()) {
+            info.port_state = PortState::Down;
+            info.port_physical_state = PhysState::Polling;
+        }
+    }
+
     /// A node the subnet does not hold, behind `id`'s `port`: read as a
     /// discovery reads it, and linked where it was found.
     fn on_new_node(&mut self, id: NodeId, port: u8, path: DrPath, info: NodeInfoRepr) {
@@ -402,14 +467,43 @@ impl ReactionCore {
     }
 
     fn failed(&mut self, read: Read, path: DrPath, e: &SmpError) {
-        if let Read::SwitchInfo { node } = read {
-            if !self.retried.contains(&node) && !self.whole.contains(&node) {
-                self.retry.push(node);
-                return;
-            }
+        // Asked again once everything else is read: the path it went by
+        // may cross a change not yet known.
+        if !self.retried.contains(&read) {
+            self.retry.push((read, path, e.to_string()));
+            return;
+        }
+        self.failed_again(read, path, &e.to_string());
+    }
+
+    /// The path `read` would take now, without side effects; `None` for a
+    /// node no path reaches (or a probe past the last hop).
+    fn current_path(&self, read: Read) -> Option<DrPath> {
+        if self.unreachable.contains(&read.node()) {
+            return None;
+        }
+        let n = self.subnet.node(read.node());
+        match read {
+            Read::PortInfo { port, .. } => Some(n.path_for_port(port)),
+            Read::Probe { port, .. } => n.path.extend(port).ok(),
+            _ => Some(n.path),
+        }
+    }
+
+    /// A read unanswered twice.
+    fn failed_again(&mut self, read: Read, path: DrPath, e: &str) {
+        // A switch that still does not answer over the paths the changes
+        // left is gone: routing around it is safe, and should it still be
+        // there its neighbours' PortStateChange brings it back.
+        let node = read.node();
+        if self.gone.contains(&node) {
+            return;
+        }
+        if self.subnet.node(node).is_switch() && !matches!(read, Read::Probe { .. }) {
+            return self.declare_gone(node, path, e);
         }
         let (node, what) = match read {
-            Read::SwitchInfo { node } => (node, "SwitchInfo".to_string()),
+            Read::SwitchInfo { node } | Read::Verify { node } => (node, "SwitchInfo".to_string()),
             Read::NodeDescription { node } => (node, "NodeDescription".to_string()),
             Read::PortInfo { node, port } => (node, format!("PortInfo of port {port}")),
             Read::Probe { node, port } => (node, format!("NodeInfo through port {port}")),
@@ -446,7 +540,7 @@ impl SmpCore for ReactionCore {
         };
         self.outstanding += 1;
         let smp = match read {
-            Read::SwitchInfo { .. } => SmpRequest::get(path, AttributeId::SwitchInfo, 0),
+            Read::SwitchInfo { .. } | Read::Verify { .. } => SmpRequest::get(path, AttributeId::SwitchInfo, 0),
             Read::NodeDescription { .. } => SmpRequest::get(path, AttributeId::NodeDescription, 0),
             Read::PortInfo { port, .. } => SmpRequest::get(path, AttributeId::PortInfo, port as u32),
             Read::Probe { .. } => SmpRequest::get(path, AttributeId::NodeInfo, 0),
@@ -462,7 +556,9 @@ impl SmpCore for ReactionCore {
             Err(e) => return self.failed(read, path, &e),
         };
         let parsed = match read {
-            Read::SwitchInfo { node } => SwitchInfoRepr::parse_data(&data).map(|si| self.on_switch_info(node, si)),
+            Read::SwitchInfo { node } | Read::Verify { node } => {
+                SwitchInfoRepr::parse_data(&data).map(|si| self.on_switch_info(node, si))
+            }
             Read::NodeDescription { node } => NodeDescriptionRepr::parse_data(&data).map(|nd| {
                 self.subnet.node_mut(node).description = Some(nd.text);
             }),
@@ -472,12 +568,7 @@ impl SmpCore for ReactionCore {
             Read::Probe { node, port } => NodeInfoRepr::parse_data(&data).map(|ni| self.on_probe(node, port, path, ni)),
         };
         if let Err(e) = parsed {
-            let n = self.subnet.node(match read {
-                Read::SwitchInfo { node }
-                | Read::NodeDescription { node }
-                | Read::PortInfo { node, .. }
-                | Read::Probe { node, .. } => node,
-            });
+            let n = self.subnet.node(read.node());
             let why = format!("{} '{}' at {path}: unreadable answer: {e}", n.guid(), n.name());
             self.unbounded(why);
         }
@@ -486,7 +577,7 @@ impl SmpCore for ReactionCore {
     fn is_done(&self) -> bool {
         self.outstanding == 0
             && self.round.is_empty()
-            && ((self.next.is_empty() && self.silent.is_empty() && self.retry.is_empty())
+            && ((self.next.is_empty() && self.waiting.is_empty() && self.silent.is_empty() && self.retry.is_empty())
                 || self.changes.unbounded.is_some())
     }
 }
@@ -571,14 +662,28 @@ mod tests {
     }
 
     #[test]
-    fn a_suspect_that_does_not_answer_is_named() {
+    fn a_switch_that_does_not_answer_twice_is_gone_with_what_hangs_off_it() {
         let (topo, fabric, mut dev, known) = setup();
         let leaf = topo.switches().nth(2).unwrap();
         fabric.lock().unwrap().crash_node(leaf).unwrap();
         let guid = topo.node(leaf).node_guid;
-        let (_, changes) = react_on(&mut dev, &known, &[Suspect { guid, port: None, silent: false }]);
+        let (now, changes) = react_on(&mut dev, &known, &[Suspect { guid, port: None, silent: false }]);
+        assert_eq!(changes.unbounded, None);
+        assert_eq!(changes.count(ChangeKind::NodeGone), 1 + 4, "the leaf and its hosts: {changes:?}");
+        assert!(now.by_guid(guid).is_none());
+    }
+
+    #[test]
+    fn an_end_port_that_does_not_answer_is_named() {
+        let (topo, fabric, mut dev, known) = setup();
+        let host = topo.hosts().nth(9).unwrap();
+        fabric.lock().unwrap().crash_node(host).unwrap();
+        let guid = topo.node(host).node_guid;
+        let (_, changes) = react_on(&mut dev, &known, &[Suspect { guid, port: Some(1), silent: false }]);
         let why = changes.unbounded.expect("unbounded");
-        assert!(why.contains(&guid.to_string()) && why.contains("unanswered"), "{why}");
+        assert!(why.contains(&guid.to_string()) && why.contains("PortInfo of port 1 unanswered"), "{why}");
+        // Once: asked again over the same path it would fail the same way.
+        assert_eq!(changes.reads, 1);
     }
 
     #[test]
