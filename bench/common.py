@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 PROCS = []  # every process a benchmark started, killed on exit
 
@@ -45,3 +46,13 @@ def fmt(x, digits=1):
 
 def ratio(a, b):
     return "—" if a is None or not b else f"{a / b:.2f}"
+
+
+def wait_log(path, needle, limit=300):
+    """Waits until the file at `path` holds `needle`; False after `limit` s."""
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        if os.path.exists(path) and needle in open(path, errors="replace").read():
+            return True
+        time.sleep(0.2)
+    return False

@@ -92,15 +92,6 @@ def wait_quiet(live, quiet, limit=120.0):
     return last, last_change
 
 
-def wait_log(path, needle, limit=300):
-    deadline = time.time() + limit
-    while time.time() < deadline:
-        if os.path.exists(path) and needle in open(path, errors="replace").read():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def scenarios(net, sm_host):
     """(name, console commands): a switch-to-switch cable of a switch the
     SM does not hang off (the sixth such switch), and the switch with the
@@ -154,7 +145,7 @@ def run_sm(kind, spec, ibsm, shim, quiet, work):
         else:
             cmd = [ibsm, "run", "--sweep-interval", "0", "--cache-dir", smdir, "--log-file", log]
         sm = subprocess.Popen(cmd, env=env, cwd=smdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if not wait_log(log, "SUBNET UP"):
+        if not common.wait_log(log, "SUBNET UP"):
             raise SystemExit(f"{kind}: no SUBNET UP")
         wait_quiet(live, quiet)
         for name, commands in scenarios(net, host):

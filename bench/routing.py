@@ -86,6 +86,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -253,12 +256,7 @@ def parse_osm_log(path):
 
 
 def wait_for(path, needle, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if os.path.exists(path) and needle in open(path, errors="replace").read():
-            return True
-        time.sleep(0.2)
-    return False
+    return common.wait_log(path, needle, timeout)
 
 
 def ca_lids(subnet_lst):
