@@ -180,12 +180,12 @@ fn every_port_holds_its_partitions_keys_and_the_switch_ports_facing_hosts_enforc
 
     // Reads: 3 hosts, 2 blocks each, and 2 switch port 0s of 1 block; the
     // switches are cold (never programmed), so the 3 ports facing the hosts
-    // are not read but written whole. Sets: block 0 of each host, both
-    // blocks of each facing port (switch port 0 already holds the default
-    // key).
+    // are not read but written: block 0 (block 1 holds no key, as a reset
+    // left it). Sets: block 0 of each host and of each facing port (switch
+    // port 0 already holds the default key).
     let p = &report.program;
-    assert_eq!((p.pkey_reads, p.pkey_sets, p.failures), (8, 9, 0), "{p:?}");
-    assert_eq!(net.pkey_smps(), (8, 9), "the simulator saw as many");
+    assert_eq!((p.pkey_reads, p.pkey_sets, p.failures), (8, 6, 0), "{p:?}");
+    assert_eq!(net.pkey_smps(), (8, 6), "the simulator saw as many");
 
     // What the SA answers from: every block of every table programmed.
     assert_eq!(p.pkey_blocks.len(), 8, "{:?}", p.pkey_blocks.keys());
@@ -297,8 +297,8 @@ fn without_partitions_ports_keep_their_keys_and_gain_the_default() {
         assert!(net.port_info(facing).partition_enforcement_inbound);
     }
     // Today's result for everyone else: nothing to write but the facing
-    // ports of the cold switches, written whole, unread (2 blocks each).
-    assert_eq!(report.program.pkey_sets, 1 + 3 * 2, "H2's block 0 and the facing ports: {:?}", report.program);
+    // ports of the cold switches, written unread (block 0 of each).
+    assert_eq!(report.program.pkey_sets, 1 + 3, "H2's block 0 and the facing ports: {:?}", report.program);
     let again = net.sweep(&mut sm);
     assert_eq!((again.program.pkey_sets, again.program.pkey_reads), (0, 0));
 }
@@ -309,8 +309,8 @@ fn part_enforce_off_reads_and_writes_no_switch_table_and_clears_the_bits() {
     let mut sm = net.sm_on(H1);
     sm.set_partitions(Some(first_set(&net)));
     let first = net.sweep(&mut sm);
-    // Block 0 of each host; each facing port of a cold switch whole.
-    assert_eq!(first.program.pkey_sets, 3 + 3 * 2);
+    // Block 0 of each host and of each facing port of a cold switch.
+    assert_eq!(first.program.pkey_sets, 3 + 3);
     let facing_tables: Vec<Vec<u16>> = HOSTS.iter().map(|&(_, f)| net.table(f)).collect();
 
     sm.set_part_enforce(PartEnforce::Off);

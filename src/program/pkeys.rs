@@ -39,8 +39,9 @@
 //! except the blocks the memo ([`PKeyMemos`], in `LftCache`) knows: what
 //! the port answered this SM's last Set or read of it, and except the
 //! switch ports of a cold switch (LinearFDBTop 0: reset since any SM
-//! programmed it), whose tables are written whole, unread: the SM is about
-//! to write them anyway. A later sweep reads
+//! programmed it), whose tables are written unread: block 0, and the other
+//! blocks that hold a key (a reset leaves the entries past index 0
+//! invalid). A later sweep reads
 //! only what is new (ports found INIT or DOWN have their memos forgotten
 //! first: a rebooted host comes back with a fresh table); a takeover clears
 //! the memo and reads everything.
@@ -107,6 +108,9 @@ pub struct PKeyWork {
     pub enforcement: HashMap<(NodeId, u8), Enforcement>,
     /// Every port whose table was planned: node GUID, port, blocks.
     pub ports: Vec<(Guid, u8, u16)>,
+    /// Blocks of cold switches' tables taken as the reset left them
+    /// (empty) without a read: remembered as held.
+    pub assumed: Vec<((Guid, u8, u16), PKeyTableBlockRepr)>,
 }
 
 /// One port table the SM reads and may write.
@@ -164,6 +168,9 @@ pub(super) async fn prepare<D: SmpDriver>(
     read_unknown(driver, subnet, &tables, report, memos).await;
     let mut work = PKeyWork { enforcement, ..PKeyWork::default() };
     plan(subnet, &ends, &facing, partitions, enforce, memos, &mut work);
+    for &(key, held) in &work.assumed {
+        memos.insert(key, PKeyMemo { held, wanted: held });
+    }
     work
 }
 
@@ -248,11 +255,19 @@ fn push_sets(work: &mut PKeyWork, memos: &PKeyMemos, t: &PortTable, held: &[u16]
     }
 }
 
-/// The Sets for every block of `t`, holding `new`: a table nobody read.
+/// The Sets that make `t`, a table on a cold switch nobody read, hold
+/// `new`: block 0 always (what a reset leaves at index 0 differs between
+/// devices), and every other block that holds a key. A reset leaves the
+/// entries past index 0 invalid, so an empty block is already right; a
+/// switch whose LinearFDBTop says it was programmed since is read first.
 fn push_whole(work: &mut PKeyWork, t: &PortTable, new: &[u16]) {
     work.ports.push((t.node_guid, t.port, t.blocks()));
     for block in 0..t.blocks() {
         let want = PKeyTableBlockRepr { pkeys: block_of(new, block) };
+        if block > 0 && !want.pkeys.iter().any(|&k| is_key(k)) {
+            work.assumed.push(((t.node_guid, t.port, block), want));
+            continue;
+        }
         work.sets.push(PKeySet { node: t.node, port: t.port, block, path: t.path, amod: t.amod(block), want });
     }
 }
