@@ -216,16 +216,8 @@ impl<T: Transport + Clone> Owner<T> {
     /// The node (GUID, whether a switch) and port that hold `lid` as the
     /// last published sweep saw them.
     fn port_at_lid(&self, lid: Lid) -> Option<(crate::types::Guid, bool, u8)> {
-        let snap = self.last.as_ref()?;
-        let subnet = &snap.sweep.subnet;
-        let id = {
-            let mut cache = self.lid_names.borrow_mut();
-            if cache.as_ref().is_none_or(|(seq, _)| *seq != snap.sequence) {
-                *cache = Some((snap.sequence, lid_index(subnet)));
-            }
-            *cache.as_ref().expect("just built").1.get(&lid.0)?
-        };
-        let node = subnet.node(id);
+        let id = self.node_id_at_lid(lid)?;
+        let node = self.last.as_ref()?.sweep.subnet.node(id);
         if node.is_switch() {
             return Some((node.guid(), true, 0));
         }
@@ -250,15 +242,20 @@ impl<T: Transport + Clone> Owner<T> {
         let Some(snap) = self.last.as_ref() else {
             return "unknown (no sweep yet)".into();
         };
+        match self.node_id_at_lid(lid).map(|id| snap.sweep.subnet.node(id)) {
+            Some(n) => format!("{} '{}' at path {}", n.guid(), n.description.as_deref().unwrap_or(""), n.path),
+            None => format!("unknown at LID {lid}"),
+        }
+    }
+
+    /// The node of the last published sweep that holds `lid`, through the
+    /// LID index built once per snapshot.
+    fn node_id_at_lid(&self, lid: Lid) -> Option<crate::subnet::NodeId> {
+        let snap = self.last.as_ref()?;
         let mut cache = self.lid_names.borrow_mut();
         if cache.as_ref().is_none_or(|(seq, _)| *seq != snap.sequence) {
             *cache = Some((snap.sequence, lid_index(&snap.sweep.subnet)));
         }
-        let nodes = &cache.as_ref().expect("just built").1;
-        let subnet = &snap.sweep.subnet;
-        match nodes.get(&lid.0).map(|&id| subnet.node(id)) {
-            Some(n) => format!("{} '{}' at path {}", n.guid(), n.description.as_deref().unwrap_or(""), n.path),
-            None => format!("unknown at LID {lid}"),
-        }
+        cache.as_ref().expect("just built").1.get(&lid.0).copied()
     }
 }
