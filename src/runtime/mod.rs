@@ -7,8 +7,10 @@
 //!        │                                           │
 //!        │                                           ├── Election core (election::fsm): state, timers;
 //!        │  request()/send()                         │   its actions carried out in election.rs
-//!        ├──────────── sweep slot (one job) ◄────────┤   discover | take_charge | light sweep,
-//!        │             sweep_jobs.rs                 │   each owning the SubnetManager while it runs;
+//!        ├──────────── sweep slot (one job) ◄────────┤   discover | take_charge | light sweep |
+//!        │             sweep_jobs.rs                 │   reaction (traps 128/144 and light sweep
+//!        │                                           │   findings, a burst gathered first), each
+//!        │                                           │   owning the SubnetManager while it runs;
 //!        │                                           │   a programmed sweep is published (publish.rs)
 //!        └──────────── side jobs (FuturesUnordered) ◄┘   polls of the master, SMInfo Sets,
 //!                      side_jobs.rs                      own-port checks: each ends as an Event;
