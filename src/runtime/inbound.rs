@@ -46,9 +46,12 @@ impl std::fmt::Display for TrapResponse {
 /// Trap lines logged one by one per second; the rest are counted.
 pub(super) const TRAP_LINES_PER_S: u32 = 10;
 
+/// LID to the node and port that hold it.
+pub(super) type LidIndex = std::collections::HashMap<u16, (crate::subnet::NodeId, u8)>;
+
 /// Every LID of `subnet` (each end port's LMC range, each switch's port
-/// 0) to its node, for log lines.
-pub(super) fn lid_index(subnet: &crate::subnet::Subnet) -> std::collections::HashMap<u16, crate::subnet::NodeId> {
+/// 0) to its node and port: for log lines, and where a trap came from.
+pub(super) fn lid_index(subnet: &crate::subnet::Subnet) -> LidIndex {
     let mut nodes = std::collections::HashMap::new();
     for id in subnet.ids() {
         let n = subnet.node(id);
@@ -59,7 +62,7 @@ pub(super) fn lid_index(subnet: &crate::subnet::Subnet) -> std::collections::Has
                 continue;
             }
             for l in info.lid.0..info.lid.0.saturating_add(1 << info.lmc.min(7)) {
-                nodes.insert(l, id);
+                nodes.insert(l, (id, p as u8));
             }
         }
     }
@@ -188,11 +191,8 @@ impl<T: Transport + Clone> Owner<T> {
             129..=131 | 256..=259 => return TrapResponse::Nothing,
             _ => return TrapResponse::Heavy,
         };
-        match self.port_at_lid(notice.issuer_lid) {
-            Some((guid, true, _)) => TrapResponse::React(trigger, Suspect { guid, port: None, silent: false }),
-            Some((guid, false, port)) => {
-                TrapResponse::React(trigger, Suspect { guid, port: Some(port), silent: false })
-            }
+        match self.suspect_at_lid(notice.issuer_lid) {
+            Some(suspect) => TrapResponse::React(trigger, suspect),
             None => TrapResponse::Unmatched,
         }
     }
@@ -213,21 +213,13 @@ impl<T: Transport + Clone> Owner<T> {
         }
     }
 
-    /// The node (GUID, whether a switch) and port that hold `lid` as the
-    /// last published sweep saw them.
-    fn port_at_lid(&self, lid: Lid) -> Option<(crate::types::Guid, bool, u8)> {
-        let id = self.node_id_at_lid(lid)?;
+    /// Where a trap from `lid` asks the SM to look: the switch whose port
+    /// 0 holds it (every port), or the end port that does.
+    fn suspect_at_lid(&self, lid: Lid) -> Option<Suspect> {
+        let (id, port) = self.port_of_lid(lid)?;
         let node = self.last.as_ref()?.sweep.subnet.node(id);
-        if node.is_switch() {
-            return Some((node.guid(), true, 0));
-        }
-        let port = node.external_ports().find(|&p| {
-            node.ports[p as usize]
-                .info
-                .as_ref()
-                .is_some_and(|i| i.lid.0 != 0 && (i.lid.0..i.lid.0.saturating_add(1 << i.lmc.min(7))).contains(&lid.0))
-        })?;
-        Some((node.guid(), false, port))
+        let port = (!node.is_switch()).then_some(port);
+        Some(Suspect { guid: node.guid(), port, silent: false })
     }
 
     pub(super) fn reply(&self, to: &Datagram, smp: crate::mad::SmpRepr) {
@@ -242,15 +234,15 @@ impl<T: Transport + Clone> Owner<T> {
         let Some(snap) = self.last.as_ref() else {
             return "unknown (no sweep yet)".into();
         };
-        match self.node_id_at_lid(lid).map(|id| snap.sweep.subnet.node(id)) {
+        match self.port_of_lid(lid).map(|(id, _)| snap.sweep.subnet.node(id)) {
             Some(n) => format!("{} '{}' at path {}", n.guid(), n.description.as_deref().unwrap_or(""), n.path),
             None => format!("unknown at LID {lid}"),
         }
     }
 
-    /// The node of the last published sweep that holds `lid`, through the
-    /// LID index built once per snapshot.
-    fn node_id_at_lid(&self, lid: Lid) -> Option<crate::subnet::NodeId> {
+    /// The node and port of the last published sweep that hold `lid`,
+    /// through the LID index built once per snapshot.
+    fn port_of_lid(&self, lid: Lid) -> Option<(crate::subnet::NodeId, u8)> {
         let snap = self.last.as_ref()?;
         let mut cache = self.lid_names.borrow_mut();
         if cache.as_ref().is_none_or(|(seq, _)| *seq != snap.sequence) {

@@ -68,7 +68,7 @@ pub(super) struct Owner<T: Transport + Clone> {
     /// systemd has had READY=1 (a reload ends with another).
     pub(super) told_ready: bool,
     /// LID -> node, for log lines, built once per snapshot (its sequence).
-    pub(super) lid_names: std::cell::RefCell<Option<(u64, std::collections::HashMap<u16, crate::subnet::NodeId>)>>,
+    pub(super) lid_names: std::cell::RefCell<Option<(u64, super::inbound::LidIndex)>>,
     /// Trap lines logged in the current second (its start, the count): a
     /// storm is logged as a count, not line by line.
     pub(super) traps_logged: (Duration, u32),

@@ -77,6 +77,20 @@ impl SubnetNode {
     pub fn is_cold_switch(&self) -> bool {
         self.switch_info.as_ref().is_some_and(|s| s.linear_fdb_top == 0)
     }
+    /// Takes `path` as the one the SM reaches this node by; a CA's ports
+    /// lose theirs until [`Self::enter_port`] gives them again.
+    fn place(&mut self, path: DrPath) {
+        self.path = path;
+        if !self.is_switch() {
+            self.port_paths.iter_mut().for_each(|p| *p = None);
+        }
+    }
+    /// `path` enters this CA through `port` (the first one found stays).
+    fn enter_port(&mut self, port: u8, path: DrPath) {
+        if let Some(slot) = self.port_paths.get_mut(port as usize) {
+            slot.get_or_insert(path);
+        }
+    }
     /// Port numbers that can carry traffic to a neighbour.
     pub fn external_ports(&self) -> impl Iterator<Item = u8> + '_ {
         (1..self.ports.len()).map(|p| p as u8)
@@ -427,16 +441,10 @@ impl Subnet {
         let mut reached = vec![false; self.nodes.len()];
         for &(id, path) in &walk.nodes {
             reached[id.index()] = true;
-            let node = self.node_mut(id);
-            node.path = path;
-            if !node.is_switch() {
-                node.port_paths.iter_mut().for_each(|p| *p = None);
-            }
+            self.node_mut(id).place(path);
         }
         for &((id, port), path) in &walk.ca_ports {
-            if let Some(slot) = self.node_mut(id).port_paths.get_mut(port as usize) {
-                slot.get_or_insert(path);
-            }
+            self.node_mut(id).enter_port(port, path);
         }
         self.ids().filter(|id| !reached[id.index()]).collect()
     }
@@ -448,30 +456,31 @@ impl Subnet {
     /// are dropped (they were an earlier look's); other SMs' ports stay
     /// where their nodes do.
     pub fn reachable(&self) -> (Subnet, Vec<Guid>) {
-        let mut now = self.clone();
-        let gone: Vec<NodeId> = now.refresh_paths();
-        let walk = now.walk();
-        let mut new_id: HashMap<NodeId, NodeId> = HashMap::new();
+        let walk = self.walk();
+        let new_id: HashMap<NodeId, NodeId> =
+            walk.nodes.iter().enumerate().map(|(i, &(old, _))| (old, NodeId(i as u32))).collect();
         let mut out = Subnet::default();
-        for (i, &(old, _)) in walk.nodes.iter().enumerate() {
-            new_id.insert(old, NodeId(i as u32));
-        }
-        for &(old, _) in &walk.nodes {
-            let mut node = now.node(old).clone();
+        for &(old, path) in &walk.nodes {
+            let mut node = self.node(old).clone();
+            node.place(path);
             for slot in &mut node.ports {
                 slot.remote = slot.remote.and_then(|(far, p)| Some((*new_id.get(&far)?, p)));
             }
             out.by_guid.insert(node.guid(), new_id[&old]);
             out.nodes.push(node);
         }
-        out.sm_port = now.sm_port.map(|(n, p)| (new_id[&n], p));
-        for remote in &now.remote_sms {
+        for &((old, port), path) in &walk.ca_ports {
+            out.node_mut(new_id[&old]).enter_port(port, path);
+        }
+        out.sm_port = self.sm_port.map(|(n, p)| (new_id[&n], p));
+        for remote in &self.remote_sms {
             if let Some(&node) = new_id.get(&remote.node) {
                 let path = out.node(node).path_for_port(remote.port);
                 out.remote_sms.push(RemoteSm { node, path, ..remote.clone() });
             }
         }
-        (out, gone.into_iter().map(|id| self.node(id).guid()).collect())
+        let gone = self.ids().filter(|id| !new_id.contains_key(id)).map(|id| self.node(id).guid()).collect();
+        (out, gone)
     }
 
     /// Every end port (CA/router port) and switch port 0 that gets a LID.
