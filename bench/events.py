@@ -15,7 +15,12 @@ reports, per scenario and SM:
   through a shared counter file);
 - time from the command to the last SMP (the last Set, or the last read
   when a reaction needed no Set);
-- LFT blocks and PortInfo Sets sent.
+- LFT blocks and PortInfo Sets sent;
+- SA latency while it reacts: a probe client on another host asks a
+  PathRecord, waits --probe-pace ms after each answer, and keeps on from
+  half a second before the command to the end of the quiet period
+  (`ibsm sa flood --concurrency 1 --pace-ms`, the same client for both
+  SMs): p50 and max of its answers, and any it lost.
 
 Then the daemon stops and `ibsm run --once` starts on the fabric as it was
 left: on the same host with its cache directory (a restart) and on another
@@ -25,7 +30,9 @@ usage: bench/events.py [--spec fattree2:radix=36,leaves=36,spines=18,hosts=18]
                        [--ibsm target/release/ibsm] [--quiet 3]
 """
 import argparse
+import json
 import os
+import random
 import re
 import shutil
 import struct
@@ -92,6 +99,33 @@ def wait_quiet(live, quiet, limit=120.0):
     return last, last_change
 
 
+def ca_lids(env, cwd):
+    r = subprocess.run(["ibnetdiscover", "-p"], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    return sorted({int(line.split()[1]) for line in r.stdout.splitlines() if line.startswith("CA ")})
+
+
+def start_probe(ibsm, sock, host, work, pairs, seconds, pace_ms):
+    """An `ibsm sa flood` client at concurrency 1, paced: SA latency while
+    the SM works. Returns the process; `probe_report` reads its JSON."""
+    cwd = tempfile.mkdtemp(prefix="probe-", dir=work)
+    cmd = [ibsm, "sa", "flood", "--kind", "path", "--concurrency", "1", "--pace-ms", str(pace_ms),
+           "--duration", f"{seconds:.2f}", "--timeout-ms", "1000", "--pairs-file", pairs, "--json"]
+    p = subprocess.Popen(cmd, env=sim_env(sock, host, {"LD_PRELOAD": UMAD2SIM}), cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    common.PROCS.append(p)
+    return p
+
+
+def probe_report(p):
+    out, err = p.communicate(timeout=300)
+    try:
+        r = json.loads(out)
+    except ValueError:
+        return {"failed": f"exit {p.returncode}: {err.strip()[:200]}"}
+    return {"p50": r["latency_ms"]["p50"], "max": r["latency_ms"]["max"], "answered": r["answered"],
+            "lost": r["lost"] + r["errors"]}
+
+
 def scenarios(net, sm_host):
     """(name, console commands): a switch-to-switch cable of a switch the
     SM does not hang off (the sixth such switch), and the switch with the
@@ -117,7 +151,7 @@ def scenarios(net, sm_host):
     ]
 
 
-def run_sm(kind, spec, ibsm, shim, quiet, work):
+def run_sm(kind, spec, ibsm, shim, quiet, work, pace_ms):
     net, flags, hosts, _ = common.fabric_files(spec, ibsm, work)
     host = subprocess.run([ibsm, "topology", "sm-node", spec], capture_output=True, text=True,
                           check=True).stdout.strip()
@@ -148,13 +182,27 @@ def run_sm(kind, spec, ibsm, shim, quiet, work):
         if not common.wait_log(log, "SUBNET UP"):
             raise SystemExit(f"{kind}: no SUBNET UP")
         wait_quiet(live, quiet)
+        # The probe asks from a host the scenarios leave cabled.
+        probe_host = hosts[-1] if hosts[-1] != host else hosts[0]
+        pairs = os.path.join(smdir, "pairs")
+        lids = ca_lids(sim_env(sock, probe_host, {"LD_PRELOAD": UMAD2SIM}), smdir)
+        rng = random.Random(1)
+        with open(pairs, "w") as f:
+            for _ in range(4096):
+                a, b = rng.sample(lids, 2)
+                f.write(f"{a} {b}\n")
         for name, commands in scenarios(net, host):
+            # Long enough for the slowest reaction measured and the quiet
+            # period after it; the probe's figures cover all of it.
+            probe = start_probe(ibsm, sock, probe_host, smdir, pairs, quiet + 4.5, pace_ms)
+            time.sleep(0.5)
             before = read_live(live)
             t0 = time.monotonic()
             for c in commands:
                 sim.stdin.write(c + "\n")
             sim.stdin.flush()
             after, last = wait_quiet(live, quiet)
+            sa = probe_report(probe)
             d = diff(after, before)
             smps = total(d)
             results.append({
@@ -163,6 +211,7 @@ def run_sm(kind, spec, ibsm, shim, quiet, work):
                 "seconds": (last - t0) if smps else 0.0,
                 "lft": d.get((2, 25), 0),
                 "portinfo_sets": d.get((2, 21), 0),
+                "sa": sa,
                 "by_attr": {f"{'Get' if m == 1 else 'Set' if m == 2 else m} {ATTR.get(a, a)}": n
                             for (m, a), n in sorted(d.items())},
             })
@@ -211,12 +260,14 @@ def main():
     ap.add_argument("--spec", default="fattree2:radix=36,leaves=36,spines=18,hosts=18")
     ap.add_argument("--ibsm", default=os.path.join(ROOT, "target", "release", "ibsm"))
     ap.add_argument("--quiet", type=float, default=3.0, help="seconds without an SMP that end a reaction")
+    ap.add_argument("--probe-pace", type=float, default=2.0,
+                    help="ms the SA probe waits after each answer")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     common.kill_started_processes_on_exit()
     work = tempfile.mkdtemp(prefix="ibsm-events-")
     shim = build_shim(work)
-    res = {kind: run_sm(kind, args.spec, args.ibsm, shim, args.quiet, work) for kind in ("opensm", "ibsm")}
+    res = {kind: run_sm(kind, args.spec, args.ibsm, shim, args.quiet, work, args.probe_pace) for kind in ("opensm", "ibsm")}
     print(f"## {args.spec}")
     print()
     print("'spine' is the switch with the most switch-to-switch cables (a spine on a fat tree).")
@@ -228,6 +279,20 @@ def main():
         print(f"| {o['scenario']} | {o['smps']} | {i['smps']} | {common.ratio(i['smps'], o['smps'])} "
               f"| {o['seconds']:.3f} | {i['seconds']:.3f} | {common.ratio(i['seconds'], o['seconds'])} "
               f"| {o['lft']} / {i['lft']} | {o['portinfo_sets']} / {i['portinfo_sets']} |")
+    print()
+    print(f"SA PathRecord latency while reacting, ms (one probe query at a time, {args.probe_pace:g} ms apart):")
+    print()
+    print("| scenario | OpenSM p50 | ibsm p50 | OpenSM max | ibsm max | ratio of max | answered (OpenSM / ibsm) "
+          "| lost (OpenSM / ibsm) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for o, i in zip(res["opensm"], [r for r in res["ibsm"] if "code" not in r]):
+        so, si = o["sa"], i["sa"]
+        if "failed" in so or "failed" in si:
+            print(f"| {o['scenario']} | probe failed: {so.get('failed', '')} {si.get('failed', '')} |")
+            continue
+        print(f"| {o['scenario']} | {so['p50']:.3f} | {si['p50']:.3f} | {so['max']:.3f} | {si['max']:.3f} "
+              f"| {common.ratio(si['max'], so['max'])} | {so['answered']} / {si['answered']} "
+              f"| {so['lost']} / {si['lost']} |")
     print()
     print("| start on the fabric as left | exit | SMPs | LFT Sets | PortInfo Sets | seconds |")
     print("|---|---|---|---|---|---|")

@@ -134,7 +134,8 @@ async fn whole_tables_of_a_648_host_fabric_with_and_without_loss() {
     };
     let pairs: Vec<(u16, u16)> =
         lids.iter().zip(lids.iter().rev()).map(|(&a, &b)| (a, b)).filter(|(a, b)| a != b).collect();
-    let plan = FloodPlan { kind: FloodKind::Path, pairs, duration: Duration::from_secs(5), concurrency: 32 };
+    let plan =
+        FloodPlan { kind: FloodKind::Path, pairs, duration: Duration::from_secs(5), concurrency: 32, pace: None };
     let report = flood(&client, &plan).await;
     eprintln!("{}", report.render(false).trim());
     assert!(report.answered > 0 && report.sent == report.answered, "{report:?}");

@@ -476,6 +476,11 @@ pub struct FloodArgs {
     /// Queries in flight at once.
     #[arg(long, default_value = "16")]
     pub concurrency: usize,
+    /// Milliseconds each query slot waits after an answer before its next
+    /// query: a light probe of latency (while the SM reacts to a change,
+    /// say) instead of a flood that loads the fabric.
+    #[arg(long, value_name = "MS")]
+    pub pace_ms: Option<f64>,
     #[arg(long, value_enum, default_value = "path")]
     pub kind: FloodKind,
     /// A path to ask for, `SLID:DLID`; repeatable.
@@ -504,6 +509,8 @@ pub struct FloodPlan {
     pub pairs: Vec<(u16, u16)>,
     pub duration: Duration,
     pub concurrency: usize,
+    /// A pause after each answer, per slot: a paced probe (`None`: flood).
+    pub pace: Option<Duration>,
 }
 
 /// What a flood saw.
@@ -623,6 +630,9 @@ pub async fn flood<T: Transport>(client: &SaClient<T>, plan: &FloodPlan) -> Floo
                     *t.failures.entry(what).or_default() += 1;
                 }
             }
+            if let Some(pace) = plan.pace {
+                tokio::time::sleep(pace).await;
+            }
         }
         t
     };
@@ -692,6 +702,7 @@ pub async fn run_flood(args: &FloodArgs) -> Result<FloodReport, String> {
         pairs,
         duration: Duration::from_secs_f64(args.duration.max(0.0)),
         concurrency: args.concurrency,
+        pace: args.pace_ms.map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
     };
     Ok(flood(&client, &plan).await)
 }
