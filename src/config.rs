@@ -149,6 +149,12 @@ pub struct SmConfig {
     /// Let a port hold both the full and the limited key of one partition
     /// (OpenSM `allow_both_pkeys`); otherwise `=both` means full.
     pub allow_both_pkeys: bool,
+    /// A cable that goes down this many times within `flap_window_s` is
+    /// held down (left out of the routes, its ports left in INIT) for
+    /// `flap_hold_s`, and reported; 0 turns flap damping off.
+    pub flap_downs: u32,
+    pub flap_window_s: u64,
+    pub flap_hold_s: u64,
 }
 
 impl Default for SmConfig {
@@ -179,6 +185,9 @@ impl Default for SmConfig {
             partition_config_file: None,
             part_enforce: crate::partition::PartEnforce::Both,
             allow_both_pkeys: false,
+            flap_downs: 5,
+            flap_window_s: 10,
+            flap_hold_s: 60,
         }
     }
 }
@@ -262,11 +271,16 @@ pub struct TransportConfig {
     pub timeout_ms: u64,
     /// Retries after the first attempt (OpenSM `transaction_retries`).
     pub retries: u32,
+    /// Traps taken per second from one source LID; the excess is dropped
+    /// unanswered (the port sends it again later) and counted. 0: no limit.
+    pub trap_rate_limit: u32,
 }
 
 impl Default for TransportConfig {
     fn default() -> Self {
-        TransportConfig { window: 16, gmp_window: 16, timeout_ms: 200, retries: 3 }
+        // A switch traps once per port state change: a leaf losing every
+        // cable at once sends a few dozen traps, not hundreds.
+        TransportConfig { window: 16, gmp_window: 16, timeout_ms: 200, retries: 3, trap_rate_limit: 100 }
     }
 }
 
@@ -353,6 +367,10 @@ impl Config {
         in_range("sm.sminfo_polling_timeout_ms", sm.sminfo_polling_timeout_ms, 1, 600_000, "must be 1-600000 ms")?;
         in_range("sm.polling_retry_number", sm.polling_retry_number.into(), 1, 100, "must be 1-100")?;
         in_range("sm.lmc", sm.lmc.into(), 0, 7, "must be 0-7")?;
+        in_range("sm.flap_downs", sm.flap_downs.into(), 0, 1000, "must be 0-1000 (0: no flap damping)")?;
+        in_range("sm.flap_window_s", sm.flap_window_s, 1, 3600, "must be 1-3600 s")?;
+        in_range("sm.flap_hold_s", sm.flap_hold_s, 1, 86_400, "must be 1-86400 s")?;
+        in_range("transport.trap_rate_limit", tr.trap_rate_limit.into(), 0, 1_000_000, "must be 0-1000000 per second")?;
         in_range("sm.subnet_timeout", sm.subnet_timeout.into(), 0, 31, "must be 0-31")?;
         in_range("sm.packet_life_time", sm.packet_life_time.into(), 0, 31, "must be 0-31")?;
         // max_op_vls is the VL budget of the engines that layer routes on

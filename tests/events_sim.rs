@@ -88,6 +88,7 @@ impl Bed {
         match r {
             Reaction::Programmed(report) => (*report, spent),
             Reaction::Unbounded(c) => panic!("not bounded: {:?}", c.unbounded),
+            Reaction::Unchanged(c) => panic!("no change found: {c:?}"),
         }
     }
 

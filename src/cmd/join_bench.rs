@@ -837,6 +837,7 @@ mod sim {
             gmp_window: config.transport.gmp_window,
             timeout: config.transport.timeout(),
             retries: config.transport.retries,
+            trap_rate_limit: config.transport.trap_rate_limit,
         };
         let dev = SimDevice::attach(fabric, sm, 1).map_err(|e| e.to_string())?;
         dev.set_is_sm(true);

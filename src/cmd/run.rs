@@ -145,6 +145,7 @@ pub async fn run(args: Args) -> ExitCode {
         gmp_window: config.transport.gmp_window,
         timeout: config.transport.timeout(),
         retries: config.transport.retries,
+        trap_rate_limit: config.transport.trap_rate_limit,
     };
     let opened = match backend::open(&port, txn, Role::SubnetManager) {
         Ok(o) => o,

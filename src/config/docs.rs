@@ -59,6 +59,12 @@ const KEYS: &[(&str, &str)] = &[
     ),
     ("sm.part_enforce", "partition enforcement on switch ports: both, in, out, off (opensm: part_enforce); live"),
     ("sm.allow_both_pkeys", "a port may hold the full and the limited key of one partition (opensm: allow_both_pkeys)"),
+    (
+        "sm.flap_downs",
+        "a cable down this many times in flap_window_s is held down (not routed, ports left INIT); 0 = off",
+    ),
+    ("sm.flap_window_s", "the window flap_downs counts in, seconds"),
+    ("sm.flap_hold_s", "how long a flapping cable is held down, seconds; then it is looked at again"),
     ("qos.enabled", "program VLArbitration tables and VLHighLimit (opensm: qos); [qos] is live on SIGHUP"),
     ("qos.high_limit", "PortInfo.VLHighLimit (opensm: qos_high_limit)"),
     ("qos.vlarb_high", "high-priority arbitration table, VL:weight pairs, VL 0-14 (opensm: qos_vlarb_high)"),
@@ -68,6 +74,10 @@ const KEYS: &[(&str, &str)] = &[
     ("transport.gmp_window", "GMPs in flight at once per management class (SA, PerfMgt, ...)"),
     ("transport.timeout_ms", "per-attempt MAD timeout (opensm: transaction_timeout)"),
     ("transport.retries", "retries after the first attempt (opensm: transaction_retries)"),
+    (
+        "transport.trap_rate_limit",
+        "traps taken per second from one source LID, the rest dropped unanswered and counted; 0 = no limit",
+    ),
     ("port.ca", "HCA name, e.g. \"mlx5_0\"; unset = the first with an active port"),
     ("port.port", "port number on that HCA"),
     ("port.guid", "or the port by GUID (opensm: guid)"),

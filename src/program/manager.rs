@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
 use super::sets::{self, LftCache, Plan};
-use super::{guids, mcast, partitions, planner, SweepError};
+use super::{guids, mcast, partitions, planner, routes, SweepError};
 use crate::config::SmConfig;
 use crate::lid::Guid2Lid;
 use crate::subnet::{ChangeSet, Suspect, SweepKind, Trigger};
@@ -31,6 +31,9 @@ pub enum Reaction {
     Programmed(Box<SweepReport>),
     /// It was not (`ChangeSet::unbounded` says why): sweep the fabric whole.
     Unbounded(ChangeSet),
+    /// The suspects hold what the SM knew: nothing was programmed (a trap
+    /// repeated, or one that changed nothing routes depend on).
+    Unchanged(ChangeSet),
 }
 use crate::types::{Guid, Lid};
 
@@ -87,6 +90,8 @@ pub struct SubnetManager<D: SmpDriver> {
     mcast: mcast::McastState,
     /// The SA's groups.
     mcast_source: Option<mcast::McastSource>,
+    /// Ends of the cables held down for flapping ([`Self::hold_cables`]).
+    held_cables: Vec<crate::subnet::flaps::CableEnd>,
 }
 
 impl<D: SmpDriver> SubnetManager<D> {
@@ -131,6 +136,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             partition_source: None,
             mcast: mcast::McastState::default(),
             mcast_source: None,
+            held_cables: Vec::new(),
         }
     }
 
@@ -263,6 +269,14 @@ impl<D: SmpDriver> SubnetManager<D> {
         self.config.partition_config_file.as_deref()
     }
 
+    /// The ends of cables held down for flapping
+    /// (`crate::subnet::flaps`): from the next sweep or reaction on, no
+    /// route crosses them and their ports are left in INIT. An empty list
+    /// releases them all.
+    pub fn hold_cables(&mut self, ends: Vec<crate::subnet::flaps::CableEnd>) {
+        self.held_cables = ends;
+    }
+
     /// Fabric QoS tables to program (OpenSM's `qos_*`).
     pub fn with_qos(mut self, qos: crate::config::QosConfig) -> Self {
         self.qos = qos;
@@ -374,13 +388,27 @@ impl<D: SmpDriver> SubnetManager<D> {
         }
         // A switch that rebooted lost its tables: written again in full.
         self.lft_cache.forget_cold_switches(&subnet);
+        let held_ports = planner::hold_cables(&mut subnet, &self.held_cables);
 
         // LIDs, kept in guid2lid.
         let addressed = planner::address(&subnet, (sm_node, sm_port), &self.guid2lid, &self.config, mode)?;
         self.keep_guid2lid(&addressed.lids.map);
 
         // Routes.
-        let routed = planner::route(&subnet, &addressed.ranges, &self.config, &self.qos, &self.lft_cache.qos)?;
+        // The engines run where they do not hold up the SA and the
+        // election (the runtime's blocking pool); the fabric view moves
+        // there and back.
+        let (view, vls) = planner::routing_input(&subnet, &addressed.ranges, &self.config)?;
+        let chain = self.config.routing_engine.clone();
+        let (view, computed) = self
+            .driver
+            .compute(move || {
+                let computed = routes::compute(&view, &chain, vls);
+                (view, computed)
+            })
+            .await;
+        let computed = computed?;
+        let routed = planner::routed(&subnet, view, computed, vls, &self.qos, &self.lft_cache.qos);
         let planner::Routed { view, tables, path_sl, notes: routing_notes, routing, qos_sets } = routed;
         self.path_sl = path_sl.map(|sl| (sl, view.switch_nodes.clone()));
         self.routed_switch_guids = view.switch_nodes.iter().map(|&n| subnet.node(n).guid()).collect();
@@ -400,6 +428,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             guid_info,
             partitions: self.partitions.clone(),
             part_enforce: self.part_enforce,
+            held_ports,
         };
         let plan = planner::plan(&addressed, desired, &self.qos, mode);
         let lids = addressed.lids;
@@ -502,6 +531,11 @@ impl<D: SmpDriver> SubnetManager<D> {
             let mut changes = changes;
             changes.unbounded.get_or_insert_with(|| "the SM's own port is unreachable".into());
             return Ok(Reaction::Unbounded(changes));
+        }
+        if changes.changes.is_empty() {
+            // Nothing to route or write: spurious or repeated traps cost
+            // their reads, never a routing run.
+            return Ok(Reaction::Unchanged(changes));
         }
         for c in changes.changes.iter().take(CHANGE_LINES) {
             info!(change = %c, %trigger, "fabric change");

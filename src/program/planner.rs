@@ -81,6 +81,27 @@ pub(super) fn address(
     Ok(Addressed { lids, ranges, sm_lid })
 }
 
+/// Takes the cables held down for flapping out of `subnet`: no route
+/// crosses them and their ports are not brought up. Returns the ports
+/// found (both ends of each cable the subnet holds), for the plan.
+pub(super) fn hold_cables(
+    subnet: &mut Subnet,
+    held: &[crate::subnet::flaps::CableEnd],
+) -> std::collections::HashSet<(NodeId, u8)> {
+    let mut ports = std::collections::HashSet::new();
+    for &(guid, port) in held {
+        let Some(&id) = subnet.by_guid.get(&guid) else { continue };
+        if subnet.node(id).ports.get(port as usize).is_none() {
+            continue;
+        }
+        ports.insert((id, port));
+        if let Some(far) = subnet.unlink((id, port)) {
+            ports.insert(far);
+        }
+    }
+    ports
+}
+
 /// What routing decided for one sweep.
 pub(super) struct Routed {
     /// The fabric as the engines saw it (multicast routes over it too).
@@ -96,18 +117,26 @@ pub(super) struct Routed {
     pub qos_sets: Vec<QosSet>,
 }
 
-/// Routes over the addressed ports with the configured engine chain, and
-/// the QoS tables the routes need.
-pub(super) fn route(
+/// The routing engines' input: the fabric as they see it, and how many
+/// data VLs its ports offer.
+pub(super) fn routing_input(
     subnet: &Subnet,
     ranges: &HashMap<(NodeId, u8), LidRange>,
     config: &SmConfig,
+) -> Result<(RoutingView, u8), SweepError> {
+    Ok((routes::routing_view(subnet, ranges)?, qos::vl_budget(subnet, config)))
+}
+
+/// What the engines computed over `view` ([`routes::compute`], run apart
+/// from this plan), with the QoS tables the routes need.
+pub(super) fn routed(
+    subnet: &Subnet,
+    view: RoutingView,
+    computed: routes::Computed,
+    vls: u8,
     qos: &QosConfig,
     held: &QosCache,
-) -> Result<Routed, SweepError> {
-    let view = routes::routing_view(subnet, ranges)?;
-    let vls = qos::vl_budget(subnet, config);
-    let computed = routes::compute(&view, &config.routing_engine, vls)?;
+) -> Routed {
     for n in &computed.notes {
         warn!(note = %n, "routing");
     }
@@ -129,14 +158,14 @@ pub(super) fn route(
     if qos.enabled {
         qos_sets.extend(qos::vlarb_sets(subnet, qos, held));
     }
-    Ok(Routed {
+    Routed {
         view,
         tables: computed.tables,
         path_sl: computed.path_sl,
         notes: computed.notes,
         routing: computed.routing,
         qos_sets,
-    })
+    }
 }
 
 /// What the programming pass is to make the fabric hold.
@@ -146,6 +175,8 @@ pub(super) struct Desired {
     pub guid_info: Vec<GuidInfoSet>,
     pub partitions: Option<Arc<PartitionSet>>,
     pub part_enforce: PartEnforce,
+    /// Ports of cables held down for flapping.
+    pub held_ports: std::collections::HashSet<(NodeId, u8)>,
 }
 
 /// The Sets of one heavy sweep: LIDs, routes, QoS, alias GUIDs and
@@ -165,6 +196,7 @@ pub(super) fn plan(addressed: &Addressed, desired: Desired, qos: &QosConfig, mod
         guid_info: desired.guid_info,
         partitions: desired.partitions,
         part_enforce: desired.part_enforce,
+        held_ports: desired.held_ports,
     }
 }
 

@@ -79,6 +79,8 @@ pub struct Plan {
     pub partitions: Option<std::sync::Arc<PartitionSet>>,
     /// Where switches enforce partitions (OpenSM's `part_enforce`).
     pub part_enforce: PartEnforce,
+    /// Ports of cables held down for flapping: left in INIT, never armed.
+    pub held_ports: std::collections::HashSet<(NodeId, u8)>,
 }
 
 /// One port's last PortInfo Set, see [`LftCache::ports`].
@@ -839,7 +841,9 @@ fn port_set(subnet: &Subnet, id: NodeId, port: u8, ctx: &Ctx, memo: Option<&Port
     if let Some(m) = memo.filter(|_| changed) {
         tracing::debug!(node = %node.guid(), port, held = ?m.held, current = ?current, wanted = ?m.wanted, want = ?want, "port differs from what it answered our last Set with");
     }
+    let held = plan.held_ports.contains(&(id, port));
     let step = match (current.port_state, target) {
+        _ if held => None,
         (PortState::Init, PortState::Armed) if port != 0 => Some(PortState::Armed),
         (PortState::Armed, PortState::Active) if port != 0 => Some(PortState::Active),
         _ => None,

@@ -66,6 +66,22 @@ impl<T: Transport> SmpDriver for SmpClient<T> {
     fn retries(&self) -> u64 {
         self.transport().stats().txn.totals().retries
     }
+
+    /// On tokio's blocking pool: the owner task and the SA task share one
+    /// thread, which keeps answering from the last snapshot while routes
+    /// are computed. Outside a runtime (a test's plain executor) inline.
+    async fn compute<R, W>(&self, work: W) -> R
+    where
+        R: Send + 'static,
+        W: FnOnce() -> R + Send + 'static,
+    {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return work() };
+        match runtime.spawn_blocking(work).await {
+            Ok(r) => r,
+            // The work panicked: as it would have inline.
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
 }
 
 impl<T: Transport> SubnetManager<SmpClient<T>> {

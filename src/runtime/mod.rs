@@ -17,7 +17,11 @@
 //!                                                        a standby's mirror read of the master's
 //!                                                        SA (one at a time, mirror.rs) ends as SaInput::Mirror
 //!  timers (timers.rs): Election::poll_timeout, the sweep interval, the mirror interval, a multicast
-//!                      retry and the heartbeat, one sleep in the owner's select
+//!                      retry, the end of a flapping cable's hold and the heartbeat, one sleep in
+//!                      the owner's select
+//!  traps pass the per-source rate limit in the I/O thread (exchange::trap_gate); reactions'
+//!                      change sets feed the flap damper (subnet::flaps), whose held cables every
+//!                      sweep leaves out
 //!  SA task (sa_task.rs) ── watch (alias GUIDs, multicast groups) ──► owner (sa_link.rs): queues an
 //!                      alias pass (GUIDInfo Sets only) or a multicast pass (MFTs) in the sweep slot
 //!  perfmgr task (perfmgr_task.rs): polls the newest snapshot's ports while the owner says so

@@ -79,6 +79,21 @@ pub(super) struct Owner<T: Transport + Clone> {
     /// A trap burst being gathered: when its first trap came, and when the
     /// reaction is queued unless another trap comes first.
     pub(super) react_due: Option<(Duration, Duration)>,
+    /// Cables that bounce too often, held down (`sm.flap_*`).
+    pub(super) flaps: crate::subnet::flaps::FlapDamper,
+    /// Traps the I/O thread's rate limit dropped, by source, as last
+    /// logged, and when.
+    pub(super) trap_drops: std::collections::BTreeMap<crate::types::Lid, u64>,
+    pub(super) drops_logged: Duration,
+}
+
+/// The flap damping policy of `sm`'s keys.
+pub(super) fn flap_policy(sm: &crate::config::SmConfig) -> crate::subnet::flaps::FlapPolicy {
+    crate::subnet::flaps::FlapPolicy {
+        downs: sm.flap_downs,
+        window: Duration::from_secs(sm.flap_window_s),
+        hold: Duration::from_secs(sm.flap_hold_s),
+    }
 }
 
 /// A trap's reaction waits this long for more traps of the same burst (a
@@ -142,6 +157,7 @@ impl<T: Transport + Clone> Owner<T> {
             "SM starting in DISCOVERING"
         );
         options.status.set_port(local.port_guid, local.lid);
+        let flaps = crate::subnet::flaps::FlapDamper::new(flap_policy(&config.sm));
         let owner = Owner {
             election,
             sm: Some(sm),
@@ -176,6 +192,9 @@ impl<T: Transport + Clone> Owner<T> {
             traps_logged: (Duration::ZERO, 0),
             pending_react: None,
             react_due: None,
+            flaps,
+            trap_drops: Default::default(),
+            drops_logged: Duration::ZERO,
         };
         owner.publish_election();
         Ok(Started { owner, alias_changes, mcast_changes, perfmgr })

@@ -60,6 +60,10 @@ pub struct Status {
     /// change set or fell back to a heavy sweep, and why; null before the
     /// first one.
     pub reaction: Option<ReactionStatus>,
+    /// Cables held down for flapping (`sm.flap_downs`): not routed over,
+    /// their ports left in INIT until the hold ends.
+    #[serde(default)]
+    pub held_cables: Vec<HeldCableStatus>,
     /// The newest errors, oldest first, at most [`RECENT_ERRORS`].
     pub errors: Vec<ErrorEntry>,
     /// Errors recorded since start (those dropped from `errors` included).
@@ -157,13 +161,24 @@ pub struct ReactionStatus {
     pub trigger: String,
     /// What changed, counted by kind ("1 links down").
     pub changes: String,
-    /// What the SM did: "programmed" or "heavy sweep".
+    /// What the SM did: "programmed", "nothing changed" or "heavy sweep".
     pub taken: String,
     /// Why a heavy sweep was taken; null when the change was programmed.
     pub why: Option<String>,
     /// SMPs it read, and Sets it sent (0 for a fallback).
     pub reads: u64,
     pub sets: u64,
+}
+
+/// A cable held down for flapping.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldCableStatus {
+    /// Its ends (node GUID and port), the node's name and path.
+    pub cable: String,
+    /// Downs counted in the window that started the hold.
+    pub downs: u32,
+    /// When the hold ends, RFC 3339 in UTC.
+    pub until: String,
 }
 
 /// One recorded error.
@@ -213,6 +228,7 @@ struct BoardState {
     heavy: Option<SweepStatus>,
     light: Option<SweepStatus>,
     reaction: Option<ReactionStatus>,
+    held_cables: Vec<HeldCableStatus>,
     errors: VecDeque<ErrorEntry>,
     errors_total: u64,
 }
@@ -270,6 +286,7 @@ impl StatusBoard {
             heavy: None,
             light: None,
             reaction: None,
+            held_cables: Vec::new(),
             errors: VecDeque::with_capacity(RECENT_ERRORS),
             errors_total: 0,
         };
@@ -356,12 +373,28 @@ impl StatusBoard {
                 duration_s: duration.as_secs_f64(),
                 trigger: trigger.to_string(),
                 changes: changes.summary(),
-                taken: if why.is_some() { "heavy sweep" } else { "programmed" }.to_string(),
+                taken: match (&why, changes.changes.is_empty()) {
+                    (Some(_), _) => "heavy sweep",
+                    (None, true) => "nothing changed",
+                    (None, false) => "programmed",
+                }
+                .to_string(),
                 why: why.clone(),
                 reads: changes.reads as u64,
                 sets,
             });
         });
+    }
+
+    /// The cables held down for flapping now, and how long each hold has
+    /// left.
+    pub fn cables_held(&self, held: Vec<(crate::subnet::flaps::HeldCable, Duration)>) {
+        let now = SystemTime::now();
+        let held: Vec<HeldCableStatus> = held
+            .into_iter()
+            .map(|(h, left)| HeldCableStatus { cable: h.to_string(), downs: h.downs, until: rfc3339(now + left) })
+            .collect();
+        self.update(|s| s.held_cables = held.clone());
     }
 
     /// A light sweep, how long it took, and what it found that calls for a
@@ -462,6 +495,7 @@ impl StatusBoard {
             heavy_sweep: s.heavy.clone(),
             light_sweep: s.light.clone(),
             reaction: s.reaction.clone(),
+            held_cables: s.held_cables.clone(),
             errors: s.errors.iter().cloned().collect(),
             errors_total: s.errors_total,
         }

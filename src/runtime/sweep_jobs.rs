@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::owner::{Owner, SweepWork};
 use super::{metrics, sa_task, RunError};
@@ -39,6 +39,7 @@ impl<T: Transport + Clone> Owner<T> {
     pub(super) fn next_job(&mut self) -> Option<SweepJob<T>> {
         let work = self.queue.pop_front()?;
         let mut sm = self.sm.take().expect("no job runs, so the SubnetManager is home");
+        sm.hold_cables(self.flaps.held_ports());
         Some(match work {
             SweepWork::React => {
                 let Some((trigger, suspects)) = self.pending_react.take() else {
@@ -226,11 +227,29 @@ impl<T: Transport + Clone> Owner<T> {
             Ok(Reaction::Programmed(report)) => {
                 if let SweepKind::Reaction { changes, .. } = &report.kind {
                     status.reaction(&trigger.to_string(), changes, elapsed, report.program.sets() as u64);
+                    let newly = self.flaps.observe(now, changes);
+                    if !newly.is_empty() {
+                        for h in &newly {
+                            warn!(cable = %h, hold_s = (h.until - h.since).as_secs(), "cable flapping; held down: not routed over, its ports left in INIT");
+                        }
+                        self.show_held_cables(now, newly.len() as u64);
+                        // A cable that bounced back up between two looks is
+                        // routed over now: the next reaction takes it out.
+                        self.react_to_cables(&newly);
+                    }
                 }
                 if let Some(m) = &self.options.metrics {
                     m.reaction("programmed");
                 }
                 self.on_programmed(*report)
+            }
+            Ok(Reaction::Unchanged(changes)) => {
+                debug!(%trigger, reads = changes.reads, "reaction found nothing changed");
+                status.reaction(&trigger.to_string(), &changes, elapsed, 0);
+                if let Some(m) = &self.options.metrics {
+                    m.reaction("unchanged");
+                }
+                None
             }
             Ok(Reaction::Unbounded(changes)) => {
                 let why = changes.unbounded.clone().unwrap_or_default();

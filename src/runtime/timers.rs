@@ -10,7 +10,12 @@ use super::owner::Owner;
 use super::owner::SweepWork;
 use super::side_jobs::SideJob;
 use crate::election::{Event, State};
+use crate::subnet::flaps::{CableEnd, HeldCable};
+use crate::subnet::{Suspect, Trigger};
 use crate::transport::Transport;
+
+/// How often the traps the rate limit dropped are logged, by source.
+const TRAP_DROPS_LOGGED_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl<T: Transport + Clone> Owner<T> {
     /// Sleeps until the first timer is due (forever when none is set). The
@@ -22,6 +27,7 @@ impl<T: Transport + Clone> Owner<T> {
             self.mirror.next.filter(|_| !self.mirror.running),
             self.mcast_retry,
             self.react_due.map(|(_, due)| due),
+            self.flaps.next_release(),
             Some(self.next_heartbeat),
         ]
         .into_iter()
@@ -45,6 +51,8 @@ impl<T: Transport + Clone> Owner<T> {
             self.react_due = None;
             self.queue.push_back(SweepWork::React);
         }
+        self.release_held_cables(now);
+        self.log_trap_drops(now);
         if self.mcast_retry.is_some_and(|at| at <= now) {
             self.mcast_retry = None;
             self.on_mcast_changed();
@@ -69,5 +77,76 @@ impl<T: Transport + Clone> Owner<T> {
                 self.election.handle(now, Event::SweepWanted);
             }
         }
+    }
+}
+
+impl<T: Transport + Clone> Owner<T> {
+    /// Cables whose hold ran out: their ends are looked at again, and a
+    /// cable that is up is routed over.
+    fn release_held_cables(&mut self, now: std::time::Duration) {
+        let released = self.flaps.release(now);
+        if released.is_empty() {
+            return;
+        }
+        for h in &released {
+            tracing::info!(cable = %h, held_s = (now - h.since).as_secs(), "flapping cable's hold ended; looking at it again");
+        }
+        self.show_held_cables(now, 0);
+        self.react_to_cables(&released);
+    }
+
+    /// `/status` and the metrics: the cables held now, and `new_holds`
+    /// started.
+    pub(super) fn show_held_cables(&self, now: std::time::Duration, new_holds: u64) {
+        let held = self.flaps.held().map(|h| (h.clone(), h.until.saturating_sub(now))).collect();
+        self.options.status.cables_held(held);
+        if let Some(m) = &self.options.metrics {
+            m.cable_holds(self.flaps.held().count(), new_holds);
+        }
+    }
+
+    /// A reaction at both ends of each cable in `cables`.
+    pub(super) fn react_to_cables(&mut self, cables: &[HeldCable]) {
+        let ends: Vec<CableEnd> = cables.iter().flat_map(|h| std::iter::once(h.ends.0).chain(h.ends.1)).collect();
+        let suspects: Vec<Suspect> = ends.into_iter().map(|end| self.suspect_at_end(end)).collect();
+        self.react_to(Trigger::FlapDamping, suspects);
+    }
+
+    /// A switch is read whole; an end port by its port.
+    fn suspect_at_end(&self, (guid, port): CableEnd) -> Suspect {
+        let switch = self.last.as_ref().and_then(|s| s.sweep.subnet.by_guid(guid)).is_none_or(|n| n.is_switch());
+        Suspect { guid, port: (!switch).then_some(port), silent: false }
+    }
+
+    /// One line per source whose traps the I/O thread's rate limit
+    /// dropped since the last line, and the count in the metrics.
+    fn log_trap_drops(&mut self, now: std::time::Duration) {
+        if now.saturating_sub(self.drops_logged) < TRAP_DROPS_LOGGED_EVERY {
+            return;
+        }
+        self.drops_logged = now;
+        let stats = self.transport.stats();
+        if stats.traps_dropped.is_empty() {
+            return;
+        }
+        let mut new_total = 0;
+        for (&lid, &total) in &stats.traps_dropped {
+            let dropped = total - self.trap_drops.get(&lid).copied().unwrap_or(0).min(total);
+            if dropped == 0 {
+                continue;
+            }
+            new_total += dropped;
+            tracing::warn!(
+                lid = %lid,
+                node = %self.node_at_lid(lid),
+                dropped,
+                limit_per_s = self.config.transport.trap_rate_limit,
+                "traps over the per-source rate limit dropped unanswered"
+            );
+        }
+        if let Some(m) = &self.options.metrics {
+            m.traps_dropped(new_total);
+        }
+        self.trap_drops = stats.traps_dropped;
     }
 }

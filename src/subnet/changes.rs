@@ -20,6 +20,9 @@ pub enum Trigger {
     PortChangeTrap,
     /// The light sweep found SwitchInfo.PortStateChange set.
     LightSweep,
+    /// A flapping cable was put on hold, or its hold ended: its ends are
+    /// looked at again.
+    FlapDamping,
 }
 
 impl fmt::Display for Trigger {
@@ -28,6 +31,7 @@ impl fmt::Display for Trigger {
             Trigger::LinkStateTrap => "trap 128",
             Trigger::PortChangeTrap => "trap 144",
             Trigger::LightSweep => "light sweep",
+            Trigger::FlapDamping => "flap damping",
         })
     }
 }

@@ -67,4 +67,14 @@ pub trait SmpDriver: Send + Sync {
     /// Requests sent again after a timeout, so far: a discovery's log line
     /// says how lossy the fabric was.
     fn retries(&self) -> u64;
+    /// Runs CPU-bound `work` (the routing engines) where it does not hold
+    /// up the executor the SMPs and the SA run on. Inline unless a driver
+    /// has somewhere better.
+    fn compute<R, W>(&self, work: W) -> impl Future<Output = R> + Send
+    where
+        R: Send + 'static,
+        W: FnOnce() -> R + Send + 'static,
+    {
+        async move { work() }
+    }
 }

@@ -37,6 +37,7 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::txn::{Received, RequestKind, Transactions, TxnConfig, TxnError};
 use super::{Datagram, DeviceError, LocalPort, MadDevice, MadSummary, Transport, TransportError, TransportStats};
+use crate::exchange::trap_gate::TrapGate;
 use crate::mad::{MadHeader, MAD_HEADER_LEN};
 
 /// Commands (requests waiting for a response included) that may be
@@ -213,6 +214,9 @@ struct IoLoop<D> {
     waiting: HashMap<u64, (Reply, OwnedSemaphorePermit)>,
     next_token: u64,
     unsolicited_dropped: u64,
+    /// The per-source trap rate limit, and what it dropped so far.
+    trap_gate: TrapGate,
+    traps_dropped: std::collections::BTreeMap<crate::types::Lid, u64>,
     device_errors: u64,
     /// Replies computed this turn, delivered after the stats are published
     /// so a caller that sees its reply also sees it counted.
@@ -237,6 +241,7 @@ impl<D: MadDevice> IoLoop<D> {
         // Starting TIDs at a random point keeps a restarted SM from matching
         // responses meant for its previous life.
         let first_tid = rand::random::<u32>() | 1;
+        let trap_rate_limit = cfg.trap_rate_limit;
         IoLoop {
             dev,
             core: Transactions::with_first_tid(cfg, first_tid),
@@ -246,6 +251,8 @@ impl<D: MadDevice> IoLoop<D> {
             waiting: HashMap::new(),
             next_token: 0,
             unsolicited_dropped: 0,
+            trap_gate: TrapGate::new(trap_rate_limit),
+            traps_dropped: Default::default(),
             device_errors: 0,
             ready: Vec::new(),
             arrived: Vec::new(),
@@ -372,7 +379,14 @@ impl<D: MadDevice> IoLoop<D> {
             Received::Response { token, dgram } => self.finish(token, Ok(dgram)),
             Received::Failed { token, error } => self.finish(token, Err(error.into())),
             Received::Segment { .. } => {}
-            Received::Unsolicited(d) => self.arrived.push(d),
+            Received::Unsolicited(d) => {
+                if TrapGate::is_trap(&d.mad) && !self.trap_gate.admit(self.dev.now(), d.addr.lid) {
+                    // Unanswered: a genuine trap is sent again by its port.
+                    self.dirty = true;
+                } else {
+                    self.arrived.push(d);
+                }
+            }
             Received::Stray { tid } => {
                 tracing::debug!(tid = format_args!("{tid:#018x}"), "stray response")
             }
@@ -409,10 +423,14 @@ impl<D: MadDevice> IoLoop<D> {
 
     fn publish(&mut self) {
         if self.dirty {
+            for (lid, n) in self.trap_gate.take_dropped() {
+                *self.traps_dropped.entry(lid).or_default() += n;
+            }
             let snapshot = TransportStats {
                 txn: self.core.stats(),
                 unsolicited_dropped: self.unsolicited_dropped,
                 device_errors: self.device_errors,
+                traps_dropped: self.traps_dropped.clone(),
             };
             *self.shared_stats.lock().unwrap_or_else(|p| p.into_inner()) = snapshot;
             self.dirty = false;
@@ -628,7 +646,13 @@ mod tests {
         let (dev, seen, _) = FakeDevice::new(Duration::from_micros(300));
         // SA queries that never time out hold their window for the whole
         // test (virtual time runs fast while anything is in flight).
-        let cfg = TxnConfig { window: 4, gmp_window: 2, timeout: Duration::from_secs(1 << 30), retries: 0 };
+        let cfg = TxnConfig {
+            window: 4,
+            gmp_window: 2,
+            timeout: Duration::from_secs(1 << 30),
+            retries: 0,
+            trap_rate_limit: 0,
+        };
         let (t, _unsol) = MadTransport::spawn(dev, cfg);
         rt().block_on(async {
             let sa: Vec<_> = (0..50)

@@ -49,6 +49,9 @@ pub struct TransportStats {
     pub unsolicited_dropped: u64,
     /// Failed device sends and receives.
     pub device_errors: u64,
+    /// Traps dropped by the per-source rate limit, by source LID, since
+    /// the transport started (`crate::exchange::trap_gate`).
+    pub traps_dropped: std::collections::BTreeMap<crate::types::Lid, u64>,
 }
 
 /// Request/response and one-way MAD transport, as the SM's tasks see it.

@@ -69,11 +69,14 @@ pub struct TxnConfig {
     pub timeout: Duration,
     /// Re-sends after the first attempt before the transaction fails.
     pub retries: u32,
+    /// Traps taken per second from one source LID by the transport that
+    /// runs these transactions ([`super::trap_gate`]); 0: no limit.
+    pub trap_rate_limit: u32,
 }
 
 impl Default for TxnConfig {
     fn default() -> Self {
-        TxnConfig { window: 4, gmp_window: 16, timeout: Duration::from_millis(200), retries: 3 }
+        TxnConfig { window: 4, gmp_window: 16, timeout: Duration::from_millis(200), retries: 3, trap_rate_limit: 0 }
     }
 }
 

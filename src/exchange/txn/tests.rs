@@ -27,11 +27,11 @@ fn tid_of(d: &Datagram) -> u64 {
 }
 
 fn cfg(window: usize, retries: u32) -> TxnConfig {
-    TxnConfig { window, gmp_window: window, timeout: 100 * MS, retries }
+    TxnConfig { window, gmp_window: window, timeout: 100 * MS, retries, trap_rate_limit: 0 }
 }
 
 fn cfg2(window: usize, gmp_window: usize, retries: u32) -> TxnConfig {
-    TxnConfig { window, gmp_window, timeout: 100 * MS, retries }
+    TxnConfig { window, gmp_window, timeout: 100 * MS, retries, trap_rate_limit: 0 }
 }
 
 /// A Get of `class` to QP1 (an SMP class goes to QP0), told apart by

@@ -136,7 +136,10 @@ pub struct Metrics {
     refused: IntCounterVec,
     traps: IntCounterVec,
     traps_unmatched: IntCounterVec,
+    traps_dropped: IntCounter,
     reactions: IntCounterVec,
+    cables_held: IntGauge,
+    cable_holds: IntCounter,
     failovers: IntCounter,
     handovers: IntCounterVec,
     takeover_sets: IntGaugeVec,
@@ -227,12 +230,23 @@ impl Metrics {
         );
         let reactions = counter_vec(
             "reactions_total",
-            "Reactions to fabric changes (traps, light sweep findings), by what was taken: programmed (a bounded change set) or heavy_sweep (it could not be bounded)",
+            "Reactions to fabric changes (traps, light sweep findings), by what was taken: programmed (a bounded change set), unchanged (the suspects held what the SM knew) or heavy_sweep (it could not be bounded)",
             &["taken"],
         );
-        for taken in ["programmed", "heavy_sweep"] {
+        for taken in ["programmed", "unchanged", "heavy_sweep"] {
             reactions.with_label_values(&[taken]);
         }
+        let traps_dropped = IntCounter::new(
+            "traps_dropped_total",
+            "Traps dropped unanswered because their source LID sent more than sm.trap_rate_limit per second (the port sends a trap again until it is answered)",
+        )
+        .expect("a valid counter");
+        let cables_held = gauge(
+            "cables_held",
+            "Cables held down for flapping (sm.flap_downs downs in sm.flap_window_s): not routed over, ports left in INIT",
+        );
+        let cable_holds =
+            IntCounter::new("cable_holds_total", "Times a flapping cable was put on hold").expect("a valid counter");
         let failovers =
             IntCounter::new("failovers_total", "Times this SM became master after the master it watched was lost")
                 .expect("a valid counter");
@@ -304,7 +318,10 @@ impl Metrics {
             refused,
             traps,
             traps_unmatched,
+            traps_dropped,
             reactions,
+            cables_held,
+            cable_holds,
             failovers,
             handovers,
             takeover_sets,
@@ -336,6 +353,9 @@ impl Metrics {
             (Box::new(m.traps.clone()), COUNTER),
             (Box::new(m.traps_unmatched.clone()), COUNTER),
             (Box::new(m.reactions.clone()), COUNTER),
+            (Box::new(m.traps_dropped.clone()), COUNTER),
+            (Box::new(m.cables_held.clone()), GAUGE),
+            (Box::new(m.cable_holds.clone()), COUNTER),
             (Box::new(m.failovers.clone()), COUNTER),
             (Box::new(m.handovers.clone()), COUNTER),
             (Box::new(m.takeover_sets.clone()), GAUGE),
@@ -533,6 +553,17 @@ impl Metrics {
     /// A trap whose issuer the SM does not know (`why`: unknown_lid).
     pub fn trap_unmatched(&self, why: &str) {
         self.traps_unmatched.with_label_values(&[why]).inc();
+    }
+
+    /// Traps dropped by the per-source rate limit.
+    pub fn traps_dropped(&self, n: u64) {
+        self.traps_dropped.inc_by(n);
+    }
+
+    /// Cables on hold now, and how many holds started since the last call.
+    pub fn cable_holds(&self, held: usize, new_holds: u64) {
+        self.cables_held.set(held as i64);
+        self.cable_holds.inc_by(new_holds);
     }
 
     /// A reaction to a fabric change: `programmed` or `heavy_sweep`.
