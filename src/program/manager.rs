@@ -92,6 +92,10 @@ pub struct SubnetManager<D: SmpDriver> {
     mcast_source: Option<mcast::McastSource>,
     /// Ends of the cables held down for flapping ([`Self::hold_cables`]).
     held_cables: Vec<crate::subnet::flaps::CableEnd>,
+    /// The forwarding tables of the last sweep that programmed, by switch
+    /// GUID: what the switches hold where the cache says this SM wrote
+    /// them, so the next changes can be ordered (`super::lft_order`).
+    routed_lfts: std::collections::HashMap<Guid, Arc<Vec<u8>>>,
 }
 
 impl<D: SmpDriver> SubnetManager<D> {
@@ -137,6 +141,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             mcast: mcast::McastState::default(),
             mcast_source: None,
             held_cables: Vec::new(),
+            routed_lfts: std::collections::HashMap::new(),
         }
     }
 
@@ -347,6 +352,20 @@ impl<D: SmpDriver> SubnetManager<D> {
         Ok(Discovered { subnet, started })
     }
 
+    /// The tables the switches of `subnet` hold, where this SM knows them:
+    /// it computed them last sweep and its cache says it wrote (or read)
+    /// them since the switch last came up.
+    fn known_lfts(&self, subnet: &Subnet) -> std::collections::HashMap<NodeId, Arc<Vec<u8>>> {
+        subnet
+            .switches()
+            .filter_map(|id| {
+                let guid = subnet.node(id).guid();
+                let table = self.routed_lfts.get(&guid).filter(|_| self.lft_cache.tables.contains_key(&guid))?;
+                Some((id, table.clone()))
+            })
+            .collect()
+    }
+
     /// Keeps what a sweep knew for the next discovery (not its findings
     /// about itself: problems, missing reads, other SMs).
     fn remember(&mut self, subnet: &Subnet) {
@@ -384,6 +403,7 @@ impl<D: SmpDriver> SubnetManager<D> {
         if mode == MasterMode::Takeover {
             // Another master may have written anything since this SM last did.
             self.lft_cache = LftCache::default();
+            self.routed_lfts.clear();
             self.mcast.forget_tables();
         }
         // A switch that rebooted lost its tables: written again in full.
@@ -429,6 +449,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             partitions: self.partitions.clone(),
             part_enforce: self.part_enforce,
             held_ports,
+            held_lfts: self.known_lfts(&subnet),
         };
         let plan = planner::plan(&addressed, desired, &self.qos, mode);
         let lids = addressed.lids;
@@ -452,8 +473,11 @@ impl<D: SmpDriver> SubnetManager<D> {
             remote.lid = lid.unwrap_or(remote.lid);
         }
         let inactive = planner::inactive_ports(&subnet);
+        let lfts: std::collections::HashMap<Guid, Arc<Vec<u8>>> =
+            plan.lfts.into_iter().map(|(id, t)| (subnet.node(id).guid(), Arc::new(t))).collect();
+        self.routed_lfts = lfts.clone();
         let routes = SweptRoutes {
-            lfts: plan.lfts.into_iter().map(|(id, t)| (subnet.node(id).guid(), Arc::new(t))).collect(),
+            lfts,
             path_sl: self.path_sl.as_ref().map(|(sl, _)| sl.clone()),
             switches: self.routed_switch_guids.clone(),
             qos: plan.qos,

@@ -13,6 +13,7 @@
 //! as reads and Sets described by cores ([`crate::sweep::core::SmpCore`]).
 
 pub mod guids;
+pub mod lft_order;
 mod manager;
 pub mod mcast;
 pub mod mfts;

@@ -177,6 +177,8 @@ pub(super) struct Desired {
     pub part_enforce: PartEnforce,
     /// Ports of cables held down for flapping.
     pub held_ports: std::collections::HashSet<(NodeId, u8)>,
+    /// What the switches' tables held, where the SM knows it.
+    pub held_lfts: HashMap<NodeId, Arc<Vec<u8>>>,
 }
 
 /// The Sets of one heavy sweep: LIDs, routes, QoS, alias GUIDs and
@@ -197,6 +199,7 @@ pub(super) fn plan(addressed: &Addressed, desired: Desired, qos: &QosConfig, mod
         partitions: desired.partitions,
         part_enforce: desired.part_enforce,
         held_ports: desired.held_ports,
+        held_lfts: desired.held_lfts,
     }
 }
 

@@ -81,6 +81,10 @@ pub struct Plan {
     pub part_enforce: PartEnforce,
     /// Ports of cables held down for flapping: left in INIT, never armed.
     pub held_ports: std::collections::HashSet<(NodeId, u8)>,
+    /// What switches' forwarding tables held before this plan, where the
+    /// SM knows it (it wrote them): their changed blocks are written in
+    /// the order [`super::lft_order`] gives, after the ports are ACTIVE.
+    pub held_lfts: HashMap<NodeId, std::sync::Arc<Vec<u8>>>,
 }
 
 /// One port's last PortInfo Set, see [`LftCache::ports`].
@@ -224,13 +228,30 @@ pub async fn program<D: SmpDriver>(
             targets.push(Target::Port { node, port });
         }
     }
-    let lft_targets = (0..blocks * switches.len())
-        .map(|i| Target::Lft { node: switches[i % switches.len()], block: (i / switches.len()) as u32 });
+    // LFT blocks, block-major across switches so every switch is busy.
+    // Those of switches whose old table the SM knows carry traffic now:
+    // they go after activation, in the rounds lft_order gives (no
+    // transient loop, no new black hole, no route onto a link not yet
+    // ACTIVE). The others (a cold switch, one not written by this SM
+    // before) have nothing to keep safe and go with pass 1.
+    let changing: Vec<(NodeId, u32)> = (0..blocks * switches.len())
+        .map(|i| (switches[i % switches.len()], (i / switches.len()) as u32))
+        .filter(|&(node, block)| lft_set(subnet, node, block, plan, cache).is_some())
+        .collect();
+    let (ordered, unordered): (Vec<_>, Vec<_>) =
+        changing.into_iter().partition(|(node, _)| plan.held_lfts.contains_key(node));
+    let unordered_lfts: Vec<Target> = unordered.into_iter().map(|(node, block)| Target::Lft { node, block }).collect();
+    let order = super::lft_order::rounds(subnet, &ordered, &plan.lfts, &plan.held_lfts);
+    report.lft_rounds = order.rounds.len();
+    report.lft_staged = order.staged;
+    if order.looping > 0 {
+        tracing::warn!(entries = order.looping, "new forwarding entries whose next hops run in a circle");
+    }
     let sl2vl_targets =
         (0..plan.qos.len() as u32).filter(|&i| !qos_held[i as usize]).map(|index| Target::Qos { index });
     let guid_targets = (0..plan.guid_info.len() as u32).map(|index| Target::GuidInfo { index });
     let first = Work::Prepared(pkey_sets.into_iter());
-    let rest = targets.into_iter().chain(sl2vl_targets).chain(guid_targets).chain(lft_targets);
+    let rest = targets.into_iter().chain(sl2vl_targets).chain(guid_targets).chain(unordered_lfts);
     let ctx = Ctx { plan, config, state: PortState::Armed, enforcement: &pkeys.enforcement };
     execute(driver, subnet, first, rest, &ctx, &mut report, cache).await;
     report.pkey_blocks = super::pkeys::held_blocks(&cache.pkeys, &pkeys.ports);
@@ -257,6 +278,23 @@ pub async fn program<D: SmpDriver>(
         .collect();
     let ctx = Ctx { plan, config, state: PortState::Active, enforcement: &pkeys.enforcement };
     execute(driver, subnet, Work::Prepared(Vec::new().into_iter()), armed.into_iter(), &ctx, &mut report, cache).await;
+
+    // Pass 3: the ordered LFT rounds, each answered before the next.
+    for round in order.rounds {
+        let writes: Vec<SetRequest> = round
+            .into_iter()
+            .map(|(node, block, ports)| SetRequest {
+                target: Target::Lft { node, block },
+                path: subnet.node(node).path,
+                attr: AttributeId::LinearForwardingTable,
+                amod: block,
+                data: LftBlockRepr { ports }.to_data(),
+                sm_lid_only: false,
+                port_before: None,
+            })
+            .collect();
+        execute(driver, subnet, Work::Prepared(writes.into_iter()), std::iter::empty(), &ctx, &mut report, cache).await;
+    }
     report.alias_guids = super::guids::held_aliases(&cache.guid_info);
     report
 }
@@ -540,10 +578,13 @@ async fn execute<D: SmpDriver>(
             return;
         }
         report.resent += again.len();
-        // P_Key blocks are resent as they were planned; every other target
-        // is built again from the subnet as it stands now.
-        let (pkeys, others): (Vec<_>, Vec<_>) =
-            again.into_iter().map(|(req, _)| req).partition(|req| matches!(req.target, Target::PKeys { .. }));
+        // P_Key and LFT blocks are resent as they were planned (an ordered
+        // round's LFT block may hold intermediate contents); every other
+        // target is built again from the subnet as it stands now.
+        let (pkeys, others): (Vec<_>, Vec<_>) = again
+            .into_iter()
+            .map(|(req, _)| req)
+            .partition(|req| matches!(req.target, Target::PKeys { .. } | Target::Lft { .. }));
         let targets: Vec<Target> = others.iter().map(|req| req.target).collect();
         failed = run_pass(driver, subnet, pkeys.into_iter(), targets.into_iter(), ctx, report, cache).await;
     }

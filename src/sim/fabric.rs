@@ -203,6 +203,8 @@ pub struct Fabric {
     pub(crate) pace: Option<(std::time::Instant, Duration)>,
     /// Every node's PerfMgt agent: port counters (src/sim/pma.rs).
     pub(crate) pma: super::pma::Pma,
+    /// LFT blocks written, in the order they landed, while recording.
+    pub(crate) lft_log: Option<Vec<(NodeIdx, u32, [u8; 64])>>,
 }
 
 impl Fabric {
@@ -276,6 +278,7 @@ impl Fabric {
             drops: HashMap::new(),
             port_devices: HashMap::new(),
             pma: Default::default(),
+            lft_log: None,
         };
         for (li, l) in topo.links.iter().enumerate() {
             let a = f.cable_end(li, l.a)?;
@@ -559,6 +562,18 @@ impl Fabric {
             _ => p.pi.lmc,
         }
     }
+    /// Records every LFT block written from now on, in the order the
+    /// blocks land ([`Fabric::take_lft_log`]).
+    pub fn record_lft_sets(&mut self) {
+        self.lft_log = Some(Vec::new());
+    }
+
+    /// The LFT blocks written since [`Fabric::record_lft_sets`] (switch,
+    /// block, contents), in the order they landed; recording stops.
+    pub fn take_lft_log(&mut self) -> Vec<(NodeIdx, u32, [u8; 64])> {
+        self.lft_log.take().unwrap_or_default()
+    }
+
     /// A switch's linear forwarding table; entries past the slice read as
     /// 0xFF (unrouted). None for a node that is not a switch.
     pub fn lft(&self, switch: NodeIdx) -> Option<&[u8]> {

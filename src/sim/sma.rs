@@ -17,7 +17,7 @@ use crate::mad::{
     AttributeId, LftBlockRepr, LinkDownDefaultState, Method, NodeDescriptionRepr, NodeInfoRepr, NodeType, PhysState,
     PortInfoRepr, PortState, SwitchInfoRepr, SMP_DATA_LEN,
 };
-use crate::topology::NodeKind;
+use crate::topology::{NodeIdx, NodeKind};
 
 /// What the SMA does with one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -396,6 +396,9 @@ impl Fabric {
         if let Some(have) = sw.lft.get(first..) {
             let n = have.len().min(64);
             ports[..n].copy_from_slice(&have[..n]);
+        }
+        if let Some(log) = self.lft_log.as_mut().filter(|_| set) {
+            log.push((NodeIdx(node as usize), block, ports));
         }
         Ok(LftBlockRepr { ports }.to_bytes())
     }

@@ -125,6 +125,12 @@ pub struct ProgramReport {
     pub sm_lid_only_sets: usize,
     pub switch_info_sets: usize,
     pub lft_blocks: usize,
+    /// Rounds the LFT blocks of switches with known tables went out in,
+    /// nearest their destinations first (`crate::program::lft_order`), and
+    /// the writes of intermediate contents that order took (included in
+    /// `lft_blocks`).
+    pub lft_rounds: usize,
+    pub lft_staged: usize,
     pub armed: usize,
     pub activated: usize,
     pub pkey_reads: usize,
