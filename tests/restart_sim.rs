@@ -199,3 +199,60 @@ fn a_rebooted_switch_is_found_cold_and_written_again() {
         check_routes(&topo, &fabric, spec);
     }
 }
+
+fn sm_with_engine(
+    fabric: &SharedFabric,
+    host: NodeIdx,
+    engine: &str,
+) -> SubnetManager<ibsm::transport::SmpClient<MadTransport>> {
+    let dev = SimDevice::attach(fabric, host, 1).unwrap();
+    dev.set_is_sm(true);
+    let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
+    let (transport, _unsolicited) = MadTransport::spawn(dev, txn);
+    let config = SmConfig { max_op_vls: 2, routing_engine: vec![engine.to_string()], ..SmConfig::default() };
+    SubnetManager::new(transport, config, false)
+}
+
+/// A fabric another SM programmed (here: this SM with another engine, as
+/// OpenSM would leave it) keeps its routes when they are complete and free
+/// of credit loops on one VL: a takeover or a start sends no LFT block.
+/// Routes with a credit loop (minhop on a torus) are routed afresh.
+#[test]
+fn valid_routes_another_sm_left_are_kept_and_unsafe_ones_replaced() {
+    let cases = [
+        ("fattree2:radix=8,leaves=4,spines=2,hosts=4", "updn", true),
+        ("mesh2d:3x4,hosts=1", "updn", true),
+        ("torus2d:6x6,hosts=1", "minhop", false),
+    ];
+    for (spec, engine, kept) in cases {
+        let topo = Topology::from_spec_or_file(spec).unwrap();
+        let fabric = FabricBuilder::new(&topo).seed(5).build_shared().unwrap();
+        let hosts: Vec<NodeIdx> = topo.hosts().collect();
+        let rt = runtime();
+        let mut a = sm_with_engine(&fabric, hosts[0], engine);
+        assert!(rt.block_on(a.sweep()).unwrap().subnet_up(), "{spec}: {engine} brings it up");
+        rt.block_on(a.sweep()).unwrap();
+        let held = lfts(&topo, &fabric);
+        drop(a);
+        for (round, mode) in [MasterMode::Takeover, MasterMode::Fresh].into_iter().enumerate() {
+            let mut b = sm_on(&fabric, *hosts.last().unwrap());
+            let found = rt.block_on(b.discover()).unwrap();
+            let report = rt.block_on(b.take_charge(found, mode)).unwrap();
+            let what = format!("{spec} programmed by {engine}, {mode:?}");
+            assert!(report.subnet_up(), "{what}");
+            assert_eq!(report.routing.kept, kept, "{what}: {:?}", report.routing);
+            if kept {
+                assert_eq!(report.routing.engine_name(), "kept");
+                assert_eq!(report.program.lft_blocks, 0, "{what}: {:?}", report.program);
+                assert_eq!(lfts(&topo, &fabric), held, "{what}");
+            } else {
+                // Replaced by the takeover; the start after it finds this
+                // SM's own routes (layered on VLs: not kept on one VL
+                // either, computed again and equal).
+                assert_eq!(report.program.lft_blocks > 0, round == 0, "{what}: {:?}", report.program);
+                assert_ne!(report.routing.engine_name(), "kept");
+            }
+            check_routes(&topo, &fabric, &what);
+        }
+    }
+}

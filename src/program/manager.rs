@@ -419,11 +419,31 @@ impl<D: SmpDriver> SubnetManager<D> {
         // election (the runtime's blocking pool); the fabric view moves
         // there and back.
         let (view, vls) = planner::routing_input(&subnet, &addressed.ranges, &self.config)?;
+        // A fabric this SM did not program (a start, a takeover) may hold
+        // routes that can stay: read what the switches hold first.
+        let mut early_reads = crate::subnet::ProgramReport::default();
+        let held = if mode == MasterMode::Continuing {
+            std::collections::HashMap::new()
+        } else {
+            let blocks = addressed.lids.max_lid.0 as usize / 64 + 1;
+            let switches = view.switch_nodes.clone();
+            sets::read_lfts(&self.driver, &mut subnet, &switches, blocks, &mut early_reads, &mut self.lft_cache).await
+        };
         let chain = self.config.routing_engine.clone();
+        let top = addressed.lids.max_lid.0 as usize;
         let (view, computed) = self
             .driver
             .compute(move || {
                 let computed = routes::compute(&view, &chain, vls);
+                // The engines' routes when the switches hold them already
+                // (they keep their VL layering); otherwise what the
+                // switches hold, if it can stay.
+                let same = computed.as_ref().is_ok_and(|c| routes::tables_equal(&c.tables, &held, top));
+                if !same {
+                    if let Some(kept) = routes::keep_held(&view, &held) {
+                        return (view, Ok(kept));
+                    }
+                }
                 (view, computed)
             })
             .await;
@@ -453,7 +473,9 @@ impl<D: SmpDriver> SubnetManager<D> {
         };
         let plan = planner::plan(&addressed, desired, &self.qos, mode);
         let lids = addressed.lids;
-        let program = sets::program(&self.driver, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
+        let mut program = sets::program(&self.driver, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
+        program.lft_reads += early_reads.lft_reads;
+        program.failures += early_reads.failures;
         // Multicast last: trees over the topology just programmed.
         let mcast_table = self.mcast_table();
         let mcast = self.mcast.after_sweep(&self.driver, &subnet, view, mcast_table).await;
@@ -556,9 +578,11 @@ impl<D: SmpDriver> SubnetManager<D> {
             changes.unbounded.get_or_insert_with(|| "the SM's own port is unreachable".into());
             return Ok(Reaction::Unbounded(changes));
         }
-        if changes.changes.is_empty() {
-            // Nothing to route or write: spurious or repeated traps cost
-            // their reads, never a routing run.
+        // Nothing to route or write: spurious or repeated traps cost their
+        // reads, never a routing run. A hold that starts changes what is
+        // routed though the fabric did not (a cable that bounced back up
+        // between two looks is taken out now).
+        if changes.changes.is_empty() && trigger != Trigger::FlapDamping {
             return Ok(Reaction::Unchanged(changes));
         }
         for c in changes.changes.iter().take(CHANGE_LINES) {

@@ -139,16 +139,64 @@ pub fn compute(view: &RoutingView, chain: &[String], max_vls: u8) -> Result<Comp
         }
         Err(e) => {
             notes.push(e.to_string());
-            let routing = RoutingRun { engine: None, auto: None, elapsed: started.elapsed() };
+            let routing = RoutingRun { elapsed: started.elapsed(), ..RoutingRun::default() };
             return Ok(Computed { tables: HashMap::new(), path_sl: None, notes, routing });
         }
     };
-    let routing = RoutingRun { engine, auto, elapsed: started.elapsed() };
+    let routing = RoutingRun { engine, auto, elapsed: started.elapsed(), kept: false };
     // The engine's tables move into the plan: at 50,000 LIDs and 4,000
     // switches each copy is 200 MB.
     let path_sl = routes.sl;
     let tables = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
     Ok(Computed { tables, path_sl, notes, routing })
+}
+
+/// The routes the switches hold (`held`, read from every switch of the
+/// view), when they can stay: every LID delivered from everywhere the
+/// cables reach, no loop, and no credit loop on one VL (a foreign SM's
+/// SL layering is not known, so its tables must be safe without it).
+/// Keeping them on a start or a takeover spares the fabric a re-route:
+/// the first change after it routes with the configured engines.
+pub fn keep_held(view: &RoutingView, held: &HashMap<NodeId, Vec<u8>>) -> Option<Computed> {
+    use ibsm_routing::cdg::{analyze_cdg, CdgScope};
+    use ibsm_routing::lft::{Lft, Routes};
+    if held.is_empty() {
+        return None;
+    }
+    let started = std::time::Instant::now();
+    let mut lfts = Vec::with_capacity(view.switch_nodes.len());
+    for id in &view.switch_nodes {
+        lfts.push(Lft { ports: held.get(id)?.clone() });
+    }
+    let routes = Routes { lfts, sl: None };
+    let validity = ibsm_routing::analysis::validate(&view.fabric, &routes);
+    if !validity.is_valid() {
+        info!(
+            loops = validity.loops,
+            black_holes = validity.black_holes,
+            wrong_destination = validity.wrong_destination,
+            "the routes the switches hold are incomplete or wrong: routing afresh"
+        );
+        return None;
+    }
+    if let Some(cycle) = analyze_cdg(&view.fabric, &routes, CdgScope::default()).first_cycle() {
+        info!(vl = cycle.vl, "the routes the switches hold have a credit loop on one VL: routing afresh");
+        return None;
+    }
+    info!("the routes the switches hold are complete and credit-loop free: kept");
+    let tables = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
+    let routing = RoutingRun { elapsed: started.elapsed(), kept: true, ..RoutingRun::default() };
+    Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
+}
+
+/// Whether `held` holds every table of `computed`, entry for entry up to
+/// LID `top` (entries past a table's end are unrouted).
+pub fn tables_equal(computed: &SwitchTables, held: &HashMap<NodeId, Vec<u8>>, top: usize) -> bool {
+    let entry = |t: &[u8], lid: usize| t.get(lid).copied().unwrap_or(0xFF);
+    !held.is_empty()
+        && computed
+            .iter()
+            .all(|(id, want)| held.get(id).is_some_and(|had| (0..=top).all(|lid| entry(want, lid) == entry(had, lid))))
 }
 
 /// Auto's choice, one info line: the engine, why, and what it passed over.

@@ -213,7 +213,8 @@ pub async fn program<D: SmpDriver>(
     // Learn what switches hold before writing over it: those this SM has
     // not written (a restart, a start on another host, a takeover, a
     // switch programmed by someone else), unless they are cold.
-    read_lfts(driver, subnet, plan, &switches, blocks, &mut report, cache).await;
+    let planned: Vec<NodeId> = switches.iter().copied().filter(|id| plan.lfts.contains_key(id)).collect();
+    read_lfts(driver, subnet, &planned, blocks, &mut report, cache).await;
     let mut qos_held = vec![false; plan.qos.len()];
     if plan.read_before_write {
         read_qos(driver, subnet, plan, &mut qos_held, &mut report, cache).await;
@@ -333,21 +334,23 @@ type LftBlockKey = (NodeId, Guid, u32);
 /// above the LinearFDBTop a switch reports. A cold bring-up reads no
 /// block; a restart or a takeover of a programmed fabric reads each block
 /// once and writes only those that differ.
-async fn read_lfts<D: SmpDriver>(
+pub(super) async fn read_lfts<D: SmpDriver>(
     driver: &D,
     subnet: &mut Subnet,
-    plan: &Plan,
     switches: &[NodeId],
     blocks: usize,
     report: &mut ProgramReport,
     cache: &mut LftCache,
-) {
+) -> HashMap<NodeId, Vec<u8>> {
     let mut reads: Vec<(LftBlockKey, DrPath, AttributeId, u32)> = Vec::new();
     let mut unknown = 0usize;
+    // What each switch read holds, block by block; a switch with a block
+    // unread is dropped from it.
+    let mut held: HashMap<NodeId, Vec<u8>> = HashMap::new();
     for &id in switches {
         let node = subnet.node(id);
         let guid = node.guid();
-        if !plan.lfts.contains_key(&id) || cache.tables.contains_key(&guid) {
+        if cache.tables.contains_key(&guid) {
             continue;
         }
         cache.tables.insert(guid, vec![UNKNOWN_BLOCK; blocks]);
@@ -356,6 +359,7 @@ async fn read_lfts<D: SmpDriver>(
             continue;
         }
         let held_blocks = (held_top as usize / 64 + 1).min(blocks);
+        held.insert(id, vec![0xFF; held_blocks * 64]);
         unknown += 1;
         reads.extend(
             (0..held_blocks as u32)
@@ -363,7 +367,7 @@ async fn read_lfts<D: SmpDriver>(
         );
     }
     if unknown == 0 {
-        return;
+        return held;
     }
     // Block-major across switches, as the writes go: every switch busy.
     reads.sort_by_key(|&((id, _, block), ..)| (block, id));
@@ -374,9 +378,14 @@ async fn read_lfts<D: SmpDriver>(
                 if let Some(slot) = cache.tables.get_mut(&guid).and_then(|t| t.get_mut(block as usize)) {
                     *slot = block_hash(&b.ports);
                 }
+                if let Some(table) = held.get_mut(&id) {
+                    let first = block as usize * 64;
+                    table[first..first + 64].copy_from_slice(&b.ports);
+                }
             }
             Err(e) => {
                 report.failures += 1;
+                held.remove(&id);
                 // The block is written, as if it differed.
                 let what =
                     Problem::ReadFailed { attr: AttributeId::LinearForwardingTable, amod: block, error: e.to_string() };
@@ -385,6 +394,7 @@ async fn read_lfts<D: SmpDriver>(
         }
     })
     .await;
+    held
 }
 
 /// Reads the table each QoS Set in `plan` would write; marks in `held` the

@@ -76,10 +76,34 @@ impl<T: Transport> SmpDriver for SmpClient<T> {
         W: FnOnce() -> R + Send + 'static,
     {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return work() };
+        let work = move || {
+            lower_own_priority();
+            work()
+        };
         match runtime.spawn_blocking(work).await {
             Ok(r) => r,
             // The work panicked: as it would have inline.
             Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+}
+
+/// Nice value of the threads routing runs on: below the owner, the SA and
+/// the I/O thread, so that on a small machine a long routing run takes the
+/// CPU they leave rather than delaying their answers.
+const ROUTING_NICE: libc::c_int = 10;
+
+/// Lowers the calling thread's priority (Linux: `setpriority` on a thread
+/// ID touches that thread only). A thread of the blocking pool keeps it; a
+/// failure only means routing competes at normal priority.
+#[allow(unsafe_code)]
+fn lower_own_priority() {
+    // SAFETY: gettid takes no arguments and cannot fail; setpriority reads
+    // only its integer arguments.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        if libc::getpriority(libc::PRIO_PROCESS, tid) < ROUTING_NICE {
+            libc::setpriority(libc::PRIO_PROCESS, tid, ROUTING_NICE);
         }
     }
 }

@@ -188,11 +188,19 @@ pub struct RoutingRun {
     /// Set when `auto` chose the engine: why, and the candidates passed over.
     pub auto: Option<AutoChoice>,
     pub elapsed: Duration,
+    /// No engine ran: the routes the switches held (a start or a takeover
+    /// on a fabric another SM programmed) were complete, loop-free and
+    /// credit-loop free, and were kept (`crate::program::routes::keep_held`).
+    pub kept: bool,
 }
 
 impl RoutingRun {
-    /// The engine's name, or `none`.
+    /// The engine's name, `kept` for routes kept as the fabric held
+    /// them, or `none`.
     pub fn engine_name(&self) -> &'static str {
+        if self.kept {
+            return "kept";
+        }
         self.engine.map_or("none", |e| e.name())
     }
 }
