@@ -1227,17 +1227,11 @@ fn rules() -> Vec<Rule> {
             why: "each SM counts its own activity",
             holds: |d| num(&d.left).is_some_and(|x| x > 0) && num(&d.right).is_some_and(|x| x > 0),
         },
-        // Both route with minhop, which breaks ties its own way: a path
-        // may cross a DDR uplink with one SM and only QDR ones with the
-        // other. Each SM's rate was checked above against the route
-        // ibtracert follows in its phase.
-        Rule {
-            scope: Between,
-            kind: "PR",
-            field: "rate",
-            why: "the SMs route some pairs over different spines: each rate is its own route's (checked against ibtracert)",
-            holds: |d| [num(&d.left), num(&d.right)].iter().all(|r| matches!(r, Some(0x86 | 0x87))),
-        },
+        // No rule for PathRecord rates: ibsm starts on the fabric OpenSM
+        // routed and keeps OpenSM's routes (complete, no credit loop on
+        // one VL), so every path crosses the same links with both SMs and
+        // the rates agree. (They differed while ibsm routed afresh:
+        // minhop breaks ties its own way in each SM.)
         // OpenSM sends a PortInfo Get for every port, down ones included,
         // but answers a down port's PortInfoRecord with the port number and
         // the link states only: every other field reads as zero, where the
