@@ -1190,7 +1190,8 @@ fn rules() -> Vec<Rule> {
             scope: Between,
             kind: "CPI",
             field: "Capability mask",
-            why: "each SA claims its own capabilities (OpenSM: Get/Set Notice; ibsm: CapabilityMask2, optional records)",
+            why:
+                "each SA claims its own capabilities (OpenSM: Get/Set Notice; ibsm: CapabilityMask2, optional records)",
             holds: |d| d.left == "0x2602" && d.right == "0x2704",
         },
         // CapabilityMask2: OpenSM has McastTop (3, it sets

@@ -18,16 +18,19 @@
 //! where every LID fits in block 0, that is common). So the order is kept
 //! per LID: each changed entry gets a level, 0 when its new next hop's
 //! entry does not change (or is not ordered: a switch written before
-//! activation), else one more than that next hop's. Round k writes every
-//! block holding an entry of level k, with the new entries of levels up to
-//! k and the old ones elsewhere; a block whose changed entries all share a
-//! level is written once, with its final contents. Each round waits until
-//! the previous one has been answered, and entries of one level never
-//! depend on each other, so within a round any order is safe.
+//! activation), else one more than that next hop's. A block is written
+//! once per level its changed entries hold, stage k with the new entries
+//! of levels up to k and the old ones elsewhere; a block whose changed
+//! entries share a level is written once, with its final contents.
+//!
+//! Each write waits only for the writes it depends on (those holding the
+//! next hops' entries of its LIDs, and the block's previous stage), not
+//! for a whole round: on a lossy fabric one slow Set delays what routes
+//! through it, not every other switch.
 //!
 //! New routes never loop, so levels are finite; an entry whose chain of
-//! next hops runs past 64 switches (tables that loop) is written in round 0
-//! and counted.
+//! next hops runs past 64 switches (tables that loop) gets level 0 and is
+//! counted.
 
 use std::collections::HashMap;
 
@@ -36,13 +39,18 @@ use crate::subnet::{NodeId, Subnet};
 /// An LFT block to write: the switch, the block index.
 pub type LftBlockAt = (NodeId, u32);
 
-/// One block write of a round: where, and the 64 entries.
+/// One block write: where, and the 64 entries.
 pub type LftWrite = (NodeId, u32, [u8; 64]);
 
-/// The rounds of writes, and what they cost beyond one write per block.
+/// The writes, what each must wait for, and what the order cost.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LftRounds {
-    pub rounds: Vec<Vec<LftWrite>>,
+pub struct LftOrder {
+    pub writes: Vec<LftWrite>,
+    /// `after[i]`: the writes (indices) that must have landed before
+    /// write `i` is sent.
+    pub after: Vec<Vec<usize>>,
+    /// The longest chain of writes, in writes (what rounds would be).
+    pub depth: usize,
     /// Writes of intermediate contents (a block written more than once).
     pub staged: usize,
     /// Entries whose next hops ran in a circle (tables that loop).
@@ -50,15 +58,15 @@ pub struct LftRounds {
 }
 
 /// Orders the writes of `changing` (blocks whose wanted contents differ
-/// from what the switch holds; every switch named has a known old table)
-/// into rounds. `new` is every switch's wanted table, `old` what the
-/// switches of `changing` held before.
-pub fn rounds(
+/// from what the switch holds; every switch named has a known old table).
+/// `new` is every switch's wanted table, `old` what the switches of
+/// `changing` held before.
+pub fn order(
     subnet: &Subnet,
     changing: &[LftBlockAt],
     new: &HashMap<NodeId, Vec<u8>>,
     old: &HashMap<NodeId, std::sync::Arc<Vec<u8>>>,
-) -> LftRounds {
+) -> LftOrder {
     let entry = |table: &[u8], lid: usize| table.get(lid).copied().unwrap_or(0xFF);
     let ordered: std::collections::HashSet<LftBlockAt> = changing.iter().copied().collect();
     let changes = |node: NodeId, lid: usize| -> bool {
@@ -70,11 +78,21 @@ pub fn rounds(
             _ => false,
         }
     };
-    let mut out = LftRounds::default();
+    // The switch an entry's new value forwards to, when its entry for the
+    // same LID changes too (what the entry must wait for).
+    let next_changing = |at: NodeId, lid: usize| -> Option<NodeId> {
+        let will = new.get(&at).map_or(0xFF, |t| entry(t, lid));
+        if will == 0xFF || will == 0 {
+            return None;
+        }
+        let (next, _) = subnet.node(at).ports.get(will as usize)?.remote?;
+        changes(next, lid).then_some(next)
+    };
+    let mut out = LftOrder::default();
     let mut levels: HashMap<(NodeId, usize), usize> = HashMap::new();
-    // The level of a changed entry: its chain of changed next hops, walked
-    // to its end and memoised on the way back.
-    let mut level_of = |start: NodeId, lid: usize, out: &mut LftRounds| -> usize {
+    // A changed entry's level: its chain of changed next hops, walked to
+    // its end and memoised on the way back.
+    let mut level_of = |start: NodeId, lid: usize, looping: &mut usize| -> usize {
         let mut chain = vec![start];
         let mut base = 0;
         loop {
@@ -84,37 +102,32 @@ pub fn rounds(
                 base = l + 1;
                 break;
             }
-            let will = new.get(&at).map_or(0xFF, |t| entry(t, lid));
-            let next = (will != 0xFF && will != 0)
-                .then(|| subnet.node(at).ports.get(will as usize).and_then(|p| p.remote))
-                .flatten()
-                .map(|(n, _)| n)
-                .filter(|&n| changes(n, lid));
-            match next {
+            match next_changing(at, lid) {
                 Some(n) if chain.len() > 64 || chain.contains(&n) => {
-                    out.looping += 1;
+                    *looping += 1;
                     break;
                 }
                 Some(n) => chain.push(n),
                 None => break,
             }
         }
-        // chain's last entry has level `base`, each before it one more.
         for (l, &node) in (base..).zip(chain.iter().rev()) {
             levels.insert((node, lid), l);
         }
         levels[&(start, lid)]
     };
-    let mut writes: Vec<(usize, LftWrite)> = Vec::new();
+    // Every block's stages, and which write holds each changed entry.
     let mut sorted: Vec<LftBlockAt> = changing.to_vec();
     sorted.sort_unstable_by_key(|&(node, block)| (block, node));
+    let mut write_of: HashMap<(NodeId, usize), usize> = HashMap::new();
+    let mut stage_levels: Vec<usize> = Vec::new();
     for (node, block) in sorted {
         let (Some(had), Some(want)) = (old.get(&node), new.get(&node)) else { continue };
         let first = block as usize * 64;
         let mut entry_levels: Vec<Option<usize>> = vec![None; 64];
         for (i, slot) in entry_levels.iter_mut().enumerate() {
             if changes(node, first + i) {
-                *slot = Some(level_of(node, first + i, &mut out));
+                *slot = Some(level_of(node, first + i, &mut out.looping));
             }
         }
         let mut distinct: Vec<usize> = entry_levels.iter().flatten().copied().collect();
@@ -125,24 +138,45 @@ pub fn rounds(
             distinct.push(0);
         }
         out.staged += distinct.len() - 1;
+        let mut previous: Option<usize> = None;
         for &k in &distinct {
             let mut ports = [0xFFu8; 64];
             for (i, p) in ports.iter_mut().enumerate() {
-                let lid = first + i;
                 *p = match entry_levels[i] {
-                    Some(l) if l > k => entry(had, lid),
-                    _ => entry(want, lid),
+                    Some(l) if l > k => entry(had, first + i),
+                    _ => entry(want, first + i),
                 };
             }
-            writes.push((k, (node, block, ports)));
+            let w = out.writes.len();
+            out.writes.push((node, block, ports));
+            out.after.push(previous.into_iter().collect());
+            stage_levels.push(k);
+            for (i, l) in entry_levels.iter().enumerate() {
+                if *l == Some(k) {
+                    write_of.insert((node, first + i), w);
+                }
+            }
+            previous = Some(w);
         }
     }
-    for (k, w) in writes {
-        if out.rounds.len() <= k {
-            out.rounds.resize(k + 1, Vec::new());
+    // Each write waits for the writes holding its entries' next hops.
+    for w in 0..out.writes.len() {
+        let (node, block, _) = out.writes[w];
+        let first = block as usize * 64;
+        for lid in first..first + 64 {
+            if write_of.get(&(node, lid)) != Some(&w) {
+                continue;
+            }
+            let Some(next) = next_changing(node, lid) else { continue };
+            if let Some(&dep) = write_of.get(&(next, lid)) {
+                // Strictly lower levels only: an entry in a looping chain
+                // must not make two writes wait for each other.
+                if stage_levels[dep] < stage_levels[w] && !out.after[w].contains(&dep) {
+                    out.after[w].push(dep);
+                }
+            }
         }
-        out.rounds[k].push(w);
     }
-    out.rounds.retain(|r| !r.is_empty());
+    out.depth = stage_levels.iter().max().map_or(0, |&k| k + 1);
     out
 }

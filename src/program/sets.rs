@@ -242,8 +242,8 @@ pub async fn program<D: SmpDriver>(
     let (ordered, unordered): (Vec<_>, Vec<_>) =
         changing.into_iter().partition(|(node, _)| plan.held_lfts.contains_key(node));
     let unordered_lfts: Vec<Target> = unordered.into_iter().map(|(node, block)| Target::Lft { node, block }).collect();
-    let order = super::lft_order::rounds(subnet, &ordered, &plan.lfts, &plan.held_lfts);
-    report.lft_rounds = order.rounds.len();
+    let order = super::lft_order::order(subnet, &ordered, &plan.lfts, &plan.held_lfts);
+    report.lft_rounds = order.depth;
     report.lft_staged = order.staged;
     if order.looping > 0 {
         tracing::warn!(entries = order.looping, "new forwarding entries whose next hops run in a circle");
@@ -280,21 +280,15 @@ pub async fn program<D: SmpDriver>(
     let ctx = Ctx { plan, config, state: PortState::Active, enforcement: &pkeys.enforcement };
     execute(driver, subnet, Work::Prepared(Vec::new().into_iter()), armed.into_iter(), &ctx, &mut report, cache).await;
 
-    // Pass 3: the ordered LFT rounds, each answered before the next.
-    for round in order.rounds {
-        let writes: Vec<SetRequest> = round
-            .into_iter()
-            .map(|(node, block, ports)| SetRequest {
-                target: Target::Lft { node, block },
-                path: subnet.node(node).path,
-                attr: AttributeId::LinearForwardingTable,
-                amod: block,
-                data: LftBlockRepr { ports }.to_data(),
-                sm_lid_only: false,
-                port_before: None,
-            })
-            .collect();
-        execute(driver, subnet, Work::Prepared(writes.into_iter()), std::iter::empty(), &ctx, &mut report, cache).await;
+    // Pass 3: the ordered LFT writes, each sent once those it waits for
+    // have landed.
+    if !order.writes.is_empty() {
+        let failed = {
+            let mut pass = OrderedLftPass::new(subnet, plan, order, &mut report, cache);
+            driver.drive(&mut pass).await;
+            pass.failed
+        };
+        record_failures(subnet, plan, failed, &mut report);
     }
     report.alias_guids = super::guids::held_aliases(&cache.guid_info);
     report
@@ -774,6 +768,131 @@ impl<I: Iterator<Item = Target>> SmpCore for SetPass<'_, '_, I> {
 
 /// A block hash no real block has: "we do not know what is there".
 const UNKNOWN_BLOCK: u64 = 0;
+
+/// The ordered LFT writes as an I/O-free core ([`super::lft_order`]): a
+/// write is sent once every write it waits for has been answered; one that
+/// times out is sent again at once, up to [`RESEND_ROUNDS`] times. A write
+/// that fails for good takes the writes waiting on it with it, unsent (the
+/// next sweep writes those switches again: their cache entries go).
+struct OrderedLftPass<'a> {
+    subnet: &'a Subnet,
+    plan: &'a Plan,
+    writes: Vec<super::lft_order::LftWrite>,
+    /// Writes each one still waits for, and who waits on it.
+    waiting: Vec<usize>,
+    dependents: Vec<Vec<usize>>,
+    ready: std::collections::VecDeque<usize>,
+    attempts: Vec<u8>,
+    outstanding: usize,
+    report: &'a mut ProgramReport,
+    cache: &'a mut LftCache,
+    failed: Vec<(SetRequest, SmpError)>,
+}
+
+impl<'a> OrderedLftPass<'a> {
+    fn new(
+        subnet: &'a Subnet,
+        plan: &'a Plan,
+        order: super::lft_order::LftOrder,
+        report: &'a mut ProgramReport,
+        cache: &'a mut LftCache,
+    ) -> Self {
+        let n = order.writes.len();
+        let mut dependents = vec![Vec::new(); n];
+        for (w, after) in order.after.iter().enumerate() {
+            for &d in after {
+                dependents[d].push(w);
+            }
+        }
+        let waiting: Vec<usize> = order.after.iter().map(Vec::len).collect();
+        let ready = (0..n).filter(|&w| waiting[w] == 0).collect();
+        OrderedLftPass {
+            subnet,
+            plan,
+            writes: order.writes,
+            waiting,
+            dependents,
+            ready,
+            attempts: vec![0; n],
+            outstanding: 0,
+            report,
+            cache,
+            failed: Vec::new(),
+        }
+    }
+
+    fn request(&self, w: usize) -> SetRequest {
+        let (node, block, ports) = self.writes[w];
+        SetRequest {
+            target: Target::Lft { node, block },
+            path: self.subnet.node(node).path,
+            attr: AttributeId::LinearForwardingTable,
+            amod: block,
+            data: LftBlockRepr { ports }.to_data(),
+            sm_lid_only: false,
+            port_before: None,
+        }
+    }
+
+    /// `w` will not be written: neither will anything waiting on it.
+    fn abandon(&mut self, w: usize) {
+        let mut stack = vec![w];
+        while let Some(w) = stack.pop() {
+            let guid = self.subnet.node(self.writes[w].0).guid();
+            self.cache.tables.remove(&guid);
+            stack.extend(std::mem::take(&mut self.dependents[w]));
+        }
+    }
+}
+
+impl SmpCore for OrderedLftPass<'_> {
+    type Token = usize;
+
+    fn poll_request(&mut self) -> Option<(usize, SmpRequest)> {
+        let w = self.ready.pop_front()?;
+        self.outstanding += 1;
+        let req = self.request(w);
+        Some((w, SmpRequest::set(req.path, req.attr, req.amod, req.data)))
+    }
+
+    fn handle_answer(&mut self, w: usize, answer: Result<[u8; 64], SmpError>) {
+        self.outstanding -= 1;
+        match answer {
+            Ok(_) => {
+                let (node, block, ports) = self.writes[w];
+                self.report.lft_blocks += 1;
+                let guid = self.subnet.node(node).guid();
+                let blocks = self.plan.top.0 as usize / 64 + 1;
+                let entry = self.cache.tables.entry(guid).or_default();
+                if entry.len() < blocks {
+                    entry.resize(blocks, UNKNOWN_BLOCK);
+                }
+                if let Some(slot) = entry.get_mut(block as usize) {
+                    *slot = block_hash(&ports);
+                }
+                for d in std::mem::take(&mut self.dependents[w]) {
+                    self.waiting[d] -= 1;
+                    if self.waiting[d] == 0 {
+                        self.ready.push_back(d);
+                    }
+                }
+            }
+            Err(e) if is_timeout(&e) && (self.attempts[w] as usize) < RESEND_ROUNDS => {
+                self.attempts[w] += 1;
+                self.report.resent += 1;
+                self.ready.push_front(w);
+            }
+            Err(e) => {
+                self.failed.push((self.request(w), e));
+                self.abandon(w);
+            }
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.ready.is_empty() && self.outstanding == 0
+    }
+}
 
 /// A 64-bit hash of one LFT block (never `UNKNOWN_BLOCK`). The cache keeps
 /// hashes, not tables: an eighth of the memory, and a collision would take
