@@ -251,3 +251,37 @@ async fn a_trap_flood_from_one_port_is_cut_to_its_rate_and_the_sa_keeps_answerin
     assert!(s.all_active(&[]));
     s.stop().await;
 }
+
+/// Bounces quicker than the SM looks (down and up again before the
+/// reaction reads the port: a retrained link) count too, and a hold that
+/// starts while the cable is up takes it out at once.
+#[tokio::test(flavor = "current_thread")]
+async fn quick_bounces_are_held_too() {
+    let mut config = Config::default();
+    config.sm.flap_downs = 3;
+    config.sm.flap_window_s = 60;
+    config.sm.flap_hold_s = 30;
+    let s = start(config).await;
+    let trunk = s.trunk();
+    for bounce in 1..=3 {
+        let n = s.reactions();
+        {
+            let mut f = s.fabric.lock().unwrap();
+            f.link_down(trunk.a).unwrap();
+            f.link_up(trunk.a).unwrap();
+        }
+        wait(&s, "the reaction to the bounce", |s| s.reactions() > n).await;
+        if bounce < 3 {
+            wait(&s, "the cable back in service", |s| s.all_active(&[])).await;
+        }
+    }
+    wait(&s, "the hold", |s| !s.status.status().held_cables.is_empty()).await;
+    // Held while up: left in INIT, routed around.
+    wait(&s, "the held cable's ports left INIT", |s| {
+        s.state(trunk.a) == Some(PortState::Init) && s.state(trunk.b) == Some(PortState::Init)
+    })
+    .await;
+    assert!(s.all_active(&[trunk.a, trunk.b]));
+    s.check_routes("held after quick bounces");
+    s.stop().await;
+}

@@ -79,7 +79,8 @@ pub struct Plan {
     pub partitions: Option<std::sync::Arc<PartitionSet>>,
     /// Where switches enforce partitions (OpenSM's `part_enforce`).
     pub part_enforce: PartEnforce,
-    /// Ports of cables held down for flapping: left in INIT, never armed.
+    /// Ports of cables held down for flapping: never armed, and taken down
+    /// (to retrain to INIT) when found ARMED or ACTIVE.
     pub held_ports: std::collections::HashSet<(NodeId, u8)>,
     /// What switches' forwarding tables held before this plan, where the
     /// SM knows it (it wrote them): their changed blocks are written in
@@ -979,6 +980,25 @@ fn port_set(subnet: &Subnet, id: NodeId, port: u8, ctx: &Ctx, memo: Option<&Port
         want.m_key_protect_bits = config.m_key_protection_level;
         want.m_key_lease_period = config.m_key_lease_period;
     }
+    // A cable held down for flapping (unlinked in the plan) that is up (it
+    // bounced back between two looks) is taken down: the link retrains to
+    // INIT, and stays there unarmed while held. Nothing else is written.
+    if port != 0 && plan.held_ports.contains(&(id, port)) {
+        if !matches!(current.port_state, PortState::Armed | PortState::Active) {
+            return None;
+        }
+        let mut set = current.for_set();
+        set.port_state = PortState::Down;
+        return Some(SetRequest {
+            target: Target::Port { node: id, port },
+            path: node.path_for_port(port),
+            attr: AttributeId::PortInfo,
+            amod: port as u32,
+            data: set.to_data(),
+            sm_lid_only: false,
+            port_before: None,
+        });
+    }
     // Link parameters live on each physical port: what both ends support.
     if port != 0 {
         let (far_node, far_port) = remote?;
@@ -1011,9 +1031,7 @@ fn port_set(subnet: &Subnet, id: NodeId, port: u8, ctx: &Ctx, memo: Option<&Port
     if let Some(m) = memo.filter(|_| changed) {
         tracing::debug!(node = %node.guid(), port, held = ?m.held, current = ?current, wanted = ?m.wanted, want = ?want, "port differs from what it answered our last Set with");
     }
-    let held = plan.held_ports.contains(&(id, port));
     let step = match (current.port_state, target) {
-        _ if held => None,
         (PortState::Init, PortState::Armed) if port != 0 => Some(PortState::Armed),
         (PortState::Armed, PortState::Active) if port != 0 => Some(PortState::Active),
         _ => None,
