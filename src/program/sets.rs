@@ -118,6 +118,17 @@ pub struct LftCache {
 }
 
 impl LftCache {
+    /// `switch` answered a Set of LFT block `block` with `ports` (tables
+    /// sized for LIDs up to `top`).
+    fn note_lft_block(&mut self, switch: Guid, top: Lid, block: u32, ports: &[u8; 64]) {
+        let blocks = (top.0 as usize / 64 + 1).max(block as usize + 1);
+        let entry = self.tables.entry(switch).or_default();
+        if entry.len() < blocks {
+            entry.resize(blocks, UNKNOWN_BLOCK);
+        }
+        entry[block as usize] = block_hash(ports);
+    }
+
     /// Forgets what this SM wrote to the switches of `subnet` found cold
     /// ([`crate::subnet::SubnetNode::is_cold_switch`]): a switch that
     /// rebooted lost its forwarding, P_Key and VL tables, and is written
@@ -750,14 +761,8 @@ impl<I: Iterator<Item = Target>> SmpCore for SetPass<'_, '_, I> {
             }
             Target::Lft { node, block } => {
                 self.report.lft_blocks += 1;
-                let guid = self.subnet.node(node).guid();
-                let blocks = self.ctx.plan.top.0 as usize / 64 + 1;
-                let entry = self.cache.tables.entry(guid).or_default();
-                if entry.len() < blocks {
-                    entry.resize(blocks, UNKNOWN_BLOCK);
-                }
-                entry[block as usize] =
-                    block_hash(&LftBlockRepr::parse_data(&req.data).map(|b| b.ports).unwrap_or([0xFF; 64]));
+                let ports = LftBlockRepr::parse_data(&req.data).map(|b| b.ports).unwrap_or([0xFF; 64]);
+                self.cache.note_lft_block(self.subnet.node(node).guid(), self.ctx.plan.top, block, &ports);
             }
         }
     }
@@ -824,15 +829,7 @@ impl<'a> OrderedLftPass<'a> {
 
     fn request(&self, w: usize) -> SetRequest {
         let (node, block, ports) = self.writes[w];
-        SetRequest {
-            target: Target::Lft { node, block },
-            path: self.subnet.node(node).path,
-            attr: AttributeId::LinearForwardingTable,
-            amod: block,
-            data: LftBlockRepr { ports }.to_data(),
-            sm_lid_only: false,
-            port_before: None,
-        }
+        lft_request(self.subnet, node, block, ports)
     }
 
     /// `w` will not be written: neither will anything waiting on it.
@@ -862,15 +859,7 @@ impl SmpCore for OrderedLftPass<'_> {
             Ok(_) => {
                 let (node, block, ports) = self.writes[w];
                 self.report.lft_blocks += 1;
-                let guid = self.subnet.node(node).guid();
-                let blocks = self.plan.top.0 as usize / 64 + 1;
-                let entry = self.cache.tables.entry(guid).or_default();
-                if entry.len() < blocks {
-                    entry.resize(blocks, UNKNOWN_BLOCK);
-                }
-                if let Some(slot) = entry.get_mut(block as usize) {
-                    *slot = block_hash(&ports);
-                }
+                self.cache.note_lft_block(self.subnet.node(node).guid(), self.plan.top, block, &ports);
                 for d in std::mem::take(&mut self.dependents[w]) {
                     self.waiting[d] -= 1;
                     if self.waiting[d] == 0 {
@@ -941,15 +930,20 @@ fn lft_set(subnet: &Subnet, id: NodeId, block: u32, plan: &Plan, cache: &LftCach
     if held == Some(block_hash(&ports)) {
         return None;
     }
-    Some(SetRequest {
+    Some(lft_request(subnet, id, block, ports))
+}
+
+/// The Set that writes `ports` into LFT block `block` of switch `id`.
+fn lft_request(subnet: &Subnet, id: NodeId, block: u32, ports: [u8; 64]) -> SetRequest {
+    SetRequest {
         target: Target::Lft { node: id, block },
-        path: node.path,
+        path: subnet.node(id).path,
         attr: AttributeId::LinearForwardingTable,
         amod: block,
         data: LftBlockRepr { ports }.to_data(),
         sm_lid_only: false,
         port_before: None,
-    })
+    }
 }
 
 /// The PortInfo Set for one port, or `None` when the port already holds what
