@@ -285,3 +285,42 @@ async fn quick_bounces_are_held_too() {
     s.check_routes("held after quick bounces");
     s.stop().await;
 }
+
+/// A host that sends trap 128 in a switch's name is not taken at its
+/// word: no reaction at the switch it names; it is logged, counted as an
+/// issuer mismatch, and a light sweep looks instead (and finds nothing).
+#[tokio::test(flavor = "current_thread")]
+async fn a_trap_in_another_nodes_name_is_not_taken_at_its_word() {
+    let s = start(Config::default()).await;
+    let hosts: Vec<_> = s.topo.hosts().collect();
+    let rogue_host = hosts[3];
+    let leaf = s.topo.neighbor(PortRef { node: hosts[20], port: 1 }).unwrap().node;
+    let sm_lid = s.fabric.lock().unwrap().lid_of(PortRef { node: hosts[0], port: 1 }).unwrap();
+    let leaf_lid = s.fabric.lock().unwrap().lid_of(PortRef { node: leaf, port: 0 }).unwrap();
+    let reactions = s.reactions();
+    let light = s.metric("ibsm_sweeps_total{kind=\"light\"}");
+    let notice = NoticeRepr::generic_trap(
+        NoticeType::Urgent,
+        producer_type::SWITCH,
+        leaf_lid,
+        &TrapDetails::LinkStateChanged { switch_lid: leaf_lid },
+    )
+    .unwrap();
+    let mut data = [0u8; 64];
+    notice.emit(&mut ibsm::mad::Notice::new_checked(&mut data[..]).unwrap());
+    let trap = SmpRepr::lid_request(Method::Trap, AttributeId::Notice, 0, 0, data);
+    let mut rogue = SimDevice::attach(&s.fabric, rogue_host, 1).unwrap();
+    rogue.send(&Datagram { addr: MadAddress::smi(sm_lid), mad: trap.to_bytes().to_vec() }).unwrap();
+    wait(&s, "the mismatch counted", |s| s.metric("ibsm_traps_unmatched_total{why=\"issuer_mismatch\"}") == 1.0).await;
+    wait(&s, "a light sweep", |s| s.metric("ibsm_sweeps_total{kind=\"light\"}") > light).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(s.reactions(), reactions, "no reaction at the switch the trap named");
+    assert_eq!(s.metric("ibsm_traps_unmatched_total{why=\"unknown_lid\"}"), 0.0);
+    // The switch's own trap, for a real change, is taken: a reaction.
+    s.fabric.lock().unwrap().link_down(PortRef { node: hosts[20], port: 1 }).unwrap();
+    wait(&s, "a reaction to the real trap", |s| s.reactions() > reactions).await;
+    assert_eq!(s.metric("ibsm_traps_unmatched_total{why=\"issuer_mismatch\"}"), 1.0);
+    s.fabric.lock().unwrap().link_up(PortRef { node: hosts[20], port: 1 }).unwrap();
+    wait(&s, "every port ACTIVE again", |s| s.all_active(&[])).await;
+    s.stop().await;
+}

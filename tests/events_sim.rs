@@ -50,8 +50,15 @@ impl Bed {
     /// The fabric brought up by an SM on the first host, and a heavy
     /// sweep's cost measured on it unchanged (discovery included).
     fn new(spec: &str) -> Bed {
+        Bed::prepared(spec, |_, _| {})
+    }
+
+    /// As [`Bed::new`], with the fabric changed by `before` ahead of the
+    /// bring-up (nodes the SM is not to know yet taken down).
+    fn prepared(spec: &str, before: impl FnOnce(&SharedFabric, &Topology)) -> Bed {
         let topo = Topology::from_spec_or_file(spec).unwrap();
         let fabric = FabricBuilder::new(&topo).seed(9).build_shared().unwrap();
+        before(&fabric, &topo);
         let sm_host = topo.hosts().next().unwrap();
         let dev = SimDevice::attach(&fabric, sm_host, 1).unwrap();
         dev.set_is_sm(true);
@@ -90,6 +97,48 @@ impl Bed {
             Reaction::Unbounded(c) => panic!("not bounded: {:?}", c.unbounded),
             Reaction::Unchanged(c) => panic!("no change found: {c:?}"),
         }
+    }
+
+    /// The tables the switches hold now, checked for credit loops on the
+    /// VLs the sweep's SLs give paths, when the engine promises freedom
+    /// from them (auto's pick passed its check, or the engine claims it).
+    fn check_credit_loops(&self, report: &SweepReport, what: &str) {
+        use ibsm_routing::cdg::{analyze_cdg, CdgScope};
+        use ibsm_routing::lft::{Lft, Routes};
+        let promised = match &report.routing.auto {
+            Some(choice) => choice.deadlock_free,
+            None => report.routing.engine.is_some_and(|e| e.claims_deadlock_freedom()),
+        };
+        let subnet = &report.subnet;
+        let mut ranges = HashMap::new();
+        for (id, port) in subnet.lid_ports() {
+            if let Some(r) = report.lids.ranges.get(&subnet.node(id).port_guid(port)) {
+                ranges.insert((id, port), *r);
+            }
+        }
+        let view = ibsm::program::routes::routing_view(subnet, &ranges).expect("a routing view");
+        let f = self.fabric.lock().unwrap();
+        let lfts = view
+            .switch_nodes
+            .iter()
+            .map(|&n| {
+                let guid = subnet.node(n).guid();
+                let sim = self.topo.nodes.iter().position(|x| x.node_guid == guid).expect("a switch of the topology");
+                Lft { ports: f.lft(NodeIdx(sim)).unwrap().to_vec() }
+            })
+            .collect();
+        let routes = Routes { lfts, sl: report.routes.path_sl.clone() };
+        let cdg = analyze_cdg(&view.fabric, &routes, CdgScope::default());
+        assert!(
+            !promised || cdg.deadlock_free(),
+            "{what}: {} promised no credit loop: {cdg}",
+            report.routing.engine_name()
+        );
+    }
+
+    /// The leaf the SM's host hangs off.
+    fn sm_leaf(&self) -> NodeIdx {
+        self.topo.neighbor(PortRef { node: self.sm_host, port: 1 }).unwrap().node
     }
 
     fn is_switch(&self, r: PortRef) -> bool {
@@ -168,6 +217,7 @@ fn a_cable_down_then_up_costs_a_fraction_of_a_heavy_sweep() {
     assert!(report.program.lft_blocks > 0, "routes moved off the cable: {:?}", report.program);
     assert_eq!(report.program.port_sets, 0, "no port changes state: {:?}", report.program);
     bed.check_routes("cable down");
+    bed.check_credit_loops(&report, "cable down");
     assert!(bed.all_cabled_active_but(&[a, b]).is_empty());
     // Reads: the two switches' SwitchInfo and PortInfo, and the SwitchInfo
     // of switches whose path crossed the cable (silent in the light sweep);
@@ -190,6 +240,7 @@ fn a_cable_down_then_up_costs_a_fraction_of_a_heavy_sweep() {
     assert_eq!((report.program.armed, report.program.activated), (2, 2), "{:?}", report.program);
     assert!(bed.all_cabled_active_but(&[]).is_empty());
     bed.check_routes("cable back up");
+    bed.check_credit_loops(&report, "cable back up");
     assert!(spent * 5 < bed.heavy_smps, "a cable up: {spent} SMPs, a quiet heavy sweep {}", bed.heavy_smps);
 }
 
@@ -205,6 +256,7 @@ fn a_spine_down_and_back() {
     // at once when the first one showed it silent.
     assert!((1..=6).contains(&changes.count(ChangeKind::LinkDown)), "{:?}", changes.changes);
     bed.check_routes("spine down");
+    bed.check_credit_loops(&report, "spine down");
     assert_eq!(report.program.port_sets, 0, "no port changes state: {:?}", report.program.port_sets);
     // Every leaf's ports are read: on this small tree that is a third of a
     // heavy sweep (docs/benchmarks.md has the 648-host figure).
@@ -218,6 +270,7 @@ fn a_spine_down_and_back() {
     assert_eq!(changes.count(ChangeKind::LinkUp), 5, "the others: {:?}", changes.changes);
     assert!(bed.all_cabled_active_but(&[]).is_empty());
     bed.check_routes("spine back");
+    bed.check_credit_loops(&report, "spine back");
 }
 
 #[test]
@@ -235,6 +288,7 @@ fn a_switch_reboot_is_reprogrammed_from_what_the_sm_knows() {
     assert_eq!(bed.fabric.lock().unwrap().lft(leaf).unwrap(), &lft_before[..], "the same routes as before");
     assert!(bed.all_cabled_active_but(&[]).is_empty());
     bed.check_routes("switch reboot");
+    bed.check_credit_loops(&report, "switch reboot");
 }
 
 #[test]
@@ -252,6 +306,121 @@ fn a_host_reboot_gets_its_lid_back() {
     assert_eq!(report.program.lft_blocks, 0, "no route moved: {:?}", report.program);
     assert!(bed.all_cabled_active_but(&[]).is_empty());
     bed.check_routes("host reboot");
+    bed.check_credit_loops(&report, "host reboot");
+}
+
+/// A free port of `node` (no cable in the topology).
+fn free_port(topo: &Topology, node: NodeIdx) -> u8 {
+    (1..=topo.node(node).num_ports).find(|&p| topo.neighbor(PortRef { node, port: p }).is_none()).expect("a free port")
+}
+
+#[test]
+fn a_host_cable_moved_to_another_leaf_keeps_its_lid() {
+    let mut bed = Bed::new(FAT_TREE);
+    let host = bed.topo.hosts().nth(20).unwrap();
+    let port = PortRef { node: host, port: 1 };
+    let old = bed.topo.neighbor(port).unwrap();
+    let leaf = bed
+        .topo
+        .switches()
+        .find(|&s| s != old.node && bed.topo.node(s).name.starts_with("leaf") && s != bed.sm_leaf())
+        .unwrap();
+    let to = PortRef { node: leaf, port: free_port(&bed.topo, leaf) };
+    let lid = bed.fabric.lock().unwrap().lid_of(port).unwrap();
+    bed.fabric.lock().unwrap().move_cable(old, to).unwrap();
+    let (report, _) = bed.react();
+    let changes = Bed::changes(&report);
+    assert_eq!(changes.count(ChangeKind::Moved), 1, "{:?}", changes.changes);
+    assert_eq!(changes.count(ChangeKind::NodeGone), 0, "{:?}", changes.changes);
+    let moved = changes.changes.iter().find(|c| c.kind == ChangeKind::Moved).unwrap();
+    assert_eq!(
+        (moved.guid, moved.port, moved.peer, moved.was),
+        (
+            bed.topo.node(leaf).node_guid,
+            to.port,
+            Some((bed.topo.node(host).node_guid, 1)),
+            Some((bed.topo.node(old.node).node_guid, old.port))
+        ),
+        "{moved}"
+    );
+    assert_eq!(bed.fabric.lock().unwrap().lid_of(port).unwrap(), lid, "the host keeps its LID");
+    assert_eq!(bed.fabric.lock().unwrap().port_state(port).unwrap(), PortState::Active);
+    assert!(bed.all_cabled_active_but(&[old]).is_empty());
+    bed.check_routes("host cable moved");
+    bed.check_credit_loops(&report, "host cable moved");
+}
+
+#[test]
+fn a_trunk_moved_to_another_spine_port() {
+    let mut bed = Bed::new(FAT_TREE);
+    let (a, b) = bed.trunks()[4];
+    // The spine end moves to a free port of another spine.
+    let (leaf_end, spine_end) = if bed.topo.node(a.node).name.starts_with("spine") { (b, a) } else { (a, b) };
+    let spine =
+        bed.topo.switches().find(|&s| s != spine_end.node && bed.topo.node(s).name.starts_with("spine")).unwrap();
+    let to = PortRef { node: spine, port: free_port(&bed.topo, spine) };
+    bed.fabric.lock().unwrap().move_cable(spine_end, to).unwrap();
+    let (report, _) = bed.react();
+    let changes = Bed::changes(&report);
+    assert_eq!(changes.count(ChangeKind::Moved), 1, "{:?}", changes.changes);
+    assert_eq!(changes.count(ChangeKind::NodeGone), 0, "{:?}", changes.changes);
+    assert_eq!((report.program.armed, report.program.activated), (2, 2), "the new ends: {:?}", report.program);
+    assert_eq!(bed.fabric.lock().unwrap().port_state(leaf_end).unwrap(), PortState::Active);
+    assert_eq!(bed.fabric.lock().unwrap().port_state(to).unwrap(), PortState::Active);
+    assert!(bed.all_cabled_active_but(&[spine_end]).is_empty());
+    bed.check_routes("trunk moved");
+    bed.check_credit_loops(&report, "trunk moved");
+}
+
+#[test]
+fn a_new_leaf_with_hosts_cabled_in() {
+    // The last leaf and its hosts are off when the SM brings the fabric up.
+    let newcomers = |topo: &Topology| -> Vec<NodeIdx> {
+        let leaf = topo.switches().filter(|&s| topo.node(s).name.starts_with("leaf")).last().unwrap();
+        let mut nodes = vec![leaf];
+        for port in 1..=topo.node(leaf).num_ports {
+            if let Some(far) = topo.neighbor(PortRef { node: leaf, port }) {
+                if topo.node(far.node).kind != NodeKind::Switch {
+                    nodes.push(far.node);
+                }
+            }
+        }
+        nodes
+    };
+    let mut bed = Bed::prepared(FAT_TREE, |fabric, topo| {
+        for n in newcomers(topo) {
+            fabric.lock().unwrap().crash_node(n).unwrap();
+        }
+    });
+    let nodes = newcomers(&bed.topo);
+    let lids_before: Vec<(NodeIdx, Lid)> = {
+        let f = bed.fabric.lock().unwrap();
+        bed.topo
+            .hosts()
+            .filter(|h| !nodes.contains(h))
+            .map(|h| (h, f.lid_of(PortRef { node: h, port: 1 }).unwrap()))
+            .collect()
+    };
+    for &n in &nodes {
+        bed.fabric.lock().unwrap().restart_node(n).unwrap();
+    }
+    let (report, spent) = bed.react();
+    let changes = Bed::changes(&report);
+    assert_eq!(changes.count(ChangeKind::NodeNew), nodes.len(), "the leaf and its hosts: {:?}", changes.changes);
+    assert!(bed.all_cabled_active_but(&[]).is_empty());
+    {
+        let f = bed.fabric.lock().unwrap();
+        for &(h, lid) in &lids_before {
+            assert_eq!(f.lid_of(PortRef { node: h, port: 1 }).unwrap(), lid, "a host already there keeps its LID");
+        }
+        for &n in &nodes[1..] {
+            assert_ne!(f.lid_of(PortRef { node: n, port: 1 }).unwrap(), Lid(0));
+        }
+    }
+    bed.check_routes("new leaf");
+    bed.check_credit_loops(&report, "new leaf");
+    // The new subtree is read, not the fabric.
+    assert!(spent < bed.heavy_smps, "a new leaf: {spent} SMPs, a quiet heavy sweep {}", bed.heavy_smps);
 }
 
 #[test]
@@ -276,6 +445,7 @@ fn ten_cables_down_at_once_are_one_change_set() {
     assert_eq!(changes.count(ChangeKind::LinkDown), 10, "{:?}", changes.changes);
     assert_eq!(changes.count(ChangeKind::NodeGone), 4, "the hosts cut off: {:?}", changes.changes);
     bed.check_routes("ten cables down");
+    bed.check_credit_loops(&report, "ten cables down");
     let mut except: Vec<PortRef> = cut.iter().flat_map(|&(a, b)| [a, b]).collect();
     for &h in &hosts {
         except.push(h);
@@ -313,10 +483,12 @@ fn every_kind_of_fabric_reacts_to_a_trunk_down() {
         assert_eq!(Bed::changes(&report).count(ChangeKind::LinkDown), 1, "{spec}");
         bed.check_routes(spec);
         assert!(spent * 3 < bed.heavy_smps, "{spec}: {spent} SMPs, a quiet heavy sweep {}", bed.heavy_smps);
+        bed.check_credit_loops(&report, spec);
         bed.fabric.lock().unwrap().link_up(a).unwrap();
-        bed.react();
+        let (report, _) = bed.react();
         assert!(bed.all_cabled_active_but(&[]).is_empty(), "{spec}");
         bed.check_routes(spec);
+        bed.check_credit_loops(&report, spec);
     }
 }
 

@@ -14,7 +14,7 @@ use super::sets::{self, LftCache, Plan};
 use super::{guids, mcast, partitions, planner, routes, SweepError};
 use crate::config::SmConfig;
 use crate::lid::Guid2Lid;
-use crate::subnet::{ChangeSet, Suspect, SweepKind, Trigger};
+use crate::subnet::{ChangeKind, ChangeSet, Suspect, SweepKind, Trigger};
 use crate::subnet::{MasterMode, McastReport, NodeId, ProgramReport, Subnet, SweepReport, SweptRoutes};
 use crate::sweep::core::SmpDriver;
 use crate::sweep::discovery;
@@ -587,6 +587,11 @@ impl<D: SmpDriver> SubnetManager<D> {
         }
         for c in changes.changes.iter().take(CHANGE_LINES) {
             info!(change = %c, %trigger, "fabric change");
+        }
+        // Every one: a node where another cable had it is an operator's
+        // doing, or a spoof.
+        for c in changes.changes.iter().filter(|c| c.kind == ChangeKind::Moved) {
+            warn!(change = %c, %trigger, "known node found behind another port");
         }
         if changes.changes.len() > CHANGE_LINES {
             info!(more = changes.changes.len() - CHANGE_LINES, "more fabric changes, not logged one by one");

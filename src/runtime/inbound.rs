@@ -23,6 +23,10 @@ enum TrapResponse {
     React(Trigger, Suspect),
     /// Its issuer LID is nobody's: a light sweep looks for the change.
     Unmatched,
+    /// It came from a LID of another node than the issuer it names (a
+    /// spoof, or a confused agent): not taken at its word; a light sweep
+    /// looks for the change.
+    Mismatch,
     /// Sweep the fabric whole.
     Heavy,
     /// Log and count only.
@@ -37,6 +41,7 @@ impl std::fmt::Display for TrapResponse {
                 None => write!(f, "react ({trigger}) at switch {}", s.guid),
             },
             TrapResponse::Unmatched => f.write_str("light sweep: no port the SM knows holds the issuer LID"),
+            TrapResponse::Mismatch => f.write_str("light sweep: sent from another node than the issuer it names"),
             TrapResponse::Heavy => f.write_str("heavy sweep"),
             TrapResponse::Nothing => f.write_str("logged only"),
         }
@@ -132,8 +137,17 @@ impl<T: Transport + Clone> Owner<T> {
                                 self.traps_logged = (now, 0);
                             }
                             self.traps_logged.1 += 1;
-                            let response = self.trap_response(&notice);
-                            if self.traps_logged.1 <= TRAP_LINES_PER_S {
+                            let response = self.trap_response(&notice, dgram.addr.lid);
+                            if response == TrapResponse::Mismatch && self.traps_logged.1 <= TRAP_LINES_PER_S {
+                                warn!(
+                                    trap = notice.trap_number,
+                                    sender_lid = %dgram.addr.lid,
+                                    sender = %self.node_at_lid(dgram.addr.lid),
+                                    issuer_lid = %notice.issuer_lid,
+                                    issuer = %self.node_at_lid(notice.issuer_lid),
+                                    "trap names another node than the one that sent it; not taken at its word, a light sweep looks"
+                                );
+                            } else if self.traps_logged.1 <= TRAP_LINES_PER_S {
                                 info!(
                                     trap = notice.trap_number,
                                     issuer_lid = %notice.issuer_lid,
@@ -179,7 +193,10 @@ impl<T: Transport + Clone> Owner<T> {
     /// port changes), a light sweep (a trap from a LID nobody holds), a
     /// heavy sweep (traps the SM cannot bound), or nothing but the log line
     /// and the count (link errors and key violations change no route).
-    fn trap_response(&self, notice: &crate::mad::NoticeRepr) -> TrapResponse {
+    /// A trap is taken at its word only from its issuer: `from`, the LID
+    /// it came from, is one of the issuer's node's, or no node's the SM
+    /// knows (a port that just got its LID).
+    fn trap_response(&self, notice: &crate::mad::NoticeRepr, from: Lid) -> TrapResponse {
         if !notice.is_generic {
             return TrapResponse::Heavy;
         }
@@ -191,6 +208,11 @@ impl<T: Transport + Clone> Owner<T> {
             129..=131 | 256..=259 => return TrapResponse::Nothing,
             _ => return TrapResponse::Heavy,
         };
+        let sender = self.port_of_lid(from).map(|(id, _)| id);
+        let issuer = self.port_of_lid(notice.issuer_lid).map(|(id, _)| id);
+        if sender.is_some() && issuer.is_some() && sender != issuer {
+            return TrapResponse::Mismatch;
+        }
         match self.suspect_at_lid(notice.issuer_lid) {
             Some(suspect) => TrapResponse::React(trigger, suspect),
             None => TrapResponse::Unmatched,
@@ -200,9 +222,13 @@ impl<T: Transport + Clone> Owner<T> {
     fn respond_to_trap(&mut self, response: TrapResponse) {
         match response {
             TrapResponse::React(trigger, suspect) => self.react_to(trigger, vec![suspect]),
-            TrapResponse::Unmatched => {
+            TrapResponse::Unmatched | TrapResponse::Mismatch => {
                 if let Some(m) = &self.options.metrics {
-                    m.trap_unmatched("unknown_lid");
+                    m.trap_unmatched(if response == TrapResponse::Unmatched {
+                        "unknown_lid"
+                    } else {
+                        "issuer_mismatch"
+                    });
                 }
                 if !self.queue.contains(&SweepWork::Light) {
                     self.queue.push_back(SweepWork::Light);

@@ -240,6 +240,9 @@ impl<T: Transport + Clone> Owner<T> {
                 }
                 if let Some(m) = &self.options.metrics {
                     m.reaction("programmed");
+                    if let SweepKind::Reaction { changes, .. } = &report.kind {
+                        m.fabric_changes(changes);
+                    }
                 }
                 self.on_programmed(*report)
             }

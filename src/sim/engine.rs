@@ -548,6 +548,50 @@ impl Fabric {
         Ok(())
     }
 
+    /// Moves the cable plugged into `from` to the free port `to` (of this
+    /// or another node): `from` goes Down/Polling, uncabled; the cable's
+    /// far end trains with `to` if both can. Switches at every end that
+    /// saw a change raise PortStateChange (and trap), as a technician
+    /// re-cabling a live fabric makes them do.
+    pub fn move_cable(&mut self, from: PortRef, to: PortRef) -> Result<(), SimError> {
+        let old = self.resolve(from)?;
+        let new = self.resolve(to)?;
+        let far = self.port(old).peer;
+        if far == NO_PORT || from.port == 0 {
+            return Err(SimError::NotCabled(from));
+        }
+        if to.port == 0 || self.port(new).peer != NO_PORT || new == old {
+            return Err(SimError::PortTaken(to));
+        }
+        let far = PortId(far);
+        let was_up = self.live_peer(old).is_some();
+        for p in [old, far] {
+            let pi = &mut self.port_mut(p).pi;
+            if pi.port_physical_state != PhysState::Disabled {
+                pi.port_state = crate::mad::PortState::Down;
+                pi.port_physical_state = PhysState::Polling;
+            }
+        }
+        self.port_mut(old).peer = NO_PORT;
+        self.port_mut(old).cut = false;
+        self.port_mut(far).peer = new.0;
+        self.port_mut(far).cut = false;
+        self.port_mut(new).peer = far.0;
+        self.port_mut(new).cut = false;
+        if was_up {
+            for p in [old, far] {
+                self.port_state_changed(self.port(p).node);
+            }
+        }
+        if let Some(peer) = self.can_train(new) {
+            self.train(new, peer);
+            for p in [new, peer] {
+                self.port_state_changed(self.port(p).node);
+            }
+        }
+        Ok(())
+    }
+
     fn link_up_state(&self, id: PortId) -> bool {
         self.live_peer(id).is_some()
     }

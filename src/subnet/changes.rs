@@ -68,6 +68,38 @@ pub enum ChangeKind {
     NodeNew,
     /// The port's PortInfo differs in something other than its link.
     PortChanged,
+    /// A known node answered behind this port (`peer`: its port) though
+    /// it was cabled elsewhere (`was`: its old far end, whose link is
+    /// down): a cable moved, or something answering with another node's
+    /// GUID. Logged as a warning and counted.
+    Moved,
+}
+
+impl ChangeKind {
+    pub const ALL: [ChangeKind; 8] = [
+        ChangeKind::LinkDown,
+        ChangeKind::LinkUp,
+        ChangeKind::LinkRetrained,
+        ChangeKind::NodeReset,
+        ChangeKind::NodeGone,
+        ChangeKind::NodeNew,
+        ChangeKind::PortChanged,
+        ChangeKind::Moved,
+    ];
+
+    /// A name for logs, metrics labels and `/status`.
+    pub fn label(self) -> &'static str {
+        match self {
+            ChangeKind::LinkDown => "link_down",
+            ChangeKind::LinkUp => "link_up",
+            ChangeKind::LinkRetrained => "link_retrained",
+            ChangeKind::NodeReset => "node_reset",
+            ChangeKind::NodeGone => "node_gone",
+            ChangeKind::NodeNew => "node_new",
+            ChangeKind::PortChanged => "port_changed",
+            ChangeKind::Moved => "moved",
+        }
+    }
 }
 
 /// One change, with the node, port and path it concerns.
@@ -79,6 +111,8 @@ pub struct Change {
     pub port: u8,
     pub path: DrPath,
     pub peer: Option<(Guid, u8)>,
+    /// For [`ChangeKind::Moved`]: where `peer` was cabled before.
+    pub was: Option<(Guid, u8)>,
 }
 
 impl fmt::Display for Change {
@@ -91,10 +125,14 @@ impl fmt::Display for Change {
             ChangeKind::NodeGone => "node gone",
             ChangeKind::NodeNew => "node new",
             ChangeKind::PortChanged => "port changed",
+            ChangeKind::Moved => "known node found here",
         };
         write!(f, "{what}: {} '{}' port {} at {}", self.guid, self.name, self.port, self.path)?;
         if let Some((g, p)) = self.peer {
             write!(f, " (far end {g} port {p})")?;
+        }
+        if let Some((g, p)) = self.was {
+            write!(f, ", cabled to {g} port {p} before: a cable moved, or another node answering with its GUID")?;
         }
         Ok(())
     }
@@ -125,6 +163,7 @@ impl ChangeSet {
             (ChangeKind::NodeGone, "nodes gone"),
             (ChangeKind::NodeNew, "nodes new"),
             (ChangeKind::PortChanged, "ports changed"),
+            (ChangeKind::Moved, "nodes moved"),
         ];
         let parts: Vec<String> = kinds
             .iter()

@@ -168,6 +168,7 @@ mod tests {
                 port,
                 path: DrPath::local(),
                 peer: peer.map(|(g, p)| (Guid(g), p)),
+                was: None,
             }],
             ..ChangeSet::default()
         }

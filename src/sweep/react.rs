@@ -37,7 +37,7 @@
 //! the node it is asked about is unknown: the SM then sweeps the fabric
 //! whole.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use tracing::debug;
 
@@ -83,6 +83,13 @@ pub enum Read {
         node: NodeId,
         port: u8,
     },
+    /// PortInfo of a port whose far end, a known node, answered elsewhere
+    /// though this link was not seen down: is it down (a cable moved), or
+    /// does something still answer behind it (two nodes with one GUID)?
+    Recheck {
+        node: NodeId,
+        port: u8,
+    },
 }
 
 impl Read {
@@ -93,7 +100,8 @@ impl Read {
             | Read::Verify { node }
             | Read::NodeDescription { node }
             | Read::PortInfo { node, .. }
-            | Read::Probe { node, .. } => node,
+            | Read::Probe { node, .. }
+            | Read::Recheck { node, .. } => node,
         }
     }
 }
@@ -129,6 +137,11 @@ pub struct ReactionCore {
     whole: HashSet<NodeId>,
     /// Ports read or being read, and far ends probed.
     asked: HashSet<Read>,
+    /// Links found down in this reaction: each end to the other.
+    cut: HashMap<(NodeId, u8), (NodeId, u8)>,
+    /// Links a probe made in this reaction: the far port to the port it
+    /// was found behind.
+    made: HashMap<(NodeId, u8), (NodeId, u8)>,
     changes: ChangeSet,
 }
 
@@ -148,6 +161,8 @@ impl ReactionCore {
             outstanding: 0,
             whole: HashSet::new(),
             asked: HashSet::new(),
+            cut: HashMap::new(),
+            made: HashMap::new(),
             changes: ChangeSet::default(),
         };
         for s in suspects {
@@ -229,6 +244,7 @@ impl ReactionCore {
                 port: 0,
                 path: node.path,
                 peer: None,
+                was: None,
             });
         }
         (now, changes)
@@ -279,7 +295,7 @@ impl ReactionCore {
         let n = self.subnet.node(node);
         match read {
             Read::SwitchInfo { .. } | Read::Verify { .. } | Read::NodeDescription { .. } => Some(n.path),
-            Read::PortInfo { port, .. } => Some(n.path_for_port(port)),
+            Read::PortInfo { port, .. } | Read::Recheck { port, .. } => Some(n.path_for_port(port)),
             Read::Probe { port, .. } => match n.path.extend(port) {
                 Ok(p) => Some(p),
                 Err(e) => {
@@ -292,9 +308,22 @@ impl ReactionCore {
     }
 
     fn change(&mut self, kind: ChangeKind, id: NodeId, port: u8, peer: Option<(NodeId, u8)>) {
+        self.change_from(kind, id, port, peer, None);
+    }
+
+    fn change_from(
+        &mut self,
+        kind: ChangeKind,
+        id: NodeId,
+        port: u8,
+        peer: Option<(NodeId, u8)>,
+        was: Option<(NodeId, u8)>,
+    ) {
         let node = self.subnet.node(id);
-        let peer = peer.map(|(n, p)| (self.subnet.node(n).guid(), p));
-        let change = Change { kind, guid: node.guid(), name: node.name(), port, path: node.path_for_port(port), peer };
+        let guid_port = |(n, p): (NodeId, u8)| (self.subnet.node(n).guid(), p);
+        let (peer, was) = (peer.map(guid_port), was.map(guid_port));
+        let change =
+            Change { kind, guid: node.guid(), name: node.name(), port, path: node.path_for_port(port), peer, was };
         if !self.changes.changes.contains(&change) {
             self.changes.changes.push(change);
         }
@@ -336,6 +365,8 @@ impl ReactionCore {
         match (remote, up) {
             (Some(far), false) => {
                 self.subnet.unlink((id, port));
+                self.cut.insert((id, port), far);
+                self.cut.insert(far, (id, port));
                 self.links_changed = true;
                 self.mark_down(far);
                 self.change(ChangeKind::LinkDown, id, port, Some(far));
@@ -387,19 +418,43 @@ impl ReactionCore {
             self.unbounded(format!("node {} at {path} answers unlike the node the SM knows", info.node_guid));
             return;
         }
-        let before = self.subnet.node(id).ports[port as usize].remote;
-        if before != Some((far, far_port)) {
-            // A cable moved: both old ends lost theirs.
-            self.subnet.unlink((id, port));
-            if let Some(old) = self.subnet.unlink((far, far_port)) {
-                self.change(ChangeKind::LinkDown, old.0, old.1, Some((far, far_port)));
-            }
-            self.subnet.link((id, port), (far, far_port));
-            self.links_changed = true;
-            self.change(ChangeKind::LinkUp, id, port, Some((far, far_port)));
-        } else {
-            self.change(ChangeKind::LinkRetrained, id, port, Some((far, far_port)));
+        let here = (id, port);
+        let there = (far, far_port);
+        if let Some(&first) = self.made.get(&there).filter(|&&at| at != here) {
+            return self.answers_twice(&info, first, here);
         }
+        let before = self.subnet.node(id).ports[port as usize].remote;
+        if before != Some(there) {
+            // Whoever was behind this port before lost its link.
+            if let Some(prev) = self.subnet.unlink(here) {
+                self.mark_down(prev);
+                self.cut.insert(prev, here);
+                self.change(ChangeKind::LinkDown, prev.0, prev.1, Some(here));
+            }
+            // Where the far port was cabled, now or until this reaction
+            // found that link down: a cable moved, and both old ends lost
+            // theirs.
+            let old = match self.subnet.unlink(there) {
+                Some(old) => {
+                    self.mark_down(old);
+                    self.change(ChangeKind::LinkDown, old.0, old.1, Some(there));
+                    // Not seen down: it must be, or two nodes answer with
+                    // one GUID (a probe that finds it there again).
+                    self.queue(Read::Recheck { node: old.0, port: old.1 });
+                    Some(old)
+                }
+                None => self.cut.get(&there).copied(),
+            };
+            self.subnet.link(here, there);
+            self.links_changed = true;
+            match old.filter(|&o| o != here) {
+                Some(old) => self.change_from(ChangeKind::Moved, id, port, Some(there), Some(old)),
+                None => self.change(ChangeKind::LinkUp, id, port, Some(there)),
+            }
+        } else {
+            self.change(ChangeKind::LinkRetrained, id, port, Some(there));
+        }
+        self.made.insert(there, here);
         let far_node = self.subnet.node_mut(far);
         if far_node.is_switch() {
             self.queue(Read::SwitchInfo { node: far });
@@ -412,6 +467,47 @@ impl ReactionCore {
         }
     }
 
+    /// One port cannot be cabled at two places at once.
+    fn answers_twice(&mut self, info: &NodeInfoRepr, first: (NodeId, u8), second: (NodeId, u8)) {
+        let name = |(n, p): (NodeId, u8)| {
+            let node = self.subnet.node(n);
+            format!("{} '{}' port {p} at {}", node.guid(), node.name(), node.path_for_port(p))
+        };
+        let why = format!(
+            "node {} port {} answers behind {} and behind {}: two nodes with one GUID, or one answering with another's",
+            info.node_guid,
+            info.local_port_num,
+            name(first),
+            name(second)
+        );
+        self.unbounded(why);
+    }
+
+    /// The old end of a cable whose far node answered elsewhere: down, as
+    /// a moved cable leaves it; up, it is probed (from a switch), and a
+    /// node answering there with the same GUID cannot be bounded.
+    fn on_recheck(&mut self, id: NodeId, port: u8, pi: PortInfoRepr) {
+        let up = link_is_up(&pi);
+        if let Some(slot) = self.subnet.node_mut(id).ports.get_mut(port as usize) {
+            slot.info = Some(pi);
+        }
+        if !up {
+            return;
+        }
+        if self.forwards(id, port) {
+            self.probe(id, port);
+        } else {
+            let n = self.subnet.node(id);
+            let why = format!(
+                "{} '{}' port {port} at {}: its link is up, though the node cabled to it answered elsewhere",
+                n.guid(),
+                n.name(),
+                n.path_for_port(port)
+            );
+            self.unbounded(why);
+        }
+    }
+
     /// `id` answers nothing: every cable to it is taken as down.
     fn declare_gone(&mut self, id: NodeId, path: DrPath, e: &str) {
         self.gone.insert(id);
@@ -419,6 +515,8 @@ impl ReactionCore {
         debug!(node = %node.guid(), name = %node.name(), %path, error = %e, "switch does not answer: taken as gone");
         for port in 1..self.subnet.node(id).ports.len() as u8 {
             if let Some(far) = self.subnet.unlink((id, port)) {
+                self.cut.insert((id, port), far);
+                self.cut.insert(far, (id, port));
                 self.mark_down(far);
             }
         }
@@ -484,7 +582,7 @@ impl ReactionCore {
         }
         let n = self.subnet.node(read.node());
         match read {
-            Read::PortInfo { port, .. } => Some(n.path_for_port(port)),
+            Read::PortInfo { port, .. } | Read::Recheck { port, .. } => Some(n.path_for_port(port)),
             Read::Probe { port, .. } => n.path.extend(port).ok(),
             _ => Some(n.path),
         }
@@ -505,7 +603,7 @@ impl ReactionCore {
         let (node, what) = match read {
             Read::SwitchInfo { node } | Read::Verify { node } => (node, "SwitchInfo".to_string()),
             Read::NodeDescription { node } => (node, "NodeDescription".to_string()),
-            Read::PortInfo { node, port } => (node, format!("PortInfo of port {port}")),
+            Read::PortInfo { node, port } | Read::Recheck { node, port } => (node, format!("PortInfo of port {port}")),
             Read::Probe { node, port } => (node, format!("NodeInfo through port {port}")),
         };
         let n = self.subnet.node(node);
@@ -542,7 +640,9 @@ impl SmpCore for ReactionCore {
         let smp = match read {
             Read::SwitchInfo { .. } | Read::Verify { .. } => SmpRequest::get(path, AttributeId::SwitchInfo, 0),
             Read::NodeDescription { .. } => SmpRequest::get(path, AttributeId::NodeDescription, 0),
-            Read::PortInfo { port, .. } => SmpRequest::get(path, AttributeId::PortInfo, port as u32),
+            Read::PortInfo { port, .. } | Read::Recheck { port, .. } => {
+                SmpRequest::get(path, AttributeId::PortInfo, port as u32)
+            }
             Read::Probe { .. } => SmpRequest::get(path, AttributeId::NodeInfo, 0),
         };
         Some(((read, path), smp))
@@ -566,6 +666,7 @@ impl SmpCore for ReactionCore {
                 PortInfoRepr::parse_data(&data).map(|pi| self.on_port_info(node, port, pi))
             }
             Read::Probe { node, port } => NodeInfoRepr::parse_data(&data).map(|ni| self.on_probe(node, port, path, ni)),
+            Read::Recheck { node, port } => PortInfoRepr::parse_data(&data).map(|pi| self.on_recheck(node, port, pi)),
         };
         if let Err(e) = parsed {
             let n = self.subnet.node(read.node());
@@ -684,6 +785,90 @@ mod tests {
         assert!(why.contains(&guid.to_string()) && why.contains("PortInfo of port 1 unanswered"), "{why}");
         // Once: asked again over the same path it would fail the same way.
         assert_eq!(changes.reads, 1);
+    }
+
+    /// A free port of `node` in the topology.
+    fn free_port(topo: &Topology, node: crate::topology::NodeIdx) -> PortRef {
+        let port = (1..=topo.node(node).num_ports)
+            .find(|&p| topo.neighbor(PortRef { node, port: p }).is_none())
+            .expect("a free port");
+        PortRef { node, port }
+    }
+
+    #[test]
+    fn a_host_cable_moved_is_one_move_whichever_end_is_read_first() {
+        for (label, first_old) in [("old leaf named", true), ("new leaf named", false)] {
+            let (topo, fabric, mut dev, known) = setup();
+            let host = topo.hosts().nth(9).unwrap();
+            let old = topo.neighbor(PortRef { node: host, port: 1 }).unwrap();
+            let leaf = topo.switches().find(|&s| s != old.node && topo.node(s).name.starts_with("leaf")).unwrap();
+            let to = free_port(&topo, leaf);
+            fabric.lock().unwrap().move_cable(old, to).unwrap();
+            // One leaf's trap alone: the other end is found from it.
+            let suspect = if first_old { old.node } else { leaf };
+            let suspects = switch_suspects([topo.node(suspect).node_guid], []);
+            let (now, changes) = react_on(&mut dev, &known, &suspects);
+            assert_eq!(changes.unbounded, None, "{label}");
+            let guid = topo.node(host).node_guid;
+            if first_old {
+                // The old leaf names only a link down: the host is gone
+                // until its new leaf says where it went.
+                assert_eq!(changes.count(ChangeKind::LinkDown), 1, "{label}: {changes:?}");
+                assert_eq!(changes.count(ChangeKind::NodeGone), 1, "{label}: {changes:?}");
+                continue;
+            }
+            assert_eq!(changes.count(ChangeKind::Moved), 1, "{label}: {changes:?}");
+            assert_eq!(changes.count(ChangeKind::LinkDown), 1, "{label}: the old end: {changes:?}");
+            let moved = changes.changes.iter().find(|c| c.kind == ChangeKind::Moved).unwrap();
+            assert_eq!(moved.was, Some((topo.node(old.node).node_guid, old.port)), "{label}");
+            let line = moved.to_string();
+            assert!(line.contains("cable moved") && line.contains(&guid.to_string()), "{line}");
+            let id = now.by_guid[&guid];
+            let new_leaf = now.by_guid[&topo.node(leaf).node_guid];
+            assert_eq!(now.node(id).ports[1].remote, Some((new_leaf, to.port)), "{label}");
+        }
+    }
+
+    #[test]
+    fn both_leaves_named_make_one_move() {
+        let (topo, fabric, mut dev, known) = setup();
+        let host = topo.hosts().nth(9).unwrap();
+        let old = topo.neighbor(PortRef { node: host, port: 1 }).unwrap();
+        let leaf = topo.switches().find(|&s| s != old.node && topo.node(s).name.starts_with("leaf")).unwrap();
+        let to = free_port(&topo, leaf);
+        fabric.lock().unwrap().move_cable(old, to).unwrap();
+        let suspects = switch_suspects([topo.node(old.node).node_guid, topo.node(leaf).node_guid], []);
+        let (_, changes) = react_on(&mut dev, &known, &suspects);
+        assert_eq!(changes.unbounded, None);
+        assert_eq!(changes.count(ChangeKind::Moved), 1, "{changes:?}");
+        assert_eq!(changes.count(ChangeKind::LinkDown), 1, "{changes:?}");
+        assert_eq!(changes.count(ChangeKind::NodeGone), 0, "{changes:?}");
+    }
+
+    #[test]
+    fn a_guid_answering_at_two_places_cannot_be_bounded() {
+        // Host 9 wears host 8's GUIDs, and is off while the SM discovers.
+        let mut topo = Topology::from_spec_or_file(SPEC).unwrap();
+        let hosts: Vec<_> = topo.hosts().collect();
+        let (real, spoof) = (hosts[8], hosts[9]);
+        let (guid, ports) = (topo.node(real).node_guid, topo.node(real).port_guids.clone());
+        topo.nodes[spoof.0].node_guid = guid;
+        topo.nodes[spoof.0].system_guid = guid;
+        topo.nodes[spoof.0].port_guids = ports;
+        let fabric = FabricBuilder::new(&topo).seed(2).build_shared().unwrap();
+        fabric.lock().unwrap().crash_node(spoof).unwrap();
+        let mut dev = SimDevice::attach(&fabric, topo.hosts().next().unwrap(), 1).unwrap();
+        let mut core = DiscoveryCore::new(0, None);
+        drive_core(&mut dev, &mut core, TxnConfig::default(), 0, 1_000_000).unwrap();
+        let known = core.finish();
+        fabric.lock().unwrap().restart_node(spoof).unwrap();
+        let leaf = topo.neighbor(PortRef { node: spoof, port: 1 }).unwrap().node;
+        let suspects = switch_suspects([topo.node(leaf).node_guid], []);
+        let (_, changes) = react_on(&mut dev, &known, &suspects);
+        let why = changes.unbounded.expect("unbounded");
+        assert!(why.contains(&guid.to_string()) && why.contains("two nodes with one GUID"), "{why}");
+        let real_leaf = topo.neighbor(PortRef { node: real, port: 1 }).unwrap().node;
+        assert!(why.contains(&topo.node(real_leaf).name) && why.contains(&topo.node(leaf).name), "{why}");
     }
 
     #[test]

@@ -138,6 +138,7 @@ pub struct Metrics {
     traps_unmatched: IntCounterVec,
     traps_dropped: IntCounter,
     reactions: IntCounterVec,
+    fabric_changes: IntCounterVec,
     cables_held: IntGauge,
     cable_holds: IntCounter,
     failovers: IntCounter,
@@ -225,9 +226,12 @@ impl Metrics {
         );
         let traps_unmatched = counter_vec(
             "traps_unmatched_total",
-            "Traps that name no port the SM knows (unknown_lid: the issuer LID is nobody's), answered and logged but reacted to with a light sweep only",
+            "Traps not taken at their word (unknown_lid: the issuer LID is nobody's; issuer_mismatch: sent from a LID of another node than the issuer it names), answered and logged but reacted to with a light sweep only",
             &["why"],
         );
+        for why in ["unknown_lid", "issuer_mismatch"] {
+            traps_unmatched.with_label_values(&[why]);
+        }
         let reactions = counter_vec(
             "reactions_total",
             "Reactions to fabric changes (traps, light sweep findings), by what was taken: programmed (a bounded change set), unchanged (the suspects held what the SM knew) or heavy_sweep (it could not be bounded)",
@@ -235,6 +239,14 @@ impl Metrics {
         );
         for taken in ["programmed", "unchanged", "heavy_sweep"] {
             reactions.with_label_values(&[taken]);
+        }
+        let fabric_changes = counter_vec(
+            "fabric_changes_total",
+            "Changes reactions found and programmed, by kind (moved: a known node answered behind another port than its cable's, a moved cable or a spoof, also logged as a warning)",
+            &["kind"],
+        );
+        for kind in crate::subnet::ChangeKind::ALL {
+            fabric_changes.with_label_values(&[kind.label()]);
         }
         let traps_dropped = IntCounter::new(
             "traps_dropped_total",
@@ -320,6 +332,7 @@ impl Metrics {
             traps_unmatched,
             traps_dropped,
             reactions,
+            fabric_changes,
             cables_held,
             cable_holds,
             failovers,
@@ -353,6 +366,7 @@ impl Metrics {
             (Box::new(m.traps.clone()), COUNTER),
             (Box::new(m.traps_unmatched.clone()), COUNTER),
             (Box::new(m.reactions.clone()), COUNTER),
+            (Box::new(m.fabric_changes.clone()), COUNTER),
             (Box::new(m.traps_dropped.clone()), COUNTER),
             (Box::new(m.cables_held.clone()), GAUGE),
             (Box::new(m.cable_holds.clone()), COUNTER),
@@ -550,7 +564,7 @@ impl Metrics {
         self.traps.with_label_values(&[&number]).inc();
     }
 
-    /// A trap whose issuer the SM does not know (`why`: unknown_lid).
+    /// A trap not taken at its word (`why`: unknown_lid, issuer_mismatch).
     pub fn trap_unmatched(&self, why: &str) {
         self.traps_unmatched.with_label_values(&[why]).inc();
     }
@@ -569,6 +583,13 @@ impl Metrics {
     /// A reaction to a fabric change: `programmed` or `heavy_sweep`.
     pub fn reaction(&self, taken: &str) {
         self.reactions.with_label_values(&[taken]).inc();
+    }
+
+    /// The changes of a programmed reaction, by kind.
+    pub fn fabric_changes(&self, changes: &crate::subnet::ChangeSet) {
+        for c in &changes.changes {
+            self.fabric_changes.with_label_values(&[c.kind.label()]).inc();
+        }
     }
 
     pub fn failover(&self) {
