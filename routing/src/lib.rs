@@ -11,6 +11,7 @@
 //! - [`analysis`]: traces every (source, LID) pair through the tables.
 //! - [`auto`]: the engine picked by topology, checked free of credit loops.
 //! - [`cdg`]: channel dependency graphs per VL (deadlock freedom).
+//! - [`keep`]: old routes kept where they still deliver, after a loss.
 //! - [`dump`]: OpenSM's `opensm-lfts.dump` and `ibroute` text, read and written.
 //! - [`testfab`]: fabric generators for tests and benchmarks.
 #![forbid(unsafe_code)]
@@ -27,6 +28,7 @@ pub mod error;
 pub mod fabric;
 pub mod ftree;
 pub mod guidfile;
+pub mod keep;
 pub mod lft;
 pub mod mcast;
 pub mod minhop;

@@ -557,9 +557,15 @@ pub fn degraded(f: &RoutingFabric, percent: u32, seed: u64) -> RoutingFabric {
         }
     }
     let cut = (cables.len() * percent as usize / 100).min(spare.len());
-    let mut gone = vec![false; f.links().len()];
-    for &i in &spare[..cut] {
-        gone[i] = true;
+    without_links(f, &spare[..cut])
+}
+
+/// The same fabric without the cables `gone` names (indices into
+/// [`RoutingFabric::links`]): cables unplugged.
+pub fn without_links(f: &RoutingFabric, gone: &[usize]) -> RoutingFabric {
+    let mut unplugged = vec![false; f.links().len()];
+    for &i in gone {
+        unplugged[i] = true;
     }
     let mut b = FabricBuilder::new();
     for s in f.switches() {
@@ -569,7 +575,7 @@ pub fn degraded(f: &RoutingFabric, percent: u32, seed: u64) -> RoutingFabric {
         b.add_end_port(e.clone()).expect("valid in the original");
     }
     for (i, l) in f.links().iter().enumerate() {
-        if !gone[i] {
+        if !unplugged[i] {
             b.connect_with(l.a, l.b, l.rate).expect("valid in the original");
         }
     }

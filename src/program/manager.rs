@@ -96,6 +96,9 @@ pub struct SubnetManager<D: SmpDriver> {
     /// GUID: what the switches hold where the cache says this SM wrote
     /// them, so the next changes can be ordered (`super::lft_order`).
     routed_lfts: std::collections::HashMap<Guid, Arc<Vec<u8>>>,
+    /// The next routing run follows a loss only: routes the loss left whole
+    /// stay as they were (`routes::keep_intact`).
+    after_loss: bool,
 }
 
 impl<D: SmpDriver> SubnetManager<D> {
@@ -142,6 +145,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             mcast_source: None,
             held_cables: Vec::new(),
             routed_lfts: std::collections::HashMap::new(),
+            after_loss: false,
         }
     }
 
@@ -431,10 +435,19 @@ impl<D: SmpDriver> SubnetManager<D> {
         };
         let chain = self.config.routing_engine.clone();
         let top = addressed.lids.max_lid.0 as usize;
+        // What this SM routed last, where a loss alone changed the fabric.
+        let before: std::collections::HashMap<NodeId, Arc<Vec<u8>>> = if std::mem::take(&mut self.after_loss) {
+            view.switch_nodes
+                .iter()
+                .filter_map(|&id| Some((id, self.routed_lfts.get(&subnet.node(id).guid())?.clone())))
+                .collect()
+        } else {
+            std::collections::HashMap::new()
+        };
         let (view, computed) = self
             .driver
             .compute(move || {
-                let computed = routes::compute(&view, &chain, vls);
+                let computed = routes::compute(&view, &chain, vls).map(|c| routes::keep_intact(&view, c, &before));
                 // The engines' routes when the switches hold them already
                 // (they keep their VL layering); otherwise what the
                 // switches hold, if it can stay.
@@ -596,13 +609,23 @@ impl<D: SmpDriver> SubnetManager<D> {
         if changes.changes.len() > CHANGE_LINES {
             info!(more = changes.changes.len() - CHANGE_LINES, "more fabric changes, not logged one by one");
         }
-        let mut report = self.take_charge(Discovered { subnet, started }, MasterMode::Continuing).await?;
+        // A loss alone moves only the routes that crossed it; anything new
+        // (a cable up, a node, a move) is routed afresh, so that routes
+        // spread over it again.
+        self.after_loss = !changes
+            .changes
+            .iter()
+            .any(|c| matches!(c.kind, ChangeKind::LinkUp | ChangeKind::NodeNew | ChangeKind::Moved));
+        let taken = self.take_charge(Discovered { subnet, started }, MasterMode::Continuing).await;
+        self.after_loss = false;
+        let mut report = taken?;
         info!(
             %trigger,
             changes = %changes.summary(),
             reads = changes.reads,
             sets = report.program.sets(),
             lft_blocks = report.program.lft_blocks,
+            routes_kept = report.routing.intact_kept,
             elapsed_ms = report.elapsed.as_millis() as u64,
             "reaction done"
         );

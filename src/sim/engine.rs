@@ -548,41 +548,27 @@ impl Fabric {
         Ok(())
     }
 
-    /// Moves the cable plugged into `from` to the free port `to` (of this
-    /// or another node): `from` goes Down/Polling, uncabled; the cable's
-    /// far end trains with `to` if both can. Switches at every end that
-    /// saw a change raise PortStateChange (and trap), as a technician
-    /// re-cabling a live fabric makes them do.
+    /// Moves the cable plugged into `from` to port `to` (of this or
+    /// another node): `from` goes Down/Polling, uncabled; a cable in `to`
+    /// is pulled out first (its far end goes Down/Polling, uncabled); the
+    /// moved cable's far end trains with `to` if both can. Switches at
+    /// every end that saw a change raise PortStateChange (and trap), as a
+    /// technician re-cabling a live fabric makes them do.
     pub fn move_cable(&mut self, from: PortRef, to: PortRef) -> Result<(), SimError> {
         let old = self.resolve(from)?;
         let new = self.resolve(to)?;
-        let far = self.port(old).peer;
-        if far == NO_PORT || from.port == 0 {
+        if self.port(old).peer == NO_PORT || from.port == 0 {
             return Err(SimError::NotCabled(from));
         }
-        if to.port == 0 || self.port(new).peer != NO_PORT || new == old {
+        if to.port == 0 || new == old {
             return Err(SimError::PortTaken(to));
         }
-        let far = PortId(far);
-        let was_up = self.live_peer(old).is_some();
-        for p in [old, far] {
-            let pi = &mut self.port_mut(p).pi;
-            if pi.port_physical_state != PhysState::Disabled {
-                pi.port_state = crate::mad::PortState::Down;
-                pi.port_physical_state = PhysState::Polling;
-            }
+        if self.port(new).peer != NO_PORT {
+            self.pull_cable(new);
         }
-        self.port_mut(old).peer = NO_PORT;
-        self.port_mut(old).cut = false;
+        let far = self.pull_cable(old);
         self.port_mut(far).peer = new.0;
-        self.port_mut(far).cut = false;
         self.port_mut(new).peer = far.0;
-        self.port_mut(new).cut = false;
-        if was_up {
-            for p in [old, far] {
-                self.port_state_changed(self.port(p).node);
-            }
-        }
         if let Some(peer) = self.can_train(new) {
             self.train(new, peer);
             for p in [new, peer] {
@@ -590,6 +576,29 @@ impl Fabric {
             }
         }
         Ok(())
+    }
+
+    /// Pulls the cable out of `id` (cabled): both ends go Down/Polling and
+    /// uncabled, and switches that saw their link go raise PortStateChange.
+    /// Returns the far end.
+    fn pull_cable(&mut self, id: PortId) -> PortId {
+        let far = PortId(self.port(id).peer);
+        let was_up = self.live_peer(id).is_some();
+        for p in [id, far] {
+            let x = self.port_mut(p);
+            x.peer = NO_PORT;
+            x.cut = false;
+            if x.pi.port_physical_state != PhysState::Disabled {
+                x.pi.port_state = crate::mad::PortState::Down;
+                x.pi.port_physical_state = PhysState::Polling;
+            }
+        }
+        if was_up {
+            for p in [id, far] {
+                self.port_state_changed(self.port(p).node);
+            }
+        }
+        far
     }
 
     fn link_up_state(&self, id: PortId) -> bool {

@@ -57,7 +57,7 @@ pub enum SimError {
     NoSuchPort { node: NodeIdx, port: u8 },
     #[error("port {0:?} has no cable")]
     NotCabled(PortRef),
-    #[error("port {0:?} is not free for a cable (cabled already, or port 0)")]
+    #[error("port {0:?} takes no cable (port 0, or the port the cable comes from)")]
     PortTaken(PortRef),
     #[error("no PerfMgt counter is named {0:?}")]
     NoSuchCounter(String),

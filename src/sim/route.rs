@@ -218,52 +218,107 @@ impl Fabric {
         let mut visited: Vec<u32> = Vec::new();
         let mut sw = from_switch.0 as u32;
         loop {
-            if self.nodes[sw as usize].crashed {
-                return Err(TraceError::NodeCrashed(NodeIdx(sw as usize)));
-            }
             if visited.contains(&sw) {
                 return Err(TraceError::Loop { switch: NodeIdx(sw as usize), lid: dlid, path });
             }
             visited.push(sw);
-            let here = NodeIdx(sw as usize);
-            let out = match self.lft_egress(sw, dlid) {
-                Ok(p) => p,
-                Err(DropReason::BeyondLinearFdbTop) => {
-                    let top = self.switch_of(sw).map_or(0, |s| s.info.linear_fdb_top);
-                    return Err(TraceError::BeyondTop { switch: here, lid: dlid, top });
-                }
-                Err(_) => {
-                    let port = self.switch_of(sw).and_then(|s| s.lft.get(dlid.0 as usize).copied()).unwrap_or(0xff);
-                    return Err(TraceError::Unrouted { switch: here, lid: dlid, port });
-                }
-            };
-            let out_id = self.port_id(sw, out);
-            path.push(PortRef { node: here, port: out });
-            if out == 0 {
-                return if self.owns_lid(out_id, dlid) {
-                    Ok(path)
-                } else {
-                    Err(TraceError::WrongDestination { port: PortRef { node: here, port: 0 }, lid: dlid })
-                };
+            match self.lid_hop(sw, dlid, &mut path)? {
+                LidHop::Switch(next) => sw = next,
+                LidHop::Delivered => return Ok(path),
             }
-            let peer =
-                self.live_peer(out_id).ok_or(TraceError::LinkDown { port: PortRef { node: here, port: out } })?;
-            for p in [out_id, peer] {
-                if self.port(p).pi.port_state != PortState::Active {
-                    return Err(TraceError::NotActive { port: self.port_ref(p) });
-                }
-            }
-            if self.is_switch(peer) {
-                sw = self.port(peer).node;
-                continue;
-            }
-            let pr = self.port_ref(peer);
-            path.push(pr);
-            return if self.owns_lid(peer, dlid) {
-                Ok(path)
-            } else {
-                Err(TraceError::WrongDestination { port: pr, lid: dlid })
-            };
         }
     }
+
+    /// [`Fabric::trace_lid_route`] from each of `switches` at once, each
+    /// switch's hop walked once: a walk that reaches a switch already
+    /// known to deliver stops there. Returns the port that owns `dlid`
+    /// (`None` when `switches` is empty); the first failure otherwise.
+    pub fn trace_lid_from(&self, switches: &[NodeIdx], dlid: Lid) -> Result<Option<PortRef>, TraceError> {
+        const UNSEEN: u8 = 0;
+        const WALKING: u8 = 1;
+        const DELIVERS: u8 = 2;
+        let mut state = vec![UNSEEN; self.nodes.len()];
+        let mut owner = None;
+        let mut walk: Vec<u32> = Vec::new();
+        let mut path = Vec::new();
+        for &from in switches {
+            if self.nodes.get(from.0).is_none_or(|n| n.kind != NodeKind::Switch) {
+                return Err(TraceError::NotASwitch(from));
+            }
+            let mut sw = from.0 as u32;
+            walk.clear();
+            path.clear();
+            loop {
+                match state[sw as usize] {
+                    DELIVERS => break,
+                    WALKING => return Err(TraceError::Loop { switch: NodeIdx(sw as usize), lid: dlid, path }),
+                    _ => {}
+                }
+                state[sw as usize] = WALKING;
+                walk.push(sw);
+                match self.lid_hop(sw, dlid, &mut path)? {
+                    LidHop::Switch(next) => sw = next,
+                    LidHop::Delivered => {
+                        owner = path.last().copied();
+                        break;
+                    }
+                }
+            }
+            for &s in &walk {
+                state[s as usize] = DELIVERS;
+            }
+        }
+        Ok(owner)
+    }
+
+    /// One switch's hop towards `dlid`, pushed onto `path`: the next
+    /// switch, or delivered (the owning port pushed last).
+    fn lid_hop(&self, sw: u32, dlid: Lid, path: &mut Vec<PortRef>) -> Result<LidHop, TraceError> {
+        if self.nodes[sw as usize].crashed {
+            return Err(TraceError::NodeCrashed(NodeIdx(sw as usize)));
+        }
+        let here = NodeIdx(sw as usize);
+        let out = match self.lft_egress(sw, dlid) {
+            Ok(p) => p,
+            Err(DropReason::BeyondLinearFdbTop) => {
+                let top = self.switch_of(sw).map_or(0, |s| s.info.linear_fdb_top);
+                return Err(TraceError::BeyondTop { switch: here, lid: dlid, top });
+            }
+            Err(_) => {
+                let port = self.switch_of(sw).and_then(|s| s.lft.get(dlid.0 as usize).copied()).unwrap_or(0xff);
+                return Err(TraceError::Unrouted { switch: here, lid: dlid, port });
+            }
+        };
+        let out_id = self.port_id(sw, out);
+        path.push(PortRef { node: here, port: out });
+        if out == 0 {
+            return if self.owns_lid(out_id, dlid) {
+                Ok(LidHop::Delivered)
+            } else {
+                Err(TraceError::WrongDestination { port: PortRef { node: here, port: 0 }, lid: dlid })
+            };
+        }
+        let peer = self.live_peer(out_id).ok_or(TraceError::LinkDown { port: PortRef { node: here, port: out } })?;
+        for p in [out_id, peer] {
+            if self.port(p).pi.port_state != PortState::Active {
+                return Err(TraceError::NotActive { port: self.port_ref(p) });
+            }
+        }
+        if self.is_switch(peer) {
+            return Ok(LidHop::Switch(self.port(peer).node));
+        }
+        let pr = self.port_ref(peer);
+        path.push(pr);
+        if self.owns_lid(peer, dlid) {
+            Ok(LidHop::Delivered)
+        } else {
+            Err(TraceError::WrongDestination { port: pr, lid: dlid })
+        }
+    }
+}
+
+/// Where one switch sends a LID.
+enum LidHop {
+    Switch(u32),
+    Delivered,
 }

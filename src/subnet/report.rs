@@ -192,6 +192,9 @@ pub struct RoutingRun {
     /// on a fabric another SM programmed) were complete, loop-free and
     /// credit-loop free, and were kept (`crate::program::routes::keep_held`).
     pub kept: bool,
+    /// After a loss: table entries the engine changed but that were kept,
+    /// their old paths still whole (`crate::program::routes::keep_intact`).
+    pub intact_kept: u64,
 }
 
 impl RoutingRun {

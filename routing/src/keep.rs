@@ -1,0 +1,284 @@
+//! Keeping the routes that still work after a fabric lost something.
+//!
+//! When a cable or a switch goes, an engine run over what is left computes
+//! tables that may differ from the old ones far from the loss: a leaf that
+//! lost one of 18 uplinks spreads every destination over 17 now, and the
+//! balancing counters shift elsewhere too. On a 3-level fat tree of 11,664
+//! hosts one leaf uplink down changed 192,000 entries in 4,700 blocks,
+//! though only the destinations whose paths crossed the cable had to move.
+//!
+//! [`keep_intact`] merges the old tables into the new ones, one LID at a
+//! time, the least-moving way that works:
+//!
+//! 1. Only the switches whose own next hop is gone (the cable or the node
+//!    behind it) take the new entry; every other switch keeps its old one,
+//!    even where its path crossed the loss further on: a leaf whose spine
+//!    lost a core keeps sending up to that spine, which now goes up to
+//!    another core. The LID's tables are walked from every switch, and the
+//!    merge stands if no walk loops or ends at the wrong port.
+//! 2. Otherwise a switch keeps its old entry only when the old tables still
+//!    deliver the LID from it, over cables that are all there, and takes
+//!    the new entry otherwise. This merge is loop-free and delivers
+//!    everything the new tables deliver, by construction:
+//! - a switch whose old path is intact follows it, and that path crosses
+//!   only switches whose old paths are intact (each one's old path is a
+//!   suffix of it);
+//! - a switch whose old path is broken follows the new tables until it
+//!   meets a switch whose old path is intact, and the old path from there:
+//!   a prefix of a loop-free path, then a path that never comes back to a
+//!   broken switch.
+//!
+//! Credit loops are another matter: such a path turns from the new routes
+//! to the old at the meeting switch, and two up/down routings with one
+//! orientation stay up/down, but other engines' may not. The caller checks
+//! the merged tables' channel dependencies before it uses them.
+//!
+//! Cost: O(switches × LIDs), each switch's hop for a LID looked at once.
+
+use crate::fabric::{NodeRef, PortEnd, RoutingFabric, SwitchId};
+use crate::lft::{Routes, UNROUTED};
+
+/// What [`keep_intact`] kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// (switch, LID) entries where the old entry was kept and differs from
+    /// the new one.
+    pub kept: u64,
+    /// Entries taken from the new tables that differ from the old ones.
+    pub moved: u64,
+    /// LIDs some switch's old path to was broken.
+    pub broken_lids: u32,
+}
+
+const UNKNOWN: u8 = 0;
+const WALKING: u8 = 1;
+const INTACT: u8 = 2;
+const BROKEN: u8 = 3;
+
+/// Merges `old` (each switch's previous table, by switch index; `None`
+/// for a switch that had none) into `new`, in place: see the module
+/// documentation.
+pub fn keep_intact(f: &RoutingFabric, old: &[Option<&[u8]>], new: &mut Routes) -> Kept {
+    let ns = f.num_switches();
+    let mut out = Kept::default();
+    let mut state = vec![UNKNOWN; ns];
+    let mut walk: Vec<u32> = Vec::new();
+    let entry = |s: usize, lid: u16| old.get(s).copied().flatten().and_then(|t| t.get(usize::from(lid)).copied());
+    let mut pick: Vec<u8> = vec![UNROUTED; ns];
+    for lid in 1..=f.max_lid() {
+        let Some(owner) = f.lid_owner(lid) else { continue };
+        let new_entry = |new: &Routes, s: usize| new.lfts[s].ports.get(usize::from(lid)).copied().unwrap_or(UNROUTED);
+        // 1: only a switch whose own hop is gone takes the new entry.
+        let mut gone = false;
+        for (s, slot) in pick.iter_mut().enumerate() {
+            *slot = match entry(s, lid) {
+                Some(p) if hop_is_there(f, s, p, owner) => p,
+                _ => {
+                    gone = true;
+                    new_entry(new, s)
+                }
+            };
+        }
+        if !gone {
+            // Nothing this LID's routes use is lost.
+            apply(new, lid, &pick, |s| entry(s, lid), &mut out);
+            continue;
+        }
+        if delivers(f, owner, &pick, &mut state, &mut walk) {
+            apply(new, lid, &pick, |s| entry(s, lid), &mut out);
+            out.broken_lids += 1;
+            continue;
+        }
+        // 2: only switches whose old path is whole keep their entry.
+        state.fill(UNKNOWN);
+        let mut broken = false;
+        for start in 0..ns {
+            if state[start] != UNKNOWN {
+                continue;
+            }
+            walk.clear();
+            let mut at = start;
+            let verdict = loop {
+                match state[at] {
+                    INTACT => break INTACT,
+                    BROKEN | WALKING => break BROKEN,
+                    _ => {}
+                }
+                state[at] = WALKING;
+                walk.push(at as u32);
+                let Some(port) = entry(at, lid).filter(|&p| p != UNROUTED) else { break BROKEN };
+                if port == 0 {
+                    break if owner == NodeRef::Switch(SwitchId(at as u32)) { INTACT } else { BROKEN };
+                }
+                match f.switch_peer(SwitchId(at as u32), port) {
+                    Some(PortEnd::Switch(next, _)) => at = next.index(),
+                    Some(PortEnd::End(e)) => break if owner == NodeRef::End(e) { INTACT } else { BROKEN },
+                    None => break BROKEN,
+                }
+            };
+            for &s in &walk {
+                state[s as usize] = verdict;
+            }
+        }
+        for (s, slot) in pick.iter_mut().enumerate() {
+            *slot = if state[s] == INTACT {
+                entry(s, lid).expect("an intact path starts with an entry")
+            } else {
+                broken = true;
+                new_entry(new, s)
+            };
+        }
+        apply(new, lid, &pick, |s| entry(s, lid), &mut out);
+        out.broken_lids += u32::from(broken);
+    }
+    out
+}
+
+/// Switch `s`'s entry `port` still leads somewhere for a LID of `owner`:
+/// to itself when it owns the LID, to the owning end port, or over a
+/// cable that is there to another switch.
+fn hop_is_there(f: &RoutingFabric, s: usize, port: u8, owner: NodeRef) -> bool {
+    match port {
+        UNROUTED => false,
+        0 => owner == NodeRef::Switch(SwitchId(s as u32)),
+        _ => match f.switch_peer(SwitchId(s as u32), port) {
+            Some(PortEnd::Switch(..)) => true,
+            Some(PortEnd::End(e)) => owner == NodeRef::End(e),
+            None => false,
+        },
+    }
+}
+
+/// Whether `pick` (each switch's entry for `lid`) delivers from every
+/// switch: no walk loops or ends at a port that does not own the LID (a
+/// walk that ends unrouted is no worse than the new tables, which left
+/// that entry unrouted).
+fn delivers(f: &RoutingFabric, owner: NodeRef, pick: &[u8], state: &mut [u8], walk: &mut Vec<u32>) -> bool {
+    state.fill(UNKNOWN);
+    for start in 0..pick.len() {
+        if state[start] != UNKNOWN {
+            continue;
+        }
+        walk.clear();
+        let mut at = start;
+        let verdict = loop {
+            match state[at] {
+                INTACT => break INTACT,
+                BROKEN | WALKING => break BROKEN,
+                _ => {}
+            }
+            state[at] = WALKING;
+            walk.push(at as u32);
+            let port = pick[at];
+            if port == UNROUTED {
+                break INTACT;
+            }
+            if port == 0 {
+                break if owner == NodeRef::Switch(SwitchId(at as u32)) { INTACT } else { BROKEN };
+            }
+            match f.switch_peer(SwitchId(at as u32), port) {
+                Some(PortEnd::Switch(next, _)) => at = next.index(),
+                Some(PortEnd::End(e)) => break if owner == NodeRef::End(e) { INTACT } else { BROKEN },
+                None => break BROKEN,
+            }
+        };
+        if verdict == BROKEN {
+            return false;
+        }
+        for &s in walk.iter() {
+            state[s as usize] = verdict;
+        }
+    }
+    true
+}
+
+/// Writes `pick` into the new tables for `lid`, counting what differs.
+fn apply(new: &mut Routes, lid: u16, pick: &[u8], old: impl Fn(usize) -> Option<u8>, out: &mut Kept) {
+    for (s, lft) in new.lfts.iter_mut().enumerate() {
+        let Some(slot) = lft.ports.get_mut(usize::from(lid)) else { continue };
+        let chosen = pick[s];
+        if old(s) == Some(chosen) && *slot != chosen {
+            out.kept += 1;
+        }
+        if old(s) != Some(chosen) {
+            out.moved += 1;
+        }
+        *slot = chosen;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::validate;
+    use crate::engine::{route, EngineKind};
+    use crate::options::EngineOptions;
+    use crate::testfab;
+
+    /// A fabric routed, one switch-to-switch cable cut, routed again and
+    /// merged with the first tables.
+    fn cut_and_merge(f: &RoutingFabric, cut: usize, kind: EngineKind) -> (RoutingFabric, Routes, Routes, Kept) {
+        let options = EngineOptions::default();
+        let before = route(kind, f, &options).unwrap();
+        let trunks: Vec<usize> = f
+            .links()
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| matches!((l.a, l.b), (PortEnd::Switch(..), PortEnd::Switch(..))))
+            .map(|(i, _)| i)
+            .collect();
+        let g = testfab::without_links(f, &[trunks[cut]]);
+        let fresh = route(kind, &g, &options).unwrap();
+        let mut merged = fresh.clone();
+        let old: Vec<Option<&[u8]>> = before.lfts.iter().map(|l| Some(&l.ports[..])).collect();
+        let kept = keep_intact(&g, &old, &mut merged);
+        (g, fresh, merged, kept)
+    }
+
+    fn changed(a: &Routes, b: &Routes) -> usize {
+        a.lfts.iter().zip(&b.lfts).map(|(x, y)| x.ports.iter().zip(&y.ports).filter(|(p, q)| p != q).count()).sum()
+    }
+
+    #[test]
+    fn a_cut_trunk_moves_only_what_crossed_it_and_the_merge_is_valid() {
+        for (f, kind) in [
+            (testfab::FatTree::full(8, 3).build(), EngineKind::FTree),
+            (testfab::FatTree::full(8, 3).build(), EngineKind::UpDn),
+            (testfab::grid(&[5, 5], &[true, true], 1, 1), EngineKind::MinHop),
+        ] {
+            let before = route(kind, &f, &EngineOptions::default()).unwrap();
+            let (g, fresh, merged, kept) = cut_and_merge(&f, 3, kind);
+            let report = validate(&g, &merged);
+            assert!(report.is_valid(), "{kind:?}: {report:?}");
+            // Fewer entries move than a fresh run moves, and some do.
+            let (moved_fresh, moved_merged) = (changed(&before, &fresh), changed(&before, &merged));
+            assert!(moved_merged > 0 && moved_merged <= moved_fresh, "{kind:?}: {moved_merged} vs {moved_fresh}");
+            assert_eq!(moved_merged as u64, kept.moved, "{kind:?}");
+            assert!(kept.broken_lids > 0, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn nothing_lost_keeps_every_old_entry() {
+        let f = testfab::FatTree::full(8, 3).build();
+        let before = route(EngineKind::FTree, &f, &EngineOptions::default()).unwrap();
+        let mut merged = route(EngineKind::UpDn, &f, &EngineOptions::default()).unwrap();
+        let old: Vec<Option<&[u8]>> = before.lfts.iter().map(|l| Some(&l.ports[..])).collect();
+        let kept = keep_intact(&f, &old, &mut merged);
+        assert_eq!((kept.moved, kept.broken_lids), (0, 0));
+        assert_eq!(changed(&before, &merged), 0);
+    }
+
+    #[test]
+    fn a_switch_without_an_old_table_takes_the_new_one() {
+        let f = testfab::FatTree::full(8, 3).build();
+        let before = route(EngineKind::FTree, &f, &EngineOptions::default()).unwrap();
+        let fresh = route(EngineKind::UpDn, &f, &EngineOptions::default()).unwrap();
+        let mut merged = fresh.clone();
+        let mut old: Vec<Option<&[u8]>> = before.lfts.iter().map(|l| Some(&l.ports[..])).collect();
+        old[2] = None;
+        keep_intact(&f, &old, &mut merged);
+        assert_eq!(merged.lfts[2], fresh.lfts[2]);
+        assert!(validate(&f, &merged).is_valid());
+    }
+}
