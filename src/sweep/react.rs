@@ -373,10 +373,7 @@ impl ReactionCore {
                 // A far switch not among the suspects may have lost its own
                 // trap with this link (it was its route to the SM): is it
                 // there, and did more of its ports change?
-                let far_switch = self.subnet.node(far.0).is_switch();
-                if far_switch && !self.whole.contains(&far.0) && !self.waiting.iter().any(|&(n, _)| n == far.0) {
-                    self.queue(Read::Verify { node: far.0 });
-                }
+                self.verify_far(far.0);
             }
             // Down and back: who is there now, and was it reset? (Asked
             // from the switch side: a CA forwards nothing.)
@@ -467,6 +464,18 @@ impl ReactionCore {
         }
     }
 
+    /// A switch at the far end of a link found down, not among the
+    /// suspects: its SwitchInfo, and every port if it reports a change.
+    fn verify_far(&mut self, far: NodeId) {
+        if self.subnet.node(far).is_switch()
+            && !self.gone.contains(&far)
+            && !self.whole.contains(&far)
+            && !self.waiting.iter().any(|&(n, _)| n == far)
+        {
+            self.queue(Read::Verify { node: far });
+        }
+    }
+
     /// One port cannot be cabled at two places at once.
     fn answers_twice(&mut self, info: &NodeInfoRepr, first: (NodeId, u8), second: (NodeId, u8)) {
         let name = |(n, p): (NodeId, u8)| {
@@ -518,6 +527,10 @@ impl ReactionCore {
                 self.cut.insert((id, port), far);
                 self.cut.insert(far, (id, port));
                 self.mark_down(far);
+                // Its neighbours' traps may have been routed through it
+                // to the SM, and lost: until their PortStateChange is
+                // cleared they send no other.
+                self.verify_far(far.0);
             }
         }
         self.waiting.retain(|&(n, _)| n != id);
@@ -869,6 +882,23 @@ mod tests {
         assert!(why.contains(&guid.to_string()) && why.contains("two nodes with one GUID"), "{why}");
         let real_leaf = topo.neighbor(PortRef { node: real, port: 1 }).unwrap().node;
         assert!(why.contains(&topo.node(real_leaf).name) && why.contains(&topo.node(leaf).name), "{why}");
+    }
+
+    #[test]
+    fn a_switch_gone_has_its_other_neighbours_read_whose_traps_it_may_have_eaten() {
+        let (topo, fabric, mut dev, known) = setup();
+        let spine = topo.switches().find(|&s| topo.node(s).name == "spine0").unwrap();
+        fabric.lock().unwrap().crash_node(spine).unwrap();
+        // Only leaf0's trap arrived.
+        let leaf0 = topo.switches().find(|&s| topo.node(s).name == "leaf0").unwrap();
+        let suspects = switch_suspects([topo.node(leaf0).node_guid], []);
+        let (now, changes) = react_on(&mut dev, &known, &suspects);
+        assert_eq!(changes.unbounded, None);
+        assert_eq!(changes.count(ChangeKind::NodeGone), 1, "{changes:?}");
+        // Every leaf read whole: SwitchInfo and ports 0-8, four times (not
+        // only leaf0 and the spine's two tries).
+        assert!(changes.reads >= 4 * 10, "{changes:?}");
+        assert_eq!(now.nodes.len(), known.nodes.len() - 1);
     }
 
     #[test]
