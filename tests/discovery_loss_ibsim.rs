@@ -49,7 +49,7 @@ fn daemon_converges_with_ten_percent_loss_on_every_switch() {
         .iter()
         .map(|n| if n.kind == ibsm::topology::NodeKind::Switch { 1 } else { n.num_ports as usize })
         .sum::<usize>();
-    let mut sim = Ibsim::start_with(&net, &flags);
+    let sim = Ibsim::start_with(&net, &flags);
     for s in topo.switches() {
         sim.console(&format!("Error \"{}\" {rate}", topo.node(s).name));
     }

@@ -151,7 +151,7 @@ fn metrics_and_status_follow_the_fabric_on_ibsim() {
     let switches = topo.switches().count();
     let hosts: Vec<_> = topo.hosts().collect();
     let links = topo.links.len();
-    let mut sim = Ibsim::start_with(&net, &flags);
+    let sim = Ibsim::start_with(&net, &flags);
     sim.wait_for_sma(&host, Duration::from_secs(30));
 
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -50,7 +50,7 @@ pub fn tool(tool: &str) -> PathBuf {
 pub struct Ibsim {
     child: Child,
     /// ibsim's console: Unlink, Link, ReLink, Error (packet drops), ...
-    console: Option<std::process::ChildStdin>,
+    console: std::sync::Mutex<Option<std::process::ChildStdin>>,
     pub sock: String,
     dir: tempfile::TempDir,
     pub net: PathBuf,
@@ -82,7 +82,7 @@ impl Ibsim {
             .expect("starting ibsim");
         let mut child = child;
         let console = child.stdin.take();
-        let sim = Ibsim { child, console, sock, dir, net: net.to_path_buf() };
+        let sim = Ibsim { child, console: std::sync::Mutex::new(console), sock, dir, net: net.to_path_buf() };
         sim.wait_ready();
         sim
     }
@@ -102,9 +102,10 @@ impl Ibsim {
     }
 
     /// Sends one command to ibsim's console.
-    pub fn console(&mut self, command: &str) {
+    pub fn console(&self, command: &str) {
         use std::io::Write;
-        let c = self.console.as_mut().expect("ibsim console");
+        let mut guard = self.console.lock().unwrap();
+        let c = guard.as_mut().expect("ibsim console");
         writeln!(c, "{command}").expect("writing to ibsim's console");
         c.flush().unwrap();
     }

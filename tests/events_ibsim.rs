@@ -1,0 +1,131 @@
+//! Fabric events on ibsim, driven from its console as an operator's hands
+//! would: a cable down and back, a spine down and back, a switch reboot
+//! (`Clear` and `ReLink`), a host reboot, a host cable moved to another
+//! leaf, a new leaf with its hosts, ten cables down at once. `ibsm run`
+//! runs as a daemon with periodic sweeps off, so traps alone start each
+//! reaction. After each, the fabric is judged by infiniband-diags alone
+//! (every cabled port Active, unique LIDs, every LID delivered from every
+//! switch through the `ibroute` tables), no change fell back to a heavy
+//! sweep, and every port that stayed keeps its LID.
+
+#[path = "transport_support/diags.rs"]
+mod diags;
+#[path = "transport_support/ibsim.rs"]
+mod ibsim;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use diags::Fabric;
+use ibsim::{generated, spawn_daemon, wait_for_log_count, Ibsim, KillOnDrop};
+
+const SPEC: &str = "fattree2:radix=12,leaves=6,spines=3,hosts=6";
+
+struct Bed<'a> {
+    fabric: Fabric<'a>,
+    daemon: KillOnDrop,
+    log: std::path::PathBuf,
+}
+
+impl Bed<'_> {
+    fn count(&self, needle: &str) -> usize {
+        std::fs::read_to_string(&self.log).unwrap_or_default().matches(needle).count()
+    }
+
+    /// Runs `commands` on ibsim's console; waits for a reaction and for
+    /// the daemon to go quiet (no reaction for a second), then judges.
+    fn scenario(&mut self, label: &str, commands: &[&str]) -> BTreeMap<u64, u16> {
+        let before = self.fabric.lids();
+        let reactions = self.count("reaction done");
+        let heavy = self.count("heavy sweep next");
+        for c in commands {
+            self.fabric.sim.console(c);
+        }
+        wait_for_log_count(&mut self.daemon, &self.log, "reaction done", reactions + 1, Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let mut seen = self.count("reaction done");
+        let mut quiet_since = Instant::now();
+        while quiet_since.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = self.count("reaction done");
+            if now != seen {
+                seen = now;
+                quiet_since = Instant::now();
+            }
+        }
+        assert_eq!(self.count("heavy sweep next"), heavy, "{label}: a change fell back to a heavy sweep");
+        self.fabric.judge(label);
+        let after = self.fabric.lids();
+        for (guid, lid) in &before {
+            if let Some(now) = after.get(guid) {
+                assert_eq!(now, lid, "{label}: port {guid:#x} changed LID");
+            }
+        }
+        after
+    }
+}
+
+fn guid_of(net: &Path, name: &str) -> u64 {
+    let topo = ibsm::topology::Topology::from_spec_or_file(net.to_str().unwrap()).unwrap();
+    let node = topo.nodes.iter().find(|n| n.name == name).unwrap_or_else(|| panic!("no node {name}"));
+    node.port_guids.get(1).copied().unwrap_or(node.node_guid).0
+}
+
+#[test]
+fn every_scenario_reacted_to_from_traps_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (net, flags, host) = generated(SPEC, dir.path());
+    let sim = Ibsim::start_with(&net, &flags);
+    // The last leaf and its hosts join later.
+    sim.console("Unlink \"leaf5\"");
+    sim.wait_for_sma(&host, Duration::from_secs(20));
+    let cache = tempfile::tempdir().unwrap();
+    let log = cache.path().join("ibsm.log");
+    let mut c = sim.client(Path::new(env!("CARGO_BIN_EXE_ibsm")), Some(&host));
+    c.args(["run", "--sweep-interval", "0", "--cache-dir"])
+        .arg(cache.path())
+        .arg("--log-file")
+        .arg(&log)
+        .env("IBSM_LOG", "info")
+        .stdin(Stdio::null());
+    let mut daemon = spawn_daemon(c, &cache.path().join("ibsm.out"));
+    wait_for_log_count(&mut daemon, &log, "SUBNET UP", 1, Duration::from_secs(60)).unwrap();
+    // The sweeps that follow bring-up (PortStateChange raised by the SM's
+    // own activations) settle.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut bed = Bed { fabric: Fabric { sim: &sim, host: host.clone() }, daemon, log: log.clone() };
+    bed.fabric.judge("bring-up");
+
+    bed.scenario("cable down", &["Unlink \"leaf1\"[7]"]);
+    bed.scenario("cable up", &["ReLink \"leaf1\"[7]"]);
+    bed.scenario("spine down", &["Unlink \"spine1\""]);
+    bed.scenario("spine back", &["ReLink \"spine1\""]);
+    bed.scenario("switch reboot", &["Clear \"leaf2\"", "ReLink \"leaf2\""]);
+    bed.scenario("host reboot", &["Clear \"leaf3-h2\"", "ReLink \"leaf3-h2\""]);
+    let mover = guid_of(&net, "leaf0-h3");
+    let lid = bed.fabric.lids()[&mover];
+    let lids = bed.scenario("host cable moved", &["Unlink \"leaf0\"[4]", "Link \"leaf1\"[10] \"leaf0-h3\"[1]"]);
+    assert_eq!(lids.get(&mover), Some(&lid), "the moved host keeps its LID");
+    let lids = bed.scenario("new leaf", &["ReLink \"leaf5\""]);
+    assert!(lids.contains_key(&guid_of(&net, "leaf5-h4")), "the new leaf's hosts got LIDs");
+    let ten = [
+        "Unlink \"leaf1\"[8]",
+        "Unlink \"leaf2\"[9]",
+        "Unlink \"leaf3\"[7]",
+        "Unlink \"leaf4\"[8]",
+        "Unlink \"leaf2\"[1]",
+        "Unlink \"leaf2\"[2]",
+        "Unlink \"leaf3\"[5]",
+        "Unlink \"leaf4\"[6]",
+        "Unlink \"leaf5\"[3]",
+        "Unlink \"leaf5\"[4]",
+    ];
+    let lids = bed.scenario("ten cables down", &ten);
+    assert!(!lids.contains_key(&guid_of(&net, "leaf2-h1")), "a host cut off is not in the fabric");
+    for line in std::fs::read_to_string(&log).unwrap().lines().filter(|l| l.contains("reaction done")) {
+        eprintln!("{line}");
+    }
+    ibsim::terminate(&mut bed.daemon, Duration::from_secs(10));
+}
