@@ -274,13 +274,31 @@ pub struct TransportConfig {
     /// Traps taken per second from one source LID; the excess is dropped
     /// unanswered (the port sends it again later) and counted. 0: no limit.
     pub trap_rate_limit: u32,
+    /// An SMP unanswered this many milliseconds is presumed lost and no
+    /// longer holds a slot of `window` (its timeout still runs), as
+    /// OpenSM's `max_smps_timeout`. 0: off.
+    pub smp_lost_after_ms: u64,
+    /// SMPs out at once counting those presumed lost (OpenSM
+    /// `max_wire_smps2`); at least `window`.
+    pub smp_window_with_lost: usize,
 }
 
 impl Default for TransportConfig {
     fn default() -> Self {
         // A switch traps once per port state change: a leaf losing every
-        // cable at once sends a few dozen traps, not hundreds.
-        TransportConfig { window: 16, gmp_window: 16, timeout_ms: 200, retries: 3, trap_rate_limit: 100 }
+        // cable at once sends a few dozen traps, not hundreds. An SMP
+        // answers within a millisecond on an idle fabric; one unanswered
+        // after 20 ms is most likely gone, and on a lossy fabric a window
+        // of them would stall the sweep for whole timeouts.
+        TransportConfig {
+            window: 16,
+            gmp_window: 16,
+            timeout_ms: 200,
+            retries: 3,
+            trap_rate_limit: 100,
+            smp_lost_after_ms: 20,
+            smp_window_with_lost: 64,
+        }
     }
 }
 
@@ -409,6 +427,8 @@ impl Config {
         in_range("transport.gmp_window", tr.gmp_window as u64, 1, 1024, "must be 1-1024")?;
         in_range("transport.timeout_ms", tr.timeout_ms, 1, 60_000, "must be 1-60000 ms")?;
         in_range("transport.retries", tr.retries.into(), 0, 20, "must be 0-20")?;
+        in_range("transport.smp_lost_after_ms", tr.smp_lost_after_ms, 0, 60_000, "must be 0-60000 ms")?;
+        in_range("transport.smp_window_with_lost", tr.smp_window_with_lost as u64, 1, 256, "must be 1-256")?;
         if let Some(listen) = self.metrics.listen.as_deref().filter(|l| !l.is_empty()) {
             listen.parse::<std::net::SocketAddr>().map_err(|e| {
                 invalid("metrics.listen", listen, &format!("{e} (address:port, or \"\" for no endpoint)"))

@@ -7,7 +7,8 @@
 //! show every cabled port Active and `ibnetdiscover` one LID per LID-bearing
 //! port, the highest being their number (no LID wasted).
 //!
-//! `IBSM_LOSS_RATE=3` runs the same at ibsim's `Error 3`.
+//! `IBSM_LOSS_RATE=3` runs the same at ibsim's `Error 3`. A second test
+//! runs `ibsm run --once` at `Error 3`: one run must bring the fabric up.
 
 #[path = "transport_support/ibsim.rs"]
 mod ibsim;
@@ -125,4 +126,34 @@ fn daemon_converges_with_ten_percent_loss_on_every_switch() {
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// `ibsm run --once` at ibsim's `Error 3` on every switch of the same
+/// fabric: one run brings it up (exit 0, SUBNET UP), every cabled port
+/// Active once the errors are cleared.
+#[test]
+fn once_brings_the_fabric_up_with_three_percent_loss_on_every_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (net, flags, host) = generated(SPEC, dir.path());
+    let topo = Topology::from_spec_or_file(SPEC).unwrap();
+    let sim = Ibsim::start_with(&net, &flags);
+    for s in topo.switches() {
+        sim.console(&format!("Error \"{}\" 3", topo.node(s).name));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let cache = dir.path().join("cache");
+    let t0 = Instant::now();
+    let o = sim.ibsm(Some(&host), &["run", "--once", "--cache-dir", cache.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    println!("Error 3, --once: {:.1} s: {}", t0.elapsed().as_secs_f64(), out.trim());
+    assert!(o.status.success(), "--once failed at 3%: {out}\n{}", tail(&String::from_utf8_lossy(&o.stderr), 30));
+    assert!(out.starts_with("SUBNET UP"), "{out}");
+    for s in topo.switches() {
+        sim.console(&format!("Error \"{}\" 0", topo.node(s).name));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let links = diag(&sim, &host, "iblinkinfo", &[]);
+    let not_active: Vec<&str> =
+        links.lines().filter(|l| l.contains("==(") && !l.contains("[  ] \"\" (") && !l.contains("Active/")).collect();
+    assert!(not_active.is_empty(), "ports not Active after --once: {not_active:#?}");
 }

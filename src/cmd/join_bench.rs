@@ -832,13 +832,7 @@ mod sim {
         config: Config,
         spec: &str,
     ) -> Result<(tokio::task::JoinHandle<()>, Duration), String> {
-        let txn = TxnConfig {
-            window: config.transport.window,
-            gmp_window: config.transport.gmp_window,
-            timeout: config.transport.timeout(),
-            retries: config.transport.retries,
-            trap_rate_limit: config.transport.trap_rate_limit,
-        };
+        let txn = TxnConfig::of(&config.transport);
         let dev = SimDevice::attach(fabric, sm, 1).map_err(|e| e.to_string())?;
         dev.set_is_sm(true);
         let (transport, unsolicited) = MadTransport::spawn(dev, txn);

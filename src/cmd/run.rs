@@ -140,13 +140,7 @@ pub async fn run(args: Args) -> ExitCode {
         port.port = config.port.port;
         port.guid = config.port.guid.map(crate::types::Guid);
     }
-    let txn = TxnConfig {
-        window: config.transport.window,
-        gmp_window: config.transport.gmp_window,
-        timeout: config.transport.timeout(),
-        retries: config.transport.retries,
-        trap_rate_limit: config.transport.trap_rate_limit,
-    };
+    let txn = TxnConfig::of(&config.transport);
     let opened = match backend::open(&port, txn, Role::SubnetManager) {
         Ok(o) => o,
         Err(e) => {

@@ -75,6 +75,14 @@ const KEYS: &[(&str, &str)] = &[
     ("transport.timeout_ms", "per-attempt MAD timeout (opensm: transaction_timeout)"),
     ("transport.retries", "retries after the first attempt (opensm: transaction_retries)"),
     (
+        "transport.smp_lost_after_ms",
+        "an SMP unanswered this long is presumed lost and frees its window slot (its timeout still runs); 0 = off (opensm: max_smps_timeout, in µs)",
+    ),
+    (
+        "transport.smp_window_with_lost",
+        "SMPs out at once counting those presumed lost, at least transport.window (opensm: max_wire_smps2)",
+    ),
+    (
         "transport.trap_rate_limit",
         "traps taken per second from one source LID, the rest dropped unanswered and counted; 0 = no limit",
     ),

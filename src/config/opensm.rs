@@ -61,6 +61,7 @@ const MAP: &[(&str, &str, Kind)] = &[
     ("allow_both_pkeys", "sm.allow_both_pkeys", Kind::Bool),
     ("guid", "port.guid", Kind::Guid),
     ("max_wire_smps", "transport.window", Kind::Int),
+    ("max_wire_smps2", "transport.smp_window_with_lost", Kind::Int),
     ("transaction_timeout", "transport.timeout_ms", Kind::Int),
     ("transaction_retries", "transport.retries", Kind::Int),
     ("sa_key", "sa.sa_key", Kind::Hex),
@@ -78,7 +79,10 @@ const MAP: &[(&str, &str, Kind)] = &[
 /// is more to say than "no ibsm equivalent". A trailing `*` is a prefix.
 const WHY_NOT: &[(&str, &str)] = &[
     ("no_partition_enforcement", "deprecated in OpenSM; TRUE is part_enforce off (converted as that when TRUE)"),
-    ("max_wire_smps2", "ibsm has one SMP window (transport.window)"),
+    (
+        "max_smps_timeout",
+        "in microseconds there; ibsm's is transport.smp_lost_after_ms (20 ms, against OpenSM's 600 ms)",
+    ),
     ("log_file", "use `ibsm run --log-file FILE` (journald under systemd)"),
     ("log_flags", "use [log] level"),
     ("log_max_size", "log rotation is journald's or logrotate's job"),

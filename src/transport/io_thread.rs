@@ -651,7 +651,7 @@ mod tests {
             gmp_window: 2,
             timeout: Duration::from_secs(1 << 30),
             retries: 0,
-            trap_rate_limit: 0,
+            ..TxnConfig::default()
         };
         let (t, _unsol) = MadTransport::spawn(dev, cfg);
         rt().block_on(async {

@@ -72,15 +72,44 @@ pub struct TxnConfig {
     /// Traps taken per second from one source LID by the transport that
     /// runs these transactions ([`super::trap_gate`]); 0: no limit.
     pub trap_rate_limit: u32,
+    /// An SMP unanswered this long is presumed lost: it no longer holds a
+    /// slot of `window` (its timeout still runs, and a late answer still
+    /// completes it), so a lossy fabric does not leave the window full of
+    /// packets that are gone, as OpenSM's `max_smps_timeout`. Zero: off.
+    pub smp_lost_after: Duration,
+    /// SMPs out at once counting those presumed lost (OpenSM's
+    /// `max_wire_smps2`); at least `window`.
+    pub smp_window_with_lost: usize,
 }
 
 impl Default for TxnConfig {
     fn default() -> Self {
-        TxnConfig { window: 4, gmp_window: 16, timeout: Duration::from_millis(200), retries: 3, trap_rate_limit: 0 }
+        TxnConfig {
+            window: 4,
+            gmp_window: 16,
+            timeout: Duration::from_millis(200),
+            retries: 3,
+            trap_rate_limit: 0,
+            smp_lost_after: Duration::ZERO,
+            smp_window_with_lost: 4,
+        }
     }
 }
 
 impl TxnConfig {
+    /// What the SM's configuration asks of its transport.
+    pub fn of(t: &crate::config::TransportConfig) -> TxnConfig {
+        TxnConfig {
+            window: t.window,
+            gmp_window: t.gmp_window,
+            timeout: t.timeout(),
+            retries: t.retries,
+            trap_rate_limit: t.trap_rate_limit,
+            smp_lost_after: Duration::from_millis(t.smp_lost_after_ms),
+            smp_window_with_lost: t.smp_window_with_lost,
+        }
+    }
+
     /// The size of `class`'s window.
     pub fn window_for(&self, class: MgmtClass) -> usize {
         match window_of(class.into()) {
@@ -200,6 +229,11 @@ struct Txn<T> {
 struct Window {
     size: usize,
     in_flight: usize,
+    /// Out longer than `smp_lost_after`: presumed lost, not counted in
+    /// `in_flight`.
+    lost: usize,
+    /// `in_flight` plus `lost` at most.
+    cap: usize,
     /// Transactions waiting for room, retries first. Entries whose
     /// transaction has completed or is already in flight are skipped when
     /// popped.
@@ -218,6 +252,10 @@ pub struct Transactions<T> {
     /// served first when several have room.
     windows: BTreeMap<u8, Window>,
     deadlines: BTreeSet<(Duration, u64)>,
+    /// When in-flight SMPs are presumed lost (`smp_lost_after`).
+    stale: BTreeSet<(Duration, u64)>,
+    /// Transactions presumed lost, still waiting for their timeout.
+    presumed_lost: BTreeSet<u64>,
     /// Receiver timeouts of the transactions in `State::Receiving`.
     rmpp_deadlines: BTreeSet<(Duration, u64)>,
     /// RMPP ACKs and ABORTs to send, ahead of any request.
@@ -247,6 +285,8 @@ impl<T> Transactions<T> {
             txns: HashMap::new(),
             by_tid: HashMap::new(),
             windows: BTreeMap::new(),
+            stale: BTreeSet::new(),
+            presumed_lost: BTreeSet::new(),
             deadlines: BTreeSet::new(),
             rmpp_deadlines: BTreeSet::new(),
             outbox: VecDeque::new(),
@@ -278,9 +318,13 @@ impl<T> Transactions<T> {
     /// The window of `class`, made on first use.
     fn window(&mut self, class: u8) -> &mut Window {
         let cfg = &self.cfg;
+        let size = cfg.window_for(class.into());
+        let lossy = is_smp_class(class) && cfg.smp_lost_after > Duration::ZERO;
         self.windows.entry(window_of(class)).or_insert_with(|| Window {
-            size: cfg.window_for(class.into()),
+            size,
             in_flight: 0,
+            lost: 0,
+            cap: if lossy { cfg.smp_window_with_lost.max(size) } else { size },
             queue: VecDeque::new(),
         })
     }
@@ -307,15 +351,17 @@ impl<T> Transactions<T> {
             return Some(d);
         }
         let txns = &self.txns;
-        let id = self.windows.values_mut().filter(|w| w.in_flight < w.size).find_map(|w| {
-            while let Some(id) = w.queue.pop_front() {
-                if matches!(txns.get(&id), Some(t) if t.state == State::Queued) {
-                    w.in_flight += 1;
-                    return Some(id);
+        let id = self.windows.values_mut().filter(|w| w.in_flight < w.size && w.in_flight + w.lost < w.cap).find_map(
+            |w| {
+                while let Some(id) = w.queue.pop_front() {
+                    if matches!(txns.get(&id), Some(t) if t.state == State::Queued) {
+                        w.in_flight += 1;
+                        return Some(id);
+                    }
                 }
-            }
-            None
-        })?;
+                None
+            },
+        )?;
         let tid = self.alloc_tid();
         let txn = self.txns.get_mut(&id).expect("checked when popped");
         let mut h = MadHeader::new_checked(&mut txn.dgram.mad[..MAD_HEADER_LEN]).expect("checked at submit");
@@ -326,6 +372,9 @@ impl<T> Transactions<T> {
         txn.state = State::InFlight { sent_at: now, deadline };
         self.by_tid.insert(tid, id);
         self.deadlines.insert((deadline, id));
+        if is_smp_class(txn.key.class) && self.cfg.smp_lost_after > Duration::ZERO {
+            self.stale.insert((now + self.cfg.smp_lost_after, id));
+        }
         let c = self.stats.by_mad.entry(txn.key).or_default();
         c.sent += 1;
         if txn.attempts > 1 {
@@ -435,14 +484,18 @@ impl<T> Transactions<T> {
     /// The first RMPP segment answered transaction `id` (on attempt TID
     /// `tid`): its request timer and window slot go, a receiver takes over.
     fn start_receiving(&mut self, now: Duration, id: u64, tid: u32, cfg: RmppConfig, from: MadAddress) {
-        let txn = self.txns.get_mut(&id).expect("a live transaction");
-        if let State::InFlight { sent_at, deadline } = txn.state {
+        let (state, class) = {
+            let txn = &self.txns[&id];
+            (txn.state, txn.key.class)
+        };
+        if let State::InFlight { sent_at, deadline } = state {
             self.deadlines.remove(&(deadline, id));
-            self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window").in_flight -= 1;
+            self.free_slot(id, class, sent_at);
             let rtt = now.saturating_sub(sent_at);
             self.stats.rtt_total += rtt;
             self.stats.rtt_max = self.stats.rtt_max.max(rtt);
         }
+        let txn = self.txns.get_mut(&id).expect("a live transaction");
         if txn.tids.last() != Some(&tid) {
             self.stats.by_mad.entry(txn.key).or_default().late += 1;
         }
@@ -529,6 +582,19 @@ impl<T> Transactions<T> {
     /// deadline order); the others fail and are returned, with the RMPP
     /// transfers that ran out of time (their ABORTs wait in the outbox).
     pub fn handle_timeout(&mut self, now: Duration) -> Vec<(T, TxnError)> {
+        // SMPs out so long they are presumed lost give up their slot.
+        while let Some(&(at, id)) = self.stale.first() {
+            if at > now {
+                break;
+            }
+            self.stale.pop_first();
+            if let Some(txn) = self.txns.get(&id) {
+                let w = self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window");
+                w.in_flight -= 1;
+                w.lost += 1;
+                self.presumed_lost.insert(id);
+            }
+        }
         let mut expired = Vec::new();
         while let Some(&(deadline, id)) = self.deadlines.first() {
             if deadline > now {
@@ -540,9 +606,15 @@ impl<T> Transactions<T> {
         let mut requeue = Vec::new();
         let mut failed = Vec::new();
         for id in expired {
+            let (state, class) = {
+                let txn = &self.txns[&id];
+                (txn.state, txn.key.class)
+            };
+            if let State::InFlight { sent_at, .. } = state {
+                self.free_slot(id, class, sent_at);
+            }
             let txn = self.txns.get_mut(&id).expect("a deadline belongs to a live transaction");
             txn.state = State::Queued;
-            self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window").in_flight -= 1;
             let c = self.stats.by_mad.entry(txn.key).or_default();
             c.timeouts += 1;
             if txn.attempts <= self.cfg.retries {
@@ -573,7 +645,8 @@ impl<T> Transactions<T> {
     pub fn poll_timeout(&self) -> Option<Duration> {
         let a = self.deadlines.first().map(|&(d, _)| d);
         let b = self.rmpp_deadlines.first().map(|&(d, _)| d);
-        a.into_iter().chain(b).min()
+        let c = self.stale.first().map(|&(d, _)| d);
+        a.into_iter().chain(b).chain(c).min()
     }
 
     /// Abandons the transaction whose current TID is `tid` (its send failed).
@@ -587,6 +660,8 @@ impl<T> Transactions<T> {
         self.by_tid.clear();
         self.windows.clear();
         self.deadlines.clear();
+        self.stale.clear();
+        self.presumed_lost.clear();
         self.rmpp_deadlines.clear();
         self.outbox.clear();
         self.lingering.clear();
@@ -599,10 +674,9 @@ impl<T> Transactions<T> {
             self.by_tid.remove(tid);
         }
         match txn.state {
-            State::InFlight { deadline, .. } => {
+            State::InFlight { deadline, sent_at } => {
                 self.deadlines.remove(&(deadline, id));
-                let w = self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window");
-                w.in_flight -= 1;
+                self.free_slot(id, txn.key.class, sent_at);
             }
             State::Receiving { deadline } => {
                 self.rmpp_deadlines.remove(&(deadline, id));
@@ -610,6 +684,20 @@ impl<T> Transactions<T> {
             State::Queued => {}
         }
         txn
+    }
+
+    /// Transaction `id`, sent at `sent_at`, is no longer in flight: its
+    /// window slot (or its place among those presumed lost) is free.
+    fn free_slot(&mut self, id: u64, class: u8, sent_at: Duration) {
+        if self.cfg.smp_lost_after > Duration::ZERO {
+            self.stale.remove(&(sent_at + self.cfg.smp_lost_after, id));
+        }
+        let w = self.windows.get_mut(&window_of(class)).expect("an in-flight class has a window");
+        if self.presumed_lost.remove(&id) {
+            w.lost -= 1;
+        } else {
+            w.in_flight -= 1;
+        }
     }
 
     /// Transactions on the wire.
@@ -620,7 +708,7 @@ impl<T> Transactions<T> {
     /// Transactions on the wire in `class`'s window (for an SMP class, both
     /// SMP classes together).
     pub fn in_flight_in(&self, class: MgmtClass) -> usize {
-        self.windows.get(&window_of(class.into())).map_or(0, |w| w.in_flight)
+        self.windows.get(&window_of(class.into())).map_or(0, |w| w.in_flight + w.lost)
     }
 
     /// Transactions whose RMPP answer is being reassembled.

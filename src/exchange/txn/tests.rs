@@ -27,11 +27,11 @@ fn tid_of(d: &Datagram) -> u64 {
 }
 
 fn cfg(window: usize, retries: u32) -> TxnConfig {
-    TxnConfig { window, gmp_window: window, timeout: 100 * MS, retries, trap_rate_limit: 0 }
+    TxnConfig { window, gmp_window: window, timeout: 100 * MS, retries, ..TxnConfig::default() }
 }
 
 fn cfg2(window: usize, gmp_window: usize, retries: u32) -> TxnConfig {
-    TxnConfig { window, gmp_window, timeout: 100 * MS, retries, trap_rate_limit: 0 }
+    TxnConfig { window, gmp_window, timeout: 100 * MS, retries, ..TxnConfig::default() }
 }
 
 /// A Get of `class` to QP1 (an SMP class goes to QP0), told apart by
@@ -534,6 +534,61 @@ fn an_answer_or_a_cancel_frees_only_its_own_window() {
     assert_eq!(t.in_flight_in(MgmtClass::SubnMgmtDirected), 1);
     assert_eq!(t.drain().len(), 2);
     assert_eq!((t.in_flight(), t.in_flight_in(MgmtClass::SubnAdm)), (0, 0));
+}
+
+#[test]
+fn smps_presumed_lost_free_their_slots_up_to_the_wider_cap() {
+    let cfg = TxnConfig { smp_lost_after: 10 * MS, smp_window_with_lost: 5, ..cfg(2, 1) };
+    let mut t: Transactions<u32> = Transactions::new(cfg);
+    for i in 0..8 {
+        t.submit(i, dr(i)).unwrap();
+    }
+    t.submit(100, gmp(MgmtClass::SubnAdm, 1)).unwrap();
+    let mut now = Duration::ZERO;
+    let mut sent = Vec::new();
+    let sa = std::cell::Cell::new(0);
+    let pump = |t: &mut Transactions<u32>, now: Duration, sent: &mut Vec<Datagram>| {
+        while let Some(d) = t.poll_transmit(now) {
+            if tag(&d).0 == MgmtClass::SubnAdm {
+                sa.set(sa.get() + 1);
+            } else {
+                sent.push(d);
+            }
+        }
+    };
+    pump(&mut t, now, &mut sent);
+    assert_eq!(sent.len(), 2, "the window");
+    assert_eq!(sa.get(), 1, "the SA window is no SMP window: its query went at once");
+    // Unanswered for 10 ms: presumed lost, two more go.
+    assert_eq!(t.poll_timeout(), Some(10 * MS));
+    now = 10 * MS;
+    assert!(t.handle_timeout(now).is_empty());
+    pump(&mut t, now, &mut sent);
+    assert_eq!(sent.len(), 4);
+    // Then one more only: five out at most, lost ones counted.
+    now = 20 * MS;
+    t.handle_timeout(now);
+    pump(&mut t, now, &mut sent);
+    assert_eq!(sent.len(), 5);
+    assert_eq!(t.in_flight_in(MgmtClass::SubnMgmtDirected), 5);
+    // A late answer to one presumed lost still completes it, and frees
+    // its place.
+    let late = answer(&sent[0]);
+    assert!(matches!(t.handle_receive(now, late), Received::Response { token: 0, .. }));
+    pump(&mut t, now, &mut sent);
+    assert_eq!(sent.len(), 6);
+    // The first attempts time out at 100 ms, are retried, and the last
+    // ones fail at the end of their second attempt: every transaction
+    // ends (the unanswered SA query too).
+    let mut failed = 0;
+    while t.pending() > 0 {
+        now = t.poll_timeout().unwrap();
+        failed += t.handle_timeout(now).len();
+        pump(&mut t, now, &mut sent);
+        assert!(t.in_flight_in(MgmtClass::SubnMgmtDirected) <= 5);
+    }
+    assert_eq!(failed, 7 + 1);
+    assert_eq!(t.in_flight_in(MgmtClass::SubnMgmtDirected), 0);
 }
 
 #[test]
