@@ -32,6 +32,21 @@ fn diag(sim: &Ibsim, host: &str, name: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// The errors cleared on every switch, the cabled ports `iblinkinfo`
+/// shows not Active.
+fn not_active_without_loss(sim: &Ibsim, topo: &Topology, host: &str) -> Vec<String> {
+    for s in topo.switches() {
+        sim.console(&format!("Error \"{}\" 0", topo.node(s).name));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let links = diag(sim, host, "iblinkinfo", &[]);
+    links
+        .lines()
+        .filter(|l| l.contains("==(") && !l.contains("[  ] \"\" (") && !l.contains("Active/"))
+        .map(str::to_string)
+        .collect()
+}
+
 /// The last `key=value` of `key` on the last log line holding `needle`.
 fn field(log: &str, needle: &str, key: &str) -> Option<String> {
     let line = log.lines().rev().find(|l| l.contains(needle))?;
@@ -98,13 +113,7 @@ fn daemon_converges_with_ten_percent_loss_on_every_switch() {
     let max_lid: u16 = field(&text, "SUBNET UP", "max_lid").and_then(|m| m.parse().ok()).expect("max_lid logged");
 
     // The diags see the fabric without loss; the daemon keeps running.
-    for s in topo.switches() {
-        sim.console(&format!("Error \"{}\" 0", topo.node(s).name));
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    let links = diag(&sim, &host, "iblinkinfo", &[]);
-    let not_active: Vec<&str> =
-        links.lines().filter(|l| l.contains("==(") && !l.contains("[  ] \"\" (") && !l.contains("Active/")).collect();
+    let not_active = not_active_without_loss(&sim, &topo, &host);
     let lids: HashSet<u16> = diag(&sim, &host, "ibnetdiscover", &["-p"])
         .lines()
         .filter(|l| matches!(l.split_whitespace().next(), Some("CA" | "SW")))
@@ -148,12 +157,6 @@ fn once_brings_the_fabric_up_with_three_percent_loss_on_every_switch() {
     println!("Error 3, --once: {:.1} s: {}", t0.elapsed().as_secs_f64(), out.trim());
     assert!(o.status.success(), "--once failed at 3%: {out}\n{}", tail(&String::from_utf8_lossy(&o.stderr), 30));
     assert!(out.starts_with("SUBNET UP"), "{out}");
-    for s in topo.switches() {
-        sim.console(&format!("Error \"{}\" 0", topo.node(s).name));
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    let links = diag(&sim, &host, "iblinkinfo", &[]);
-    let not_active: Vec<&str> =
-        links.lines().filter(|l| l.contains("==(") && !l.contains("[  ] \"\" (") && !l.contains("Active/")).collect();
+    let not_active = not_active_without_loss(&sim, &topo, &host);
     assert!(not_active.is_empty(), "ports not Active after --once: {not_active:#?}");
 }

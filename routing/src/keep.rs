@@ -84,42 +84,17 @@ pub fn keep_intact(f: &RoutingFabric, old: &[Option<&[u8]>], new: &mut Routes) -
             apply(new, lid, &pick, |s| entry(s, lid), &mut out);
             continue;
         }
-        if delivers(f, owner, &pick, &mut state, &mut walk) {
+        // A walk that ends unrouted is no worse than the new tables,
+        // which left that entry unrouted.
+        judge(f, owner, |s| Some(pick[s]), INTACT, &mut state, &mut walk);
+        if !state.contains(&BROKEN) {
             apply(new, lid, &pick, |s| entry(s, lid), &mut out);
             out.broken_lids += 1;
             continue;
         }
         // 2: only switches whose old path is whole keep their entry.
-        state.fill(UNKNOWN);
+        judge(f, owner, |s| entry(s, lid), BROKEN, &mut state, &mut walk);
         let mut broken = false;
-        for start in 0..ns {
-            if state[start] != UNKNOWN {
-                continue;
-            }
-            walk.clear();
-            let mut at = start;
-            let verdict = loop {
-                match state[at] {
-                    INTACT => break INTACT,
-                    BROKEN | WALKING => break BROKEN,
-                    _ => {}
-                }
-                state[at] = WALKING;
-                walk.push(at as u32);
-                let Some(port) = entry(at, lid).filter(|&p| p != UNROUTED) else { break BROKEN };
-                if port == 0 {
-                    break if owner == NodeRef::Switch(SwitchId(at as u32)) { INTACT } else { BROKEN };
-                }
-                match f.switch_peer(SwitchId(at as u32), port) {
-                    Some(PortEnd::Switch(next, _)) => at = next.index(),
-                    Some(PortEnd::End(e)) => break if owner == NodeRef::End(e) { INTACT } else { BROKEN },
-                    None => break BROKEN,
-                }
-            };
-            for &s in &walk {
-                state[s as usize] = verdict;
-            }
-        }
         for (s, slot) in pick.iter_mut().enumerate() {
             *slot = if state[s] == INTACT {
                 entry(s, lid).expect("an intact path starts with an entry")
@@ -149,13 +124,21 @@ fn hop_is_there(f: &RoutingFabric, s: usize, port: u8, owner: NodeRef) -> bool {
     }
 }
 
-/// Whether `pick` (each switch's entry for `lid`) delivers from every
-/// switch: no walk loops or ends at a port that does not own the LID (a
-/// walk that ends unrouted is no worse than the new tables, which left
-/// that entry unrouted).
-fn delivers(f: &RoutingFabric, owner: NodeRef, pick: &[u8], state: &mut [u8], walk: &mut Vec<u32>) -> bool {
+/// Each switch's verdict in `state`, following `entry` (each switch's
+/// port for a LID of `owner`; `None`: no table) from every switch, each
+/// hop looked at once: INTACT when the walk reaches the owner, BROKEN when
+/// it loops, leaves by a port with no cable or ends at a port that does
+/// not own the LID; a walk that ends at an unrouted entry gets `unrouted`.
+fn judge(
+    f: &RoutingFabric,
+    owner: NodeRef,
+    entry: impl Fn(usize) -> Option<u8>,
+    unrouted: u8,
+    state: &mut [u8],
+    walk: &mut Vec<u32>,
+) {
     state.fill(UNKNOWN);
-    for start in 0..pick.len() {
+    for start in 0..state.len() {
         if state[start] != UNKNOWN {
             continue;
         }
@@ -169,10 +152,10 @@ fn delivers(f: &RoutingFabric, owner: NodeRef, pick: &[u8], state: &mut [u8], wa
             }
             state[at] = WALKING;
             walk.push(at as u32);
-            let port = pick[at];
-            if port == UNROUTED {
-                break INTACT;
-            }
+            let port = match entry(at) {
+                None | Some(UNROUTED) => break unrouted,
+                Some(p) => p,
+            };
             if port == 0 {
                 break if owner == NodeRef::Switch(SwitchId(at as u32)) { INTACT } else { BROKEN };
             }
@@ -182,14 +165,10 @@ fn delivers(f: &RoutingFabric, owner: NodeRef, pick: &[u8], state: &mut [u8], wa
                 None => break BROKEN,
             }
         };
-        if verdict == BROKEN {
-            return false;
-        }
         for &s in walk.iter() {
             state[s as usize] = verdict;
         }
     }
-    true
 }
 
 /// Writes `pick` into the new tables for `lid`, counting what differs.

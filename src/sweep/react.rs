@@ -800,23 +800,26 @@ mod tests {
         assert_eq!(changes.reads, 1);
     }
 
-    /// A free port of `node` in the topology.
-    fn free_port(topo: &Topology, node: crate::topology::NodeIdx) -> PortRef {
-        let port = (1..=topo.node(node).num_ports)
-            .find(|&p| topo.neighbor(PortRef { node, port: p }).is_none())
+    /// Host 9's cable moved from its leaf to a free port of another leaf:
+    /// the host, the port it left and the port it went to.
+    fn move_host_cable(topo: &Topology, fabric: &SharedFabric) -> (crate::topology::NodeIdx, PortRef, PortRef) {
+        let host = topo.hosts().nth(9).unwrap();
+        let old = topo.neighbor(PortRef { node: host, port: 1 }).unwrap();
+        let leaf = topo.switches().find(|&s| s != old.node && topo.node(s).name.starts_with("leaf")).unwrap();
+        let port = (1..=topo.node(leaf).num_ports)
+            .find(|&p| topo.neighbor(PortRef { node: leaf, port: p }).is_none())
             .expect("a free port");
-        PortRef { node, port }
+        let to = PortRef { node: leaf, port };
+        fabric.lock().unwrap().move_cable(old, to).unwrap();
+        (host, old, to)
     }
 
     #[test]
     fn a_host_cable_moved_is_one_move_whichever_end_is_read_first() {
         for (label, first_old) in [("old leaf named", true), ("new leaf named", false)] {
             let (topo, fabric, mut dev, known) = setup();
-            let host = topo.hosts().nth(9).unwrap();
-            let old = topo.neighbor(PortRef { node: host, port: 1 }).unwrap();
-            let leaf = topo.switches().find(|&s| s != old.node && topo.node(s).name.starts_with("leaf")).unwrap();
-            let to = free_port(&topo, leaf);
-            fabric.lock().unwrap().move_cable(old, to).unwrap();
+            let (host, old, to) = move_host_cable(&topo, &fabric);
+            let leaf = to.node;
             // One leaf's trap alone: the other end is found from it.
             let suspect = if first_old { old.node } else { leaf };
             let suspects = switch_suspects([topo.node(suspect).node_guid], []);
@@ -845,12 +848,8 @@ mod tests {
     #[test]
     fn both_leaves_named_make_one_move() {
         let (topo, fabric, mut dev, known) = setup();
-        let host = topo.hosts().nth(9).unwrap();
-        let old = topo.neighbor(PortRef { node: host, port: 1 }).unwrap();
-        let leaf = topo.switches().find(|&s| s != old.node && topo.node(s).name.starts_with("leaf")).unwrap();
-        let to = free_port(&topo, leaf);
-        fabric.lock().unwrap().move_cable(old, to).unwrap();
-        let suspects = switch_suspects([topo.node(old.node).node_guid, topo.node(leaf).node_guid], []);
+        let (_, old, to) = move_host_cable(&topo, &fabric);
+        let suspects = switch_suspects([topo.node(old.node).node_guid, topo.node(to.node).node_guid], []);
         let (_, changes) = react_on(&mut dev, &known, &suspects);
         assert_eq!(changes.unbounded, None);
         assert_eq!(changes.count(ChangeKind::Moved), 1, "{changes:?}");
