@@ -96,9 +96,6 @@ pub struct SubnetManager<D: SmpDriver> {
     /// GUID: what the switches hold where the cache says this SM wrote
     /// them, so the next changes can be ordered (`super::lft_order`).
     routed_lfts: std::collections::HashMap<Guid, Arc<Vec<u8>>>,
-    /// The next routing run follows a loss only: routes the loss left whole
-    /// stay as they were (`routes::keep_intact`).
-    after_loss: bool,
 }
 
 impl<D: SmpDriver> SubnetManager<D> {
@@ -145,7 +142,6 @@ impl<D: SmpDriver> SubnetManager<D> {
             mcast_source: None,
             held_cables: Vec::new(),
             routed_lfts: std::collections::HashMap::new(),
-            after_loss: false,
         }
     }
 
@@ -398,6 +394,18 @@ impl<D: SmpDriver> SubnetManager<D> {
     /// The rest of a heavy sweep on what `discover` found: LIDs, routes,
     /// programming and activation, as `mode` says.
     pub async fn take_charge(&mut self, found: Discovered, mode: MasterMode) -> Result<SweepReport, SweepError> {
+        self.charge(found, mode, false).await
+    }
+
+    /// [`Self::take_charge`]; `after_loss`: the fabric lost something and
+    /// gained nothing since this SM routed it last, and the routes the
+    /// loss left whole stay as they were (`routes::keep_intact`).
+    async fn charge(
+        &mut self,
+        found: Discovered,
+        mode: MasterMode,
+        after_loss: bool,
+    ) -> Result<SweepReport, SweepError> {
         let Discovered { mut subnet, started } = found;
         let Some((sm_node, sm_port)) = subnet.sm_port else {
             return Err(SweepError::OwnNodeUnreadable("the discovered subnet lacks the SM's own port".into()));
@@ -436,7 +444,7 @@ impl<D: SmpDriver> SubnetManager<D> {
         let chain = self.config.routing_engine.clone();
         let top = addressed.lids.max_lid.0 as usize;
         // What this SM routed last, where a loss alone changed the fabric.
-        let before: std::collections::HashMap<NodeId, Arc<Vec<u8>>> = if std::mem::take(&mut self.after_loss) {
+        let before: std::collections::HashMap<NodeId, Arc<Vec<u8>>> = if after_loss {
             view.switch_nodes
                 .iter()
                 .filter_map(|&id| Some((id, self.routed_lfts.get(&subnet.node(id).guid())?.clone())))
@@ -612,13 +620,11 @@ impl<D: SmpDriver> SubnetManager<D> {
         // A loss alone moves only the routes that crossed it; anything new
         // (a cable up, a node, a move) is routed afresh, so that routes
         // spread over it again.
-        self.after_loss = !changes
+        let after_loss = !changes
             .changes
             .iter()
             .any(|c| matches!(c.kind, ChangeKind::LinkUp | ChangeKind::NodeNew | ChangeKind::Moved));
-        let taken = self.take_charge(Discovered { subnet, started }, MasterMode::Continuing).await;
-        self.after_loss = false;
-        let mut report = taken?;
+        let mut report = self.charge(Discovered { subnet, started }, MasterMode::Continuing, after_loss).await?;
         info!(
             %trigger,
             changes = %changes.summary(),
