@@ -256,3 +256,45 @@ fn valid_routes_another_sm_left_are_kept_and_unsafe_ones_replaced() {
         }
     }
 }
+
+/// Routes another SM left and a takeover kept stay where a later loss
+/// leaves them whole: a trunk down after the takeover moves only the
+/// routes that crossed it, though this SM's engine (ftree) would route the
+/// fat tree differently from the updn tables it kept.
+#[test]
+fn kept_routes_survive_a_later_loss_where_it_left_them_whole() {
+    let spec = "fattree2:radix=8,leaves=4,spines=2,hosts=4";
+    let topo = Topology::from_spec_or_file(spec).unwrap();
+    let fabric = FabricBuilder::new(&topo).seed(5).build_shared().unwrap();
+    let hosts: Vec<NodeIdx> = topo.hosts().collect();
+    let rt = runtime();
+    let mut a = sm_with_engine(&fabric, hosts[0], "updn");
+    assert!(rt.block_on(a.sweep()).unwrap().subnet_up());
+    rt.block_on(a.sweep()).unwrap();
+    drop(a);
+    let mut b = sm_on(&fabric, *hosts.last().unwrap());
+    let found = rt.block_on(b.discover()).unwrap();
+    let report = rt.block_on(b.take_charge(found, MasterMode::Takeover)).unwrap();
+    assert!(report.routing.kept, "{:?}", report.routing);
+    let held = lfts(&topo, &fabric);
+
+    let trunk = topo
+        .links
+        .iter()
+        .find(|l| topo.node(l.a.node).kind == NodeKind::Switch && topo.node(l.b.node).kind == NodeKind::Switch)
+        .copied()
+        .unwrap();
+    fabric.lock().unwrap().link_down(trunk.a).unwrap();
+    let found = rt.block_on(b.light_sweep());
+    let suspects = ibsm::sweep::react::switch_suspects(found.changed, found.silent);
+    let reaction = rt.block_on(b.react(ibsm::subnet::Trigger::LightSweep, &suspects)).unwrap();
+    let ibsm::program::Reaction::Programmed(report) = reaction else { panic!("not programmed: {reaction:?}") };
+    assert!(report.routing.intact_kept > 0, "the kept updn routes the loss left whole: {:?}", report.routing);
+    check_routes(&topo, &fabric, "trunk down after keeping updn's routes");
+    // A few entries moved (those whose paths the loss broke), not the
+    // tables.
+    let now = lfts(&topo, &fabric);
+    let changed: usize = held.iter().map(|(sw, t)| t.iter().zip(&now[sw]).filter(|(x, y)| x != y).count()).sum();
+    let total: usize = held.values().map(|t| t.len()).sum();
+    assert!(changed > 0 && changed * 4 < total, "{changed} of {total} entries changed");
+}
