@@ -508,22 +508,28 @@ impl Fabric {
         if peer == NO_PORT {
             return Err(SimError::NotCabled(port));
         }
-        let was_up = self.live_peer(id).is_some();
-        self.port_mut(id).cut = true;
-        self.port_mut(super::fabric::PortId(peer)).cut = true;
-        for p in [id, PortId(peer)] {
-            let pi = &mut self.port_mut(p).pi;
-            if pi.port_physical_state != PhysState::Disabled {
-                pi.port_state = crate::mad::PortState::Down;
-                pi.port_physical_state = PhysState::Polling;
+        self.cable_goes_down([id, PortId(peer)], |p| p.cut = true);
+        Ok(())
+    }
+
+    /// Both ends of a cable go Down/Polling (a disabled end stays so),
+    /// each changed by `change` first; if the link was up, the switches at
+    /// either end raise PortStateChange (and trap).
+    fn cable_goes_down(&mut self, ends: [PortId; 2], change: impl Fn(&mut super::fabric::SimPort)) {
+        let was_up = self.live_peer(ends[0]).is_some();
+        for p in ends {
+            let x = self.port_mut(p);
+            change(x);
+            if x.pi.port_physical_state != PhysState::Disabled {
+                x.pi.port_state = crate::mad::PortState::Down;
+                x.pi.port_physical_state = PhysState::Polling;
             }
         }
         if was_up {
-            for p in [id, PortId(peer)] {
+            for p in ends {
                 self.port_state_changed(self.port(p).node);
             }
         }
-        Ok(())
     }
 
     /// Plugs the cable back: if both ends can train they come up in Init
@@ -583,21 +589,10 @@ impl Fabric {
     /// Returns the far end.
     fn pull_cable(&mut self, id: PortId) -> PortId {
         let far = PortId(self.port(id).peer);
-        let was_up = self.live_peer(id).is_some();
-        for p in [id, far] {
-            let x = self.port_mut(p);
-            x.peer = NO_PORT;
-            x.cut = false;
-            if x.pi.port_physical_state != PhysState::Disabled {
-                x.pi.port_state = crate::mad::PortState::Down;
-                x.pi.port_physical_state = PhysState::Polling;
-            }
-        }
-        if was_up {
-            for p in [id, far] {
-                self.port_state_changed(self.port(p).node);
-            }
-        }
+        self.cable_goes_down([id, far], |p| {
+            p.peer = NO_PORT;
+            p.cut = false;
+        });
         far
     }
 

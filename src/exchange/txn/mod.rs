@@ -187,6 +187,9 @@ enum State {
     InFlight {
         sent_at: Duration,
         deadline: Duration,
+        /// Out longer than `smp_lost_after`: counted among its window's
+        /// `lost`, not its `in_flight`.
+        presumed_lost: bool,
     },
     /// Reassembling an RMPP answer (`rx` is set); `deadline` is the
     /// receiver's next timeout.
@@ -254,8 +257,6 @@ pub struct Transactions<T> {
     deadlines: BTreeSet<(Duration, u64)>,
     /// When in-flight SMPs are presumed lost (`smp_lost_after`).
     stale: BTreeSet<(Duration, u64)>,
-    /// Transactions presumed lost, still waiting for their timeout.
-    presumed_lost: BTreeSet<u64>,
     /// Receiver timeouts of the transactions in `State::Receiving`.
     rmpp_deadlines: BTreeSet<(Duration, u64)>,
     /// RMPP ACKs and ABORTs to send, ahead of any request.
@@ -286,7 +287,6 @@ impl<T> Transactions<T> {
             by_tid: HashMap::new(),
             windows: BTreeMap::new(),
             stale: BTreeSet::new(),
-            presumed_lost: BTreeSet::new(),
             deadlines: BTreeSet::new(),
             rmpp_deadlines: BTreeSet::new(),
             outbox: VecDeque::new(),
@@ -369,7 +369,7 @@ impl<T> Transactions<T> {
         txn.attempts += 1;
         txn.tids.push(tid);
         let deadline = now + self.cfg.timeout;
-        txn.state = State::InFlight { sent_at: now, deadline };
+        txn.state = State::InFlight { sent_at: now, deadline, presumed_lost: false };
         self.by_tid.insert(tid, id);
         self.deadlines.insert((deadline, id));
         if is_smp_class(txn.key.class) && self.cfg.smp_lost_after > Duration::ZERO {
@@ -488,9 +488,9 @@ impl<T> Transactions<T> {
             let txn = &self.txns[&id];
             (txn.state, txn.key.class)
         };
-        if let State::InFlight { sent_at, deadline } = state {
+        if let State::InFlight { sent_at, deadline, presumed_lost } = state {
             self.deadlines.remove(&(deadline, id));
-            self.free_slot(id, class, sent_at);
+            self.free_slot(id, class, sent_at, presumed_lost);
             let rtt = now.saturating_sub(sent_at);
             self.stats.rtt_total += rtt;
             self.stats.rtt_max = self.stats.rtt_max.max(rtt);
@@ -588,11 +588,13 @@ impl<T> Transactions<T> {
                 break;
             }
             self.stale.pop_first();
-            if let Some(txn) = self.txns.get(&id) {
-                let w = self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window");
-                w.in_flight -= 1;
-                w.lost += 1;
-                self.presumed_lost.insert(id);
+            if let Some(txn) = self.txns.get_mut(&id) {
+                if let State::InFlight { presumed_lost, .. } = &mut txn.state {
+                    *presumed_lost = true;
+                    let w = self.windows.get_mut(&window_of(txn.key.class)).expect("an in-flight class has a window");
+                    w.in_flight -= 1;
+                    w.lost += 1;
+                }
             }
         }
         let mut expired = Vec::new();
@@ -610,8 +612,8 @@ impl<T> Transactions<T> {
                 let txn = &self.txns[&id];
                 (txn.state, txn.key.class)
             };
-            if let State::InFlight { sent_at, .. } = state {
-                self.free_slot(id, class, sent_at);
+            if let State::InFlight { sent_at, presumed_lost, .. } = state {
+                self.free_slot(id, class, sent_at, presumed_lost);
             }
             let txn = self.txns.get_mut(&id).expect("a deadline belongs to a live transaction");
             txn.state = State::Queued;
@@ -661,7 +663,6 @@ impl<T> Transactions<T> {
         self.windows.clear();
         self.deadlines.clear();
         self.stale.clear();
-        self.presumed_lost.clear();
         self.rmpp_deadlines.clear();
         self.outbox.clear();
         self.lingering.clear();
@@ -674,9 +675,9 @@ impl<T> Transactions<T> {
             self.by_tid.remove(tid);
         }
         match txn.state {
-            State::InFlight { deadline, sent_at } => {
+            State::InFlight { deadline, sent_at, presumed_lost } => {
                 self.deadlines.remove(&(deadline, id));
-                self.free_slot(id, txn.key.class, sent_at);
+                self.free_slot(id, txn.key.class, sent_at, presumed_lost);
             }
             State::Receiving { deadline } => {
                 self.rmpp_deadlines.remove(&(deadline, id));
@@ -688,12 +689,12 @@ impl<T> Transactions<T> {
 
     /// Transaction `id`, sent at `sent_at`, is no longer in flight: its
     /// window slot (or its place among those presumed lost) is free.
-    fn free_slot(&mut self, id: u64, class: u8, sent_at: Duration) {
+    fn free_slot(&mut self, id: u64, class: u8, sent_at: Duration, presumed_lost: bool) {
         if self.cfg.smp_lost_after > Duration::ZERO {
             self.stale.remove(&(sent_at + self.cfg.smp_lost_after, id));
         }
         let w = self.windows.get_mut(&window_of(class)).expect("an in-flight class has a window");
-        if self.presumed_lost.remove(&id) {
+        if presumed_lost {
             w.lost -= 1;
         } else {
             w.in_flight -= 1;
