@@ -837,7 +837,12 @@ mod sim {
         dev.set_is_sm(true);
         let (transport, unsolicited) = MadTransport::spawn(dev, txn);
         let snapshots = Snapshots::new();
-        let options = RunOptions { persist_lids: false, snapshots: snapshots.clone(), ..RunOptions::default() };
+        let options = RunOptions {
+            persist_lids: false,
+            snapshots: snapshots.clone(),
+            sa_placement: crate::runtime::sa_task::SaPlacement::OwnThread,
+            ..RunOptions::default()
+        };
         let t0 = Instant::now();
         let task = tokio::spawn(async move {
             if let Err(e) = run_sm(transport, unsolicited, config, options, std::future::pending::<()>()).await {

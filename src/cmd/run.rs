@@ -189,6 +189,7 @@ pub async fn run(args: Args) -> ExitCode {
         status,
         snapshots,
         notifier: std::sync::Arc::new(crate::runtime::notify::Notifier::from_env()),
+        sa_placement: crate::runtime::sa_task::SaPlacement::OwnThread,
         reload: {
             let args = args.clone();
             Some(std::sync::Arc::new(move || args.config().map_err(|e| e.to_string())))

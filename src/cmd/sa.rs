@@ -761,7 +761,12 @@ mod sim {
         dev.set_is_sm(true);
         let (transport, unsolicited) = MadTransport::spawn(dev, TxnConfig::default());
         let snapshots = Snapshots::new();
-        let options = RunOptions { persist_lids: false, snapshots: snapshots.clone(), ..RunOptions::default() };
+        let options = RunOptions {
+            persist_lids: false,
+            snapshots: snapshots.clone(),
+            sa_placement: crate::runtime::sa_task::SaPlacement::OwnThread,
+            ..RunOptions::default()
+        };
         let task = tokio::spawn(run(transport, unsolicited, Config::default(), options, std::future::pending::<()>()));
         let t0 = std::time::Instant::now();
         let snap = loop {

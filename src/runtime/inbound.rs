@@ -1,5 +1,6 @@
 //! One MAD from the dispatcher: SMInfo Gets and Sets answered, traps
-//! acknowledged and handed on, SA MADs passed to the SA task, refusals
+//! acknowledged and handed on, SA MADs passed to the SA task (only from a
+//! transport that cannot divert them to it directly), refusals
 //! answered and counted; and the names of nodes for those log lines.
 
 use std::time::Duration;

@@ -22,8 +22,11 @@
 //!  traps pass the per-source rate limit in the I/O thread (exchange::trap_gate); reactions'
 //!                      change sets feed the flap damper (subnet::flaps), whose held cables every
 //!                      sweep leaves out
-//!  SA task (sa_task.rs) ── watch (alias GUIDs, multicast groups) ──► owner (sa_link.rs): queues an
-//!                      alias pass (GUIDInfo Sets only) or a multicast pass (MFTs) in the sweep slot
+//!  SA task (sa_task.rs, its own thread in the daemon): SA MADs come straight from the I/O thread
+//!                      (Transport::divert), never through the owner; traps, SMInfo and mirror reads
+//!                      from the owner ── watch (alias GUIDs, multicast groups) ──► owner (sa_link.rs):
+//!                      queues an alias pass (GUIDInfo Sets only) or a multicast pass (MFTs) in the
+//!                      sweep slot
 //!  perfmgr task (perfmgr_task.rs): polls the newest snapshot's ports while the owner says so
 //!  signals (signals.rs): SIGHUP ──► reload.rs; SIGUSR1 ──► a handover; shutdown ──► lifecycle.rs
 //! ```
@@ -96,6 +99,9 @@ pub struct RunOptions {
     /// SIGHUP: reads the configuration again (the file with the command
     /// line's overrides). `None`: SIGHUP only re-reads partitions.conf.
     pub reload: Option<ConfigReader>,
+    /// Where the SA task runs: its own thread in the daemon, beside the
+    /// owner in tests whose tokio clock is paused.
+    pub sa_placement: sa_task::SaPlacement,
 }
 
 /// Reads the configuration afresh, validated, or says why it cannot.
@@ -113,6 +119,7 @@ impl Default for RunOptions {
             status: status::StatusBoard::new(),
             notifier: Arc::new(notify::Notifier::disabled()),
             reload: None,
+            sa_placement: sa_task::SaPlacement::OwnerRuntime,
         }
     }
 }

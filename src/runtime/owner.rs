@@ -148,6 +148,7 @@ impl<T: Transport + Clone> Owner<T> {
             options.snapshots.clone(),
             options.metrics.clone(),
             sa_task::ToProgram { aliases: alias_tx, mcast: mcast_tx },
+            options.sa_placement,
         );
         info!(
             guid = %local.port_guid,

@@ -3,19 +3,25 @@
 //! role the election decides, and sends what the agent emits.
 //!
 //! ```text
-//!  owner task ── SaInput (bounded mpsc) ──► SA task ── SaAgent (crate::sa)
-//!  Snapshots ─── watch (sequence) ───────►    │        answers, RMPP, Reports
-//!  owner task ── watch (Serving) ────────►    └──► Transport::send
-//!  owner task ◄── watch (alias GUIDs) ───────┘  the SM programs them into the ports
+//!  I/O thread ── SA-class MADs (bounded mpsc, Transport::divert) ──► SA task ── SaAgent (crate::sa)
+//!  owner task ── SaInput (bounded mpsc: traps, SMInfo, mirror) ───►    │        answers, RMPP, Reports
+//!  Snapshots ─── watch (sequence) ────────────────────────────────►    │
+//!  owner task ── watch (Serving) ─────────────────────────────────►    └──► Transport::send
+//!  owner task ◄── watch (alias GUIDs, multicast groups) ───────────────┘  the SM programs them
 //!
 //!  owner side job (standby): read_mirror ── SaClient GetTables of the master's SA
 //!                                          └──► the owner ── SaInput::Mirror ──► SA task
 //! ```
 //!
-//! A separate task, so a flood of queries never delays the owner's sweep
-//! and election work; the queue in front of it is bounded and the owner
-//! counts what it could not queue. The task ends when the owner drops its
-//! [`SaHandle`].
+//! A query never passes through the owner task: the I/O thread hands SA
+//! MADs to this task's own queue, so a sweep, a reaction or an election
+//! step in progress does not delay an answer. The daemon runs the task on
+//! a thread of its own ([`SaPlacement::OwnThread`]): the owner's work
+//! between awaits (discovery answers, building a snapshot) then shares no
+//! thread with it either. Tests in virtual time keep it on the owner's
+//! runtime, whose clock is paused. Both queues are bounded; what the I/O
+//! thread could not queue is counted as dropped. The task ends when the
+//! owner drops its [`SaHandle`].
 //!
 //! [`read_mirror`] is the standby's read of the master's SA state
 //! (`crate::sa::mirror`); the owner runs it as a side job, one at a time.
@@ -26,7 +32,7 @@ use std::time::Duration;
 use std::future::Future;
 
 use tokio::sync::{mpsc, watch};
-use tracing::{debug, warn};
+use tracing::{debug, error, warn};
 
 use super::metrics::Metrics;
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
@@ -50,10 +56,23 @@ const MCAST_PUBLISH_PERIOD: Duration = Duration::from_millis(20);
 /// How many SA MADs may wait for the SA task; more are dropped and counted.
 pub const SA_QUEUE: usize = 4096;
 
+/// Where the SA task runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SaPlacement {
+    /// On the runtime that starts the SM, beside the owner task (tests in
+    /// paused, virtual time).
+    #[default]
+    OwnerRuntime,
+    /// On a thread of its own with its own single-threaded runtime (the
+    /// daemon, in real time).
+    OwnThread,
+}
+
 /// What the owner hands the SA task.
 #[derive(Debug)]
 pub enum SaInput {
-    /// Any SA-class MAD that is not an answer to one of our own requests.
+    /// An SA-class MAD that is not an answer to one of our own requests,
+    /// from a transport that cannot divert them to the task itself.
     Mad(Datagram),
     /// A trap the master received, for the subscribers that asked for it.
     Trap { notice: NoticeRepr, from: Lid },
@@ -105,8 +124,9 @@ pub struct ToProgram {
     pub mcast: watch::Sender<Arc<McastTable>>,
 }
 
-/// Starts the SA task on the current tokio runtime. Every change of the
-/// SA's alias GUIDs or multicast groups is sent on `to_program`.
+/// Starts the SA task where `placement` says, and has the transport hand
+/// it the SA-class MADs directly. Every change of the SA's alias GUIDs or
+/// multicast groups is sent on `to_program`.
 pub fn spawn<T: Transport + Clone>(
     transport: T,
     config: SaConfig,
@@ -114,18 +134,59 @@ pub fn spawn<T: Transport + Clone>(
     snapshots: Snapshots,
     metrics: Option<Metrics>,
     to_program: ToProgram,
+    placement: SaPlacement,
 ) -> SaHandle {
     let (input, rx) = mpsc::channel(SA_QUEUE);
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
+    let (mad_tx, mads) = mpsc::channel(SA_QUEUE);
+    if !transport.divert(crate::mad::MgmtClass::SubnAdm, mad_tx) {
+        debug!("the transport cannot divert SA MADs: the owner task forwards them");
+    }
     let agent = SaAgent::new(config, own_port);
-    tokio::spawn(run(agent, transport, rx, serving_rx, snapshots, metrics, to_program));
+    let task = run(agent, transport, Inputs { owner: rx, mads }, serving_rx, snapshots, metrics, to_program);
+    match placement {
+        SaPlacement::OwnerRuntime => {
+            tokio::spawn(task);
+        }
+        SaPlacement::OwnThread => {
+            // Taken by the thread when it starts; taken back to run beside
+            // the owner if it cannot start (the SM still needs an SA).
+            let slot = Arc::new(std::sync::Mutex::new(Some(task)));
+            let for_thread = slot.clone();
+            let started = std::thread::Builder::new().name("ibsm-sa".into()).spawn(move || {
+                let Some(task) = for_thread.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
+                match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => rt.block_on(task),
+                    Err(e) => error!(error = %e, "cannot start the SA's runtime: the SA does not answer"),
+                }
+            });
+            if let Err(e) = started {
+                warn!(error = %e, "cannot start the SA's thread: it runs beside the owner task");
+                if let Some(task) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    tokio::spawn(task);
+                }
+            }
+        }
+    }
     SaHandle { input, serving, dropped: 0 }
 }
+
+/// The SA task's two queues: the owner's inputs, and the SA MADs the
+/// transport diverts to it.
+struct Inputs {
+    owner: mpsc::Receiver<SaInput>,
+    mads: mpsc::Receiver<Datagram>,
+}
+
+/// SA MADs handled one after another, their answers sent after each,
+/// before the task looks at its other inputs again: a flood is served
+/// without a pass through `select!` per MAD, and cannot starve the rest.
+const MAD_BURST: usize = 256;
 
 async fn run<T: Transport>(
     mut agent: SaAgent,
     transport: T,
-    mut input: mpsc::Receiver<SaInput>,
+    Inputs { owner: mut input, mut mads }: Inputs,
     mut serving: watch::Receiver<Serving>,
     snapshots: Snapshots,
     metrics: Option<Metrics>,
@@ -148,7 +209,7 @@ async fn run<T: Transport>(
     loop {
         // Joins, leaves, ports gone or the partitions' groups changed the
         // multicast groups: the SM routes them.
-        let mcast_due = input.is_empty() || mcast_published.elapsed() >= MCAST_PUBLISH_PERIOD;
+        let mcast_due = (input.is_empty() && mads.is_empty()) || mcast_published.elapsed() >= MCAST_PUBLISH_PERIOD;
         if agent.multicast().version() != mcast_version && mcast_due {
             mcast_version = agent.multicast().version();
             mcast_published = tokio::time::Instant::now();
@@ -160,14 +221,7 @@ async fn run<T: Transport>(
             alias_version = agent.alias_version();
             aliases.send_replace(Arc::new(agent.alias_table()));
         }
-        while let Some(d) = agent.poll_transmit(now()) {
-            if let Err(e) = transport.send(d) {
-                send_failures += 1;
-                if send_failures.is_power_of_two() {
-                    warn!(error = %e, failures = send_failures, "SA could not send an answer");
-                }
-            }
-        }
+        transmit(&mut agent, &transport, now(), &mut send_failures);
         let wake = agent.poll_timeout();
         let sleep = async {
             match wake {
@@ -176,6 +230,15 @@ async fn run<T: Transport>(
             }
         };
         tokio::select! {
+            Some(first) = mads.recv() => {
+                agent.handle_mad(now(), &first);
+                transmit(&mut agent, &transport, now(), &mut send_failures);
+                for _ in 1..MAD_BURST {
+                    let Ok(d) = mads.try_recv() else { break };
+                    agent.handle_mad(now(), &d);
+                    transmit(&mut agent, &transport, now(), &mut send_failures);
+                }
+            }
             got = input.recv() => match got {
                 Some(SaInput::Mad(d)) => agent.handle_mad(now(), &d),
                 Some(SaInput::Trap { notice, from }) => agent.handle_trap(now(), &notice, from),
@@ -212,6 +275,18 @@ async fn run<T: Transport>(
                     // The MADs in flight and queued stay live between sweeps.
                     m.transport(&transport.stats());
                 }
+            }
+        }
+    }
+}
+
+/// Sends what the agent has to send.
+fn transmit<T: Transport>(agent: &mut SaAgent, transport: &T, now: Duration, failures: &mut u64) {
+    while let Some(d) = agent.poll_transmit(now) {
+        if let Err(e) = transport.send(d) {
+            *failures += 1;
+            if failures.is_power_of_two() {
+                warn!(error = %e, failures = *failures, "SA could not send an answer");
             }
         }
     }

@@ -56,6 +56,8 @@ struct State {
     dev: SimDevice,
     txns: Transactions<Reply>,
     unsolicited: mpsc::Sender<Datagram>,
+    /// Classes whose unsolicited MADs go to their own agent's channel.
+    diverted: Vec<(u8, mpsc::Sender<Datagram>)>,
     stats: TransportStats,
     /// The device failed and the pump ended: requests fail at once.
     closed: bool,
@@ -84,6 +86,7 @@ impl VirtualTransport {
             dev,
             txns: Transactions::new(cfg),
             unsolicited: unsol_tx,
+            diverted: Vec::new(),
             stats: TransportStats::default(),
             closed: false,
         };
@@ -145,6 +148,39 @@ impl Transport for VirtualTransport {
         s.txn = st.txns.stats();
         s
     }
+
+    fn divert(&self, class: crate::mad::MgmtClass, sink: mpsc::Sender<Datagram>) -> bool {
+        let class = u8::from(class);
+        let mut st = self.lock();
+        st.diverted.retain(|(c, _)| *c != class);
+        st.diverted.push((class, sink));
+        true
+    }
+}
+
+impl State {
+    /// An unsolicited MAD to its class's own channel, if diverted (a
+    /// closed one ends the diversion), or to the unsolicited channel.
+    fn deliver_unsolicited(&mut self, d: Datagram) {
+        let at = d.mad.get(1).and_then(|class| self.diverted.iter().position(|(c, _)| c == class));
+        let d = match at {
+            Some(at) => match self.diverted[at].1.try_send(d) {
+                Ok(()) => return,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    self.stats.unsolicited_dropped += 1;
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(d)) => {
+                    self.diverted.swap_remove(at);
+                    d
+                }
+            },
+            None => d,
+        };
+        if self.unsolicited.try_send(d).is_err() {
+            self.stats.unsolicited_dropped += 1;
+        }
+    }
 }
 
 async fn pump(shared: Arc<Shared>, mut gone: oneshot::Receiver<()>) {
@@ -169,11 +205,7 @@ async fn pump(shared: Arc<Shared>, mut gone: oneshot::Receiver<()>) {
                             Received::Failed { token, error } => {
                                 let _ = token.send(Err(error.into()));
                             }
-                            Received::Unsolicited(d) => {
-                                if st.unsolicited.try_send(d).is_err() {
-                                    st.stats.unsolicited_dropped += 1;
-                                }
-                            }
+                            Received::Unsolicited(d) => st.deliver_unsolicited(d),
                             Received::Stray { .. } | Received::Segment { .. } | Received::Malformed(_) => {}
                         }
                     }

@@ -5,7 +5,8 @@
 //!  request() ─permit─► SyncSender<Command> ──► I/O thread ──► device.send
 //!      ▲                                        │  Transactions (TIDs, a window per class, retries)
 //!      └──────── oneshot reply ◄────────────────┤◄── device.recv(deadline)
-//!  unsolicited: tokio mpsc (bounded) ◄──────────┘
+//!  unsolicited: tokio mpsc (bounded) ◄──────────┤
+//!  a diverted class (the SA's): its own mpsc ◄──┘
 //! ```
 //!
 //! A thread rather than a task because libibumad blocks and ibsim's
@@ -38,7 +39,7 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use super::txn::{Received, RequestKind, Transactions, TxnConfig, TxnError};
 use super::{Datagram, DeviceError, LocalPort, MadDevice, MadSummary, Transport, TransportError, TransportStats};
 use crate::exchange::trap_gate::TrapGate;
-use crate::mad::{MadHeader, MAD_HEADER_LEN};
+use crate::mad::{MadHeader, MgmtClass, MAD_HEADER_LEN};
 
 /// Commands (requests waiting for a response included) that may be
 /// outstanding at once; also the command channel's capacity.
@@ -71,8 +72,22 @@ const RECV_BURST: usize = 64;
 type Reply = oneshot::Sender<Result<Datagram, TransportError>>;
 
 enum Command {
-    Request { dgram: Datagram, kind: RequestKind, reply: Reply, _permit: OwnedSemaphorePermit },
-    Send { dgram: Datagram, _permit: OwnedSemaphorePermit },
+    Request {
+        dgram: Datagram,
+        kind: RequestKind,
+        reply: Reply,
+        _permit: OwnedSemaphorePermit,
+    },
+    Send {
+        dgram: Datagram,
+        _permit: OwnedSemaphorePermit,
+    },
+    /// Unsolicited MADs of this class go to `sink` from now on.
+    Divert {
+        class: u8,
+        sink: tokio::sync::mpsc::Sender<Datagram>,
+        _permit: OwnedSemaphorePermit,
+    },
 }
 
 struct Shared {
@@ -202,6 +217,11 @@ impl Transport for MadTransport {
     fn stats(&self) -> TransportStats {
         self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
+
+    fn divert(&self, class: MgmtClass, sink: tokio::sync::mpsc::Sender<Datagram>) -> bool {
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else { return false };
+        self.sender().try_send(Command::Divert { class: class.into(), sink, _permit: permit }).is_ok()
+    }
 }
 
 /// The thread's state.
@@ -210,6 +230,8 @@ struct IoLoop<D> {
     core: Transactions<u64>,
     cmds: Receiver<Command>,
     unsolicited: tokio::sync::mpsc::Sender<Datagram>,
+    /// Classes whose unsolicited MADs go to their own agent's channel.
+    diverted: Vec<(u8, tokio::sync::mpsc::Sender<Datagram>)>,
     shared_stats: Arc<Mutex<TransportStats>>,
     waiting: HashMap<u64, (Reply, OwnedSemaphorePermit)>,
     next_token: u64,
@@ -247,6 +269,7 @@ impl<D: MadDevice> IoLoop<D> {
             core: Transactions::with_first_tid(cfg, first_tid),
             cmds,
             unsolicited,
+            diverted: Vec::new(),
             shared_stats,
             waiting: HashMap::new(),
             next_token: 0,
@@ -319,6 +342,10 @@ impl<D: MadDevice> IoLoop<D> {
                         self.ready.push((reply, Err(TransportError::Malformed(w))));
                     }
                 }
+            }
+            Command::Divert { class, sink, _permit } => {
+                self.diverted.retain(|(c, _)| *c != class);
+                self.diverted.push((class, sink));
             }
             Command::Send { dgram, _permit } => {
                 self.core.count_send(&dgram);
@@ -436,6 +463,7 @@ impl<D: MadDevice> IoLoop<D> {
             self.dirty = false;
         }
         for d in std::mem::take(&mut self.arrived) {
+            let Some(d) = self.hand_to_diverted(d) else { continue };
             let smp = d.mad.get(1).is_some_and(|&c| super::txn::is_smp_class(c));
             if !smp && self.unsolicited.capacity() <= SMP_RESERVE {
                 self.drop_unsolicited(&d, "unsolicited channel nearly full (the rest is kept for SMPs), MAD dropped");
@@ -455,6 +483,26 @@ impl<D: MadDevice> IoLoop<D> {
         for (reply, result) in self.ready.drain(..) {
             // The requester may have given up (its future was dropped).
             let _ = reply.send(result);
+        }
+    }
+
+    /// Hands `d` to its class's own channel, if its class is diverted;
+    /// gives it back otherwise (or when that channel is closed, which ends
+    /// the diversion).
+    fn hand_to_diverted(&mut self, d: Datagram) -> Option<Datagram> {
+        let Some(at) = d.mad.get(1).and_then(|class| self.diverted.iter().position(|(c, _)| c == class)) else {
+            return Some(d);
+        };
+        match self.diverted[at].1.try_send(d) {
+            Ok(()) => None,
+            Err(tokio::sync::mpsc::error::TrySendError::Full(d)) => {
+                self.drop_unsolicited(&d, "the agent's queue is full, MAD dropped");
+                None
+            }
+            Err(tokio::sync::mpsc::error::TrySendError::Closed(d)) => {
+                self.diverted.swap_remove(at);
+                Some(d)
+            }
         }
     }
 
@@ -497,6 +545,9 @@ mod tests {
         wire: Vec<(Duration, Datagram)>,
         seen: Arc<Mutex<Observed>>,
         dropped: Arc<AtomicBool>,
+        /// While false, only responses come off the wire: a test holds
+        /// unsolicited MADs back until the thread has taken its commands.
+        unsolicited_open: Arc<AtomicBool>,
     }
 
     impl FakeDevice {
@@ -510,6 +561,7 @@ mod tests {
                 wire: Vec::new(),
                 seen: seen.clone(),
                 dropped: dropped.clone(),
+                unsolicited_open: Arc::new(AtomicBool::new(true)),
             };
             (d, seen, dropped)
         }
@@ -555,7 +607,14 @@ mod tests {
             Ok(())
         }
         fn recv(&mut self, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
-            let next = self.wire.iter().enumerate().min_by_key(|(_, w)| w.0).map(|(i, w)| (i, w.0));
+            let open = self.unsolicited_open.load(Ordering::SeqCst);
+            let next = self
+                .wire
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| open || MadHeader::new_checked(&w.1.mad[..24]).unwrap().method().is_response())
+                .min_by_key(|(_, w)| w.0)
+                .map(|(i, w)| (i, w.0));
             match next {
                 Some((i, due)) if due <= deadline.max(self.clock) => {
                     self.clock = self.clock.max(due);
@@ -764,6 +823,60 @@ mod tests {
         assert!(sa_delivered <= UNSOLICITED_CAPACITY - SMP_RESERVE, "{sa_delivered} SA MADs took SMP slots");
         assert!(sa_delivered + 1 >= UNSOLICITED_CAPACITY - SMP_RESERVE, "only {sa_delivered} SA MADs got in");
         assert_eq!(t.stats().unsolicited_dropped as usize, UNSOLICITED_CAPACITY + 50 - sa_delivered);
+    }
+
+    /// A device with an SA query and a trap waiting behind the gate, the
+    /// transport on it, and the gate.
+    fn sa_query_and_trap_held() -> (MadTransport, tokio::sync::mpsc::Receiver<Datagram>, Arc<AtomicBool>) {
+        let (mut dev, _, _) = FakeDevice::new(Duration::from_micros(100));
+        let mut sa = get(&[]);
+        sa.mad[1] = 0x03;
+        let mut trap = get(&[]);
+        trap.mad[1] = 0x01;
+        trap.mad[3] = u8::from(Method::Trap);
+        dev.wire.push((Duration::ZERO, sa));
+        dev.wire.push((Duration::ZERO, trap));
+        dev.unsolicited_open.store(false, Ordering::SeqCst);
+        let gate = dev.unsolicited_open.clone();
+        let (t, unsol) = MadTransport::spawn(dev, TxnConfig::default());
+        (t, unsol, gate)
+    }
+
+    #[test]
+    fn a_diverted_class_goes_to_its_own_channel() {
+        let (t, mut unsol, gate) = sa_query_and_trap_held();
+        let (sink, mut sa) = tokio::sync::mpsc::channel(4);
+        assert!(t.divert(MgmtClass::SubnAdm, sink));
+        rt().block_on(async {
+            // Commands are taken in order: this answer means the diversion is in place.
+            t.request(get(&[1])).await.unwrap();
+            gate.store(true, Ordering::SeqCst);
+            let got = tokio::time::timeout(Duration::from_secs(5), sa.recv()).await.unwrap().unwrap();
+            assert_eq!(got.mad[1], 0x03);
+            let got = tokio::time::timeout(Duration::from_secs(5), unsol.recv()).await.unwrap().unwrap();
+            assert_eq!(got.mad[1], 0x01, "the trap still comes on the unsolicited channel");
+        });
+        assert!(unsol.try_recv().is_err(), "the SA query came on the unsolicited channel too");
+        assert_eq!(t.stats().unsolicited_dropped, 0);
+    }
+
+    #[test]
+    fn a_closed_diversion_ends_and_its_mads_come_unsolicited_again() {
+        let (t, mut unsol, gate) = sa_query_and_trap_held();
+        let (sink, sa) = tokio::sync::mpsc::channel(4);
+        drop(sa);
+        assert!(t.divert(MgmtClass::SubnAdm, sink));
+        rt().block_on(async {
+            t.request(get(&[1])).await.unwrap();
+            gate.store(true, Ordering::SeqCst);
+            let mut classes = Vec::new();
+            for _ in 0..2 {
+                let got = tokio::time::timeout(Duration::from_secs(5), unsol.recv()).await.unwrap().unwrap();
+                classes.push(got.mad[1]);
+            }
+            classes.sort();
+            assert_eq!(classes, [0x01, 0x03]);
+        });
     }
 
     #[test]

@@ -72,4 +72,16 @@ pub trait Transport: Send + Sync + 'static {
     fn send(&self, dgram: Datagram) -> Result<(), TransportError>;
     fn local_port(&self) -> LocalPort;
     fn stats(&self) -> TransportStats;
+    /// From now on hands every unsolicited MAD of management class `class`
+    /// (responses included: an SA's ReportResps and the RMPP ACKs of its
+    /// answers are its own) straight to `sink` instead of the unsolicited
+    /// channel, so an agent that owns a class is not served through the
+    /// owner task. A full sink drops the MAD, counted in
+    /// `unsolicited_dropped`; a closed one ends the diversion. `false`
+    /// where the transport cannot divert (test fakes): the caller keeps
+    /// forwarding those MADs itself.
+    fn divert(&self, class: crate::mad::MgmtClass, sink: tokio::sync::mpsc::Sender<Datagram>) -> bool {
+        let _ = (class, sink);
+        false
+    }
 }
