@@ -56,6 +56,15 @@ fn entry_label(name: Option<&str>) -> String {
     name.map_or_else(|| "an entry without a name".into(), |n| format!("entry '{}'", excerpt(n)))
 }
 
+/// Whether the entry `h` writes its P_Key otherwise than the first entry
+/// of partition `p` did (both written, differing in bit 15 only).
+fn spelt_otherwise(h: &Header, p: &PartBuild) -> bool {
+    match (h.pkey, p.first_pkey.as_ref()) {
+        (Some(this), Some((first, _))) => this.written != first.written,
+        _ => false,
+    }
+}
+
 /// Merges `ours` into `theirs`: a value both wrote must agree.
 fn merge_param<T: PartialEq + Copy>(
     pkey: u16,
@@ -133,8 +142,13 @@ impl Builder {
         let p = &mut self.parts[idx];
         if let Some((name, at)) = &h.name {
             match p.at {
-                // Two names for one P_Key: most likely a copied line whose
-                // P_Key was not changed, so it is refused, not merged.
+                // Two names for one P_Key written alike: most likely a
+                // copied line whose P_Key was not changed, so it is
+                // refused, not merged. Written differently (0x8005 and
+                // 0x0005), the file was written for OpenSM's masking, which
+                // merges them under the first name: so do we, with the
+                // warning below, or an OpenSM site's file would not load.
+                Some(_) if *name != p.name && spelt_otherwise(h, p) => {}
                 Some(first_at) if *name != p.name => {
                     return Err((
                         *at,
@@ -173,7 +187,7 @@ impl Builder {
                 self.warnings.push(ConfWarning {
                     at: pk.at,
                     message: format!(
-                        "{} writes P_Key {:#06x} and {} at {} wrote {:#06x}: only the low 15 bits count, as in OpenSM, so both are partition {:#06x} and the entries merge",
+                        "{} writes P_Key {:#06x} and {} at {} wrote {:#06x}: only the low 15 bits count, as in OpenSM, so both are partition {:#06x} and the entries merge under the first one's name",
                         entry_label(this_name),
                         pk.written,
                         entry_label(first_name.as_deref()),
