@@ -206,6 +206,9 @@ fn log_loaded(conf: &PartitionConf) {
     for w in &conf.warnings {
         warn!(warning = %w, path = ?conf.path, "partitions file");
     }
+    for n in &conf.notes {
+        info!(note = %n, path = ?conf.path, "partitions file");
+    }
 }
 
 fn log_issues(conf: &PartitionConf, issues: &[PolicyIssue]) {

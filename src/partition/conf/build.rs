@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::entry::{Header, Written};
+use super::entry::{Header, PKeyWord, Written};
 use super::error::{excerpt, Fail, Pos, Problem};
 use super::{
     ipoib_broadcast_mgid, is_ip_mgid, mgid_text, ConfGroup, ConfPartition, ConfWarning, MemberSpec, PortSpec,
@@ -23,6 +23,9 @@ pub(super) struct PartBuild {
     pkey: u16,
     generated_at: Option<Pos>,
     at: Option<Pos>,
+    /// The first entry that wrote the P_Key, and that entry's name: what a
+    /// later entry's spelling is compared with.
+    first_pkey: Option<(PKeyWord, Option<String>)>,
     ipoib: bool,
     written: Written,
     pub(super) members: Vec<MemberSpec>,
@@ -37,6 +40,29 @@ pub(super) struct Builder {
     /// OpenSM's `global_pkey_counter`: the last P_Key generated.
     counter: u16,
     pub(super) warnings: Vec<ConfWarning>,
+    /// Below a warning: worth one line in the log when the file loads.
+    notes: Vec<ConfWarning>,
+}
+
+/// The partitions of a file and what to tell the operator about it.
+pub(super) struct Built {
+    pub(super) partitions: Vec<ConfPartition>,
+    pub(super) warnings: Vec<ConfWarning>,
+    pub(super) notes: Vec<ConfWarning>,
+}
+
+/// An entry as a message names it.
+fn entry_label(name: Option<&str>) -> String {
+    name.map_or_else(|| "an entry without a name".into(), |n| format!("entry '{}'", excerpt(n)))
+}
+
+/// Whether the entry `h` writes its P_Key otherwise than the first entry
+/// of partition `p` did (both written, differing in bit 15 only).
+fn spelt_otherwise(h: &Header, p: &PartBuild) -> bool {
+    match (h.pkey, p.first_pkey.as_ref()) {
+        (Some(this), Some((first, _))) => this.written != first.written,
+        _ => false,
+    }
 }
 
 /// Merges `ours` into `theirs`: a value both wrote must agree.
@@ -69,6 +95,7 @@ impl Builder {
             pkey: DEFAULT_PARTITION,
             generated_at: None,
             at: None,
+            first_pkey: None,
             ipoib: false,
             written: Written::default(),
             members: vec![
@@ -83,6 +110,7 @@ impl Builder {
             by_name: HashMap::from([("Default".to_string(), vec![0])]),
             counter: 0,
             warnings: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -90,15 +118,18 @@ impl Builder {
     /// flags merged in.
     pub(super) fn partition_for(&mut self, h: &Header) -> Result<usize, Fail> {
         let idx = match h.pkey {
-            Some((pkey, at)) => match self.by_pkey.get(&pkey) {
+            Some(pk) => match self.by_pkey.get(&pk.partition) {
                 Some(&i) => {
                     if let Some(generated_at) = self.parts[i].generated_at {
                         let name = self.parts[i].name.clone();
-                        return Err((at, Problem::GeneratedPKeyTaken { pkey, name, generated_at }));
+                        return Err((
+                            pk.at,
+                            Problem::GeneratedPKeyTaken { pkey: pk.partition, written: pk.written, name, generated_at },
+                        ));
                     }
                     i
                 }
-                None => self.make(h, pkey, None),
+                None => self.make(h, pk.partition, None),
             },
             None => match self.named(h)? {
                 Some(i) => i,
@@ -111,10 +142,24 @@ impl Builder {
         let p = &mut self.parts[idx];
         if let Some((name, at)) = &h.name {
             match p.at {
-                // Two names for one P_Key: most likely a copied line whose
-                // P_Key was not changed, so it is refused, not merged.
+                // Two names for one P_Key written alike: most likely a
+                // copied line whose P_Key was not changed, so it is
+                // refused, not merged. Written differently (0x8005 and
+                // 0x0005), the file was written for OpenSM's masking, which
+                // merges them under the first name: so do we, with the
+                // warning below, or an OpenSM site's file would not load.
+                Some(_) if *name != p.name && spelt_otherwise(h, p) => {}
                 Some(first_at) if *name != p.name => {
-                    return Err((*at, Problem::PKeyNamedTwice { pkey: p.pkey, first: excerpt(&p.name), first_at }));
+                    return Err((
+                        *at,
+                        Problem::PKeyNamedTwice {
+                            pkey: p.pkey,
+                            written: h.pkey.map_or(p.pkey, |k| k.written),
+                            first: excerpt(&p.name),
+                            first_written: p.first_pkey.as_ref().map(|(k, _)| k.written),
+                            first_at,
+                        },
+                    ));
                 }
                 // The default partition the SM makes before reading the
                 // file keeps its name "Default", whatever the file calls it.
@@ -132,6 +177,34 @@ impl Builder {
         }
         if p.at.is_none() {
             p.at = Some(h.start);
+        }
+        if let Some(pk) = h.pkey {
+            let this_name = h.name.as_ref().map(|(n, _)| n.as_str());
+            let (first, first_name) = p.first_pkey.get_or_insert_with(|| (pk, this_name.map(str::to_string)));
+            if first.written != pk.written {
+                // The entries merge as any two with one P_Key do, but one
+                // of them may have been meant as another partition: say so.
+                self.warnings.push(ConfWarning {
+                    at: pk.at,
+                    message: format!(
+                        "{} writes P_Key {:#06x} and {} at {} wrote {:#06x}: only the low 15 bits count, as in OpenSM, so both are partition {:#06x} and the entries merge under the first one's name",
+                        entry_label(this_name),
+                        pk.written,
+                        entry_label(first_name.as_deref()),
+                        first.at,
+                        first.written,
+                        pk.partition
+                    ),
+                });
+            } else if pk.written != pk.partition {
+                self.notes.push(ConfWarning {
+                    at: pk.at,
+                    message: format!(
+                        "P_Key {:#06x} is partition {:#06x}: membership (bit 15) is given per member, so only the low 15 bits count, as in OpenSM",
+                        pk.written, pk.partition
+                    ),
+                });
+            }
         }
         p.ipoib |= h.ipoib;
         let (pkey, w, o) = (p.pkey, &mut p.written, &h.written);
@@ -185,6 +258,7 @@ impl Builder {
             pkey,
             generated_at,
             at: None,
+            first_pkey: None,
             ipoib: false,
             written: Written::default(),
             members: Vec::new(),
@@ -197,7 +271,7 @@ impl Builder {
     }
 
     /// Fills in defaults, builds every partition's groups and checks them.
-    pub(super) fn finish(self) -> Result<(Vec<ConfPartition>, Vec<ConfWarning>), Fail> {
+    pub(super) fn finish(self) -> Result<Built, Fail> {
         let mut out = Vec::with_capacity(self.parts.len());
         // MGID -> (partition, params, where) of the first declaration.
         let mut seen: HashMap<[u8; 16], (u16, GroupParams, Option<Pos>)> = HashMap::new();
@@ -323,6 +397,6 @@ impl Builder {
                 groups,
             });
         }
-        Ok((out, self.warnings))
+        Ok(Built { partitions: out, warnings: self.warnings, notes: self.notes })
     }
 }

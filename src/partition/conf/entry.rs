@@ -81,11 +81,22 @@ impl Written {
     }
 }
 
+/// A P_Key as a definition wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct PKeyWord {
+    /// The low 15 bits: the partition.
+    pub(super) partition: u16,
+    /// The value written, bit 15 included: two spellings of one partition
+    /// are worth telling the operator about.
+    pub(super) written: u16,
+    pub(super) at: Pos,
+}
+
 /// What a definition (the part before ':') said.
 pub(super) struct Header {
     pub(super) start: Pos,
     pub(super) name: Option<(String, Pos)>,
-    pub(super) pkey: Option<(u16, Pos)>,
+    pub(super) pkey: Option<PKeyWord>,
     pub(super) ipoib: bool,
     pub(super) indx0: bool,
     pub(super) defmember: Option<Membership>,

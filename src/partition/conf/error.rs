@@ -83,8 +83,8 @@ pub enum Problem {
     // P_Keys and partitions.
     #[error("bad P_Key '{value}': {why}")]
     BadPKey { value: String, why: String },
-    #[error("P_Key {pkey:#06x} was generated for '{name}' at {generated_at}: give that partition an explicit P_Key")]
-    GeneratedPKeyTaken { pkey: u16, name: String, generated_at: Pos },
+    #[error("P_Key {pkey:#06x}{} was generated for '{name}' at {generated_at}: give that partition an explicit P_Key", spelling(*.pkey, *.written, None))]
+    GeneratedPKeyTaken { pkey: u16, written: u16, name: String, generated_at: Pos },
     #[error("'{name}' names more than one partition ({pkeys}): give the P_Key")]
     AmbiguousName { name: String, pkeys: String },
     #[error("no P_Key is left to generate")]
@@ -105,8 +105,21 @@ pub enum Problem {
     IpGroup { mgid: String, pkey: u16, why: String },
     #[error("multicast group {mgid} is already declared at {first} with {what}")]
     DuplicateGroup { mgid: String, first: String, what: &'static str },
-    #[error("P_Key {pkey:#06x} is already partition '{first}' (at {first_at}): one P_Key, one name (repeat '{first}' to add to it)")]
-    PKeyNamedTwice { pkey: u16, first: String, first_at: Pos },
+    #[error("P_Key {pkey:#06x}{} is already partition '{first}' (at {first_at}): one P_Key, one name (repeat '{first}' to add to it)", spelling(*.pkey, *.written, *.first_written))]
+    PKeyNamedTwice { pkey: u16, written: u16, first: String, first_written: Option<u16>, first_at: Pos },
+}
+
+/// How the P_Keys of a clash were written, when bit 15 makes them look
+/// unlike the partition they name: without it, `a=0x8005` and `b=0x0005`
+/// would seem not to clash at all.
+fn spelling(partition: u16, here: u16, there: Option<u16>) -> String {
+    let why = "only the low 15 bits name the partition";
+    match (here != partition, there.filter(|&t| t != partition)) {
+        (false, None) => String::new(),
+        (true, None) => format!(" (written {here:#06x} here; {why})"),
+        (false, Some(t)) => format!(" (written {t:#06x} there; {why})"),
+        (true, Some(t)) => format!(" (written {here:#06x} here and {t:#06x} there; {why})"),
+    }
 }
 
 /// A problem at a place: what the parser and builder fail with, before

@@ -28,9 +28,14 @@
 //!
 //! # P_Keys
 //! The P_Key is the partition number, 0x0001..=0x7fff; 0x7fff is the
-//! default partition. A P_Key whose low 15 bits are 0, or with bit 15 set
-//! (0xffff, 0x8010: bit 15 is membership, given per port), or above 0xffff,
-//! is an error; OpenSM silently masks bit 15 and truncates to 16 bits.
+//! default partition. As in OpenSM only its low 15 bits count: bit 15 is a
+//! port's membership, which the file gives per member, so `0xffff` is the
+//! default partition and `0x8010` partition 0x0010 (a note in the log).
+//! Two entries that write one partition both ways (`a=0x8010` and
+//! `a=0x0010`) are one P_Key and merge as below, with a warning naming
+//! both. A P_Key above 0xffff, or whose low 15 bits are 0 (0, 0x8000), is
+//! an error: OpenSM would truncate the first to 16 bits and generate a
+//! P_Key for the second, so a typo would silently name another partition.
 //! An omitted P_Key is generated as OpenSM generates it (the lowest number
 //! above the last one generated that no earlier entry uses), unless an
 //! earlier partition has the same name, which the entry then extends. A
@@ -210,6 +215,9 @@ pub struct PartitionConf {
     /// first.
     pub partitions: Vec<ConfPartition>,
     pub warnings: Vec<ConfWarning>,
+    /// Below a warning, worth a line when the file loads: P_Keys written
+    /// with bit 15 set.
+    pub notes: Vec<ConfWarning>,
 }
 
 impl PartitionConf {
@@ -239,6 +247,7 @@ impl PartitionConf {
                 }],
             }],
             warnings: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -269,9 +278,14 @@ impl PartitionConf {
     pub fn parse(text: &str, path: &Path) -> Result<PartitionConf, PartitionConfError> {
         let mut p = Parser { lex: Lexer::new(text), b: Builder::new() };
         p.file().map_err(|(at, problem)| PartitionConfError::At { path: path.to_path_buf(), at, problem })?;
-        let (partitions, warnings) =
+        let built =
             p.b.finish().map_err(|(at, problem)| PartitionConfError::At { path: path.to_path_buf(), at, problem })?;
-        Ok(PartitionConf { path: Some(path.to_path_buf()), partitions, warnings })
+        Ok(PartitionConf {
+            path: Some(path.to_path_buf()),
+            partitions: built.partitions,
+            warnings: built.warnings,
+            notes: built.notes,
+        })
     }
 
     /// The partition with this P_Key (low 15 bits).

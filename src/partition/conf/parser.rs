@@ -4,12 +4,12 @@
 use std::net::Ipv6Addr;
 
 use super::build::{Builder, MgidItem};
-use super::entry::{Header, Written};
+use super::entry::{Header, PKeyWord, Written};
 use super::error::{excerpt, Fail, Pos, Problem};
 use super::lexer::{Lexer, Tok};
 use super::value::{c_number, parse_membership, resolve_flag, Flag, NumError};
 use super::{MemberSpec, PortSpec};
-use crate::partition::{Membership, FULL_MEMBER, PARTITION_MASK};
+use crate::partition::{Membership, PARTITION_MASK};
 use crate::types::Guid;
 
 pub(super) struct Parser<'a> {
@@ -85,13 +85,11 @@ impl<'a> Parser<'a> {
         match (name, pkey_word) {
             // OpenSM: a definition that starts with a digit and has no '='
             // is a P_Key without a name.
-            (Some((n, at)), None) if n.starts_with(|c: char| c.is_ascii_digit()) => {
-                h.pkey = Some((parse_pkey(&n, at)?, at))
-            }
+            (Some((n, at)), None) if n.starts_with(|c: char| c.is_ascii_digit()) => h.pkey = Some(parse_pkey(&n, at)?),
             (name, pkey) => {
                 h.name = name;
                 if let Some((w, at)) = pkey {
-                    h.pkey = Some((parse_pkey(w, at)?, at));
+                    h.pkey = Some(parse_pkey(w, at)?);
                 }
             }
         }
@@ -325,27 +323,35 @@ fn hint_members_after_mgid(p: Problem, word: &str) -> Problem {
     }
 }
 
-fn parse_pkey(word: &str, at: Pos) -> Result<u16, Fail> {
+fn parse_pkey(word: &str, at: Pos) -> Result<PKeyWord, Fail> {
     let bad = |why: &str| (at, Problem::BadPKey { value: excerpt(word), why: why.into() });
     let n = match c_number(word) {
         Ok(n) => n,
         Err(NumError::NotNumber) => return Err(bad("not a number (0x hex, 0 octal or decimal)")),
         Err(NumError::TooLarge) => return Err(bad("more than 16 bits")),
     };
+    // OpenSM would cut such a number to 16 bits and then to 15, so that a
+    // stray digit (0x18001) lands silently on some other partition: no
+    // file means that on purpose.
     if n > 0xffff {
         return Err(bad("more than 16 bits"));
     }
-    let n = n as u16;
-    if n & FULL_MEMBER != 0 {
-        return Err(bad(&format!(
-            "bit 15 is the membership bit, set per member: the partition is {:#06x}",
-            n & PARTITION_MASK
-        )));
+    let written = n as u16;
+    // Bit 15 is a port's membership, which the file gives per member, so
+    // OpenSM keeps only the low 15 bits; files written with a full-member
+    // key (0xffff for the default partition) must load here as they do
+    // there.
+    let partition = written & PARTITION_MASK;
+    // OpenSM reads a partition number of 0 as no P_Key at all and generates
+    // one: a number written on purpose would silently become another.
+    if partition == 0 {
+        return Err(bad(if written == 0 {
+            "0 is no partition (omit the P_Key to have one generated)"
+        } else {
+            "its low 15 bits, the partition number, are 0 (omit the P_Key to have one generated)"
+        }));
     }
-    if n == 0 {
-        return Err(bad("0 is no partition (omit the P_Key to have one generated)"));
-    }
-    Ok(n)
+    Ok(PKeyWord { partition, written, at })
 }
 
 fn parse_port(word: &str) -> Result<Option<PortSpec>, Problem> {

@@ -345,12 +345,12 @@ fn pkeys() {
     let c = parse("Mine=0x7fff: ALL=full;");
     assert_eq!((c.partitions.len(), c.partitions[0].name.as_str()), (1, "Default"));
     assert_eq!(c.warnings.len(), 1);
+    assert!(c.notes.is_empty());
     for (bad, why) in [
         ("0", "0 is no"),
-        ("0x8000", "bit 15"),
-        ("0xffff", "bit 15"),
-        ("0x8010", "0x0010"),
+        ("0x8000", "low 15 bits, the partition number, are 0"),
         ("0x10000", "16 bits"),
+        ("0x18001", "16 bits"),
         ("0x", "not a number"),
         ("09", "not a number"),
         ("abc", "not a number"),
@@ -365,6 +365,123 @@ fn pkeys() {
 }
 
 #[test]
+fn a_pkey_with_bit_15_set_is_its_low_15_bits_with_a_note() {
+    let c = parse("p=0x8010: ALL;");
+    assert_eq!((c.partitions.len(), c.partitions[1].name.as_str(), c.partitions[1].pkey), (2, "p", 0x10));
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert_eq!(c.notes.len(), 1);
+    assert_eq!(c.notes[0].at, at(1, 3));
+    assert!(c.notes[0].message.contains("P_Key 0x8010 is partition 0x0010"), "{}", c.notes[0]);
+    // The full-member key of the default partition is the default
+    // partition, with its group keyed 0xffff as ever.
+    let c = parse("Default=0xffff, ipoib: ALL=full;");
+    assert_eq!(c.partitions.len(), 1);
+    let d = &c.partitions[0];
+    assert_eq!((d.name.as_str(), d.pkey, d.at), ("Default", 0x7fff, Some(at(1, 1))));
+    assert_eq!(d.groups[0].mgid, mgid("ff12:401b:ffff::ffff:ffff"));
+    assert_eq!(members(d).last(), Some(&m(PortSpec::All, Membership::Full)));
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert_eq!(c.notes.len(), 1);
+    // A P_Key without a name, and one without '=': named by the partition.
+    assert_eq!(parse("=0x8010: ALL;").partitions[1].name, "0010");
+    assert_eq!(parse("0x8010: ALL;").partitions[1].pkey, 0x10);
+    // The same spelling twice is no clash: a note for each entry.
+    let c = parse("p=0x8010: 0x1;\np=0x8010: 0x2;");
+    assert_eq!(c.partitions[1].members.len(), 2);
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert_eq!(c.notes.iter().map(|n| n.at).collect::<Vec<_>>(), vec![at(1, 3), at(2, 3)]);
+}
+
+#[test]
+fn a_file_mixing_both_spellings_loads_and_a_clash_after_masking_is_warned() {
+    let c = parse(
+        "Default=0x7fff, ipoib: ALL=full;\n\
+         storage=0x8002: 0x0002c90300a1b2c1=full, 0x0002c90300a1b2c2=limited;\n\
+         compute=0x0003: ALL=limited;\n\
+         a=0x8005: 0x0002c90300a1b2c1=full;\n\
+         a=0x0005, ipoib: 0x0002c90300a1b2c2=both;\n",
+    );
+    let keys: Vec<_> = c.partitions.iter().map(|p| (p.name.as_str(), p.pkey)).collect();
+    assert_eq!(keys, vec![("Default", 0x7fff), ("storage", 0x0002), ("compute", 0x0003), ("a", 0x0005)]);
+    assert_eq!(members(&c.partitions[0]).last(), Some(&m(PortSpec::All, Membership::Full)));
+    assert_eq!(members(&c.partitions[1]), vec![m(G1, Membership::Full), m(G2, Membership::Limited)]);
+    assert_eq!(members(&c.partitions[2]), vec![m(PortSpec::All, Membership::Limited)]);
+    // The two spellings of 0x0005 merge as two entries of one P_Key do.
+    let a = &c.partitions[3];
+    assert_eq!(members(a), vec![m(G1, Membership::Full), m(G2, Membership::Both)]);
+    assert_eq!((a.at, a.ipoib), (Some(at(4, 1)), true));
+    assert_eq!(a.groups[0].mgid, mgid("ff12:401b:8005::ffff:ffff"));
+    // The clash is a warning at the second entry naming both and the
+    // partition; a P_Key with bit 15 that clashes with nothing is a note.
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(c.warnings[0].at, at(5, 3));
+    assert_eq!(
+        c.warnings[0].to_string(),
+        "5:3: entry 'a' writes P_Key 0x0005 and entry 'a' at 4:3 wrote 0x8005: only the low 15 bits count, \
+         as in OpenSM, so both are partition 0x0005 and the entries merge under the first one's name"
+    );
+    assert_eq!(c.notes.iter().map(|n| n.at).collect::<Vec<_>>(), vec![at(2, 9), at(4, 3)]);
+
+    // An entry without a name adds to the partition too, and is named so.
+    let c = parse("a=0x0005: 0x1;\n=0x8005: 0x2;");
+    assert_eq!(c.partitions[1].members.len(), 2);
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert!(
+        c.warnings[0]
+            .message
+            .starts_with("an entry without a name writes P_Key 0x8005 and entry 'a' at 1:3 wrote 0x0005"),
+        "{}",
+        c.warnings[0]
+    );
+    // The default partition written both ways.
+    let c = parse("Default=0xffff: ALL=full;\nDefault=0x7fff: SELF=full;");
+    assert_eq!((c.partitions.len(), c.warnings.len()), (1, 1));
+    assert!(c.warnings[0].message.contains("both are partition 0x7fff"), "{}", c.warnings[0]);
+}
+
+#[test]
+fn two_names_for_one_partition_merge_only_when_written_otherwise() {
+    // 0x8005 and 0x0005 are partition 5 to OpenSM, which merges the second
+    // entry into the first under its name: the file loads, with a warning
+    // naming both entries and both spellings.
+    let c = parse("a=0x8005: 0x1=full;\nb=0x0005: 0x2;");
+    let keys: Vec<_> = c.partitions.iter().map(|p| (p.name.as_str(), p.pkey)).collect();
+    assert_eq!(keys, vec![("Default", 0x7fff), ("a", 5)]);
+    let a = &c.partitions[1];
+    assert_eq!(a.members.len(), 2, "{:?}", a.members);
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(c.warnings[0].at, at(2, 3));
+    let w = &c.warnings[0].message;
+    assert!(w.contains("entry 'b'") && w.contains("entry 'a' at 1:3") && w.contains("0x8005"), "{w}");
+    assert!(w.contains("partition 0x0005") && w.contains("first one's name"), "{w}");
+    // Written alike, two names for one P_Key are refused: most likely a
+    // copied line. The message shows the spellings.
+    let (pos, problem, msg) = err("a=0x8005: 0x1;\nb=0x8005: 0x2;");
+    assert_eq!(pos, at(2, 1));
+    assert_eq!(
+        problem,
+        Problem::PKeyNamedTwice {
+            pkey: 5,
+            written: 0x8005,
+            first: "a".into(),
+            first_written: Some(0x8005),
+            first_at: at(1, 1)
+        }
+    );
+    assert!(msg.contains("P_Key 0x0005 (written 0x8005 here and 0x8005 there; "), "{msg}");
+    let (_, _, msg) = err("a=0x0005: 0x1;\nb=0x0005: 0x2;");
+    assert!(msg.contains("is already partition 'a' (at 1:1)"), "{msg}");
+    // A partition first named without its P_Key has no spelling to differ
+    // from: a second name is refused.
+    let (pos, problem, _) = err("Default: ALL=full;\nother=0xffff: 0x1;");
+    assert_eq!(pos, at(2, 1));
+    assert!(
+        matches!(problem, Problem::PKeyNamedTwice { pkey: 0x7fff, written: 0xffff, first_written: None, .. }),
+        "{problem:?}"
+    );
+}
+
+#[test]
 fn generated_pkeys_follow_opensm() {
     let c = parse("a: ALL;\nb: ALL;\nc=0x3: ALL;\nd: ALL;\na: SELF;\nDefault: ALL=full;");
     let keys: Vec<_> = c.partitions.iter().map(|p| (p.name.as_str(), p.pkey, p.pkey_generated)).collect();
@@ -376,7 +493,15 @@ fn generated_pkeys_follow_opensm() {
     // Naming a generated P_Key later would merge unrelated partitions.
     let (pos, problem, _) = err("a: ALL;\nb=0x1: ALL;");
     assert_eq!(pos, at(2, 3));
-    assert_eq!(problem, Problem::GeneratedPKeyTaken { pkey: 1, name: "a".into(), generated_at: at(1, 1) });
+    assert_eq!(problem, Problem::GeneratedPKeyTaken { pkey: 1, written: 1, name: "a".into(), generated_at: at(1, 1) });
+    // Bit 15 does not hide that it is the generated one.
+    let (pos, problem, msg) = err("a: ALL;\nb=0x8001: ALL;");
+    assert_eq!(pos, at(2, 3));
+    assert_eq!(
+        problem,
+        Problem::GeneratedPKeyTaken { pkey: 1, written: 0x8001, name: "a".into(), generated_at: at(1, 1) }
+    );
+    assert!(msg.contains("P_Key 0x0001 (written 0x8001 here; only the low 15 bits name the partition)"), "{msg}");
     // A name two partitions have is ambiguous.
     assert!(matches!(err("a=0x1: ALL;\na=0x2: ALL;\na: SELF;").1, Problem::AmbiguousName { .. }));
 }
@@ -392,7 +517,16 @@ fn repeated_pkeys_merge_and_conflicting_parameters_are_refused() {
     // was not changed), where OpenSM would merge them.
     let (pos, problem, _) = err("a=0x10: 0x1;\nb=0x10: 0x2;");
     assert_eq!(pos, at(2, 1));
-    assert_eq!(problem, Problem::PKeyNamedTwice { pkey: 0x10, first: "a".into(), first_at: at(1, 1) });
+    assert_eq!(
+        problem,
+        Problem::PKeyNamedTwice {
+            pkey: 0x10,
+            written: 0x10,
+            first: "a".into(),
+            first_written: Some(0x10),
+            first_at: at(1, 1)
+        }
+    );
     let (pos, problem, msg) = err("a=0x10, mtu=5: 0x1;\na=0x10, mtu=4: 0x3;");
     assert_eq!(pos, at(2, 13));
     assert_eq!(
