@@ -88,7 +88,7 @@ impl<T: Transport> SmpDriver for SmpClient<T> {
     }
 }
 
-/// Nice value of the threads routing runs on: below the owner, the SA and
+/// Nice value of the threads routing and the SA's snapshot builds run on: below the owner, the SA and
 /// the I/O thread, so that on a small machine a long routing run takes the
 /// CPU they leave rather than delaying their answers.
 const ROUTING_NICE: libc::c_int = 10;
@@ -97,7 +97,7 @@ const ROUTING_NICE: libc::c_int = 10;
 /// ID touches that thread only). A thread of the blocking pool keeps it; a
 /// failure only means routing competes at normal priority.
 #[allow(unsafe_code)]
-fn lower_own_priority() {
+pub(super) fn lower_own_priority() {
     // SAFETY: gettid takes no arguments and cannot fail; setpriority reads
     // only its integer arguments.
     unsafe {

@@ -22,6 +22,22 @@ use crate::mad::{Method, NoticeRepr, SmInfoRepr};
 use crate::subnet::snapshot::Snapshot;
 use crate::types::{Guid, Lid};
 
+/// A snapshot with the SA's indexes and records built from it, ready for
+/// [`SaAgent::install`].
+pub struct PreparedSnapshot {
+    snap: Arc<Snapshot>,
+    paths: path::PathIndex,
+    records: Records,
+    qos: super::records::QosKnown,
+}
+
+impl PreparedSnapshot {
+    /// The sweep sequence it was built from.
+    pub fn sequence(&self) -> u64 {
+        self.snap.sequence
+    }
+}
+
 impl SaAgent {
     /// The role changes. Leaving MASTER stops what the SA was sending
     /// (multi-MAD answers, Reports, queued answers); what requesters
@@ -190,11 +206,33 @@ impl SaAgent {
     /// their group's partition leave, and the partitions' well-known
     /// groups are made or updated ([`mcast::McGroups::sync`]).
     pub fn new_snapshot(&mut self, now: Duration, snap: Arc<Snapshot>) {
+        let build = self.prepare(snap);
+        self.install(now, build());
+    }
+
+    /// The costly part of [`Self::new_snapshot`] (the path index and the
+    /// records, in proportion to the fabric), as work that needs nothing
+    /// of the agent: a runtime may run it on another thread while the
+    /// agent keeps answering from the snapshot it has, then
+    /// [`Self::install`] what it built. The QoS tables known so far go
+    /// with it and come back at `install`: one preparation at a time.
+    pub fn prepare(&mut self, snap: Arc<Snapshot>) -> impl FnOnce() -> PreparedSnapshot + Send + 'static {
+        let mut qos = std::mem::take(&mut self.qos);
+        move || {
+            let paths = path::PathIndex::build(&snap.sweep);
+            qos.update(&snap);
+            let records = Records::build(&snap, &paths, &qos);
+            PreparedSnapshot { snap, paths, records, qos }
+        }
+    }
+
+    /// Takes a prepared snapshot in: the rest of [`Self::new_snapshot`].
+    pub fn install(&mut self, now: Duration, prepared: PreparedSnapshot) {
+        let PreparedSnapshot { snap, paths, records, qos } = prepared;
         self.stats.snapshots += 1;
-        let old = std::mem::replace(&mut self.paths, path::PathIndex::build(&snap.sweep));
+        let old = std::mem::replace(&mut self.paths, paths);
         let first = self.snapshot.is_none();
-        self.qos.update(&snap);
-        let records = Records::build(&snap, &self.paths, &self.qos);
+        self.qos = qos;
         self.stats.records = records.count() as u64;
         self.records = Some(records);
         self.mcast_tables = snap.sweep.mcast_tables.clone();

@@ -89,6 +89,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub use crate::config::sa::{NotServing, SaConfig};
+pub use agent::PreparedSnapshot;
 pub use mirror::MirrorRead;
 pub use stats::SaStats;
 
