@@ -150,7 +150,8 @@ pub fn spawn<T: Transport + Clone>(
         SaPlacement::OwnerRuntime => Intake::Inline,
         SaPlacement::OwnThread => Intake::OffThread,
     };
-    let task = run(agent, transport, Inputs { owner: rx, mads }, serving_rx, snapshots, metrics, to_program, intake);
+    let feed = Feed { snapshots, intake };
+    let task = run(agent, transport, Inputs { owner: rx, mads }, serving_rx, feed, metrics, to_program);
     match placement {
         SaPlacement::OwnerRuntime => {
             tokio::spawn(task);
@@ -185,6 +186,12 @@ struct Inputs {
     mads: mpsc::Receiver<Datagram>,
 }
 
+/// Where the SA task's snapshots come from, and how it takes them in.
+struct Feed {
+    snapshots: Snapshots,
+    intake: Intake,
+}
+
 /// How the SA task takes a new snapshot in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Intake {
@@ -207,10 +214,9 @@ async fn run<T: Transport>(
     transport: T,
     Inputs { owner: mut input, mut mads }: Inputs,
     mut serving: watch::Receiver<Serving>,
-    snapshots: Snapshots,
+    Feed { snapshots, intake }: Feed,
     metrics: Option<Metrics>,
     ToProgram { aliases, mcast }: ToProgram,
-    intake: Intake,
 ) {
     let started = tokio::time::Instant::now();
     // Counters reach Prometheus at most once a second, not per MAD.

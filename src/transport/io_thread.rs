@@ -2,9 +2,10 @@
 //! [`Transactions`] core; tokio tasks talk to it over a bounded channel.
 //!
 //! ```text
-//!  request() ─permit─► SyncSender<Command> ──► I/O thread ──► device.send
-//!      ▲                                        │  Transactions (TIDs, a window per class, retries)
-//!      └──────── oneshot reply ◄────────────────┤◄── device.recv(deadline)
+//!  request() ─permit─► SyncSender<Input> ──► I/O thread ──► device.send
+//!      ▲                 ▲                      │  Transactions (TIDs, a window per class, retries)
+//!      │                 └── receiver thread ◄──┼── device.recv (umad), or the I/O thread polls it
+//!      └──────── oneshot reply ◄────────────────┤
 //!  unsolicited: tokio mpsc (bounded) ◄──────────┤
 //!  a diverted class (the SA's): its own mpsc ◄──┘
 //! ```
@@ -16,19 +17,27 @@
 //! never finds it full; the unsolicited channel drops (and counts) when full
 //! because the thread must never block on a slow consumer.
 //!
-//! Loop policy: with nothing in flight the thread blocks on the command
-//! channel for [`IDLE_WAIT`] of real time, then polls the device with a
-//! deadline of `device.now()` so unsolicited MADs still arrive. While MADs
-//! keep arriving (an SA being queried) that wait shrinks to
-//! [`ACTIVE_IDLE_WAIT`], so an unsolicited request waits microseconds, not
-//! milliseconds, for the thread to look; it grows back [`ACTIVE_SPAN`] after
-//! the last one. With requests
-//! in flight it waits in `device.recv` until the next transaction deadline or
-//! [`BUSY_POLL`] from now, whichever is first, and then drains the command
-//! channel. A virtual-time device advances its clock inside `recv`, so the
-//! same loop drives the in-process fabric.
+//! Loop policy, with a device that gives a receiver
+//! ([`MadDevice::receiver`], libibumad): a second thread waits on the
+//! device and hands each MAD over the command channel, as OpenSM's umad
+//! receiver thread does, so the I/O thread sleeps on that one channel
+//! until a command or a MAD arrives or the next transaction deadline
+//! passes. Nothing polls: a query is taken, and an answer sent, as soon as
+//! it is there.
+//!
+//! Without one (the in-process fabric, whose `recv` moves virtual time):
+//! with nothing in flight the thread blocks on the command channel for
+//! [`IDLE_WAIT`] of real time, then polls the device with a deadline of
+//! `device.now()` so unsolicited MADs still arrive. While MADs keep
+//! arriving that wait shrinks to [`ACTIVE_IDLE_WAIT`], and it grows back
+//! [`ACTIVE_SPAN`] after the last one. With requests in flight it waits in
+//! `device.recv` until the next transaction deadline or [`BUSY_POLL`] from
+//! now, whichever is first, and then drains the command channel. A
+//! virtual-time device advances its clock inside `recv`, so the same loop
+//! drives the in-process fabric.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -66,10 +75,30 @@ pub const QUIET_AFTER: Duration = Duration::from_secs(1);
 /// are picked up promptly.
 pub const BUSY_POLL: Duration = Duration::from_millis(1);
 /// MADs taken from the device per loop turn after the first, before the
-/// thread looks at its commands again.
+/// thread looks at its commands again (or inputs, with a receiver thread,
+/// before it turns over).
 const RECV_BURST: usize = 64;
+/// MADs the receiver thread may queue for the I/O thread.
+const RECEIVED_QUEUE: usize = 256;
+/// The receiver thread's longest wait on the device: how soon it sees the
+/// I/O thread stop.
+const RECEIVER_SLICE: Duration = Duration::from_millis(20);
+/// The receiver thread's pause while its queue is full.
+const RECEIVER_HOLD_OFF: Duration = Duration::from_micros(200);
+/// With a receiver thread and nothing in flight, the I/O thread's wait for
+/// an input; any input ends it at once.
+const WOKEN_IDLE_WAIT: Duration = Duration::from_secs(1);
 
 type Reply = oneshot::Sender<Result<Datagram, TransportError>>;
+
+/// What wakes the I/O thread: a command from a task, a MAD the receiver
+/// thread read, or the last handle going.
+enum Input {
+    Command(Command),
+    Received(Datagram),
+    ReceiveFailed(DeviceError),
+    Stop,
+}
 
 enum Command {
     Request {
@@ -91,16 +120,20 @@ enum Command {
 }
 
 struct Shared {
-    cmd: Option<SyncSender<Command>>,
+    cmd: Option<SyncSender<Input>>,
     thread: Option<JoinHandle<()>>,
     local_port: LocalPort,
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        // Closing the channel is the thread's signal to stop; joining makes
-        // "the last handle is gone" mean "the device is closed".
-        self.cmd.take();
+        // Stop is the thread's signal to stop (the receiver thread holds a
+        // sender too, so the channel does not close); it waits at most for
+        // the room the commands' permits leave it. Joining makes "the last
+        // handle is gone" mean "the device is closed".
+        if let Some(cmd) = self.cmd.take() {
+            let _ = cmd.send(Input::Stop);
+        }
         if let Some(t) = self.thread.take() {
             if t.join().is_err() {
                 tracing::error!("the MAD I/O thread panicked");
@@ -125,14 +158,17 @@ impl MadTransport {
     /// receiving end of the unsolicited channel (requests, traps and
     /// reports from others; dropped and counted when full).
     pub fn spawn<D: MadDevice>(device: D, cfg: TxnConfig) -> (MadTransport, tokio::sync::mpsc::Receiver<Datagram>) {
-        let (cmd_tx, cmd_rx) = mpsc::sync_channel(MAX_OUTSTANDING);
+        // Room for every command the permits allow, the MADs the receiver
+        // thread may queue, and Stop: a command never finds it full.
+        let (cmd_tx, cmd_rx) = mpsc::sync_channel(MAX_OUTSTANDING + RECEIVED_QUEUE + 1);
+        let receiver_tx = cmd_tx.clone();
         let (unsol_tx, unsol_rx) = tokio::sync::mpsc::channel(UNSOLICITED_CAPACITY);
         let stats = Arc::new(Mutex::new(TransportStats::default()));
         let local_port = device.local_port();
         let thread_stats = stats.clone();
         let thread = std::thread::Builder::new()
             .name("ibsm-mad-io".into())
-            .spawn(move || IoLoop::new(device, cfg, cmd_rx, unsol_tx, thread_stats).run())
+            .spawn(move || IoLoop::new(device, cfg, cmd_rx, unsol_tx, thread_stats).run(receiver_tx))
             .expect("spawning the MAD I/O thread");
         let shared = Arc::new(Shared { cmd: Some(cmd_tx), thread: Some(thread), local_port });
         let t = MadTransport { shared, permits: Arc::new(Semaphore::new(MAX_OUTSTANDING)), stats };
@@ -141,7 +177,7 @@ impl MadTransport {
 }
 
 impl MadTransport {
-    fn sender(&self) -> &SyncSender<Command> {
+    fn sender(&self) -> &SyncSender<Input> {
         self.shared.cmd.as_ref().expect("taken only when the last handle drops")
     }
 
@@ -158,7 +194,7 @@ impl MadTransport {
             }
             let permit = permits.acquire_owned().await.map_err(|_| TransportError::Closed)?;
             let (reply, rx) = oneshot::channel();
-            let sent = cmd.try_send(Command::Request { dgram, kind, reply, _permit: permit });
+            let sent = cmd.try_send(Input::Command(Command::Request { dgram, kind, reply, _permit: permit }));
             // Not a handle: waiting for the reply must not keep the thread alive.
             drop(cmd);
             sent.map_err(|_| TransportError::Closed)?;
@@ -202,8 +238,8 @@ impl Transport for MadTransport {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             return Err(TransportError::Busy { mad: Box::new(MadSummary::of(&dgram)) });
         };
-        self.sender().try_send(Command::Send { dgram, _permit: permit }).map_err(|e| match e {
-            mpsc::TrySendError::Full(Command::Send { dgram, .. }) => {
+        self.sender().try_send(Input::Command(Command::Send { dgram, _permit: permit })).map_err(|e| match e {
+            mpsc::TrySendError::Full(Input::Command(Command::Send { dgram, .. })) => {
                 TransportError::Busy { mad: Box::new(MadSummary::of(&dgram)) }
             }
             _ => TransportError::Closed,
@@ -220,7 +256,7 @@ impl Transport for MadTransport {
 
     fn divert(&self, class: MgmtClass, sink: tokio::sync::mpsc::Sender<Datagram>) -> bool {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else { return false };
-        self.sender().try_send(Command::Divert { class: class.into(), sink, _permit: permit }).is_ok()
+        self.sender().try_send(Input::Command(Command::Divert { class: class.into(), sink, _permit: permit })).is_ok()
     }
 }
 
@@ -228,7 +264,9 @@ impl Transport for MadTransport {
 struct IoLoop<D> {
     dev: D,
     core: Transactions<u64>,
-    cmds: Receiver<Command>,
+    cmds: Receiver<Input>,
+    /// MADs the receiver thread has queued and this thread not yet taken.
+    received_queued: Arc<AtomicUsize>,
     unsolicited: tokio::sync::mpsc::Sender<Datagram>,
     /// Classes whose unsolicited MADs go to their own agent's channel.
     diverted: Vec<(u8, tokio::sync::mpsc::Sender<Datagram>)>,
@@ -256,7 +294,7 @@ impl<D: MadDevice> IoLoop<D> {
     fn new(
         dev: D,
         cfg: TxnConfig,
-        cmds: Receiver<Command>,
+        cmds: Receiver<Input>,
         unsolicited: tokio::sync::mpsc::Sender<Datagram>,
         shared_stats: Arc<Mutex<TransportStats>>,
     ) -> Self {
@@ -268,6 +306,7 @@ impl<D: MadDevice> IoLoop<D> {
             dev,
             core: Transactions::with_first_tid(cfg, first_tid),
             cmds,
+            received_queued: Arc::default(),
             unsolicited,
             diverted: Vec::new(),
             shared_stats,
@@ -285,9 +324,72 @@ impl<D: MadDevice> IoLoop<D> {
         }
     }
 
-    fn run(mut self) {
+    fn run(mut self, to_self: SyncSender<Input>) {
         let port = self.dev.local_port();
         tracing::debug!(ca = %port.ca_name, port = port.port_num, "MAD I/O thread started");
+        match self.dev.receiver() {
+            Some(reader) => {
+                let stop = Arc::new(AtomicBool::new(false));
+                let (queued, stopping) = (self.received_queued.clone(), stop.clone());
+                let receiver = std::thread::Builder::new()
+                    .name("ibsm-mad-recv".into())
+                    .spawn(move || receive_until_stopped(reader, to_self, queued, stopping));
+                match receiver {
+                    Ok(receiver) => {
+                        self.run_woken();
+                        // Before the device closes (when this loop's owner drops it).
+                        stop.store(true, Ordering::SeqCst);
+                        if receiver.join().is_err() {
+                            tracing::error!("the MAD receiver thread panicked");
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot start the MAD receiver thread: the I/O thread polls the device");
+                        self.run_polling();
+                    }
+                }
+            }
+            None => {
+                drop(to_self);
+                self.run_polling();
+            }
+        }
+        // Pending requests learn of the shutdown through their dropped
+        // reply senders (TransportError::Closed).
+        self.core.drain();
+        self.waiting.clear();
+        tracing::debug!("MAD I/O thread stopped");
+    }
+
+    /// With a receiver thread: sleeps until a command or a MAD arrives or
+    /// the next transaction deadline passes, with no polling.
+    fn run_woken(&mut self) {
+        while !self.closing {
+            let now = self.dev.now();
+            let wait = self.core.poll_timeout().map_or(WOKEN_IDLE_WAIT, |d| d.saturating_sub(now));
+            match self.cmds.recv_timeout(wait) {
+                Ok(input) => self.take(input),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => self.closing = true,
+            }
+            // What else is ready, bounded so timeouts and answers keep up.
+            for _ in 0..RECV_BURST {
+                match self.cmds.try_recv() {
+                    Ok(input) => self.take(input),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        self.closing = true;
+                        break;
+                    }
+                }
+            }
+            self.turn_over();
+        }
+    }
+
+    /// Without one (a virtual-time device, whose `recv` moves its clock):
+    /// waits on the commands and polls the device in turn (module doc).
+    fn run_polling(&mut self) {
         while !self.closing {
             // An RMPP transfer being reassembled is as busy as a request
             // on the wire: its segments must be taken as they come.
@@ -299,7 +401,7 @@ impl<D: MadDevice> IoLoop<D> {
                     _ => IDLE_WAIT,
                 };
                 match self.cmds.recv_timeout(wait) {
-                    Ok(c) => self.accept(c),
+                    Ok(input) => self.take(input),
                     Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => self.closing = true,
                 }
@@ -311,20 +413,33 @@ impl<D: MadDevice> IoLoop<D> {
                 self.receive(deadline);
             }
             self.drain_commands();
-            let now = self.dev.now();
-            for (token, e) in self.core.handle_timeout(now) {
-                self.dirty = true;
-                tracing::debug!(error = %e, "request failed");
-                self.finish(token, Err(e.into()));
-            }
-            self.transmit();
-            self.publish();
+            self.turn_over();
         }
-        // Pending requests learn of the shutdown through their dropped
-        // reply senders (TransportError::Closed).
-        self.core.drain();
-        self.waiting.clear();
-        tracing::debug!("MAD I/O thread stopped");
+    }
+
+    /// The end of a loop turn: expired requests fail, what the window
+    /// allows is sent, results are handed out.
+    fn turn_over(&mut self) {
+        let now = self.dev.now();
+        for (token, e) in self.core.handle_timeout(now) {
+            self.dirty = true;
+            tracing::debug!(error = %e, "request failed");
+            self.finish(token, Err(e.into()));
+        }
+        self.transmit();
+        self.publish();
+    }
+
+    fn take(&mut self, input: Input) {
+        match input {
+            Input::Command(c) => self.accept(c),
+            Input::Received(d) => {
+                self.received_queued.fetch_sub(1, Ordering::SeqCst);
+                self.handle(d);
+            }
+            Input::ReceiveFailed(error) => self.receive_failed(error),
+            Input::Stop => self.closing = true,
+        }
     }
 
     fn accept(&mut self, c: Command) {
@@ -363,7 +478,7 @@ impl<D: MadDevice> IoLoop<D> {
     fn drain_commands(&mut self) {
         loop {
             match self.cmds.try_recv() {
-                Ok(c) => self.accept(c),
+                Ok(input) => self.take(input),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     self.closing = true;
@@ -381,13 +496,9 @@ impl<D: MadDevice> IoLoop<D> {
                 Ok(Some(d)) => self.handle(d),
                 Ok(None) => break,
                 Err(error) => {
-                    self.device_errors += 1;
-                    self.dirty = true;
-                    if matches!(error, DeviceError::Closed) {
-                        tracing::error!("the MAD device closed");
-                        self.closing = true;
-                    } else {
-                        tracing::warn!(%error, "receive failed");
+                    let closed = matches!(error, DeviceError::Closed);
+                    self.receive_failed(error);
+                    if !closed {
                         // Don't spin on a persistent error.
                         std::thread::sleep(BUSY_POLL);
                     }
@@ -395,6 +506,17 @@ impl<D: MadDevice> IoLoop<D> {
                 }
             }
             deadline = self.dev.now();
+        }
+    }
+
+    fn receive_failed(&mut self, error: DeviceError) {
+        self.device_errors += 1;
+        self.dirty = true;
+        if matches!(error, DeviceError::Closed) {
+            tracing::error!("the MAD device closed");
+            self.closing = true;
+        } else {
+            tracing::warn!(%error, "receive failed");
         }
     }
 
@@ -513,6 +635,41 @@ impl<D: MadDevice> IoLoop<D> {
         self.dirty = true;
         if self.unsolicited_dropped.is_power_of_two() {
             tracing::warn!(mad = %MadSummary::of(d), dropped = self.unsolicited_dropped, "{why}");
+        }
+    }
+}
+
+/// The receiver thread: waits on the device in slices of
+/// [`RECEIVER_SLICE`] (so it sees `stop` soon), hands each MAD to the I/O
+/// thread, and holds off while [`RECEIVED_QUEUE`] wait there untaken (the
+/// device queues them meanwhile).
+fn receive_until_stopped(
+    mut reader: Box<dyn super::DeviceReceiver>,
+    to: SyncSender<Input>,
+    queued: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+) {
+    while !stop.load(Ordering::SeqCst) {
+        if queued.load(Ordering::SeqCst) >= RECEIVED_QUEUE {
+            std::thread::sleep(RECEIVER_HOLD_OFF);
+            continue;
+        }
+        match reader.recv(RECEIVER_SLICE) {
+            Ok(Some(d)) => {
+                queued.fetch_add(1, Ordering::SeqCst);
+                if to.send(Input::Received(d)).is_err() {
+                    return;
+                }
+            }
+            Ok(None) => {}
+            Err(error) => {
+                let closed = matches!(error, DeviceError::Closed);
+                if to.send(Input::ReceiveFailed(error)).is_err() || closed {
+                    return;
+                }
+                // Don't spin on a persistent error.
+                std::thread::sleep(BUSY_POLL);
+            }
         }
     }
 }
@@ -877,6 +1034,116 @@ mod tests {
             classes.sort();
             assert_eq!(classes, [0x01, 0x03]);
         });
+    }
+
+    /// A real-time device whose reading is done by a receiver thread: it
+    /// answers every request it is sent through that receiver, and can be
+    /// told to deliver unsolicited MADs. It checks that it is not dropped
+    /// (the port closed) while its receiver still reads.
+    struct ThreadedDevice {
+        started: std::time::Instant,
+        wire: std::sync::mpsc::Sender<Datagram>,
+        reader: Option<std::sync::mpsc::Receiver<Datagram>>,
+        reading: Arc<AtomicBool>,
+        closed_while_reading: Arc<AtomicBool>,
+    }
+
+    struct ThreadedReader {
+        wire: std::sync::mpsc::Receiver<Datagram>,
+        reading: Arc<AtomicBool>,
+    }
+
+    impl Drop for ThreadedReader {
+        fn drop(&mut self) {
+            self.reading.store(false, Ordering::SeqCst);
+        }
+    }
+
+    impl super::super::DeviceReceiver for ThreadedReader {
+        fn recv(&mut self, wait: Duration) -> Result<Option<Datagram>, DeviceError> {
+            Ok(self.wire.recv_timeout(wait).ok())
+        }
+    }
+
+    impl Drop for ThreadedDevice {
+        fn drop(&mut self) {
+            if self.reading.load(Ordering::SeqCst) {
+                self.closed_while_reading.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    impl MadDevice for ThreadedDevice {
+        fn now(&self) -> Duration {
+            self.started.elapsed()
+        }
+        fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
+            let mut r = d.clone();
+            let mut h = MadHeader::new_checked(&mut r.mad[..24]).unwrap();
+            if h.method().is_response() {
+                return Ok(());
+            }
+            h.set_method(Method::GetResp);
+            let _ = self.wire.send(r);
+            Ok(())
+        }
+        fn recv(&mut self, _deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
+            panic!("a device with a receiver is never polled");
+        }
+        fn local_port(&self) -> LocalPort {
+            LocalPort {
+                ca_name: "threaded0".into(),
+                port_num: 1,
+                port_guid: Guid(0x99),
+                node_guid: Guid(0x99),
+                lid: Lid(0),
+                sm_lid: Lid(0),
+            }
+        }
+        fn receiver(&mut self) -> Option<Box<dyn super::super::DeviceReceiver>> {
+            let wire = self.reader.take()?;
+            self.reading.store(true, Ordering::SeqCst);
+            Some(Box::new(ThreadedReader { wire, reading: self.reading.clone() }))
+        }
+    }
+
+    #[test]
+    fn a_receiver_thread_wakes_the_io_thread_and_is_joined_before_the_device_closes() {
+        let (wire, reader) = std::sync::mpsc::channel();
+        let closed_while_reading = Arc::new(AtomicBool::new(false));
+        let dev = ThreadedDevice {
+            started: std::time::Instant::now(),
+            wire: wire.clone(),
+            reader: Some(reader),
+            reading: Arc::new(AtomicBool::new(false)),
+            closed_while_reading: closed_while_reading.clone(),
+        };
+        let (t, mut unsol) = MadTransport::spawn(dev, TxnConfig::default());
+        rt().block_on(async {
+            // Requests in a row and at once: each answer comes through the
+            // receiver thread, with nothing polled (a poll would panic).
+            for i in 0..20u8 {
+                let got = tokio::time::timeout(Duration::from_secs(5), t.request(get(&[1, i]))).await;
+                assert!(got.unwrap().is_ok(), "request {i}");
+            }
+            let many = futures::future::join_all((0..300u16).map(|i| t.request(get(&[2, (i % 200) as u8 + 1]))));
+            let answers = tokio::time::timeout(Duration::from_secs(10), many).await.unwrap();
+            assert!(answers.iter().all(|a| a.is_ok()));
+            // An unsolicited MAD arriving while the thread sleeps.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let mut trap = get(&[]);
+            trap.mad[1] = 0x01;
+            trap.mad[3] = u8::from(Method::Trap);
+            let sent_at = std::time::Instant::now();
+            wire.send(trap.clone()).unwrap();
+            let got = tokio::time::timeout(Duration::from_secs(5), unsol.recv()).await.unwrap().unwrap();
+            assert_eq!(got.mad, trap.mad);
+            // Woken, not found by a poll: well under the receiver's slice.
+            assert!(sent_at.elapsed() < RECEIVER_SLICE, "took {:?}", sent_at.elapsed());
+        });
+        assert_eq!(t.stats().txn.totals().unsolicited, 1);
+        drop(t);
+        assert!(!closed_while_reading.load(Ordering::SeqCst), "the device closed while its receiver read");
     }
 
     #[test]

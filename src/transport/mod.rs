@@ -39,6 +39,21 @@ pub trait MadDevice: Send + 'static {
     /// the deadline passed first. A virtual-time device advances its clock.
     fn recv(&mut self, deadline: Duration) -> Result<Option<Datagram>, DeviceError>;
     fn local_port(&self) -> LocalPort;
+    /// A second handle that waits for and reads MADs on a thread of its
+    /// own while this one sends, as OpenSM's umad receiver thread does: the
+    /// I/O thread then sleeps until a MAD or a command arrives, with no
+    /// polling. `None` where the device's clock is virtual (its `recv`
+    /// moves time, so only the thread that keeps the transactions' time
+    /// may wait on it). The device must outlive the receiver.
+    fn receiver(&mut self) -> Option<Box<dyn DeviceReceiver>> {
+        None
+    }
+}
+
+/// The reading half of a [`MadDevice`], for a receiver thread.
+pub trait DeviceReceiver: Send + 'static {
+    /// Waits up to `wait` of real time for one MAD; `None` if none came.
+    fn recv(&mut self, wait: Duration) -> Result<Option<Datagram>, DeviceError>;
 }
 
 /// Counters of a transport: the transaction layer's and the I/O thread's.

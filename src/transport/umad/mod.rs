@@ -30,9 +30,11 @@
 mod ffi;
 
 use std::ffi::{c_char, c_int, c_long, c_void, CString};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Datagram, DeviceError, LocalPort, MadAddress, MadDevice};
+use super::{Datagram, DeviceError, DeviceReceiver, LocalPort, MadAddress, MadDevice};
 use crate::mad::{Method, MgmtClass, MAD_SIZE};
 use crate::types::{Guid, Lid};
 
@@ -340,11 +342,30 @@ pub struct UmadDevice {
     /// Offset of the MAD in a umad buffer (`umad_get_mad`), equal to
     /// `hdr_len` with the current ABI.
     mad_off: usize,
+    /// The send buffer.
     buf: UmadBuf,
+    /// What `recv` reads with, unless a receiver thread took the reading
+    /// over ([`MadDevice::receiver`]).
+    reader: UmadReader,
     kernel_timeout_ms: c_int,
     issm_fd: Option<c_int>,
+}
+
+/// Reads MADs from an open umad port: the device's own, or a second one a
+/// receiver thread waits on while the device sends from another thread
+/// (the kernel's umad file takes concurrent read and write, as OpenSM's
+/// receiver thread relies on; so does umad2sim). Each has its own buffer.
+struct UmadReader {
+    lib: &'static ffi::Lib,
+    fd: c_int,
+    ca: String,
+    port: u8,
+    hdr_len: usize,
+    mad_off: usize,
+    buf: UmadBuf,
     started: Instant,
-    skipped_send_completions: u64,
+    /// Kernel send completions skipped, shared by every reader of the port.
+    skipped_send_completions: Arc<AtomicU64>,
 }
 
 fn method_mask(methods: &[Method]) -> [c_long; 2] {
@@ -381,16 +402,26 @@ impl UmadDevice {
             hdr_len,
             mad_off: hdr_len,
             buf: UmadBuf::new(hdr_len + MAD_SIZE),
+            reader: UmadReader {
+                lib,
+                fd,
+                ca: ca.clone(),
+                port: pn,
+                hdr_len,
+                mad_off: hdr_len,
+                buf: UmadBuf::new(hdr_len + MAD_SIZE),
+                started: Instant::now(),
+                skipped_send_completions: Arc::default(),
+            },
             kernel_timeout_ms: cfg.kernel_timeout.as_millis().clamp(1, i32::MAX as u128) as c_int,
             issm_fd: None,
-            started: Instant::now(),
-            skipped_send_completions: 0,
         };
         let base = dev.buf.ptr();
         // SAFETY: `base` points to a umad buffer of at least umad_size()
         // bytes; umad_get_mad only computes an address inside it.
         let mad = unsafe { (lib.get_mad)(base) };
         dev.mad_off = (mad as usize).wrapping_sub(base as usize);
+        dev.reader.mad_off = dev.mad_off;
         if dev.mad_off > dev.hdr_len {
             return Err(DeviceError::Call {
                 call: "umad_get_mad",
@@ -520,7 +551,7 @@ impl UmadDevice {
 
     /// Kernel send completions (timed-out sends) skipped by `recv`.
     pub fn skipped_send_completions(&self) -> u64 {
-        self.skipped_send_completions
+        self.reader.skipped_send_completions.load(Ordering::Relaxed)
     }
 
     fn agent_for(&self, class: MgmtClass) -> Option<c_int> {
@@ -529,6 +560,16 @@ impl UmadDevice {
 
     fn err(&self, call: &'static str, rc: c_int) -> DeviceError {
         call_err(call, &self.info.ca_name, self.info.port_num, rc)
+    }
+}
+
+impl UmadReader {
+    fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    fn err(&self, call: &'static str, rc: c_int) -> DeviceError {
+        call_err(call, &self.ca, self.port, rc)
     }
 
     /// Reads one umad that poll said is ready, growing the buffer for a
@@ -556,7 +597,7 @@ impl UmadDevice {
             if status != 0 {
                 // A send of ours came back from the kernel (typically
                 // ETIMEDOUT); the transaction layer runs its own timers.
-                self.skipped_send_completions += 1;
+                self.skipped_send_completions.fetch_add(1, Ordering::Relaxed);
                 tracing::trace!(status, "kernel send completion skipped");
                 return Ok(None);
             }
@@ -576,6 +617,38 @@ impl UmadDevice {
             return Ok(Some(Datagram { addr, mad: bytes[self.mad_off..self.mad_off + n].to_vec() }));
         }
     }
+
+    /// Waits until `deadline` (time since the port opened) for one MAD.
+    fn recv(&mut self, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
+        loop {
+            let now = self.now();
+            let wait = deadline.saturating_sub(now);
+            // Round up so a sub-millisecond wait does not become a busy poll.
+            let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as c_int;
+            // SAFETY: plain call on our open fd.
+            let rc = unsafe { (self.lib.poll)(self.fd, ms) };
+            if rc == -libc::ETIMEDOUT {
+                return Ok(None);
+            }
+            if rc < 0 {
+                return Err(self.err("umad_poll", rc));
+            }
+            match self.read_one()? {
+                Some(d) => return Ok(Some(d)),
+                // Nothing usable (a kernel completion or a spurious wake):
+                // wait again if time is left.
+                None if self.now() < deadline => continue,
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+impl DeviceReceiver for UmadReader {
+    fn recv(&mut self, wait: Duration) -> Result<Option<Datagram>, DeviceError> {
+        let deadline = self.now() + wait;
+        UmadReader::recv(self, deadline)
+    }
 }
 
 /// Where a received MAD came from, as the kernel's `ib_mad_addr` says
@@ -593,7 +666,7 @@ fn received_address(a: &ffi::IbMadAddr, pkey_index: u16) -> MadAddress {
 
 impl MadDevice for UmadDevice {
     fn now(&self) -> Duration {
-        self.started.elapsed()
+        self.reader.now()
     }
 
     fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
@@ -635,27 +708,25 @@ impl MadDevice for UmadDevice {
     }
 
     fn recv(&mut self, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
-        loop {
-            let now = self.now();
-            let wait = deadline.saturating_sub(now);
-            // Round up so a sub-millisecond wait does not become a busy poll.
-            let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as c_int;
-            // SAFETY: plain call on our open fd.
-            let rc = unsafe { (self.lib.poll)(self.fd, ms) };
-            if rc == -libc::ETIMEDOUT {
-                return Ok(None);
-            }
-            if rc < 0 {
-                return Err(self.err("umad_poll", rc));
-            }
-            match self.read_one()? {
-                Some(d) => return Ok(Some(d)),
-                // Nothing usable (a kernel completion or a spurious wake):
-                // wait again if time is left.
-                None if self.now() < deadline => continue,
-                None => return Ok(None),
-            }
-        }
+        self.reader.recv(deadline)
+    }
+
+    /// A second reader on the same port, for a receiver thread. The device
+    /// must outlive it: the I/O thread joins that thread before dropping
+    /// the device, whose drop closes the port.
+    fn receiver(&mut self) -> Option<Box<dyn DeviceReceiver>> {
+        let r = &self.reader;
+        Some(Box::new(UmadReader {
+            lib: r.lib,
+            fd: r.fd,
+            ca: r.ca.clone(),
+            port: r.port,
+            hdr_len: r.hdr_len,
+            mad_off: r.mad_off,
+            buf: UmadBuf::new(r.buf.len()),
+            started: r.started,
+            skipped_send_completions: r.skipped_send_completions.clone(),
+        }))
     }
 
     fn local_port(&self) -> LocalPort {
