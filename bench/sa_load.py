@@ -92,6 +92,22 @@ def cpu_seconds(pid):
         return None
 
 
+def thread_cpu(pid):
+    """{thread name: utime + stime in seconds} of a process's threads."""
+    out = {}
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                comm, rest = open(f"/proc/{pid}/task/{tid}/stat").read().split("(", 1)[1].rsplit(")", 1)
+                fields = rest.split()
+                out[comm] = out.get(comm, 0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, IndexError, ValueError):
+                continue
+    except OSError:
+        pass
+    return out
+
+
 def metrics(addr):
     """{(name, labels): value} of ibsm's Prometheus endpoint."""
     try:
@@ -217,9 +233,19 @@ def bench_sm(kind, args, sock, hosts, work, cache, pairs):
         r["idle_sweeps"] = tuple(b - a for a, b in zip(sweeps(m0), sweeps(m1)))
         m_before = m1
     cpu0, t0 = cpu_seconds(sm.proc.pid), time.time()
+    threads0 = thread_cpu(sm.proc.pid)
+    perf = None
+    if kind == "ibsm" and getattr(args, "perf", None):
+        perf = subprocess.Popen(["perf", "record", "-F", "1999", "-g", "-p", str(sm.proc.pid), "-o", args.perf, "--",
+                                 "sleep", str(min(5.0, args.duration / 2))],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     r["path"] = combine(flood(sock, flood_hosts, work, args.ibsm, "path", args.concurrency, args.duration, pairs,
                               args.timeout_ms))
     cpu1, t1 = cpu_seconds(sm.proc.pid), time.time()
+    threads1 = thread_cpu(sm.proc.pid)
+    if perf is not None:
+        perf.wait()
+    r["threads"] = {k: v - threads0.get(k, 0) for k, v in threads1.items() if v - threads0.get(k, 0) > 0}
     if kind == "ibsm":
         m_after = metrics(METRICS)
         r["flood_sweeps"] = tuple(b - a for a, b in zip(sweeps(m_before), sweeps(m_after)))
@@ -264,6 +290,11 @@ def report(name, spec, args, res, sim):
     ci = i.get("cpu_s") / max(ip.get("answered", 0), 1) * 1000 if i.get("cpu_s") is not None else None
     print(f"| SM CPU s per 1000 answers | {fmt(co, 3)} | {fmt(ci, 3)} | {ratio(ci, co)} |")
     print(f"| SM CPU share during the flood | {fmt(o.get('cpu_share'), 2)} | {fmt(i.get('cpu_share'), 2)} | |")
+    for who, rr in (("OpenSM", o), ("ibsm", i)):
+        per = sorted(rr.get("threads", {}).items(), key=lambda kv: -kv[1])
+        answered = max(rr.get("path", {}).get("answered", 0), 1)
+        cells = ", ".join(f"{k} {v / answered * 1e6:.1f}" for k, v in per)
+        print(f"| {who} CPU µs per answer by thread | {cells} | | |")
     o1, i1 = o["path1"], i["path1"]
     print(f"| one client, 1 in flight: answered per second | {fmt(o1.get('qps'), 0)} | {fmt(i1.get('qps'), 0)} "
           f"| {ratio(i1.get('qps'), o1.get('qps'))} |")
@@ -308,6 +339,7 @@ def main():
     ap.add_argument("--no-sim", action="store_true", help="skip the in-process figure")
     ap.add_argument("--ibsm", default=os.path.join(ROOT, "target", "release", "ibsm"))
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
+    ap.add_argument("--perf", metavar="FILE", help="perf record -g the ibsm SM for 5 s of its flood into FILE")
     args = ap.parse_args()
     args.ibsm = os.path.abspath(args.ibsm)
     if args.clients > MAX_CLIENTS:

@@ -5,9 +5,9 @@
 //!  request() ─permit─► SyncSender<Input> ──► I/O thread ──► device.send
 //!      ▲                 ▲                      │  Transactions (TIDs, a window per class, retries)
 //!      │                 └── receiver thread ◄──┼── device.recv (umad), or the I/O thread polls it
-//!      └──────── oneshot reply ◄────────────────┤
-//!  unsolicited: tokio mpsc (bounded) ◄──────────┤
-//!  a diverted class (the SA's): its own mpsc ◄──┘
+//!      └──────── oneshot reply ◄────────────────┤         │
+//!  unsolicited: tokio mpsc (bounded) ◄──────────┤         │ a diverted class's requests
+//!  a diverted class (the SA's): its own mpsc ◄──┴─────────┘ (the rest: the I/O thread)
 //! ```
 //!
 //! A thread rather than a task because libibumad blocks and ibsim's
@@ -23,7 +23,10 @@
 //! receiver thread does, so the I/O thread sleeps on that one channel
 //! until a command or a MAD arrives or the next transaction deadline
 //! passes. Nothing polls: a query is taken, and an answer sent, as soon as
-//! it is there.
+//! it is there. Such a device also gives a sender ([`MadDevice::sender`]):
+//! [`Transport::send`] (answers, which no transaction tracks) then writes
+//! from the caller's thread, counted beside the thread's own sends, and
+//! the I/O thread is not woken for it.
 //!
 //! Without one (the in-process fabric, whose `recv` moves virtual time):
 //! with nothing in flight the thread blocks on the command channel for
@@ -46,7 +49,9 @@ use std::time::Duration;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::txn::{Received, RequestKind, Transactions, TxnConfig, TxnError};
-use super::{Datagram, DeviceError, LocalPort, MadDevice, MadSummary, Transport, TransportError, TransportStats};
+use super::{
+    Datagram, DeviceError, LocalPort, MadDevice, MadKey, MadSummary, Transport, TransportError, TransportStats,
+};
 use crate::exchange::trap_gate::TrapGate;
 use crate::mad::{MadHeader, MgmtClass, MAD_HEADER_LEN};
 
@@ -101,22 +106,79 @@ enum Input {
 }
 
 enum Command {
-    Request {
-        dgram: Datagram,
-        kind: RequestKind,
-        reply: Reply,
-        _permit: OwnedSemaphorePermit,
-    },
-    Send {
-        dgram: Datagram,
-        _permit: OwnedSemaphorePermit,
-    },
-    /// Unsolicited MADs of this class go to `sink` from now on.
-    Divert {
-        class: u8,
-        sink: tokio::sync::mpsc::Sender<Datagram>,
-        _permit: OwnedSemaphorePermit,
-    },
+    Request { dgram: Datagram, kind: RequestKind, reply: Reply, _permit: OwnedSemaphorePermit },
+    Send { dgram: Datagram, _permit: OwnedSemaphorePermit },
+}
+
+/// Classes whose unsolicited MADs go to their own agent's channel
+/// ([`Transport::divert`]), shared by the I/O thread and the receiver
+/// thread: the receiver hands a diverted class's requests over itself
+/// (a request is never the answer to one of ours), and counts them.
+#[derive(Default)]
+struct Diversions {
+    by_class: std::sync::RwLock<Vec<(u8, tokio::sync::mpsc::Sender<Datagram>)>>,
+    /// Requests the receiver thread handed over, by kind.
+    taken: Mutex<HashMap<MadKey, u64>>,
+    /// MADs a full agent queue refused.
+    dropped: std::sync::atomic::AtomicU64,
+}
+
+/// What became of a MAD offered to its class's agent.
+enum Offered {
+    Taken,
+    /// The agent's queue was full: dropped and counted.
+    Dropped,
+    /// Its class is not diverted (or its agent is gone, which ends the
+    /// diversion): it goes the ordinary way.
+    Declined(Datagram),
+}
+
+impl Diversions {
+    fn add(&self, class: u8, sink: tokio::sync::mpsc::Sender<Datagram>) {
+        let mut t = self.by_class.write().unwrap_or_else(|p| p.into_inner());
+        t.retain(|(c, _)| *c != class);
+        t.push((class, sink));
+    }
+
+    fn offer(&self, d: Datagram) -> Offered {
+        let Some(&class) = d.mad.get(1) else { return Offered::Declined(d) };
+        let sent = {
+            let t = self.by_class.read().unwrap_or_else(|p| p.into_inner());
+            match t.iter().find(|(c, _)| *c == class) {
+                Some((_, sink)) => sink.try_send(d),
+                None => return Offered::Declined(d),
+            }
+        };
+        match sent {
+            Ok(()) => Offered::Taken,
+            Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                Offered::Dropped
+            }
+            Err(tokio::sync::mpsc::error::TrySendError::Closed(d)) => {
+                self.by_class.write().unwrap_or_else(|p| p.into_inner()).retain(|(c, _)| *c != class);
+                Offered::Declined(d)
+            }
+        }
+    }
+
+    /// The receiver thread's part: a well-formed request of a diverted
+    /// class goes to its agent from here, counted as the transaction
+    /// layer counts an unsolicited MAD; anything else is given back.
+    fn take_request(&self, d: Datagram) -> Option<Datagram> {
+        let Ok(h) = MadHeader::new_checked(&d.mad[..d.mad.len().min(MAD_HEADER_LEN)]) else { return Some(d) };
+        if h.method().is_response() {
+            return Some(d);
+        }
+        let key = MadKey::of(&h);
+        match self.offer(d) {
+            Offered::Declined(d) => Some(d),
+            Offered::Taken | Offered::Dropped => {
+                *self.taken.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default() += 1;
+                None
+            }
+        }
+    }
 }
 
 struct Shared {
@@ -142,6 +204,22 @@ impl Drop for Shared {
     }
 }
 
+/// Sends made from the caller's thread on a device that gives a sender
+/// ([`MadDevice::sender`]), and what they count; the I/O thread empties
+/// `sender` before the device closes.
+#[derive(Default)]
+struct DirectSends {
+    sender: Option<Box<dyn super::DeviceSender>>,
+    sent: HashMap<MadKey, u64>,
+    errors: u64,
+}
+
+type Direct = Arc<Mutex<DirectSends>>;
+
+fn lock_direct(direct: &Direct) -> std::sync::MutexGuard<'_, DirectSends> {
+    direct.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A handle on the I/O thread; clones share it. The thread stops and closes
 /// the device when the last handle is dropped.
 #[derive(Clone)]
@@ -151,13 +229,22 @@ pub struct MadTransport {
     shared: Arc<Shared>,
     permits: Arc<Semaphore>,
     stats: Arc<Mutex<TransportStats>>,
+    /// Where `send` writes directly, when the device allows it.
+    direct: Option<Direct>,
+    diversions: Arc<Diversions>,
 }
 
 impl MadTransport {
     /// Starts the I/O thread on `device`. Returns the handle and the
     /// receiving end of the unsolicited channel (requests, traps and
     /// reports from others; dropped and counted when full).
-    pub fn spawn<D: MadDevice>(device: D, cfg: TxnConfig) -> (MadTransport, tokio::sync::mpsc::Receiver<Datagram>) {
+    pub fn spawn<D: MadDevice>(mut device: D, cfg: TxnConfig) -> (MadTransport, tokio::sync::mpsc::Receiver<Datagram>) {
+        let direct: Option<Direct> = device
+            .sender()
+            .map(|sender| Arc::new(Mutex::new(DirectSends { sender: Some(sender), ..Default::default() })));
+        let thread_direct = direct.clone();
+        let diversions = Arc::new(Diversions::default());
+        let (thread_diversions, transport_diversions) = (diversions.clone(), diversions);
         // Room for every command the permits allow, the MADs the receiver
         // thread may queue, and Stop: a command never finds it full.
         let (cmd_tx, cmd_rx) = mpsc::sync_channel(MAX_OUTSTANDING + RECEIVED_QUEUE + 1);
@@ -168,10 +255,19 @@ impl MadTransport {
         let thread_stats = stats.clone();
         let thread = std::thread::Builder::new()
             .name("ibsm-mad-io".into())
-            .spawn(move || IoLoop::new(device, cfg, cmd_rx, unsol_tx, thread_stats).run(receiver_tx))
+            .spawn(move || {
+                IoLoop::new(device, cfg, cmd_rx, unsol_tx, thread_stats, thread_diversions)
+                    .run(receiver_tx, thread_direct)
+            })
             .expect("spawning the MAD I/O thread");
         let shared = Arc::new(Shared { cmd: Some(cmd_tx), thread: Some(thread), local_port });
-        let t = MadTransport { shared, permits: Arc::new(Semaphore::new(MAX_OUTSTANDING)), stats };
+        let t = MadTransport {
+            shared,
+            permits: Arc::new(Semaphore::new(MAX_OUTSTANDING)),
+            stats,
+            direct,
+            diversions: transport_diversions,
+        };
         (t, unsol_rx)
     }
 }
@@ -235,6 +331,19 @@ impl Transport for MadTransport {
     submit_requests!();
 
     fn send(&self, dgram: Datagram) -> Result<(), TransportError> {
+        if let Some(direct) = &self.direct {
+            // From this thread: the I/O thread is not woken for an answer.
+            let mut d = lock_direct(direct);
+            let Some(sender) = d.sender.as_mut() else { return Err(TransportError::Closed) };
+            if let Err(error) = sender.send(&dgram) {
+                d.errors += 1;
+                return Err(TransportError::Device { mad: Some(Box::new(MadSummary::of(&dgram))), error });
+            }
+            if let Ok(h) = MadHeader::new_checked(&dgram.mad[..dgram.mad.len().min(MAD_HEADER_LEN)]) {
+                *d.sent.entry(MadKey::of(&h)).or_default() += 1;
+            }
+            return Ok(());
+        }
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             return Err(TransportError::Busy { mad: Box::new(MadSummary::of(&dgram)) });
         };
@@ -251,12 +360,24 @@ impl Transport for MadTransport {
     }
 
     fn stats(&self) -> TransportStats {
-        self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(direct) = &self.direct {
+            let d = lock_direct(direct);
+            for (key, n) in &d.sent {
+                s.txn.by_mad.entry(*key).or_default().sent += n;
+            }
+            s.device_errors += d.errors;
+        }
+        for (key, n) in self.diversions.taken.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            s.txn.by_mad.entry(*key).or_default().unsolicited += n;
+        }
+        s.unsolicited_dropped += self.diversions.dropped.load(Ordering::Relaxed);
+        s
     }
 
     fn divert(&self, class: MgmtClass, sink: tokio::sync::mpsc::Sender<Datagram>) -> bool {
-        let Ok(permit) = self.permits.clone().try_acquire_owned() else { return false };
-        self.sender().try_send(Input::Command(Command::Divert { class: class.into(), sink, _permit: permit })).is_ok()
+        self.diversions.add(class.into(), sink);
+        true
     }
 }
 
@@ -268,8 +389,7 @@ struct IoLoop<D> {
     /// MADs the receiver thread has queued and this thread not yet taken.
     received_queued: Arc<AtomicUsize>,
     unsolicited: tokio::sync::mpsc::Sender<Datagram>,
-    /// Classes whose unsolicited MADs go to their own agent's channel.
-    diverted: Vec<(u8, tokio::sync::mpsc::Sender<Datagram>)>,
+    diversions: Arc<Diversions>,
     shared_stats: Arc<Mutex<TransportStats>>,
     waiting: HashMap<u64, (Reply, OwnedSemaphorePermit)>,
     next_token: u64,
@@ -297,6 +417,7 @@ impl<D: MadDevice> IoLoop<D> {
         cmds: Receiver<Input>,
         unsolicited: tokio::sync::mpsc::Sender<Datagram>,
         shared_stats: Arc<Mutex<TransportStats>>,
+        diversions: Arc<Diversions>,
     ) -> Self {
         // Starting TIDs at a random point keeps a restarted SM from matching
         // responses meant for its previous life.
@@ -308,7 +429,7 @@ impl<D: MadDevice> IoLoop<D> {
             cmds,
             received_queued: Arc::default(),
             unsolicited,
-            diverted: Vec::new(),
+            diversions,
             shared_stats,
             waiting: HashMap::new(),
             next_token: 0,
@@ -324,16 +445,17 @@ impl<D: MadDevice> IoLoop<D> {
         }
     }
 
-    fn run(mut self, to_self: SyncSender<Input>) {
+    fn run(mut self, to_self: SyncSender<Input>, direct: Option<Direct>) {
         let port = self.dev.local_port();
         tracing::debug!(ca = %port.ca_name, port = port.port_num, "MAD I/O thread started");
         match self.dev.receiver() {
             Some(reader) => {
                 let stop = Arc::new(AtomicBool::new(false));
                 let (queued, stopping) = (self.received_queued.clone(), stop.clone());
+                let diversions = self.diversions.clone();
                 let receiver = std::thread::Builder::new()
                     .name("ibsm-mad-recv".into())
-                    .spawn(move || receive_until_stopped(reader, to_self, queued, stopping));
+                    .spawn(move || receive_until_stopped(reader, to_self, queued, diversions, stopping));
                 match receiver {
                     Ok(receiver) => {
                         self.run_woken();
@@ -353,6 +475,11 @@ impl<D: MadDevice> IoLoop<D> {
                 drop(to_self);
                 self.run_polling();
             }
+        }
+        // Direct sends end before the device closes (when this loop's
+        // owner drops it).
+        if let Some(direct) = direct {
+            lock_direct(&direct).sender = None;
         }
         // Pending requests learn of the shutdown through their dropped
         // reply senders (TransportError::Closed).
@@ -457,10 +584,6 @@ impl<D: MadDevice> IoLoop<D> {
                         self.ready.push((reply, Err(TransportError::Malformed(w))));
                     }
                 }
-            }
-            Command::Divert { class, sink, _permit } => {
-                self.diverted.retain(|(c, _)| *c != class);
-                self.diverted.push((class, sink));
             }
             Command::Send { dgram, _permit } => {
                 self.core.count_send(&dgram);
@@ -612,19 +735,18 @@ impl<D: MadDevice> IoLoop<D> {
     /// gives it back otherwise (or when that channel is closed, which ends
     /// the diversion).
     fn hand_to_diverted(&mut self, d: Datagram) -> Option<Datagram> {
-        let Some(at) = d.mad.get(1).and_then(|class| self.diverted.iter().position(|(c, _)| c == class)) else {
-            return Some(d);
-        };
-        match self.diverted[at].1.try_send(d) {
-            Ok(()) => None,
-            Err(tokio::sync::mpsc::error::TrySendError::Full(d)) => {
-                self.drop_unsolicited(&d, "the agent's queue is full, MAD dropped");
+        let summary = MadSummary::of(&d);
+        match self.diversions.offer(d) {
+            Offered::Taken => None,
+            Offered::Dropped => {
+                // Counted by the diversions (the receiver thread drops too).
+                let dropped = self.diversions.dropped.load(Ordering::Relaxed);
+                if dropped.is_power_of_two() {
+                    tracing::warn!(mad = %summary, dropped, "the agent's queue is full, MAD dropped");
+                }
                 None
             }
-            Err(tokio::sync::mpsc::error::TrySendError::Closed(d)) => {
-                self.diverted.swap_remove(at);
-                Some(d)
-            }
+            Offered::Declined(d) => Some(d),
         }
     }
 
@@ -640,13 +762,15 @@ impl<D: MadDevice> IoLoop<D> {
 }
 
 /// The receiver thread: waits on the device in slices of
-/// [`RECEIVER_SLICE`] (so it sees `stop` soon), hands each MAD to the I/O
-/// thread, and holds off while [`RECEIVED_QUEUE`] wait there untaken (the
-/// device queues them meanwhile).
+/// [`RECEIVER_SLICE`] (so it sees `stop` soon), hands a diverted class's
+/// requests to their agent and each other MAD to the I/O thread, and holds
+/// off while [`RECEIVED_QUEUE`] wait there untaken (the device queues them
+/// meanwhile).
 fn receive_until_stopped(
     mut reader: Box<dyn super::DeviceReceiver>,
     to: SyncSender<Input>,
     queued: Arc<AtomicUsize>,
+    diversions: Arc<Diversions>,
     stop: Arc<AtomicBool>,
 ) {
     while !stop.load(Ordering::SeqCst) {
@@ -656,6 +780,7 @@ fn receive_until_stopped(
         }
         match reader.recv(RECEIVER_SLICE) {
             Ok(Some(d)) => {
+                let Some(d) = diversions.take_request(d) else { continue };
                 queued.fetch_add(1, Ordering::SeqCst);
                 if to.send(Input::Received(d)).is_err() {
                     return;
@@ -1038,14 +1163,35 @@ mod tests {
 
     /// A real-time device whose reading is done by a receiver thread: it
     /// answers every request it is sent through that receiver, and can be
-    /// told to deliver unsolicited MADs. It checks that it is not dropped
-    /// (the port closed) while its receiver still reads.
+    /// told to deliver unsolicited MADs. Its direct sender counts what it
+    /// sends. It checks that it is not dropped (the port closed) while its
+    /// receiver still reads or its sender may still send.
     struct ThreadedDevice {
         started: std::time::Instant,
         wire: std::sync::mpsc::Sender<Datagram>,
         reader: Option<std::sync::mpsc::Receiver<Datagram>>,
         reading: Arc<AtomicBool>,
+        sending: Arc<AtomicBool>,
+        sent_directly: Arc<AtomicUsize>,
         closed_while_reading: Arc<AtomicBool>,
+    }
+
+    struct ThreadedSender {
+        sending: Arc<AtomicBool>,
+        sent: Arc<AtomicUsize>,
+    }
+
+    impl Drop for ThreadedSender {
+        fn drop(&mut self) {
+            self.sending.store(false, Ordering::SeqCst);
+        }
+    }
+
+    impl super::super::DeviceSender for ThreadedSender {
+        fn send(&mut self, _d: &Datagram) -> Result<(), DeviceError> {
+            self.sent.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
     }
 
     struct ThreadedReader {
@@ -1067,7 +1213,7 @@ mod tests {
 
     impl Drop for ThreadedDevice {
         fn drop(&mut self) {
-            if self.reading.load(Ordering::SeqCst) {
+            if self.reading.load(Ordering::SeqCst) || self.sending.load(Ordering::SeqCst) {
                 self.closed_while_reading.store(true, Ordering::SeqCst);
             }
         }
@@ -1105,17 +1251,24 @@ mod tests {
             self.reading.store(true, Ordering::SeqCst);
             Some(Box::new(ThreadedReader { wire, reading: self.reading.clone() }))
         }
+        fn sender(&mut self) -> Option<Box<dyn super::super::DeviceSender>> {
+            self.sending.store(true, Ordering::SeqCst);
+            Some(Box::new(ThreadedSender { sending: self.sending.clone(), sent: self.sent_directly.clone() }))
+        }
     }
 
     #[test]
-    fn a_receiver_thread_wakes_the_io_thread_and_is_joined_before_the_device_closes() {
+    fn a_receiver_thread_wakes_the_io_thread_and_both_halves_end_before_the_device_closes() {
         let (wire, reader) = std::sync::mpsc::channel();
         let closed_while_reading = Arc::new(AtomicBool::new(false));
+        let sent_directly = Arc::new(AtomicUsize::new(0));
         let dev = ThreadedDevice {
             started: std::time::Instant::now(),
             wire: wire.clone(),
             reader: Some(reader),
             reading: Arc::new(AtomicBool::new(false)),
+            sending: Arc::new(AtomicBool::new(false)),
+            sent_directly: sent_directly.clone(),
             closed_while_reading: closed_while_reading.clone(),
         };
         let (t, mut unsol) = MadTransport::spawn(dev, TxnConfig::default());
@@ -1142,8 +1295,29 @@ mod tests {
             assert!(sent_at.elapsed() < RECEIVER_SLICE, "took {:?}", sent_at.elapsed());
         });
         assert_eq!(t.stats().txn.totals().unsolicited, 1);
+        // A diverted class's request goes from the receiver thread to its
+        // agent, counted as unsolicited.
+        let (sink, mut sa) = tokio::sync::mpsc::channel(4);
+        assert!(t.divert(MgmtClass::SubnAdm, sink));
+        let mut query = get(&[]);
+        query.mad[1] = 0x03;
+        wire.send(query.clone()).unwrap();
+        let got =
+            rt().block_on(async { tokio::time::timeout(Duration::from_secs(5), sa.recv()).await.unwrap().unwrap() });
+        assert_eq!(got.mad, query.mad);
+        assert_eq!(t.stats().txn.totals().unsolicited, 2);
+        // An answer goes out from this thread, counted with the rest.
+        let mut resp = get(&[]);
+        resp.mad[3] = u8::from(Method::GetResp);
+        let before = t.stats().txn.totals().sent;
+        t.send(resp).unwrap();
+        assert_eq!(sent_directly.load(Ordering::SeqCst), 1);
+        assert_eq!(t.stats().txn.totals().sent, before + 1);
         drop(t);
-        assert!(!closed_while_reading.load(Ordering::SeqCst), "the device closed while its receiver read");
+        assert!(
+            !closed_while_reading.load(Ordering::SeqCst),
+            "the device closed while its receiver or sender was live"
+        );
     }
 
     #[test]

@@ -48,6 +48,19 @@ pub trait MadDevice: Send + 'static {
     fn receiver(&mut self) -> Option<Box<dyn DeviceReceiver>> {
         None
     }
+    /// A second handle that sends on this port from any thread, so an
+    /// answer (the SA's) goes out from the thread that made it instead of
+    /// waking the I/O thread. `None` where sends must pass the device's own
+    /// thread (a virtual-time device). The device must outlive it.
+    fn sender(&mut self) -> Option<Box<dyn DeviceSender>> {
+        None
+    }
+}
+
+/// The writing half of a [`MadDevice`], for a task that sends its answers
+/// from its own thread.
+pub trait DeviceSender: Send + 'static {
+    fn send(&mut self, d: &Datagram) -> Result<(), DeviceError>;
 }
 
 /// The reading half of a [`MadDevice`], for a receiver thread.

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Datagram, DeviceError, DeviceReceiver, LocalPort, MadAddress, MadDevice};
+use super::{Datagram, DeviceError, DeviceReceiver, DeviceSender, LocalPort, MadAddress, MadDevice};
 use crate::mad::{Method, MgmtClass, MAD_SIZE};
 use crate::types::{Guid, Lid};
 
@@ -554,10 +554,6 @@ impl UmadDevice {
         self.reader.skipped_send_completions.load(Ordering::Relaxed)
     }
 
-    fn agent_for(&self, class: MgmtClass) -> Option<c_int> {
-        self.agents.iter().find(|(c, _)| *c == class).map(|&(_, id)| id)
-    }
-
     fn err(&self, call: &'static str, rc: c_int) -> DeviceError {
         call_err(call, &self.info.ca_name, self.info.port_num, rc)
     }
@@ -651,38 +647,33 @@ impl DeviceReceiver for UmadReader {
     }
 }
 
-/// Where a received MAD came from, as the kernel's `ib_mad_addr` says
-/// (big-endian fields), and the Q_Key a reply to it takes: ib_umad never
-/// fills in the Q_Key of a received MAD (its `recv_handler` copies QPN,
-/// LID, SL, path bits and P_Key index, not the Q_Key), so the field reads
-/// 0; a MAD from QP1 came from a GSI, whose Q_Key is always the well-known
-/// 0x80010000, so that is set here once for every user of the address
-/// (answers, RMPP ACKs and segments, Reports).
-fn received_address(a: &ffi::IbMadAddr, pkey_index: u16) -> MadAddress {
-    let qpn = u32::from_be(a.qpn) & 0x00ff_ffff;
-    let qkey = if qpn == 1 { MadAddress::QP1_QKEY } else { u32::from_be(a.qkey) };
-    MadAddress { lid: Lid(u16::from_be(a.lid)), qpn, qkey, sl: a.sl, pkey_index }
+/// What a send on an open port needs besides the MAD and a buffer.
+struct SendTarget<'a> {
+    lib: &'static ffi::Lib,
+    fd: c_int,
+    agents: &'a [(MgmtClass, c_int)],
+    mad_off: usize,
+    kernel_timeout_ms: c_int,
+    ca: &'a str,
+    port: u8,
 }
 
-impl MadDevice for UmadDevice {
-    fn now(&self) -> Duration {
-        self.reader.now()
-    }
-
-    fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
+impl SendTarget<'_> {
+    fn send(&self, buf: &mut UmadBuf, d: &Datagram) -> Result<(), DeviceError> {
         let class = d.mad.get(1).copied().map(MgmtClass::from).unwrap_or(MgmtClass::Unknown(0));
         let method = d.mad.get(3).copied().map(Method::from).unwrap_or(Method::Unknown(0));
-        let agent = self.agent_for(class).ok_or_else(|| DeviceError::Call {
-            call: "umad_send",
-            ca: self.info.ca_name.clone(),
-            port: self.info.port_num,
-            reason: format!("no agent registered for class {class:?}"),
-        })?;
-        if self.buf.len() < self.mad_off + d.mad.len() {
-            self.buf = UmadBuf::new(self.mad_off + d.mad.len());
+        let agent =
+            self.agents.iter().find(|(c, _)| *c == class).map(|&(_, id)| id).ok_or_else(|| DeviceError::Call {
+                call: "umad_send",
+                ca: self.ca.to_string(),
+                port: self.port,
+                reason: format!("no agent registered for class {class:?}"),
+            })?;
+        if buf.len() < self.mad_off + d.mad.len() {
+            *buf = UmadBuf::new(self.mad_off + d.mad.len());
         }
-        self.buf.zero();
-        let p = self.buf.ptr();
+        buf.zero();
+        let p = buf.ptr();
         // SAFETY: the buffer holds mad_off + len bytes, so the copy stays in
         // bounds; umad_set_addr/umad_set_pkey write header fields only.
         unsafe {
@@ -702,9 +693,85 @@ impl MadDevice for UmadDevice {
         // SAFETY: `p` is a complete umad of umad_size() + len bytes.
         let rc = unsafe { (self.lib.send)(self.fd, agent, p, d.mad.len() as c_int, timeout, 0) };
         if rc < 0 {
-            return Err(self.err("umad_send", rc));
+            return Err(call_err("umad_send", self.ca, self.port, rc));
         }
         Ok(())
+    }
+}
+
+/// Writes MADs on an open port from another thread than the device's
+/// (the kernel's umad file, and umad2sim's, take concurrent writes).
+struct UmadSender {
+    lib: &'static ffi::Lib,
+    fd: c_int,
+    agents: Vec<(MgmtClass, c_int)>,
+    mad_off: usize,
+    kernel_timeout_ms: c_int,
+    ca: String,
+    port: u8,
+    buf: UmadBuf,
+}
+
+impl DeviceSender for UmadSender {
+    fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
+        let to = SendTarget {
+            lib: self.lib,
+            fd: self.fd,
+            agents: &self.agents,
+            mad_off: self.mad_off,
+            kernel_timeout_ms: self.kernel_timeout_ms,
+            ca: &self.ca,
+            port: self.port,
+        };
+        to.send(&mut self.buf, d)
+    }
+}
+
+/// Where a received MAD came from, as the kernel's `ib_mad_addr` says
+/// (big-endian fields), and the Q_Key a reply to it takes: ib_umad never
+/// fills in the Q_Key of a received MAD (its `recv_handler` copies QPN,
+/// LID, SL, path bits and P_Key index, not the Q_Key), so the field reads
+/// 0; a MAD from QP1 came from a GSI, whose Q_Key is always the well-known
+/// 0x80010000, so that is set here once for every user of the address
+/// (answers, RMPP ACKs and segments, Reports).
+fn received_address(a: &ffi::IbMadAddr, pkey_index: u16) -> MadAddress {
+    let qpn = u32::from_be(a.qpn) & 0x00ff_ffff;
+    let qkey = if qpn == 1 { MadAddress::QP1_QKEY } else { u32::from_be(a.qkey) };
+    MadAddress { lid: Lid(u16::from_be(a.lid)), qpn, qkey, sl: a.sl, pkey_index }
+}
+
+impl MadDevice for UmadDevice {
+    fn now(&self) -> Duration {
+        self.reader.now()
+    }
+
+    fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
+        let to = SendTarget {
+            lib: self.lib,
+            fd: self.fd,
+            agents: &self.agents,
+            mad_off: self.mad_off,
+            kernel_timeout_ms: self.kernel_timeout_ms,
+            ca: &self.info.ca_name,
+            port: self.info.port_num,
+        };
+        to.send(&mut self.buf, d)
+    }
+
+    /// A second writer on the same port, for tasks that answer requests
+    /// from their own thread. The I/O thread takes it away before the
+    /// device closes.
+    fn sender(&mut self) -> Option<Box<dyn DeviceSender>> {
+        Some(Box::new(UmadSender {
+            lib: self.lib,
+            fd: self.fd,
+            agents: self.agents.clone(),
+            mad_off: self.mad_off,
+            kernel_timeout_ms: self.kernel_timeout_ms,
+            ca: self.info.ca_name.clone(),
+            port: self.info.port_num,
+            buf: UmadBuf::new(self.buf.len()),
+        }))
     }
 
     fn recv(&mut self, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
