@@ -86,19 +86,37 @@ pub enum SaInput {
 
 /// The owner's end: queue MADs, tell the role. Dropping it ends the task.
 pub struct SaHandle {
-    input: mpsc::Sender<SaInput>,
+    /// `None` only while the handle drops.
+    input: Option<mpsc::Sender<SaInput>>,
     serving: watch::Sender<Serving>,
     /// Inputs the queue had no room for.
     pub dropped: u64,
+    /// The SA's own thread, joined when the handle drops: the transport
+    /// handle it holds must be gone before the SM's run returns, or the
+    /// port could still be open (and its receiver reading) while the
+    /// process exits.
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for SaHandle {
+    fn drop(&mut self) {
+        // The closed queue ends the task.
+        self.input.take();
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                error!("the SA thread panicked");
+            }
+        }
+    }
 }
 
 impl SaHandle {
     /// Queues one input without waiting; a full queue drops it (counted,
     /// returned as `false`).
     pub fn offer(&mut self, input: SaInput) -> bool {
-        match self.input.try_send(input) {
-            Ok(()) => true,
-            Err(_) => {
+        match self.input.as_ref().map(|i| i.try_send(input)) {
+            Some(Ok(())) => true,
+            _ => {
                 self.dropped += 1;
                 false
             }
@@ -152,6 +170,7 @@ pub fn spawn<T: Transport + Clone>(
     };
     let feed = Feed { snapshots, intake };
     let task = run(agent, transport, Inputs { owner: rx, mads }, serving_rx, feed, metrics, to_program);
+    let mut thread = None;
     match placement {
         SaPlacement::OwnerRuntime => {
             tokio::spawn(task);
@@ -168,15 +187,18 @@ pub fn spawn<T: Transport + Clone>(
                     Err(e) => error!(error = %e, "cannot start the SA's runtime: the SA does not answer"),
                 }
             });
-            if let Err(e) = started {
-                warn!(error = %e, "cannot start the SA's thread: it runs beside the owner task");
-                if let Some(task) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                    tokio::spawn(task);
+            match started {
+                Ok(t) => thread = Some(t),
+                Err(e) => {
+                    warn!(error = %e, "cannot start the SA's thread: it runs beside the owner task");
+                    if let Some(task) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                        tokio::spawn(task);
+                    }
                 }
             }
         }
     }
-    SaHandle { input, serving, dropped: 0 }
+    SaHandle { input: Some(input), serving, dropped: 0, thread }
 }
 
 /// The SA task's two queues: the owner's inputs, and the SA MADs the
