@@ -735,13 +735,14 @@ fn a_bad_file_at_startup_stops_ibsm_naming_file_line_and_column() {
     let cases: Vec<(&str, String, String, &str)> = vec![
         ("unknown flag", good.replace("ipoib, mtu=1024", "ipoib, bogus, mtu=1024"), "bogus".into(), "unknown flag"),
         ("P_Key 0x8000", good.replace("red=0x0020", "red=0x8000"), "0x8000".into(), "bad P_Key"),
-        // 0xffff is the default partition (only the low 15 bits count), which
-        // another name may not take.
+        // Another name may not take the default partition's P_Key written
+        // alike (written 0xffff, it merges into 'Default' with a warning,
+        // as OpenSM merges it).
         (
-            "P_Key 0xffff",
-            good.replace("red=0x0020", "red=0xffff"),
-            "red=0xffff".into(),
-            "P_Key 0x7fff (written 0xffff here; only the low 15 bits name the partition) is already partition 'Default'",
+            "P_Key 0x7fff named twice",
+            good.replace("red=0x0020", "red=0x7fff"),
+            "red=0x7fff".into(),
+            "is already partition 'Default'",
         ),
         ("MTU of no size", good.replace("mtu=1024", "mtu=1000"), "1000".into(), "bad value '1000' for 'mtu'"),
         ("membership", good.replace(&format!("{a},"), &format!("{a}=fulll,")), "fulll".into(), "bad membership"),
