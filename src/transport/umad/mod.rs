@@ -335,19 +335,13 @@ pub struct UmadDevice {
     lib: &'static ffi::Lib,
     fd: c_int,
     info: UmadPortInfo,
-    /// The class of each registered agent, with its agent id.
-    agents: Vec<(MgmtClass, c_int)>,
     /// `umad_size()` as it is after opening the port.
     hdr_len: usize,
-    /// Offset of the MAD in a umad buffer (`umad_get_mad`), equal to
-    /// `hdr_len` with the current ABI.
-    mad_off: usize,
-    /// The send buffer.
-    buf: UmadBuf,
+    /// What `send` writes with; [`MadDevice::sender`] hands out copies.
+    writer: UmadSender,
     /// What `recv` reads with, unless a receiver thread took the reading
     /// over ([`MadDevice::receiver`]).
     reader: UmadReader,
-    kernel_timeout_ms: c_int,
     issm_fd: Option<c_int>,
 }
 
@@ -398,10 +392,17 @@ impl UmadDevice {
             lib,
             fd,
             info,
-            agents: Vec::new(),
             hdr_len,
-            mad_off: hdr_len,
-            buf: UmadBuf::new(hdr_len + MAD_SIZE),
+            writer: UmadSender {
+                lib,
+                fd,
+                agents: Vec::new(),
+                mad_off: hdr_len,
+                kernel_timeout_ms: cfg.kernel_timeout.as_millis().clamp(1, i32::MAX as u128) as c_int,
+                ca: ca.clone(),
+                port: pn,
+                buf: UmadBuf::new(hdr_len + MAD_SIZE),
+            },
             reader: UmadReader {
                 lib,
                 fd,
@@ -413,27 +414,26 @@ impl UmadDevice {
                 started: Instant::now(),
                 skipped_send_completions: Arc::default(),
             },
-            kernel_timeout_ms: cfg.kernel_timeout.as_millis().clamp(1, i32::MAX as u128) as c_int,
             issm_fd: None,
         };
-        let base = dev.buf.ptr();
+        let base = dev.writer.buf.ptr();
         // SAFETY: `base` points to a umad buffer of at least umad_size()
         // bytes; umad_get_mad only computes an address inside it.
         let mad = unsafe { (lib.get_mad)(base) };
-        dev.mad_off = (mad as usize).wrapping_sub(base as usize);
-        dev.reader.mad_off = dev.mad_off;
-        if dev.mad_off > dev.hdr_len {
+        let mad_off = (mad as usize).wrapping_sub(base as usize);
+        (dev.writer.mad_off, dev.reader.mad_off) = (mad_off, mad_off);
+        if mad_off > dev.hdr_len {
             return Err(DeviceError::Call {
                 call: "umad_get_mad",
                 ca,
                 port: pn,
-                reason: format!("MAD offset {} beyond umad_size {}", dev.mad_off, dev.hdr_len),
+                reason: format!("MAD offset {} beyond umad_size {}", mad_off, dev.hdr_len),
             });
         }
         for a in one_per_class(&cfg.agents) {
             let id = dev.register(a.class, a.version, a.rmpp_version(), a.methods())?;
             tracing::debug!(class = ?a.class, version = a.version, server = a.server, id, "umad agent registered");
-            dev.agents.push((a.class, id));
+            dev.writer.agents.push((a.class, id));
         }
         tracing::info!(
             ca = %dev.info.ca_name, port = pn, guid = %dev.info.port_guid, umad_size = hdr_len,
@@ -647,33 +647,36 @@ impl DeviceReceiver for UmadReader {
     }
 }
 
-/// What a send on an open port needs besides the MAD and a buffer.
-struct SendTarget<'a> {
+/// Writes MADs on an open port: the device's own writer, or a copy with
+/// its own buffer that another thread sends with (the kernel's umad file,
+/// and umad2sim's, take concurrent writes).
+struct UmadSender {
     lib: &'static ffi::Lib,
     fd: c_int,
-    agents: &'a [(MgmtClass, c_int)],
+    agents: Vec<(MgmtClass, c_int)>,
     mad_off: usize,
     kernel_timeout_ms: c_int,
-    ca: &'a str,
+    ca: String,
     port: u8,
+    buf: UmadBuf,
 }
 
-impl SendTarget<'_> {
-    fn send(&self, buf: &mut UmadBuf, d: &Datagram) -> Result<(), DeviceError> {
+impl DeviceSender for UmadSender {
+    fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
         let class = d.mad.get(1).copied().map(MgmtClass::from).unwrap_or(MgmtClass::Unknown(0));
         let method = d.mad.get(3).copied().map(Method::from).unwrap_or(Method::Unknown(0));
         let agent =
             self.agents.iter().find(|(c, _)| *c == class).map(|&(_, id)| id).ok_or_else(|| DeviceError::Call {
                 call: "umad_send",
-                ca: self.ca.to_string(),
+                ca: self.ca.clone(),
                 port: self.port,
                 reason: format!("no agent registered for class {class:?}"),
             })?;
-        if buf.len() < self.mad_off + d.mad.len() {
-            *buf = UmadBuf::new(self.mad_off + d.mad.len());
+        if self.buf.len() < self.mad_off + d.mad.len() {
+            self.buf = UmadBuf::new(self.mad_off + d.mad.len());
         }
-        buf.zero();
-        let p = buf.ptr();
+        self.buf.zero();
+        let p = self.buf.ptr();
         // SAFETY: the buffer holds mad_off + len bytes, so the copy stays in
         // bounds; umad_set_addr/umad_set_pkey write header fields only.
         unsafe {
@@ -693,37 +696,9 @@ impl SendTarget<'_> {
         // SAFETY: `p` is a complete umad of umad_size() + len bytes.
         let rc = unsafe { (self.lib.send)(self.fd, agent, p, d.mad.len() as c_int, timeout, 0) };
         if rc < 0 {
-            return Err(call_err("umad_send", self.ca, self.port, rc));
+            return Err(call_err("umad_send", &self.ca, self.port, rc));
         }
         Ok(())
-    }
-}
-
-/// Writes MADs on an open port from another thread than the device's
-/// (the kernel's umad file, and umad2sim's, take concurrent writes).
-struct UmadSender {
-    lib: &'static ffi::Lib,
-    fd: c_int,
-    agents: Vec<(MgmtClass, c_int)>,
-    mad_off: usize,
-    kernel_timeout_ms: c_int,
-    ca: String,
-    port: u8,
-    buf: UmadBuf,
-}
-
-impl DeviceSender for UmadSender {
-    fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
-        let to = SendTarget {
-            lib: self.lib,
-            fd: self.fd,
-            agents: &self.agents,
-            mad_off: self.mad_off,
-            kernel_timeout_ms: self.kernel_timeout_ms,
-            ca: &self.ca,
-            port: self.port,
-        };
-        to.send(&mut self.buf, d)
     }
 }
 
@@ -746,32 +721,15 @@ impl MadDevice for UmadDevice {
     }
 
     fn send(&mut self, d: &Datagram) -> Result<(), DeviceError> {
-        let to = SendTarget {
-            lib: self.lib,
-            fd: self.fd,
-            agents: &self.agents,
-            mad_off: self.mad_off,
-            kernel_timeout_ms: self.kernel_timeout_ms,
-            ca: &self.info.ca_name,
-            port: self.info.port_num,
-        };
-        to.send(&mut self.buf, d)
+        self.writer.send(d)
     }
 
     /// A second writer on the same port, for tasks that answer requests
     /// from their own thread. The I/O thread takes it away before the
     /// device closes.
     fn sender(&mut self) -> Option<Box<dyn DeviceSender>> {
-        Some(Box::new(UmadSender {
-            lib: self.lib,
-            fd: self.fd,
-            agents: self.agents.clone(),
-            mad_off: self.mad_off,
-            kernel_timeout_ms: self.kernel_timeout_ms,
-            ca: self.info.ca_name.clone(),
-            port: self.info.port_num,
-            buf: UmadBuf::new(self.buf.len()),
-        }))
+        let w = &self.writer;
+        Some(Box::new(UmadSender { agents: w.agents.clone(), ca: w.ca.clone(), buf: UmadBuf::new(w.buf.len()), ..*w }))
     }
 
     fn recv(&mut self, deadline: Duration) -> Result<Option<Datagram>, DeviceError> {
