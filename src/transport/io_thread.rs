@@ -500,16 +500,7 @@ impl<D: MadDevice> IoLoop<D> {
                 Err(RecvTimeoutError::Disconnected) => self.closing = true,
             }
             // What else is ready, bounded so timeouts and answers keep up.
-            for _ in 0..RECV_BURST {
-                match self.cmds.try_recv() {
-                    Ok(input) => self.take(input),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => {
-                        self.closing = true;
-                        break;
-                    }
-                }
-            }
+            self.drain_inputs(RECV_BURST);
             self.turn_over();
         }
     }
@@ -539,7 +530,7 @@ impl<D: MadDevice> IoLoop<D> {
                 let deadline = self.core.poll_timeout().map_or(now + BUSY_POLL, |d| d.min(now + BUSY_POLL));
                 self.receive(deadline);
             }
-            self.drain_commands();
+            self.drain_inputs(usize::MAX);
             self.turn_over();
         }
     }
@@ -598,8 +589,9 @@ impl<D: MadDevice> IoLoop<D> {
         }
     }
 
-    fn drain_commands(&mut self) {
-        loop {
+    /// Takes up to `most` inputs that are ready.
+    fn drain_inputs(&mut self, most: usize) {
+        for _ in 0..most {
             match self.cmds.try_recv() {
                 Ok(input) => self.take(input),
                 Err(TryRecvError::Empty) => break,
