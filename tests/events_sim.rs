@@ -141,10 +141,6 @@ impl Bed {
         self.topo.neighbor(PortRef { node: self.sm_host, port: 1 }).unwrap().node
     }
 
-    fn is_switch(&self, r: PortRef) -> bool {
-        self.topo.node(r.node).kind == NodeKind::Switch
-    }
-
     /// Every LID an ACTIVE port (or a live switch's port 0) holds is
     /// delivered from every live switch to its owner, over ACTIVE links.
     fn check_routes(&self, what: &str) {
@@ -199,7 +195,7 @@ impl Bed {
 
     /// Inter-switch links.
     fn trunks(&self) -> Vec<(PortRef, PortRef)> {
-        self.topo.links.iter().filter(|l| self.is_switch(l.a) && self.is_switch(l.b)).map(|l| (l.a, l.b)).collect()
+        self.topo.trunks().map(|l| (l.a, l.b)).collect()
     }
 }
 
@@ -551,12 +547,7 @@ async fn the_service_reacts_to_traps_without_a_heavy_sweep() {
     let node_info = || fabric.lock().unwrap().smp_count(AttributeId::NodeInfo, Method::Get);
     let before = node_info();
 
-    let trunk = topo
-        .links
-        .iter()
-        .find(|l| topo.node(l.a.node).kind == NodeKind::Switch && topo.node(l.b.node).kind == NodeKind::Switch)
-        .copied()
-        .unwrap();
+    let trunk = *topo.trunks().next().unwrap();
     fabric.lock().unwrap().link_down(trunk.a).unwrap();
     let st = status.clone();
     wait(

@@ -278,12 +278,7 @@ fn kept_routes_survive_a_later_loss_where_it_left_them_whole() {
     assert!(report.routing.kept, "{:?}", report.routing);
     let held = lfts(&topo, &fabric);
 
-    let trunk = topo
-        .links
-        .iter()
-        .find(|l| topo.node(l.a.node).kind == NodeKind::Switch && topo.node(l.b.node).kind == NodeKind::Switch)
-        .copied()
-        .unwrap();
+    let trunk = *topo.trunks().next().unwrap();
     fabric.lock().unwrap().link_down(trunk.a).unwrap();
     let found = rt.block_on(b.light_sweep());
     let suspects = ibsm::sweep::react::switch_suspects(found.changed, found.silent);

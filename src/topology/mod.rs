@@ -225,6 +225,12 @@ impl Topology {
         self.nodes_of(NodeKind::Switch)
     }
 
+    /// The cables between two switches, in file order.
+    pub fn trunks(&self) -> impl Iterator<Item = &Link> + '_ {
+        let switch = |r: PortRef| self.node(r.node).kind == NodeKind::Switch;
+        self.links.iter().filter(move |l| switch(l.a) && switch(l.b))
+    }
+
     pub fn nodes_of(&self, kind: NodeKind) -> impl Iterator<Item = NodeIdx> + '_ {
         self.nodes.iter().enumerate().filter(move |(_, n)| n.kind == kind).map(|(i, _)| NodeIdx(i))
     }
