@@ -2,7 +2,8 @@
 //! virtual time: four hosts bring IPoIB up with master A (the kernel's
 //! joins: broadcast group, all-hosts, all-nodes, all-routers,
 //! solicited-node); standby B mirrors A's SA; A dies; B takes over without
-//! any host joining again (ibsm sends no ClientReregister on a takeover).
+//! any host joining again (the hosts get no ClientReregister: B's copy is
+//! current).
 //! B's SA then answers the same groups at the same MLIDs with the same
 //! members, every switch's MFT (read back with SubnGet) still floods from
 //! each member to exactly the members, few MFT Sets were needed, and a new
@@ -76,6 +77,10 @@ fn start_sm(net: &Net, host: usize, priority: u8, mirror_interval_s: u64, snapsh
     let mut config = Config::default();
     config.sm.priority = priority;
     config.sa.mirror_interval_s = mirror_interval_s;
+    // Without the periodic mirror, without the state stream too: these
+    // runs show what the periodic mirror alone carries (tests/sa_sync_sim.rs
+    // the stream).
+    config.sa.state_sync = mirror_interval_s > 0;
     let options = RunOptions { persist_lids: false, snapshots: snapshots.clone(), ..RunOptions::default() };
     net.start_sm_with(host, config, options)
 }

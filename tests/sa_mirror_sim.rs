@@ -44,6 +44,10 @@ fn start_sm(net: &Net, host: usize, priority: u8, mirror_interval_s: u64) -> (Sm
     let mut config = Config::default();
     config.sm.priority = priority;
     config.sa.mirror_interval_s = mirror_interval_s;
+    // Without the periodic mirror, without the state stream too: these
+    // runs show what the periodic mirror alone carries (tests/sa_sync_sim.rs
+    // the stream).
+    config.sa.state_sync = mirror_interval_s > 0;
     let metrics = Metrics::new();
     (net.start_sm(host, config, Some(metrics.clone())), metrics)
 }

@@ -116,6 +116,7 @@ const KEYS: &[(&str, &str)] = &[
     ("sa.max_queued", "answers waiting to be sent; more are dropped and counted"),
     ("sa.log_period_s", "at most one log line per reason per period for floods and drops"),
     ("sa.mirror_interval_s", "a standby copies the master's services, subscriptions, alias GUIDs this often; 0 = off"),
+    ("sa.state_sync", "the master pushes each SA change to ibsm standbys at once; off: a takeover re-registers every client"),
     ("perfmgr.enabled", "poll every port's PortCounters/PortCountersExtended (opensm: perfmgr, off there)"),
     (
         "perfmgr.interval_s",

@@ -34,6 +34,10 @@ pub struct SaConfig {
     /// one value OpenSM uses for both.
     #[serde(skip)]
     pub subnet_timeout: u8,
+    /// The SM_Key every message of the state stream between SMs carries.
+    /// Not a key of `[sa]`: the runtime copies `[sm] sm_key`.
+    #[serde(skip)]
+    pub sm_key: u64,
     /// What a standby's SA, or the master's before its first sweep, does.
     pub not_serving: NotServing,
     /// Multi-MAD (RMPP) answers being sent at once; one more is refused
@@ -104,6 +108,12 @@ pub struct SaConfig {
     /// (`crate::sa::mirror`); 0 turns mirroring off. OpenSM has no such
     /// thing: its state survives a failover only through a dump file.
     pub mirror_interval_s: u64,
+    /// The master pushes every change of what requesters registered to
+    /// each ibsm standby as it happens (`crate::sa::sync`), so a takeover
+    /// serves the master's last joins and registrations and sets no
+    /// ClientReregister. Off, a standby keeps only the periodic mirror,
+    /// and a takeover sets ClientReregister on every port.
+    pub state_sync: bool,
 }
 
 impl Default for SaConfig {
@@ -111,6 +121,7 @@ impl Default for SaConfig {
         SaConfig {
             sa_key: 1,
             subnet_timeout: 18,
+            sm_key: 0,
             not_serving: NotServing::Busy,
             max_rmpp_sends: 64,
             max_rmpp_sends_per_requester: 4,
@@ -136,6 +147,7 @@ impl Default for SaConfig {
             max_queued: 4096,
             log_period_s: 10,
             mirror_interval_s: 10,
+            state_sync: true,
         }
     }
 }

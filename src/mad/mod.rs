@@ -24,6 +24,7 @@ pub mod rmpp;
 pub mod sa;
 pub mod sl_to_vl;
 pub mod sm_info;
+pub mod sm_sync;
 pub mod switch_info;
 pub mod vl_arb;
 

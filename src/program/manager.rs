@@ -411,8 +411,8 @@ impl<D: SmpDriver> SubnetManager<D> {
             return Err(SweepError::OwnNodeUnreadable("the discovered subnet lacks the SM's own port".into()));
         };
         self.sweeps += 1;
-        self.took_over = mode == MasterMode::Takeover;
-        if mode == MasterMode::Takeover {
+        self.took_over = mode.is_takeover();
+        if mode.is_takeover() {
             // Another master may have written anything since this SM last did.
             self.lft_cache = LftCache::default();
             self.routed_lfts.clear();

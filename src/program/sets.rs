@@ -61,6 +61,10 @@ pub struct Plan {
     pub lfts: HashMap<NodeId, Vec<u8>>,
     /// Set PortInfo.ClientReregister on end ports (first master sweep).
     pub client_reregister: bool,
+    /// ... on every end port, ACTIVE ones too (a takeover whose copy of
+    /// the old master's SA state is stale); otherwise only on ports being
+    /// brought up.
+    pub reregister_active: bool,
     /// Read every QoS table in `qos` and the GUIDInfo blocks the cache
     /// knows nothing of before writing; write only what differs (a fresh
     /// start or a takeover). LFT blocks of switches the cache knows nothing
@@ -1032,7 +1036,7 @@ fn port_set(subnet: &Subnet, id: NodeId, port: u8, ctx: &Ctx, memo: Option<&Port
     };
     let reregister = plan.client_reregister
         && !is_switch
-        && target == PortState::Armed
+        && (target == PortState::Armed || plan.reregister_active)
         && current.capability_mask & CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED != 0;
     if !changed && step.is_none() && !reregister {
         return None;

@@ -68,6 +68,7 @@ impl<T: Transport + Clone> Owner<T> {
                 }
                 if to == State::Master && from != State::Master {
                     self.next_sweep = None;
+                    self.master_since = Some(tokio::time::Instant::now());
                 }
                 if to != State::Master {
                     self.master_swept = false;
@@ -104,7 +105,8 @@ impl<T: Transport + Clone> Owner<T> {
     }
 
     /// The election as `/status` and the metrics show it.
-    pub(super) fn publish_election(&self) {
+    pub(super) fn publish_election(&mut self) {
+        self.tell_sa_master();
         let master = self.master();
         let priority = self.config.sm.priority;
         self.options.status.set_election(self.election.state(), priority, master.map(|m| m.0), master.map(|m| m.1));

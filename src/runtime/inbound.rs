@@ -88,6 +88,11 @@ impl<T: Transport + Clone> Owner<T> {
                 let info = self.election.sm_info(authenticated);
                 self.reply(&dgram, dispatch::smp_response(&req, Method::GetResp, 0, dispatch::sm_info_data(&info)));
                 if let Some(p) = payload {
+                    if p.sm_key == key {
+                        // An SM that knows our key polls us: its SA may ask
+                        // ours for the state stream.
+                        self.tell_sa_peer(p.guid);
+                    }
                     let lid = if dgram.addr.lid.is_unicast() { dgram.addr.lid } else { Lid(0) };
                     self.election
                         .handle(now, Event::PeerSeen { peer: Peer { info: p, addr: PeerAddr { lid, path: None } } });

@@ -48,6 +48,13 @@ pub(super) struct Owner<T: Transport + Clone> {
     pub(super) master_swept: bool,
     /// When the last "SA queue full" line was logged.
     pub(super) sa_drop_logged: Option<Duration>,
+    /// The master the SA was last told of (`tell_sa_master`).
+    pub(super) sa_master: Option<crate::types::Lid>,
+    /// SMs the SA was told of (`tell_sa_peer`).
+    pub(super) sa_peers: std::collections::HashSet<crate::types::Guid>,
+    /// When this SM last became master (a takeover's copy must be
+    /// current as of then).
+    pub(super) master_since: Option<tokio::time::Instant>,
     /// When to run a multicast pass again after one whose SMPs failed.
     pub(super) mcast_retry: Option<Duration>,
     pub(super) mirror: MirrorReads,
@@ -143,7 +150,11 @@ impl<T: Transport + Clone> Owner<T> {
         });
         let sa = sa_task::spawn(
             transport.clone(),
-            crate::sa::SaConfig { subnet_timeout: config.sm.subnet_timeout, ..config.sa.clone() },
+            crate::sa::SaConfig {
+                subnet_timeout: config.sm.subnet_timeout,
+                sm_key: config.sm.sm_key,
+                ..config.sa.clone()
+            },
             local.port_guid,
             options.snapshots.clone(),
             options.metrics.clone(),
@@ -159,7 +170,7 @@ impl<T: Transport + Clone> Owner<T> {
         );
         options.status.set_port(local.port_guid, local.lid);
         let flaps = crate::subnet::flaps::FlapDamper::new(flap_policy(&config.sm));
-        let owner = Owner {
+        let mut owner = Owner {
             election,
             sm: Some(sm),
             client,
@@ -181,6 +192,9 @@ impl<T: Transport + Clone> Owner<T> {
             sa,
             master_swept: false,
             sa_drop_logged: None,
+            sa_master: None,
+            sa_peers: Default::default(),
+            master_since: None,
             mirror: MirrorReads::default(),
             mcast_retry: None,
             next_heartbeat: Duration::ZERO,

@@ -7,7 +7,7 @@ use super::owner::Owner;
 use super::sweep_jobs::MCAST_RETRY;
 use super::{NotUpReason, RunError};
 use crate::election::{Event, State};
-use crate::subnet::{MasterMode, SweepReport};
+use crate::subnet::SweepReport;
 use crate::transport::Transport;
 
 impl<T: Transport + Clone> Owner<T> {
@@ -22,7 +22,7 @@ impl<T: Transport + Clone> Owner<T> {
             m.transport(&self.transport.stats());
         }
         self.options.status.heavy_sweep_counted(&report, &census, report.routing.engine_name());
-        if report.mode == MasterMode::Takeover {
+        if report.mode.is_takeover() {
             let p = &report.program;
             info!(
                 sets = p.sets(),

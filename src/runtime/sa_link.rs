@@ -4,15 +4,75 @@
 
 use std::time::Duration;
 
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::owner::Owner;
 use super::owner::SweepWork;
 use super::sa_task;
 use crate::election::State;
+use crate::subnet::MasterMode;
 use crate::transport::Transport;
 
 impl<T: Transport + Clone> Owner<T> {
+    /// Tells the SA the master the election names, when that changes: a
+    /// standby asks it for the state stream. `None` while this SM is master.
+    pub(super) fn tell_sa_master(&mut self) {
+        let master = match self.election.state() {
+            State::Master => None,
+            _ => self.election.master().map(|p| p.addr.lid).filter(|l| l.0 != 0),
+        };
+        if self.sa_master != master {
+            self.sa_master = master;
+            self.hand_to_sa(sa_task::SaInput::Master(master));
+        }
+    }
+
+    /// An SM that polled this one with our SM_Key: the SA feeds it the
+    /// state stream when it asks (each told once; at most
+    /// `MAX_SYNC_PEERS`).
+    pub(super) fn tell_sa_peer(&mut self, port: crate::types::Guid) {
+        if self.sa_peers.len() < crate::sa::sync::MAX_PEERS && self.sa_peers.insert(port) {
+            self.hand_to_sa(sa_task::SaInput::PeerSm(port));
+        }
+    }
+
+    /// How a takeover programs: without ClientReregister when the SA's
+    /// copy of the old master's state was current when this SM became
+    /// master (within one detection of a dead master, plus two Beats),
+    /// with it otherwise, so clients join and register again.
+    pub(super) fn takeover_mode(&self) -> MasterMode {
+        let sm = &self.config.sm;
+        let detection = Duration::from_millis(sm.sminfo_polling_timeout_ms) * (sm.polling_retry_number + 1);
+        let limit = detection + 2 * crate::sa::sync::BEAT + Duration::from_secs(1);
+        let since = self.master_since.unwrap_or_else(tokio::time::Instant::now);
+        match self.sa.copy_current_as_of() {
+            Some(at) if since.saturating_duration_since(at) <= limit => {
+                info!(
+                    copy_age_ms = since.saturating_duration_since(at).as_millis() as u64,
+                    "taking over with a current copy of the old master's SA state: no ClientReregister"
+                );
+                MasterMode::Takeover
+            }
+            Some(at) => {
+                warn!(
+                    copy_age_s = since.saturating_duration_since(at).as_secs_f64(),
+                    limit_s = limit.as_secs_f64(),
+                    "taking over with a stale copy of the old master's SA state: every end port gets \
+                     ClientReregister, so clients join and register again"
+                );
+                MasterMode::TakeoverReregister
+            }
+            None => {
+                warn!(
+                    "taking over with no copy of the old master's SA state from the state stream (the old \
+                     master is not ibsm, [sa] state_sync is off, or the stream never caught up): every end port \
+                     gets ClientReregister, so clients join and register again"
+                );
+                MasterMode::TakeoverReregister
+            }
+        }
+    }
+
     /// Our SMInfo, key included: the SA shows the key to trusted
     /// requesters only.
     pub(super) fn tell_sa_sm_info(&mut self) {

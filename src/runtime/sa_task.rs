@@ -80,6 +80,11 @@ pub enum SaInput {
     SmInfo(SmInfoRepr),
     /// A standby's read of the master's SA tables.
     Mirror(MirrorRead),
+    /// The master the election names (`None`: this SM, or none known):
+    /// a standby asks it for the state stream (`crate::sa::sync`).
+    Master(Option<Lid>),
+    /// An SM (its port GUID) that polled this one with our SM_Key.
+    PeerSm(Guid),
     /// Switches' multicast tables a pass between sweeps changed.
     McastTables(Vec<(Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>)>),
 }
@@ -91,6 +96,9 @@ pub struct SaHandle {
     serving: watch::Sender<Serving>,
     /// Inputs the queue had no room for.
     pub dropped: u64,
+    /// The last moment the standby's copy of the master's SA state was
+    /// known current (`None`: never); read at a takeover.
+    copy: watch::Receiver<Option<tokio::time::Instant>>,
     /// The SA's own thread, joined when the handle drops: the transport
     /// handle it holds must be gone before the SM's run returns, or the
     /// port could still be open (and its receiver reading) while the
@@ -121,6 +129,12 @@ impl SaHandle {
                 false
             }
         }
+    }
+
+    /// When this SM's copy of the master's SA state was last known to be
+    /// current (`None`: never, or the state stream is off).
+    pub fn copy_current_as_of(&self) -> Option<tokio::time::Instant> {
+        *self.copy.borrow()
     }
 
     /// Tells the SA what it may answer now (only a change wakes it).
@@ -156,11 +170,18 @@ pub fn spawn<T: Transport + Clone>(
 ) -> SaHandle {
     let (input, rx) = mpsc::channel(SA_QUEUE);
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
+    let (copy_tx, copy) = watch::channel(None);
     let (mad_tx, mads) = mpsc::channel(SA_QUEUE);
     if !transport.divert(crate::mad::MgmtClass::SubnAdm, mad_tx) {
         debug!("the transport cannot divert SA MADs: the owner task forwards them");
     }
-    let agent = SaAgent::new(config, own_port);
+    let sm_key = config.sm_key;
+    let mut agent = SaAgent::new(config, own_port);
+    // Another epoch for every run: the clock's nanoseconds and the port.
+    let seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+            ^ own_port.0.rotate_left(17);
+    agent.enable_sync(sm_key, seed);
     // Off the owner's runtime, a snapshot's indexes are built on a
     // blocking thread while the SA answers from the one it has; in virtual
     // time inline, so the paused clock does not run meanwhile.
@@ -169,7 +190,7 @@ pub fn spawn<T: Transport + Clone>(
         SaPlacement::OwnThread => Intake::OffThread,
     };
     let feed = Feed { snapshots, intake };
-    let task = run(agent, transport, Inputs { owner: rx, mads }, serving_rx, feed, metrics, to_program);
+    let task = run(agent, transport, Inputs { owner: rx, mads }, serving_rx, feed, metrics, (to_program, copy_tx));
     let mut thread = None;
     match placement {
         SaPlacement::OwnerRuntime => {
@@ -198,7 +219,7 @@ pub fn spawn<T: Transport + Clone>(
             }
         }
     }
-    SaHandle { input: Some(input), serving, dropped: 0, thread }
+    SaHandle { input: Some(input), serving, dropped: 0, copy, thread }
 }
 
 /// The SA task's two queues: the owner's inputs, and the SA MADs the
@@ -238,7 +259,7 @@ async fn run<T: Transport>(
     mut serving: watch::Receiver<Serving>,
     Feed { snapshots, intake }: Feed,
     metrics: Option<Metrics>,
-    ToProgram { aliases, mcast }: ToProgram,
+    (ToProgram { aliases, mcast }, copy): (ToProgram, watch::Sender<Option<tokio::time::Instant>>),
 ) {
     let started = tokio::time::Instant::now();
     // Counters reach Prometheus at most once a second, not per MAD.
@@ -274,6 +295,9 @@ async fn run<T: Transport>(
             aliases.send_replace(Arc::new(agent.alias_table()));
         }
         transmit(&mut agent, &transport, now(), &mut send_failures);
+        // The standby's copy: when it was last current, for a takeover.
+        let as_of = agent.sync_current_as_of().map(|d| started + d);
+        copy.send_if_modified(|c| std::mem::replace(c, as_of) != as_of);
         let wake = agent.poll_timeout();
         let sleep = async {
             match wake {
@@ -297,6 +321,8 @@ async fn run<T: Transport>(
                 Some(SaInput::SmInfo(info)) => agent.set_sm_info(info),
                 Some(SaInput::Mirror(read)) => agent.handle_mirror(now(), read),
                 Some(SaInput::McastTables(tables)) => agent.update_mcast_tables(tables),
+                Some(SaInput::Master(lid)) => agent.set_master_lid(lid),
+                Some(SaInput::PeerSm(port)) => agent.add_sync_peer(port),
                 None => {
                     debug!("SA task ends: the owner is gone");
                     return;
@@ -346,6 +372,7 @@ async fn run<T: Transport>(
             _ = export.tick(), if metrics.is_some() => {
                 if let Some(m) = &metrics {
                     m.sa(agent.stats());
+                    m.mirror_lag(agent.sync_lag(now()));
                     // The MADs in flight and queued stay live between sweeps.
                     m.transport(&transport.stats());
                 }

@@ -65,7 +65,7 @@ impl<T: Transport + Clone> Owner<T> {
                     return self.next_job();
                 };
                 let mode = if takeover {
-                    MasterMode::Takeover
+                    self.takeover_mode()
                 } else if self.took_charge {
                     MasterMode::Continuing
                 } else {

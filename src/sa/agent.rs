@@ -61,7 +61,13 @@ impl SaAgent {
             }
         }
         self.take_over = serving == Serving::Master;
+        let was_master = self.serving == Serving::Master;
         self.serving = serving;
+        if serving == Serving::Master {
+            self.start_source();
+        } else if was_master {
+            self.stop_source();
+        }
         if serving != Serving::Master {
             self.out.clear();
             self.reports.clear();
@@ -80,6 +86,7 @@ impl SaAgent {
             return;
         }
         let over = self.mirror.keep(read, &self.cfg);
+        self.sync.mirror_read(now);
         let m = &mut self.stats.mirror;
         m.reads += 1;
         m.over_cap += over as u64;
@@ -110,6 +117,11 @@ impl SaAgent {
         }
         let Some(snap) = self.snapshot.clone() else { return };
         self.take_over = false;
+        // The stream's copy, when newer than the last periodic read.
+        if let Some(read) = self.sync_copy_as_read() {
+            info!("SA takes over from the state stream's copy of the master");
+            self.mirror.keep(read, &self.cfg);
+        }
         let Some(copy) = self.mirror.take() else {
             debug!("SA became master with no mirror of a previous master's state");
             return;
@@ -266,6 +278,9 @@ impl SaAgent {
     /// Any SA-class MAD: a request, an RMPP ACK/STOP/ABORT for one of our
     /// answers, a ReportResp. Never panics.
     pub fn handle_mad(&mut self, now: Duration, dgram: &Datagram) {
+        if crate::mad::sm_sync::is_sync_mad(&dgram.mad) {
+            return self.handle_sync_mad(now, dgram);
+        }
         self.stats.received += 1;
         match wire::classify(dgram) {
             Received::Malformed => self.stats.drops.malformed += 1,
@@ -335,7 +350,9 @@ impl SaAgent {
         if let Some(d) = self.out.pop_front() {
             return Some(d);
         }
-        let (d, resent) = self.sends.poll_transmit(now)?;
+        let Some((d, resent)) = self.sends.poll_transmit(now) else {
+            return self.sync_transmit(now);
+        };
         self.stats.rmpp.segments += 1;
         if resent {
             self.stats.rmpp.resent += 1;
@@ -347,7 +364,7 @@ impl SaAgent {
     /// When `handle_timeout` should run next: an RMPP wait, a Report
     /// retry or a ServiceRecord lease.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        [self.sends.poll_timeout(), self.reports.next_deadline(), self.services.next_expiry()]
+        [self.sends.poll_timeout(), self.reports.next_deadline(), self.services.next_expiry(), self.sync_timeout()]
             .into_iter()
             .flatten()
             .min()

@@ -49,6 +49,11 @@ impl AliasGuids {
         self.version
     }
 
+    /// The ports holding aliases.
+    pub fn ports(&self) -> impl Iterator<Item = Guid> + '_ {
+        self.by_port.keys().copied()
+    }
+
     /// `port`'s aliases by index.
     pub fn of_port(&self, port: Guid) -> impl Iterator<Item = (u16, Guid)> + '_ {
         self.by_port.get(&port).into_iter().flat_map(|m| m.iter().map(|(&i, &g)| (i, g)))

@@ -118,6 +118,8 @@ pub(crate) struct Subscriptions {
     /// The InformInfoRecords as emitted, built at the first query after a
     /// change: a flood of queries costs no emitting.
     emitted: OnceCell<Vec<[u8; INFORM_INFO_RECORD_LEN]>>,
+    /// Bumped with every change that may change the records.
+    version: u64,
 }
 
 impl Subscriptions {
@@ -129,9 +131,19 @@ impl Subscriptions {
         self.list.iter()
     }
 
+    /// Changes so far (the state stream looks again).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    fn changing(&mut self) {
+        self.emitted.take();
+        self.version += 1;
+    }
+
     /// Subscribes (a repeat renews) or unsubscribes.
     pub fn set(&mut self, sub: Subscription, per_port: usize, total: usize) -> Result<(), InformError> {
-        self.emitted.take();
+        self.changing();
         let existing = self.list.iter().position(|s| s.same(&sub));
         if !sub.info.subscribe {
             let i = existing.ok_or(InformError::NotSubscribed)?;
@@ -157,7 +169,7 @@ impl Subscriptions {
     /// unless the same one is here already (`Ok(false)`, nothing changed).
     /// `Err(Full)` past a cap.
     pub fn import(&mut self, sub: Subscription, per_port: usize, total: usize) -> Result<bool, InformError> {
-        self.emitted.take();
+        self.changing();
         if self.list.iter().any(|s| s.same(&sub)) {
             return Ok(false);
         }
@@ -182,7 +194,7 @@ impl Subscriptions {
     /// Drops the subscriptions of ports that are gone and follows the LID
     /// changes of the others (`lid_of` gives an owner's base LID now).
     pub fn follow_ports(&mut self, lid_of: impl Fn(Guid) -> Option<u16>) -> usize {
-        self.emitted.take();
+        self.changing();
         let before = self.list.len();
         let mut kept = Vec::with_capacity(before);
         for mut s in std::mem::take(&mut self.list) {

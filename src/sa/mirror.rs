@@ -4,7 +4,9 @@
 //! OpenSM keeps what requesters registered only in memory (and in an
 //! optional dump file a restarted SM may reload), so a failover loses every
 //! ServiceRecord, subscription and alias GUID until the hosts register
-//! again. Here a standby reads the master's tables every
+//! again. Between ibsm SMs the master pushes each change as it happens
+//! ([`super::sync`]); the copy that stream keeps is imported here as a
+//! read would be. With any master, a standby also reads its tables every
 //! `mirror_interval_s` (the runtime does the reading: trusted GetTables of
 //! ServiceRecord, InformInfoRecord, GUIDInfoRecord and MCMemberRecord)
 //! and hands them to
@@ -48,8 +50,9 @@
 //!   failover would leave the new master with no members, and the first
 //!   join of, say, the IPoIB broadcast group would route a tree to that
 //!   one host and take every other member's ports out of the MFTs, while
-//!   the hosts are never told to join again (no ClientReregister on a
-//!   takeover).
+//!   the hosts are not told to join again (a takeover with a current copy
+//!   sets no ClientReregister; a stale or missing one does, see
+//!   [`super::sync`]).
 //!
 //! Nothing already present is overwritten: a ServiceRecord with the same
 //! RID, the same subscription, an alias index already taken stay as they

@@ -78,6 +78,8 @@ mod records;
 mod registrations;
 mod sends;
 mod services;
+mod state_sync;
+pub mod sync;
 mod table;
 mod visibility;
 mod wire;
@@ -149,6 +151,8 @@ pub struct SaAgent {
     mcast: mcast::McGroups,
     /// MLIDs every switch of the last snapshot can forward.
     mlids: u16,
+    /// The state stream to standbys, or from the master ([`sync`]).
+    sync: state_sync::StateSync,
 }
 
 impl SaAgent {
@@ -176,6 +180,7 @@ impl SaAgent {
             take_over: false,
             mcast: mcast::McGroups::new(),
             mlids: mcast::MLID_SPACE,
+            sync: Default::default(),
         }
     }
 }

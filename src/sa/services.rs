@@ -54,6 +54,8 @@ pub(crate) struct Services {
     entries: BTreeMap<Rid, Entry>,
     per_owner: HashMap<Guid, usize>,
     leases: BTreeSet<(Duration, Rid)>,
+    /// Bumped by every store and removal (the state stream looks again).
+    version: u64,
 }
 
 fn rid_of(r: &ServiceRecordRepr) -> Rid {
@@ -70,6 +72,11 @@ fn names_a_record(mask: u64) -> bool {
 impl Services {
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Changes so far.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// Every record's wire bytes with the port that registered it.
@@ -155,6 +162,7 @@ impl Services {
     /// Stores `rec` under `rid` for `owner` (already counted), replacing
     /// what was there, its lease armed from `now`.
     fn store(&mut self, now: Duration, rid: Rid, rec: &ServiceRecordRepr, owner: Guid) {
+        self.version += 1;
         if let Some(old) = self.entries.get(&rid) {
             if let Some(at) = old.expires {
                 self.leases.remove(&(at, rid));
@@ -201,6 +209,7 @@ impl Services {
     }
 
     fn remove(&mut self, rid: Rid) -> Entry {
+        self.version += 1;
         let e = self.entries.remove(&rid).expect("the caller found it");
         if let Some(at) = e.expires {
             self.leases.remove(&(at, rid));

@@ -178,6 +178,8 @@ pub struct SaStats {
     pub leases_expired: u64,
     pub mirror: MirrorCounts,
     pub mcast: McastCounts,
+    /// The state stream between SMs (`super::sync`).
+    pub sync: super::sync::SyncStats,
 }
 
 impl SaStats {

@@ -92,9 +92,21 @@ pub enum MasterMode {
     /// that differ are sent. The one change every end port gets is
     /// PortInfo.MasterSMLID, counted in `ProgramReport::sm_lid_only_sets`.
     Takeover,
+    /// A takeover as [`MasterMode::Takeover`], by an SM whose copy of the
+    /// old master's SA state is stale or missing (`crate::sa::sync`): end
+    /// ports also get ClientReregister, so clients join and register
+    /// again with it (what OpenSM does on every first master sweep).
+    TakeoverReregister,
     /// A later sweep as master: Sets only where the fabric differs from what
     /// this SM wrote.
     Continuing,
+}
+
+impl MasterMode {
+    /// Either kind of takeover: another master programmed the fabric.
+    pub fn is_takeover(self) -> bool {
+        matches!(self, MasterMode::Takeover | MasterMode::TakeoverReregister)
+    }
 }
 
 /// A cabled port between managed nodes that is not ACTIVE after a sweep.

@@ -140,7 +140,7 @@ pub(super) const FAMILIES: &[Family] = &[
     },
     Family {
         name: "sa_events_total",
-        help: "SA events: drops by reason, RMPP transfers, Reports, multicast joins and leaves, traps, leases, mirror reads",
+        help: "SA events: drops by reason, RMPP transfers, Reports, multicast joins and leaves, traps, leases, mirror reads, the state stream between SMs",
         kind: MetricType::COUNTER,
         labels: &["kind", "what"],
     },
@@ -481,6 +481,17 @@ fn sa_rows(s: &SaStats, rows: &mut BTreeMap<&'static str, Rows>) {
         ("mirror", "skipped_port_gone", s.mirror.skipped_port_gone),
         ("mirror", "skipped_refused", s.mirror.skipped_refused),
         ("mirror", "skipped_over_cap", s.mirror.skipped_over_cap),
+        ("sync", "changes_sent", s.sync.changes_sent),
+        ("sync", "changes_resent", s.sync.changes_resent),
+        ("sync", "resyncs", s.sync.resyncs),
+        ("sync", "changes_applied", s.sync.changes_applied),
+        ("sync", "duplicates", s.sync.duplicates),
+        ("sync", "out_of_order", s.sync.out_of_order),
+        ("sync", "rejected_key", s.sync.rejected_key),
+        ("sync", "rejected_peer", s.sync.rejected_peer),
+        ("sync", "rejected_malformed", s.sync.rejected_malformed),
+        ("sync", "unreadable_records", s.sync.unreadable_records),
+        ("sync", "answered_by_other_sm", s.sync.answered_by_other_sm),
     ] {
         add(rows, "sa_events_total", &[kind, what], v as f64);
     }
@@ -494,6 +505,7 @@ fn sa_rows(s: &SaStats, rows: &mut BTreeMap<&'static str, Rows>) {
         ("mirrored_service", s.mirror.held_services),
         ("mirrored_subscription", s.mirror.held_subscriptions),
         ("mirrored_alias_guid", s.mirror.held_alias_guids),
+        ("sync_standbys", s.sync.peers),
     ] {
         add(rows, "sa_registered", &[kind], v as f64);
     }

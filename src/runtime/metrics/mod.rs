@@ -148,6 +148,7 @@ pub struct Metrics {
     mcast_mads: IntCounterVec,
     mcast_trees: IntGauge,
     mcast_problems: IntGauge,
+    mirror_lag: prometheus::Gauge,
 }
 
 fn gauge(name: &str, help: &str) -> IntGauge {
@@ -342,10 +343,17 @@ impl Metrics {
             mcast_mads,
             mcast_trees,
             mcast_problems,
+            mirror_lag: prometheus::Gauge::new(
+                "mirror_lag_seconds",
+                "A standby: how long ago its copy of the master's SA state was last known current \
+                 (the state stream's last Beat it had caught up with); NaN: no current copy, or not a standby",
+            )
+            .expect("a valid gauge"),
         };
         use MetricType::{COUNTER, GAUGE, HISTOGRAM};
         let own: Vec<(Box<dyn Collector>, MetricType)> = vec![
             (Box::new(m.subnet_up.clone()), GAUGE),
+            (Box::new(m.mirror_lag.clone()), GAUGE),
             (Box::new(m.nodes.clone()), GAUGE),
             (Box::new(m.nodes_quarantined.clone()), GAUGE),
             (Box::new(m.ports.clone()), GAUGE),
@@ -452,6 +460,12 @@ impl Metrics {
         self.latest.sa.store(Some(Arc::new(s.clone())));
     }
 
+    /// The standby's copy of the master's SA state: how far behind it may
+    /// be (`None`: no current copy).
+    pub fn mirror_lag(&self, lag: Option<Duration>) {
+        self.mirror_lag.set(lag.map_or(f64::NAN, |d| d.as_secs_f64()));
+    }
+
     /// One multicast pass of the SM: `kind` "sweep" (the end of a heavy
     /// sweep, [`Self::heavy_sweep`] calls it) or "membership" (the SA's
     /// groups changed between sweeps).
@@ -516,7 +530,7 @@ impl Metrics {
         self.max_lid.set(i64::from(report.lids.max_lid.0));
         self.sweep_problems.set(report.problems().len() as i64);
         self.mcast_pass("sweep", &report.mcast);
-        if report.mode == crate::subnet::MasterMode::Takeover {
+        if report.mode.is_takeover() {
             let p = &report.program;
             self.takeover_sets.with_label_values(&["all"]).set(p.sets() as i64);
             self.takeover_sets.with_label_values(&["changing"]).set(p.changing_sets() as i64);

@@ -1,0 +1,276 @@
+//! ibsm's SA state stream between SMs: SubnAdmSet of a vendor-specific
+//! SA attribute (IBA 13.4.4: attribute IDs 0xFF00-0xFFFF are vendor
+//! specific), sent to QP1 like any SA MAD. The master pushes every change
+//! of what requesters registered to each standby that asked for the
+//! stream; a standby acknowledges (`crate::sa::sync` keeps the protocol).
+//!
+//! Why the SA class and not a vendor class of our own: every SM registers
+//! the SA class, so a message that reaches an SM that does not speak the
+//! stream (OpenSM) is answered with an error status or dropped. A class
+//! nobody registered is dropped by the kernel, but kills the receiving
+//! process under ibsim's libumad2sim, which dereferences the missing
+//! agent. Set because every SA agent registers that method (IBA
+//! 15.2.5.1); no GetResp follows: the stream's Hellos acknowledge.
+//!
+//! ```text
+//! bytes   0-23   MAD common header (class 0x03, version 2, method Set,
+//!                AttributeID 0xFF5C, AttributeModifier 0)
+//!        24-35   RMPP header, 0 (never segmented)
+//!        36-43   SM_Key: the sender's [sm] sm_key (both SMs share it)
+//!        44-55   AttributeOffset, reserved, ComponentMask: 0
+//!        56-63   Epoch: the master's stream (a new master, a new stream)
+//!        64-71   Sequence: a Change's or Reset's own number; a Hello's
+//!                next number expected (all below it are held); a Beat's
+//!                next number the master will give
+//!        72      Kind: 1 Hello, 2 Change, 3 Reset, 4 Beat
+//!        73      Table (Change): 1 ServiceRecord, 2 InformInfoRecord,
+//!                3 GUIDInfoRecord, 4 MCMemberRecord
+//!        74      Op (Change): 1 add, 2 remove
+//!        75      reserved, 0
+//!        76-77   Length of the record (Change), at most 176
+//!        78-79   reserved, 0
+//!        80-255  the record as the SA emits it (IBA 15.2.5)
+//! ```
+
+use super::header::{MadHeader, MadHeaderRepr};
+use super::{AttributeId, Method, MgmtClass, WireError, WireResult, MAD_HEADER_LEN};
+
+/// The stream's attribute, in the vendor-specific range.
+pub const SM_SYNC_ATTRIBUTE: u16 = 0xFF5C;
+pub const SM_SYNC_MAD_LEN: usize = 256;
+/// The largest record a Change carries (a ServiceRecord is 176 bytes).
+pub const MAX_RECORD_LEN: usize = SM_SYNC_MAD_LEN - field::RECORD;
+
+mod field {
+    use std::ops::Range;
+    pub const SM_KEY: Range<usize> = 36..44;
+    pub const EPOCH: Range<usize> = 56..64;
+    pub const SEQ: Range<usize> = 64..72;
+    pub const KIND: usize = 72;
+    pub const TABLE: usize = 73;
+    pub const OP: usize = 74;
+    pub const LEN: Range<usize> = 76..78;
+    pub const RECORD: usize = 80;
+}
+
+/// Whether `mad` is of the stream: an SA MAD with its attribute (a
+/// request, or an SM's error answer to one).
+pub fn is_sync_mad(mad: &[u8]) -> bool {
+    mad.len() >= 24
+        && mad[1] == u8::from(MgmtClass::SubnAdm)
+        && u16::from_be_bytes([mad[16], mad[17]]) == SM_SYNC_ATTRIBUTE
+}
+
+/// Which of the SA's registrations a Change is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SyncTable {
+    Services = 1,
+    Subscriptions = 2,
+    GuidInfo = 3,
+    McMembers = 4,
+}
+
+impl SyncTable {
+    pub const ALL: [SyncTable; 4] =
+        [SyncTable::Services, SyncTable::Subscriptions, SyncTable::GuidInfo, SyncTable::McMembers];
+
+    pub fn index(self) -> usize {
+        self as usize - 1
+    }
+
+    fn from_wire(v: u8) -> Option<SyncTable> {
+        Self::ALL.into_iter().find(|t| *t as u8 == v)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncOp {
+    Add = 1,
+    Remove = 2,
+}
+
+/// One message of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncBody {
+    /// Standby to master: "send me your stream; I hold every Change of
+    /// `epoch` below `next`" (epoch 0: nothing held). Also its
+    /// acknowledgement.
+    Hello { next: u64 },
+    /// Master to standby: one record added or removed, number `seq`.
+    Change { seq: u64, table: SyncTable, op: SyncOp, record: Vec<u8> },
+    /// Master to standby: forget the copy; the Changes after `seq` (adds)
+    /// rebuild it.
+    Reset { seq: u64 },
+    /// Master to standby: "I am here; my next number is `next`".
+    Beat { next: u64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncMadRepr {
+    pub transaction_id: u64,
+    pub sm_key: u64,
+    pub epoch: u64,
+    pub body: SyncBody,
+}
+
+const WHAT: &str = "SM sync MAD";
+
+fn kind(body: &SyncBody) -> u8 {
+    match body {
+        SyncBody::Hello { .. } => 1,
+        SyncBody::Change { .. } => 2,
+        SyncBody::Reset { .. } => 3,
+        SyncBody::Beat { .. } => 4,
+    }
+}
+
+fn be64(b: &[u8]) -> u64 {
+    u64::from_be_bytes(b.try_into().expect("8 bytes"))
+}
+
+impl SyncMadRepr {
+    /// Reads a whole MAD; anything but a well-formed message of this class
+    /// is an error naming the field.
+    pub fn parse(mad: &[u8]) -> WireResult<Self> {
+        if mad.len() < SM_SYNC_MAD_LEN {
+            return Err(WireError::Truncated { what: WHAT, len: mad.len(), need: SM_SYNC_MAD_LEN });
+        }
+        if mad.len() > SM_SYNC_MAD_LEN {
+            return Err(WireError::Oversized { what: WHAT, len: mad.len(), max: SM_SYNC_MAD_LEN });
+        }
+        let h = MadHeaderRepr::parse(&MadHeader::new_checked(mad)?)?;
+        let forbidden = |field, value: u64| Err(WireError::Forbidden { what: WHAT, field, value });
+        if h.mgmt_class != MgmtClass::SubnAdm {
+            return forbidden("MgmtClass", u8::from(h.mgmt_class).into());
+        }
+        if h.class_version != 2 {
+            return Err(WireError::ClassVersion { class: 0x03, version: h.class_version });
+        }
+        if h.method != Method::Set {
+            return forbidden("Method", u8::from(h.method).into());
+        }
+        if u16::from(h.attribute_id) != SM_SYNC_ATTRIBUTE {
+            return forbidden("AttributeID", u16::from(h.attribute_id).into());
+        }
+        let seq = be64(&mad[field::SEQ]);
+        let body = match mad[field::KIND] {
+            1 => SyncBody::Hello { next: seq },
+            2 => {
+                let Some(table) = SyncTable::from_wire(mad[field::TABLE]) else {
+                    return forbidden("Table", mad[field::TABLE].into());
+                };
+                let op = match mad[field::OP] {
+                    1 => SyncOp::Add,
+                    2 => SyncOp::Remove,
+                    v => return forbidden("Op", v.into()),
+                };
+                let len = u16::from_be_bytes([mad[field::LEN.start], mad[field::LEN.start + 1]]) as usize;
+                if len == 0 || len > MAX_RECORD_LEN {
+                    return forbidden("Length", len as u64);
+                }
+                SyncBody::Change { seq, table, op, record: mad[field::RECORD..field::RECORD + len].to_vec() }
+            }
+            3 => SyncBody::Reset { seq },
+            4 => SyncBody::Beat { next: seq },
+            other => return forbidden("Kind", other.into()),
+        };
+        Ok(SyncMadRepr {
+            transaction_id: h.transaction_id,
+            sm_key: be64(&mad[field::SM_KEY]),
+            epoch: be64(&mad[field::EPOCH]),
+            body,
+        })
+    }
+
+    /// The whole MAD. A record longer than [`MAX_RECORD_LEN`] is an error.
+    pub fn emit(&self) -> WireResult<Vec<u8>> {
+        let mut mad = vec![0u8; SM_SYNC_MAD_LEN];
+        let h = MadHeaderRepr {
+            mgmt_class: MgmtClass::SubnAdm,
+            class_version: 2,
+            method: Method::Set,
+            status: 0,
+            class_specific: 0,
+            transaction_id: self.transaction_id,
+            attribute_id: AttributeId::from(SM_SYNC_ATTRIBUTE),
+            attribute_modifier: 0,
+        };
+        h.emit(&mut MadHeader::new_checked(&mut mad[..MAD_HEADER_LEN]).expect("24 bytes"));
+        mad[field::KIND] = kind(&self.body);
+        mad[field::SM_KEY].copy_from_slice(&self.sm_key.to_be_bytes());
+        mad[field::EPOCH].copy_from_slice(&self.epoch.to_be_bytes());
+        let seq = match &self.body {
+            SyncBody::Hello { next } | SyncBody::Beat { next } => *next,
+            SyncBody::Reset { seq } => *seq,
+            SyncBody::Change { seq, table, op, record } => {
+                if record.is_empty() || record.len() > MAX_RECORD_LEN {
+                    return Err(WireError::Forbidden { what: WHAT, field: "Length", value: record.len() as u64 });
+                }
+                mad[field::TABLE] = *table as u8;
+                mad[field::OP] = *op as u8;
+                mad[field::LEN].copy_from_slice(&(record.len() as u16).to_be_bytes());
+                mad[field::RECORD..field::RECORD + record.len()].copy_from_slice(record);
+                *seq
+            }
+        };
+        mad[field::SEQ].copy_from_slice(&seq.to_be_bytes());
+        Ok(mad)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<SyncMadRepr> {
+        let m = |body| SyncMadRepr { transaction_id: 0x1234, sm_key: 7, epoch: 0xabcd, body };
+        vec![
+            m(SyncBody::Hello { next: 5 }),
+            m(SyncBody::Change { seq: 9, table: SyncTable::McMembers, op: SyncOp::Remove, record: vec![3; 52] }),
+            m(SyncBody::Change { seq: 10, table: SyncTable::Services, op: SyncOp::Add, record: vec![1; 176] }),
+            m(SyncBody::Reset { seq: 1 }),
+            m(SyncBody::Beat { next: 11 }),
+        ]
+    }
+
+    #[test]
+    fn every_message_survives_emit_and_parse() {
+        for r in sample() {
+            let mad = r.emit().unwrap();
+            assert_eq!((mad[1], mad[2], mad[3]), (0x03, 2, 0x02));
+            assert!(is_sync_mad(&mad));
+            assert_eq!(SyncMadRepr::parse(&mad).unwrap(), r);
+        }
+    }
+
+    #[test]
+    fn malformed_messages_name_the_field() {
+        let good = sample()[1].emit().unwrap();
+        type Spoil = Box<dyn Fn(&mut Vec<u8>)>;
+        let cases: Vec<(Spoil, &str)> = vec![
+            (Box::new(|m| m.truncate(100)), "need at least 256"),
+            (Box::new(|m| m[1] = 0x0A), "MgmtClass"),
+            (Box::new(|m| m[2] = 1), "class version 1"),
+            (Box::new(|m| m[3] = 0x81), "Method"),
+            (Box::new(|m| m[17] = 9), "AttributeID"),
+            (Box::new(|m| m[72] = 9), "Kind"),
+            (Box::new(|m| m[73] = 0), "Table"),
+            (Box::new(|m| m[74] = 3), "Op"),
+            (Box::new(|m| m[76..78].copy_from_slice(&177u16.to_be_bytes())), "Length"),
+            (Box::new(|m| m[76..78].fill(0)), "Length"),
+        ];
+        for (spoil, says) in cases {
+            let mut mad = good.clone();
+            spoil(&mut mad);
+            let e = SyncMadRepr::parse(&mad).unwrap_err().to_string();
+            assert!(e.contains(says), "{e} should name {says}");
+        }
+        let too_long = SyncMadRepr {
+            transaction_id: 1,
+            sm_key: 0,
+            epoch: 1,
+            body: SyncBody::Change { seq: 1, table: SyncTable::Services, op: SyncOp::Add, record: vec![0; 177] },
+        };
+        assert!(too_long.emit().is_err());
+    }
+}

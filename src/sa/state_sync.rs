@@ -1,0 +1,323 @@
+//! The agent's side of the state stream ([`super::sync`]): as master it
+//! shows the stream its registrations as record sets and takes standbys'
+//! Hellos; as standby it keeps the master's stream; at a takeover the
+//! stream's copy is what the new master imports (through
+//! [`super::mirror`], as a periodic read would be).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::Level;
+
+use super::sync::{Copy, Outgoing, RecordSet, Source};
+use super::{MirrorRead, SaAgent, Serving};
+use crate::datagram::{Datagram, MadAddress};
+use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
+use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncTable};
+use crate::types::Lid;
+
+/// Registrations changed: the stream looks at them this much later, so a
+/// join flood costs one comparison per batch, not one per join.
+pub const OBSERVE_BATCH: Duration = Duration::from_millis(5);
+
+/// The stream as the agent holds it.
+#[derive(Debug)]
+pub(super) struct StateSync {
+    /// `None`: `[sa] state_sync` is off, or the runtime never enabled it.
+    settings: Option<Settings>,
+    /// While serving as master.
+    source: Option<Source>,
+    /// While not.
+    copy: Copy,
+    /// The registrations' versions the source last looked at.
+    seen: Option<[u64; 4]>,
+    /// When the source looks again.
+    due: Option<Duration>,
+    /// Times this SM became master (each a new epoch).
+    terms: u64,
+    /// When the last periodic mirror read was kept.
+    mirror_read_at: Option<Duration>,
+    /// Ports of SMs that polled this one with our SM_Key.
+    peer_sms: std::collections::HashSet<crate::types::Guid>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    sm_key: u64,
+    epoch_seed: u64,
+}
+
+impl Default for StateSync {
+    fn default() -> Self {
+        StateSync {
+            settings: None,
+            source: None,
+            copy: Copy::new(0),
+            seen: None,
+            due: None,
+            terms: 0,
+            mirror_read_at: None,
+            peer_sms: Default::default(),
+        }
+    }
+}
+
+impl StateSync {
+    pub fn mirror_read(&mut self, now: Duration) {
+        self.mirror_read_at = Some(now);
+    }
+}
+
+impl SaAgent {
+    /// Turns the state stream on (`[sa] state_sync`): messages carry
+    /// `sm_key`; `epoch_seed` must differ between runs of the SM (the
+    /// runtime takes the clock and port GUID), so a restarted master's
+    /// stream is never mistaken for the one before.
+    pub fn enable_sync(&mut self, sm_key: u64, epoch_seed: u64) {
+        if !self.cfg.state_sync {
+            return;
+        }
+        self.sync.settings = Some(Settings { sm_key, epoch_seed });
+        self.sync.copy = Copy::new(sm_key);
+        if self.serving == Serving::Master {
+            self.start_source();
+        }
+    }
+
+    /// The master the election names, whose stream a standby asks for
+    /// (`None`: none known).
+    pub fn set_master_lid(&mut self, master: Option<Lid>) {
+        if self.serving != Serving::Master && self.sync.settings.is_some() {
+            self.sync.copy.set_master(master);
+        }
+    }
+
+    /// An SM (its port GUID) that polled this one's SMInfo with our
+    /// SM_Key: a Hello from its port is taken, even before a sweep finds it.
+    pub fn add_sync_peer(&mut self, port: crate::types::Guid) {
+        if self.sync.peer_sms.len() < super::sync::MAX_PEERS {
+            self.sync.peer_sms.insert(port);
+        }
+    }
+
+    /// The last moment the standby's copy held everything its master had
+    /// (`None`: never, or the stream is off).
+    pub fn sync_current_as_of(&self) -> Option<Duration> {
+        self.sync.settings.and(self.sync.copy.current_as_of())
+    }
+
+    /// How far behind its master the standby's copy may be.
+    pub fn sync_lag(&self, now: Duration) -> Option<Duration> {
+        self.sync.settings.and(self.sync.copy.lag(now))
+    }
+
+    pub(super) fn start_source(&mut self) {
+        let Some(s) = self.sync.settings else { return };
+        self.sync.terms += 1;
+        let epoch = s.epoch_seed.wrapping_add(self.sync.terms.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        self.sync.source = Some(Source::new(epoch, s.sm_key));
+        self.sync.seen = None;
+        self.sync.due = None;
+        self.sync.copy.set_master(None);
+    }
+
+    pub(super) fn stop_source(&mut self) {
+        self.sync.source = None;
+        self.stats.sync.peers = 0;
+    }
+
+    /// A MAD of the stream's class. Never panics; every refusal counted.
+    pub(super) fn handle_sync_mad(&mut self, now: Duration, d: &Datagram) {
+        let Some(settings) = self.sync.settings else {
+            self.stats.sync.rejected_malformed += 1;
+            return;
+        };
+        let from = d.addr.lid;
+        if d.mad.get(3).is_some_and(|m| m & 0x80 != 0) {
+            // An SM that does not speak the stream answered a Hello with
+            // an error status (OpenSM does): Hellos slow down by themselves.
+            self.stats.sync.answered_by_other_sm += 1;
+            self.gate(now, Level::INFO, "sync_not_ibsm", || {
+                format!(
+                    "the SM at LID {from} does not speak ibsm's state stream: only periodic mirror reads \
+                     copy its SA, and a takeover from it re-registers every client"
+                )
+            });
+            return;
+        }
+        let msg = match SyncMadRepr::parse(&d.mad) {
+            Ok(m) => m,
+            Err(e) => {
+                self.stats.sync.rejected_malformed += 1;
+                self.gate(now, Level::WARN, "sync_malformed", || format!("SM sync MAD from LID {from} dropped: {e}"));
+                return;
+            }
+        };
+        if msg.sm_key != settings.sm_key {
+            self.stats.sync.rejected_key += 1;
+            self.gate(now, Level::WARN, "sync_key", || {
+                format!("SM sync MAD from LID {from} dropped: its SM_Key is not this SM's [sm] sm_key")
+            });
+            return;
+        }
+        match (msg.body, self.serving == Serving::Master) {
+            (SyncBody::Hello { next }, true) => {
+                if !self.known_sm(from) {
+                    self.stats.sync.rejected_peer += 1;
+                    self.gate(now, Level::WARN, "sync_not_peer", || {
+                        format!(
+                            "SM sync Hello from LID {from} dropped: no SM at that LID polled this one with \
+                             our SM_Key, nor did the last sweep find one there"
+                        )
+                    });
+                    return;
+                }
+                self.sync_observe();
+                if let Some(src) = self.sync.source.as_mut() {
+                    src.on_hello(now, from, msg.epoch, next, &mut self.stats.sync);
+                }
+            }
+            (body, false) => {
+                if !self.sync.copy.on_message(now, from, msg.epoch, body, &mut self.stats.sync) {
+                    self.stats.sync.rejected_peer += 1;
+                    let master = self.sync.copy.master();
+                    self.gate(now, Level::WARN, "sync_not_master", || {
+                        format!("SM sync MAD from LID {from} dropped: not from the master (election names {master:?})")
+                    });
+                }
+            }
+            (_, true) => {
+                // Another SM streams to us while we are master: two
+                // masters, or a replay. The election sorts out the first.
+                self.stats.sync.rejected_peer += 1;
+                self.gate(now, Level::WARN, "sync_to_master", || {
+                    format!("SM sync stream from LID {from} dropped: this SM is master")
+                });
+            }
+        }
+    }
+
+    /// Whether the port at `lid` is an SM: one that polled this SM with
+    /// our SM_Key, or one the last sweep found.
+    fn known_sm(&self, lid: Lid) -> bool {
+        let (Some(snap), Some(port)) = (self.snapshot.as_ref(), self.paths.port_by_lid(lid)) else {
+            return false;
+        };
+        self.sync.peer_sms.contains(&port.guid) || snap.sweep.subnet.remote_sms.iter().any(|r| r.port_guid == port.guid)
+    }
+
+    fn sync_versions(&self) -> [u64; 4] {
+        [self.services.version(), self.subscriptions.version(), self.aliases.version(), self.mcast.version()]
+    }
+
+    /// The source takes the registrations as they are now.
+    fn sync_observe(&mut self) {
+        if self.sync.source.is_none() {
+            return;
+        }
+        let v = self.sync_versions();
+        self.sync.due = None;
+        if self.sync.seen == Some(v) {
+            return;
+        }
+        self.sync.seen = Some(v);
+        let tables = self.sync_tables();
+        if let Some(src) = self.sync.source.as_mut() {
+            src.observe(tables, &mut self.stats.sync);
+        }
+    }
+
+    /// The registrations as record sets, as a trusted GetTable shows them.
+    fn sync_tables(&self) -> [RecordSet; 4] {
+        let mut t: [RecordSet; 4] = Default::default();
+        t[SyncTable::Services.index()] = self.services.records_by_owner().map(|(_, r)| Arc::from(r)).collect();
+        t[SyncTable::Subscriptions.index()] = self.subscriptions.records().iter().map(|r| Arc::from(&r[..])).collect();
+        let guid_info = &mut t[SyncTable::GuidInfo.index()];
+        for port in self.aliases.ports() {
+            let Some(at) = self.paths.port_by_guid(port) else { continue };
+            let last = self.aliases.of_port(port).map(|(i, _)| i).max().unwrap_or(0);
+            for block in 0..=(last / 8) as u8 {
+                let r = GuidInfoRecordRepr {
+                    lid: at.base_lid,
+                    block_num: block,
+                    guid_info: self.aliases.block(port, block),
+                };
+                guid_info.insert(r.to_bytes().into());
+            }
+        }
+        let members = &mut t[SyncTable::McMembers.index()];
+        for g in self.mcast.groups() {
+            let mut any = false;
+            for (_, m) in g.members() {
+                any = true;
+                members.insert(g.member_record(m).to_bytes().into());
+            }
+            if !any {
+                members.insert(g.group_record().to_bytes().into());
+            }
+        }
+        t
+    }
+
+    /// The stream's next message, if one is due.
+    pub(super) fn sync_transmit(&mut self, now: Duration) -> Option<Datagram> {
+        self.sync.settings?;
+        if self.sync.source.is_some() {
+            if self.sync.seen != Some(self.sync_versions()) {
+                match self.sync.due {
+                    None => self.sync.due = Some(now + OBSERVE_BATCH),
+                    Some(at) if now >= at => self.sync_observe(),
+                    Some(_) => {}
+                }
+            }
+            let out = self.sync.source.as_mut()?.poll_transmit(now, &mut self.stats.sync);
+            return out.and_then(to_datagram);
+        }
+        self.sync.copy.poll_transmit(now).and_then(to_datagram)
+    }
+
+    pub(super) fn sync_timeout(&self) -> Option<Duration> {
+        self.sync.settings?;
+        match &self.sync.source {
+            Some(src) => [src.poll_timeout(), self.sync.due].into_iter().flatten().min(),
+            None => self.sync.copy.poll_timeout(),
+        }
+    }
+
+    /// At a takeover: the stream's copy, if it is newer than the last
+    /// periodic read, as a mirror read (each table complete).
+    pub(super) fn sync_copy_as_read(&mut self) -> Option<MirrorRead> {
+        let as_of = self.sync_current_as_of()?;
+        if self.sync.mirror_read_at.is_some_and(|at| at > as_of) {
+            return None;
+        }
+        let tables = self.sync.copy.tables();
+        let mut unreadable = 0u64;
+        let parse = |t: SyncTable| -> Vec<Arc<[u8]>> { tables[t.index()].iter().cloned().collect() };
+        let read = MirrorRead {
+            services: Some(parsed::<ServiceRecordRepr>(parse(SyncTable::Services), &mut unreadable)),
+            subscriptions: Some(parsed::<InformInfoRecordRepr>(parse(SyncTable::Subscriptions), &mut unreadable)),
+            guid_info: Some(parsed::<GuidInfoRecordRepr>(parse(SyncTable::GuidInfo), &mut unreadable)),
+            mcast_members: Some(parsed::<McMemberRecordRepr>(parse(SyncTable::McMembers), &mut unreadable)),
+        };
+        self.stats.sync.unreadable_records += unreadable;
+        self.sync.copy.clear();
+        Some(read)
+    }
+}
+
+fn parsed<R: SaRecord>(records: Vec<Arc<[u8]>>, unreadable: &mut u64) -> Vec<R> {
+    let mut out: Vec<R> = Vec::with_capacity(records.len());
+    for r in records {
+        match R::parse_bytes(&r) {
+            Ok(rec) => out.push(rec),
+            Err(_) => *unreadable += 1,
+        }
+    }
+    out
+}
+
+fn to_datagram(o: Outgoing) -> Option<Datagram> {
+    let mad = o.mad.emit().ok()?;
+    Some(Datagram { addr: MadAddress::gsi(o.to, 0), mad })
+}

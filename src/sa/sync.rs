@@ -1,0 +1,631 @@
+//! The master's SA state, pushed to every standby as it changes.
+//!
+//! # Why a vendor MAD class over the fabric
+//! The SMs already reach each other over the fabric: a standby polls the
+//! master's SMInfo, and the master's sweeps find every port that claims
+//! IsSM. A class of our own (`crate::mad::sm_sync`) on QP1 needs no
+//! address, port or firewall rule beyond the fabric, follows the master
+//! wherever the election puts it, and is dropped by every SM that does not
+//! know it (OpenSM does not register the class). TCP would need every SM
+//! to be told every other's address, and a second network that can fail
+//! apart from the fabric the SMs manage.
+//!
+//! # The protocol
+//! ```text
+//!  standby ── Hello{epoch, next} every HELLO, and after what it takes in ──► master
+//!  master  ── Reset{seq}, then Change{seq, table, add|remove, record}... ──► standby
+//!  master  ── Beat{next} every BEAT ──────────────────────────────────────► standby
+//! ```
+//! - The master sees its registrations as four sets of records, each the
+//!   bytes its SA emits (ServiceRecords, InformInfoRecords, GUIDInfoRecord
+//!   blocks, MCMemberRecords: one per member, one per group without
+//!   members). A change is a record added or removed ([`Source::observe`]
+//!   compares the sets), so applying one twice does nothing new.
+//! - Each standby gets its own numbered stream, within the master's epoch
+//!   (a new one each time an SM becomes master). A Hello carries the
+//!   standby's epoch and the next number it lacks, and so acknowledges
+//!   all below. The master resends what is unacknowledged after
+//!   [`RESEND_AFTER`], at most [`WINDOW`] in flight.
+//! - A standby holding another epoch (new, or the master restarted), one
+//!   whose queue outgrew [`QUEUE_CAP`], or one acknowledging a number never
+//!   sent gets a Reset followed by every record as an add: a full resync.
+//! - A standby's copy is current while it holds every number below the
+//!   last Beat's (`synced_at`); [`Copy::lag`] is how long ago that was. At
+//!   a takeover the runtime asks ([`Copy::current_as_of`]) and sets
+//!   ClientReregister on every port when the copy is stale or missing.
+//!
+//! # Who may speak
+//! Every message carries the SM_Key (`[sm] sm_key`); another key is
+//! dropped. The master takes Hellos only from ports its last sweep found
+//! claiming IsSM; a standby takes the stream only from the LID its
+//! election names master. Each refusal is counted and logged (rate
+//! limited), naming the sender's LID.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncOp, SyncTable};
+use crate::types::Lid;
+
+/// A standby's Hello (and acknowledgement when idle) period.
+pub const HELLO: Duration = Duration::from_millis(200);
+/// The Hello period while the master sends nothing (it may not speak
+/// the stream: OpenSM answers each Hello with an error).
+pub const HELLO_IDLE: Duration = Duration::from_secs(2);
+/// The master's Beat period to each standby.
+pub const BEAT: Duration = Duration::from_millis(200);
+/// An unacknowledged message goes again after this: a change must reach
+/// the standby within a few of these, lost MADs included, since the
+/// master may die any moment after it answered the client.
+pub const RESEND_AFTER: Duration = Duration::from_millis(20);
+/// Messages in flight to one standby.
+pub const WINDOW: usize = 128;
+/// Messages waiting for one standby; more and it is resynced instead.
+pub const QUEUE_CAP: usize = 1 << 17;
+/// A standby not heard from for this long is dropped by the master.
+pub const PEER_SILENT: Duration = Duration::from_secs(3);
+/// SMs a master knows of from their polls, at most.
+pub const MAX_PEERS: usize = 64;
+/// Changes arriving ahead of a missing one that a standby keeps.
+pub const EARLY_CAP: usize = 4096;
+
+/// A table's records, each as the SA emits it.
+pub type RecordSet = HashSet<Arc<[u8]>>;
+
+/// What every sync counter counts (`SaStats::sync`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncStats {
+    /// Changes first sent, and sent again for want of an acknowledgement.
+    pub changes_sent: u64,
+    pub changes_resent: u64,
+    /// Full resyncs started (a new standby, another epoch, an overflow).
+    pub resyncs: u64,
+    /// Standbys being fed now (a gauge).
+    pub peers: u64,
+    /// Standby: changes applied, and duplicates ignored.
+    pub changes_applied: u64,
+    pub duplicates: u64,
+    /// Standby: changes that arrived ahead of a missing one.
+    pub out_of_order: u64,
+    /// Refused: wrong SM_Key, not a known SM, not our master, malformed.
+    pub rejected_key: u64,
+    pub rejected_peer: u64,
+    pub rejected_malformed: u64,
+    /// Standby: a change whose record did not parse at takeover.
+    pub unreadable_records: u64,
+    /// Standby: Hellos an SM answered with an error (it is not ibsm).
+    pub answered_by_other_sm: u64,
+}
+
+#[derive(Debug, Clone)]
+enum Item {
+    Reset,
+    Change { table: SyncTable, op: SyncOp, record: Arc<[u8]> },
+}
+
+#[derive(Debug)]
+struct Pending {
+    seq: u64,
+    item: Item,
+    sent_at: Option<Duration>,
+}
+
+#[derive(Debug)]
+struct Peer {
+    next_seq: u64,
+    queue: VecDeque<Pending>,
+    last_heard: Duration,
+    next_beat: Duration,
+}
+
+/// What a message to send is: its body and where it goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    pub to: Lid,
+    pub mad: SyncMadRepr,
+}
+
+/// The master's side: the records it last saw, and each standby's stream.
+#[derive(Debug)]
+pub struct Source {
+    epoch: u64,
+    sm_key: u64,
+    tables: [RecordSet; 4],
+    peers: HashMap<Lid, Peer>,
+    tid: u64,
+}
+
+impl Source {
+    /// `epoch` must differ from any earlier master's (the runtime takes
+    /// the port GUID's low bits and the time).
+    pub fn new(epoch: u64, sm_key: u64) -> Self {
+        Source { epoch: epoch.max(1), sm_key, tables: Default::default(), peers: HashMap::new(), tid: 0 }
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    pub fn peers(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// Takes the registrations as they stand; every difference from the
+    /// last look becomes a Change for each standby.
+    pub fn observe(&mut self, current: [RecordSet; 4], stats: &mut SyncStats) {
+        let mut changes = Vec::new();
+        for (i, new) in current.into_iter().enumerate() {
+            let table = SyncTable::ALL[i];
+            let old = std::mem::replace(&mut self.tables[i], new);
+            if self.peers.is_empty() {
+                continue;
+            }
+            let new = &self.tables[i];
+            changes.extend(old.difference(new).map(|r| Item::Change { table, op: SyncOp::Remove, record: r.clone() }));
+            changes.extend(new.difference(&old).map(|r| Item::Change { table, op: SyncOp::Add, record: r.clone() }));
+        }
+        for item in changes {
+            self.queue_all(item, stats);
+        }
+    }
+
+    fn queue_all(&mut self, item: Item, stats: &mut SyncStats) {
+        let mut overflowed = Vec::new();
+        for (&lid, peer) in self.peers.iter_mut() {
+            if peer.queue.len() >= QUEUE_CAP {
+                overflowed.push(lid);
+                continue;
+            }
+            peer.queue.push_back(Pending { seq: peer.next_seq, item: item.clone(), sent_at: None });
+            peer.next_seq += 1;
+        }
+        for lid in overflowed {
+            self.resync(lid, stats);
+        }
+    }
+
+    /// Queues a Reset and every record for `lid`, dropping what it had.
+    fn resync(&mut self, lid: Lid, stats: &mut SyncStats) {
+        let Some(peer) = self.peers.get_mut(&lid) else { return };
+        stats.resyncs += 1;
+        peer.queue.clear();
+        peer.queue.push_back(Pending { seq: peer.next_seq, item: Item::Reset, sent_at: None });
+        peer.next_seq += 1;
+        for (i, set) in self.tables.iter().enumerate() {
+            let table = SyncTable::ALL[i];
+            for r in set {
+                let item = Item::Change { table, op: SyncOp::Add, record: r.clone() };
+                peer.queue.push_back(Pending { seq: peer.next_seq, item, sent_at: None });
+                peer.next_seq += 1;
+            }
+        }
+    }
+
+    /// A standby's Hello from `from`, already checked to be a known SM
+    /// with the right key: its acknowledgement, or its first word.
+    pub fn on_hello(&mut self, now: Duration, from: Lid, epoch: u64, next: u64, stats: &mut SyncStats) {
+        let fresh = !self.peers.contains_key(&from);
+        let peer = self.peers.entry(from).or_insert(Peer {
+            next_seq: 1,
+            queue: VecDeque::new(),
+            last_heard: now,
+            next_beat: now + BEAT,
+        });
+        peer.last_heard = now;
+        let reset_waiting = matches!(peer.queue.front(), Some(Pending { item: Item::Reset, .. }));
+        let claims_unsent = epoch == self.epoch && next > peer.next_seq;
+        if fresh || claims_unsent || (epoch != self.epoch && !reset_waiting) {
+            self.resync(from, stats);
+        } else if epoch == self.epoch {
+            while peer.queue.front().is_some_and(|p| p.seq < next) {
+                peer.queue.pop_front();
+            }
+        }
+        stats.peers = self.peers.len() as u64;
+    }
+
+    /// The next message to send: a new or late change within the window,
+    /// or a Beat that is due.
+    pub fn poll_transmit(&mut self, now: Duration, stats: &mut SyncStats) -> Option<Outgoing> {
+        let before = self.peers.len();
+        self.peers.retain(|_, p| now.saturating_sub(p.last_heard) < PEER_SILENT);
+        if self.peers.len() != before {
+            stats.peers = self.peers.len() as u64;
+        }
+        for (&lid, peer) in self.peers.iter_mut() {
+            for p in peer.queue.iter_mut().take(WINDOW) {
+                let due = match p.sent_at {
+                    None => true,
+                    Some(at) => now >= at + RESEND_AFTER,
+                };
+                if !due {
+                    continue;
+                }
+                match p.sent_at {
+                    None if matches!(p.item, Item::Change { .. }) => stats.changes_sent += 1,
+                    Some(_) if matches!(p.item, Item::Change { .. }) => stats.changes_resent += 1,
+                    _ => {}
+                }
+                p.sent_at = Some(now);
+                let body = match &p.item {
+                    Item::Reset => SyncBody::Reset { seq: p.seq },
+                    Item::Change { table, op, record } => {
+                        SyncBody::Change { seq: p.seq, table: *table, op: *op, record: record.to_vec() }
+                    }
+                };
+                self.tid += 1;
+                return Some(Outgoing { to: lid, mad: message(self.tid, self.sm_key, self.epoch, body) });
+            }
+            if now >= peer.next_beat {
+                peer.next_beat = now + BEAT;
+                self.tid += 1;
+                let body = SyncBody::Beat { next: peer.next_seq };
+                return Some(Outgoing { to: lid, mad: message(self.tid, self.sm_key, self.epoch, body) });
+            }
+        }
+        None
+    }
+
+    /// When `poll_transmit` has something next: a resend or a Beat.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.peers
+            .values()
+            .flat_map(|p| {
+                let resend = p.queue.iter().take(WINDOW).filter_map(|q| q.sent_at).min().map(|at| at + RESEND_AFTER);
+                [resend, Some(p.next_beat), Some(p.last_heard + PEER_SILENT)]
+            })
+            .flatten()
+            .min()
+    }
+}
+
+fn message(tid: u64, sm_key: u64, epoch: u64, body: SyncBody) -> SyncMadRepr {
+    SyncMadRepr { transaction_id: tid, sm_key, epoch, body }
+}
+
+/// The standby's side: its copy of the master's records.
+#[derive(Debug)]
+pub struct Copy {
+    sm_key: u64,
+    master: Option<Lid>,
+    epoch: u64,
+    /// The next number this copy lacks.
+    next: u64,
+    tables: [RecordSet; 4],
+    early: BTreeMap<u64, (SyncTable, SyncOp, Arc<[u8]>)>,
+    /// A Reset of this epoch was applied.
+    reset_seen: bool,
+    /// The master's next number at its last Beat, and when it came.
+    beat: Option<(u64, Duration)>,
+    synced_at: Option<Duration>,
+    next_hello: Duration,
+    ack_due: bool,
+    /// When the master last sent anything.
+    heard: Option<Duration>,
+    tid: u64,
+}
+
+impl Copy {
+    pub fn new(sm_key: u64) -> Self {
+        Copy {
+            sm_key,
+            master: None,
+            epoch: 0,
+            next: 0,
+            tables: Default::default(),
+            early: BTreeMap::new(),
+            reset_seen: false,
+            beat: None,
+            synced_at: None,
+            next_hello: Duration::ZERO,
+            ack_due: false,
+            heard: None,
+            tid: 0,
+        }
+    }
+
+    /// The master the election names (`None`: this SM is master, or none
+    /// is known). A new master's stream starts over.
+    pub fn set_master(&mut self, master: Option<Lid>) {
+        if master != self.master {
+            self.master = master;
+            self.next_hello = Duration::ZERO;
+            self.heard = None;
+        }
+    }
+
+    pub fn master(&self) -> Option<Lid> {
+        self.master
+    }
+
+    /// A message from `from` (already of the right key); `false` when it
+    /// is not our master's, and so refused.
+    pub fn on_message(&mut self, now: Duration, from: Lid, epoch: u64, body: SyncBody, stats: &mut SyncStats) -> bool {
+        if self.master != Some(from) || matches!(body, SyncBody::Hello { .. }) {
+            return false;
+        }
+        self.ack_due = true;
+        self.heard = Some(now);
+        match body {
+            SyncBody::Hello { .. } => unreachable!("refused above"),
+            SyncBody::Reset { seq } => {
+                if epoch == self.epoch && seq < self.next {
+                    stats.duplicates += 1;
+                    return true;
+                }
+                if epoch != self.epoch {
+                    self.early.clear();
+                }
+                self.epoch = epoch;
+                self.next = seq + 1;
+                self.tables = Default::default();
+                self.early.retain(|&s, _| s > seq);
+                self.reset_seen = true;
+                self.beat = None;
+                self.synced_at = None;
+                self.drain_early(stats);
+            }
+            SyncBody::Change { seq, table, op, record } => {
+                if epoch != self.epoch || !self.reset_seen || seq < self.next {
+                    // Another stream's, or one held already: the Hello
+                    // this prompts tells the master what we hold.
+                    stats.duplicates += 1;
+                    return true;
+                }
+                if seq > self.next {
+                    stats.out_of_order += 1;
+                    if self.early.len() < EARLY_CAP {
+                        self.early.insert(seq, (table, op, record.into()));
+                    }
+                    return true;
+                }
+                self.apply(table, op, record.into(), stats);
+                self.next += 1;
+                self.drain_early(stats);
+            }
+            SyncBody::Beat { next } => {
+                if epoch == self.epoch {
+                    self.beat = Some((next, now));
+                }
+            }
+        }
+        if let Some((beat_next, at)) = self.beat {
+            if self.reset_seen && self.next >= beat_next {
+                self.synced_at = Some(at);
+            }
+        }
+        true
+    }
+
+    fn apply(&mut self, table: SyncTable, op: SyncOp, record: Arc<[u8]>, stats: &mut SyncStats) {
+        let set = &mut self.tables[table.index()];
+        match op {
+            SyncOp::Add => set.insert(record),
+            SyncOp::Remove => set.remove(&record),
+        };
+        stats.changes_applied += 1;
+    }
+
+    fn drain_early(&mut self, stats: &mut SyncStats) {
+        while let Some((table, op, record)) = self.early.remove(&self.next) {
+            self.apply(table, op, record, stats);
+            self.next += 1;
+        }
+        let next = self.next;
+        self.early.retain(|&s, _| s > next);
+    }
+
+    /// A Hello when one is due: at once after a message came in, and every
+    /// [`HELLO`] while the master is known.
+    pub fn poll_transmit(&mut self, now: Duration) -> Option<Outgoing> {
+        let to = self.master?;
+        if !self.ack_due && now < self.next_hello {
+            return None;
+        }
+        self.ack_due = false;
+        let streaming = self.heard.is_some_and(|at| now.saturating_sub(at) < HELLO_IDLE);
+        self.next_hello = now + if streaming { HELLO } else { HELLO_IDLE };
+        self.tid += 1;
+        let body = SyncBody::Hello { next: self.next };
+        Some(Outgoing { to, mad: message(self.tid, self.sm_key, self.epoch, body) })
+    }
+
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.master.map(|_| self.next_hello)
+    }
+
+    /// The last moment this copy was known to hold all the master had
+    /// (`None`: never, since this SM started or its master changed).
+    pub fn current_as_of(&self) -> Option<Duration> {
+        self.synced_at
+    }
+
+    /// How far behind the master this copy may be: the time since it was
+    /// last known current (`None`: never).
+    pub fn lag(&self, now: Duration) -> Option<Duration> {
+        self.synced_at.map(|at| now.saturating_sub(at))
+    }
+
+    /// The records held, by table.
+    pub fn tables(&self) -> &[RecordSet; 4] {
+        &self.tables
+    }
+
+    /// Forgets the copy (it was taken over, or this SM leaves standby).
+    pub fn clear(&mut self) {
+        *self = Copy { sm_key: self.sm_key, master: self.master, ..Copy::new(self.sm_key) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Lid = Lid(1);
+    const B: Lid = Lid(2);
+
+    fn rec(b: u8) -> Arc<[u8]> {
+        vec![b; 52].into()
+    }
+
+    fn tables(members: &[u8]) -> [RecordSet; 4] {
+        let mut t: [RecordSet; 4] = Default::default();
+        t[SyncTable::McMembers.index()] = members.iter().map(|&b| rec(b)).collect();
+        t
+    }
+
+    /// A master and a standby joined by a channel that drops every
+    /// message whose running number `lose` says.
+    struct Pair {
+        src: Source,
+        copy: Copy,
+        now: Duration,
+        s: SyncStats,
+        c: SyncStats,
+        sent: u64,
+    }
+
+    impl Pair {
+        fn new() -> Pair {
+            let mut copy = Copy::new(9);
+            copy.set_master(Some(A));
+            Pair {
+                src: Source::new(77, 9),
+                copy,
+                now: Duration::ZERO,
+                s: SyncStats::default(),
+                c: SyncStats::default(),
+                sent: 0,
+            }
+        }
+
+        /// Moves time by `step` `turns` times, delivering what both sides send.
+        fn run(&mut self, turns: usize, step: Duration, lose: &dyn Fn(u64) -> bool) {
+            for _ in 0..turns {
+                while let Some(o) = self.copy.poll_transmit(self.now) {
+                    self.sent += 1;
+                    if lose(self.sent) {
+                        continue;
+                    }
+                    let SyncBody::Hello { next } = o.mad.body else { panic!() };
+                    self.src.on_hello(self.now, B, o.mad.epoch, next, &mut self.s);
+                }
+                while let Some(o) = self.src.poll_transmit(self.now, &mut self.s) {
+                    assert_eq!(o.to, B);
+                    self.sent += 1;
+                    if lose(self.sent) {
+                        continue;
+                    }
+                    let wire = SyncMadRepr::parse(&o.mad.emit().unwrap()).unwrap();
+                    assert!(self.copy.on_message(self.now, A, wire.epoch, wire.body, &mut self.c));
+                }
+                self.now += step;
+            }
+        }
+    }
+
+    fn held(copy: &Copy) -> Vec<u8> {
+        let mut v: Vec<u8> = copy.tables()[SyncTable::McMembers.index()].iter().map(|r| r[0]).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_new_standby_gets_everything_then_each_change() {
+        let mut p = Pair::new();
+        p.src.observe(tables(&[1, 2, 3]), &mut p.s);
+        assert_eq!(p.copy.current_as_of(), None);
+        p.run(30, Duration::from_millis(10), &|_| false);
+        assert_eq!(held(&p.copy), vec![1, 2, 3]);
+        assert!(p.copy.lag(p.now).unwrap() <= BEAT + Duration::from_millis(10));
+        p.src.observe(tables(&[2, 3, 4]), &mut p.s);
+        p.run(2, Duration::from_millis(1), &|_| false);
+        assert_eq!(held(&p.copy), vec![2, 3, 4]);
+        assert_eq!(p.s.resyncs, 1);
+        assert_eq!(p.s.changes_resent, 0);
+    }
+
+    /// Drops a message with probability `p`, from a fixed xorshift stream.
+    fn lossy(p: f64, seed: u64) -> impl Fn(u64) -> bool {
+        move |n| {
+            let mut x = seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 10_000) as f64 / 10_000.0 < p
+        }
+    }
+
+    #[test]
+    fn lost_messages_are_resent_and_arrive_in_order() {
+        for (loss, seed) in [(0.01, 1u64), (0.05, 2), (0.10, 3)] {
+            let lose = lossy(loss, seed);
+            let mut p = Pair::new();
+            p.src.observe(tables(&[1]), &mut p.s);
+            p.run(20, Duration::from_millis(10), &|_| false);
+            for round in 0..50u8 {
+                let set: Vec<u8> = (0..round % 9 + 1).map(|i| i.wrapping_mul(13).wrapping_add(round)).collect();
+                p.src.observe(tables(&set), &mut p.s);
+                // Every change is held within 100 ms, losses and all.
+                p.run(100, Duration::from_millis(1), &lose);
+                let mut want = set.clone();
+                want.sort();
+                want.dedup();
+                assert_eq!(held(&p.copy), want, "round {round}, losing {loss}");
+            }
+            assert!(p.s.changes_resent > 0, "losing {loss}: nothing resent");
+            p.run(100, Duration::from_millis(10), &|_| false);
+            assert!(p.copy.lag(p.now).unwrap() <= BEAT + Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_missing_beat_makes_the_copy_stale_and_a_master_restart_resyncs() {
+        let mut p = Pair::new();
+        p.src.observe(tables(&[1, 2]), &mut p.s);
+        p.run(30, Duration::from_millis(10), &|_| false);
+        let as_of = p.copy.current_as_of().unwrap();
+        // The master goes quiet: its beats stop, the lag grows.
+        p.now += Duration::from_secs(5);
+        assert!(p.copy.lag(p.now).unwrap() >= Duration::from_secs(5));
+        assert_eq!(p.copy.current_as_of(), Some(as_of));
+        // A restarted master (another epoch, other records) resyncs it.
+        p.src = Source::new(78, 9);
+        p.src.observe(tables(&[5]), &mut p.s);
+        p.run(30, Duration::from_millis(10), &|_| false);
+        assert_eq!(held(&p.copy), vec![5]);
+        assert!(p.copy.current_as_of().unwrap() > as_of);
+    }
+
+    #[test]
+    fn a_stream_from_another_lid_or_a_replay_changes_nothing() {
+        let mut p = Pair::new();
+        p.src.observe(tables(&[1, 2]), &mut p.s);
+        p.run(30, Duration::from_millis(10), &|_| false);
+        let change = SyncBody::Change { seq: 1, table: SyncTable::McMembers, op: SyncOp::Remove, record: vec![1; 52] };
+        assert!(!p.copy.on_message(p.now, Lid(99), 77, change.clone(), &mut p.c));
+        // A replay of an old number is a duplicate, not a removal.
+        assert!(p.copy.on_message(p.now, A, 77, change, &mut p.c));
+        assert_eq!(held(&p.copy), vec![1, 2]);
+        assert!(p.c.duplicates >= 1);
+        // A Hello claiming numbers never sent resyncs that standby.
+        let resyncs = p.s.resyncs;
+        p.src.on_hello(p.now, B, 77, 1_000_000, &mut p.s);
+        assert_eq!(p.s.resyncs, resyncs + 1);
+        p.run(30, Duration::from_millis(10), &|_| false);
+        assert_eq!(held(&p.copy), vec![1, 2]);
+    }
+
+    #[test]
+    fn a_silent_standby_is_dropped_and_an_overflow_resyncs() {
+        let mut p = Pair::new();
+        p.src.observe(tables(&[1]), &mut p.s);
+        p.run(5, Duration::from_millis(10), &|_| false);
+        assert_eq!(p.src.peers(), 1);
+        // Nothing from the standby for PEER_SILENT: dropped.
+        p.now += PEER_SILENT;
+        while p.src.poll_transmit(p.now, &mut p.s).is_some() {}
+        assert_eq!(p.src.peers(), 0);
+    }
+}
