@@ -26,11 +26,18 @@
 //!        73      Table (Change): 1 ServiceRecord, 2 InformInfoRecord,
 //!                3 GUIDInfoRecord, 4 MCMemberRecord
 //!        74      Op (Change): 1 add, 2 remove
-//!        75      reserved, 0
-//!        76-77   Length of the record (Change), at most 176
+//!        75      Part (Change): 0 a whole record, 1 its first part (the
+//!                rest comes with the next number), 2 its last part
+//!        76-77   Length of this part (Change), 1-144
 //!        78-79   reserved, 0
-//!        80-255  the record as the SA emits it (IBA 15.2.5)
+//!        80-223  the record as the SA emits it (IBA 15.2.5), or a part
+//!       224-255  reserved, 0
 //! ```
+//!
+//! Bytes 224-255 stay unused because ibsim's libumad2sim hands a receiver
+//! only the first 224 bytes of every MAD (its receive buffer is a
+//! `struct sim_request` less the umad header); the rest reads as garbage.
+//! A ServiceRecord (176 bytes) therefore goes in two parts.
 
 use super::header::{MadHeader, MadHeaderRepr};
 use super::{AttributeId, Method, MgmtClass, WireError, WireResult, MAD_HEADER_LEN};
@@ -38,8 +45,8 @@ use super::{AttributeId, Method, MgmtClass, WireError, WireResult, MAD_HEADER_LE
 /// The stream's attribute, in the vendor-specific range.
 pub const SM_SYNC_ATTRIBUTE: u16 = 0xFF5C;
 pub const SM_SYNC_MAD_LEN: usize = 256;
-/// The largest record a Change carries (a ServiceRecord is 176 bytes).
-pub const MAX_RECORD_LEN: usize = SM_SYNC_MAD_LEN - field::RECORD;
+/// The most of a record one Change carries.
+pub const MAX_RECORD_LEN: usize = field::RECORD_END - field::RECORD;
 
 mod field {
     use std::ops::Range;
@@ -50,7 +57,9 @@ mod field {
     pub const TABLE: usize = 73;
     pub const OP: usize = 74;
     pub const LEN: Range<usize> = 76..78;
+    pub const PART: usize = 75;
     pub const RECORD: usize = 80;
+    pub const RECORD_END: usize = 224;
 }
 
 /// Whether `mad` is of the stream: an SA MAD with its attribute (a
@@ -83,6 +92,14 @@ impl SyncTable {
     }
 }
 
+/// Which part of a record a Change carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyncPart {
+    Whole = 0,
+    First = 1,
+    Last = 2,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SyncOp {
     Add = 1,
@@ -96,8 +113,9 @@ pub enum SyncBody {
     /// `epoch` below `next`" (epoch 0: nothing held). Also its
     /// acknowledgement.
     Hello { next: u64 },
-    /// Master to standby: one record added or removed, number `seq`.
-    Change { seq: u64, table: SyncTable, op: SyncOp, record: Vec<u8> },
+    /// Master to standby: one record added or removed, number `seq` (or
+    /// a part of it).
+    Change { seq: u64, table: SyncTable, op: SyncOp, part: SyncPart, record: Vec<u8> },
     /// Master to standby: forget the copy; the Changes after `seq` (adds)
     /// rebuild it.
     Reset { seq: u64 },
@@ -168,7 +186,13 @@ impl SyncMadRepr {
                 if len == 0 || len > MAX_RECORD_LEN {
                     return forbidden("Length", len as u64);
                 }
-                SyncBody::Change { seq, table, op, record: mad[field::RECORD..field::RECORD + len].to_vec() }
+                let part = match mad[field::PART] {
+                    0 => SyncPart::Whole,
+                    1 => SyncPart::First,
+                    2 => SyncPart::Last,
+                    v => return forbidden("Part", v.into()),
+                };
+                SyncBody::Change { seq, table, op, part, record: mad[field::RECORD..field::RECORD + len].to_vec() }
             }
             3 => SyncBody::Reset { seq },
             4 => SyncBody::Beat { next: seq },
@@ -202,12 +226,13 @@ impl SyncMadRepr {
         let seq = match &self.body {
             SyncBody::Hello { next } | SyncBody::Beat { next } => *next,
             SyncBody::Reset { seq } => *seq,
-            SyncBody::Change { seq, table, op, record } => {
+            SyncBody::Change { seq, table, op, part, record } => {
                 if record.is_empty() || record.len() > MAX_RECORD_LEN {
                     return Err(WireError::Forbidden { what: WHAT, field: "Length", value: record.len() as u64 });
                 }
                 mad[field::TABLE] = *table as u8;
                 mad[field::OP] = *op as u8;
+                mad[field::PART] = *part as u8;
                 mad[field::LEN].copy_from_slice(&(record.len() as u16).to_be_bytes());
                 mad[field::RECORD..field::RECORD + record.len()].copy_from_slice(record);
                 *seq
@@ -226,8 +251,27 @@ mod tests {
         let m = |body| SyncMadRepr { transaction_id: 0x1234, sm_key: 7, epoch: 0xabcd, body };
         vec![
             m(SyncBody::Hello { next: 5 }),
-            m(SyncBody::Change { seq: 9, table: SyncTable::McMembers, op: SyncOp::Remove, record: vec![3; 52] }),
-            m(SyncBody::Change { seq: 10, table: SyncTable::Services, op: SyncOp::Add, record: vec![1; 176] }),
+            m(SyncBody::Change {
+                seq: 9,
+                table: SyncTable::McMembers,
+                op: SyncOp::Remove,
+                part: SyncPart::Whole,
+                record: vec![3; 52],
+            }),
+            m(SyncBody::Change {
+                seq: 10,
+                table: SyncTable::Services,
+                op: SyncOp::Add,
+                part: SyncPart::First,
+                record: vec![1; 144],
+            }),
+            m(SyncBody::Change {
+                seq: 11,
+                table: SyncTable::Services,
+                op: SyncOp::Add,
+                part: SyncPart::Last,
+                record: vec![2; 32],
+            }),
             m(SyncBody::Reset { seq: 1 }),
             m(SyncBody::Beat { next: 11 }),
         ]
@@ -240,6 +284,7 @@ mod tests {
             assert_eq!((mad[1], mad[2], mad[3]), (0x03, 2, 0x02));
             assert!(is_sync_mad(&mad));
             assert_eq!(SyncMadRepr::parse(&mad).unwrap(), r);
+            assert!(mad[224..].iter().all(|&b| b == 0), "bytes ibsim drops stay unused");
         }
     }
 
@@ -256,7 +301,8 @@ mod tests {
             (Box::new(|m| m[72] = 9), "Kind"),
             (Box::new(|m| m[73] = 0), "Table"),
             (Box::new(|m| m[74] = 3), "Op"),
-            (Box::new(|m| m[76..78].copy_from_slice(&177u16.to_be_bytes())), "Length"),
+            (Box::new(|m| m[75] = 3), "Part"),
+            (Box::new(|m| m[76..78].copy_from_slice(&145u16.to_be_bytes())), "Length"),
             (Box::new(|m| m[76..78].fill(0)), "Length"),
         ];
         for (spoil, says) in cases {
@@ -269,7 +315,13 @@ mod tests {
             transaction_id: 1,
             sm_key: 0,
             epoch: 1,
-            body: SyncBody::Change { seq: 1, table: SyncTable::Services, op: SyncOp::Add, record: vec![0; 177] },
+            body: SyncBody::Change {
+                seq: 1,
+                table: SyncTable::Services,
+                op: SyncOp::Add,
+                part: SyncPart::Whole,
+                record: vec![0; 145],
+            },
         };
         assert!(too_long.emit().is_err());
     }

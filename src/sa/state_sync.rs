@@ -178,7 +178,17 @@ impl SaAgent {
                 }
             }
             (body, false) => {
-                if !self.sync.copy.on_message(now, from, msg.epoch, body, &mut self.stats.sync) {
+                let was_current = self.sync.copy.current_as_of().is_some();
+                if self.sync.copy.on_message(now, from, msg.epoch, body, &mut self.stats.sync) {
+                    if !was_current && self.sync.copy.current_as_of().is_some() {
+                        let records: usize = self.sync.copy.tables().iter().map(|t| t.len()).sum();
+                        tracing::info!(
+                            master_lid = %from,
+                            records,
+                            "SA state stream: this standby's copy of the master's SA state is current"
+                        );
+                    }
+                } else {
                     self.stats.sync.rejected_peer += 1;
                     let master = self.sync.copy.master();
                     self.gate(now, Level::WARN, "sync_not_master", || {

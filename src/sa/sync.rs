@@ -45,7 +45,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncOp, SyncTable};
+use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncOp, SyncPart, SyncTable, MAX_RECORD_LEN};
 use crate::types::Lid;
 
 /// A standby's Hello (and acknowledgement when idle) period.
@@ -101,7 +101,27 @@ pub struct SyncStats {
 #[derive(Debug, Clone)]
 enum Item {
     Reset,
-    Change { table: SyncTable, op: SyncOp, record: Arc<[u8]> },
+    /// A record, or a part of one (see `crate::mad::sm_sync`).
+    Change {
+        table: SyncTable,
+        op: SyncOp,
+        part: SyncPart,
+        record: Arc<[u8]>,
+    },
+}
+
+/// The Changes that carry `record`: one, or two parts for a record longer
+/// than one MAD holds.
+fn changes(table: SyncTable, op: SyncOp, record: &Arc<[u8]>) -> Vec<Item> {
+    if record.len() <= MAX_RECORD_LEN {
+        return vec![Item::Change { table, op, part: SyncPart::Whole, record: record.clone() }];
+    }
+    debug_assert!(record.len() <= 2 * MAX_RECORD_LEN, "no SA record is longer than two parts");
+    let (head, tail) = record.split_at(MAX_RECORD_LEN);
+    vec![
+        Item::Change { table, op, part: SyncPart::First, record: head.into() },
+        Item::Change { table, op, part: SyncPart::Last, record: tail.into() },
+    ]
 }
 
 #[derive(Debug)]
@@ -162,8 +182,12 @@ impl Source {
                 continue;
             }
             let new = &self.tables[i];
-            changes.extend(old.difference(new).map(|r| Item::Change { table, op: SyncOp::Remove, record: r.clone() }));
-            changes.extend(new.difference(&old).map(|r| Item::Change { table, op: SyncOp::Add, record: r.clone() }));
+            for r in old.difference(new) {
+                changes.extend(self::changes(table, SyncOp::Remove, r));
+            }
+            for r in new.difference(&old) {
+                changes.extend(self::changes(table, SyncOp::Add, r));
+            }
         }
         for item in changes {
             self.queue_all(item, stats);
@@ -195,9 +219,10 @@ impl Source {
         for (i, set) in self.tables.iter().enumerate() {
             let table = SyncTable::ALL[i];
             for r in set {
-                let item = Item::Change { table, op: SyncOp::Add, record: r.clone() };
-                peer.queue.push_back(Pending { seq: peer.next_seq, item, sent_at: None });
-                peer.next_seq += 1;
+                for item in changes(table, SyncOp::Add, r) {
+                    peer.queue.push_back(Pending { seq: peer.next_seq, item, sent_at: None });
+                    peer.next_seq += 1;
+                }
             }
         }
     }
@@ -250,8 +275,8 @@ impl Source {
                 p.sent_at = Some(now);
                 let body = match &p.item {
                     Item::Reset => SyncBody::Reset { seq: p.seq },
-                    Item::Change { table, op, record } => {
-                        SyncBody::Change { seq: p.seq, table: *table, op: *op, record: record.to_vec() }
+                    Item::Change { table, op, part, record } => {
+                        SyncBody::Change { seq: p.seq, table: *table, op: *op, part: *part, record: record.to_vec() }
                     }
                 };
                 self.tid += 1;
@@ -284,6 +309,9 @@ fn message(tid: u64, sm_key: u64, epoch: u64, body: SyncBody) -> SyncMadRepr {
     SyncMadRepr { transaction_id: tid, sm_key, epoch, body }
 }
 
+/// A change that came ahead of a missing one: table, op, part, bytes.
+type Early = (SyncTable, SyncOp, SyncPart, Arc<[u8]>);
+
 /// The standby's side: its copy of the master's records.
 #[derive(Debug)]
 pub struct Copy {
@@ -293,7 +321,9 @@ pub struct Copy {
     /// The next number this copy lacks.
     next: u64,
     tables: [RecordSet; 4],
-    early: BTreeMap<u64, (SyncTable, SyncOp, Arc<[u8]>)>,
+    early: BTreeMap<u64, Early>,
+    /// The first part of a record whose last part is next.
+    partial: Option<(SyncTable, SyncOp, Vec<u8>)>,
     /// A Reset of this epoch was applied.
     reset_seen: bool,
     /// The master's next number at its last Beat, and when it came.
@@ -315,6 +345,7 @@ impl Copy {
             next: 0,
             tables: Default::default(),
             early: BTreeMap::new(),
+            partial: None,
             reset_seen: false,
             beat: None,
             synced_at: None,
@@ -360,13 +391,14 @@ impl Copy {
                 self.epoch = epoch;
                 self.next = seq + 1;
                 self.tables = Default::default();
+                self.partial = None;
                 self.early.retain(|&s, _| s > seq);
                 self.reset_seen = true;
                 self.beat = None;
                 self.synced_at = None;
                 self.drain_early(stats);
             }
-            SyncBody::Change { seq, table, op, record } => {
+            SyncBody::Change { seq, table, op, part, record } => {
                 if epoch != self.epoch || !self.reset_seen || seq < self.next {
                     // Another stream's, or one held already: the Hello
                     // this prompts tells the master what we hold.
@@ -376,11 +408,11 @@ impl Copy {
                 if seq > self.next {
                     stats.out_of_order += 1;
                     if self.early.len() < EARLY_CAP {
-                        self.early.insert(seq, (table, op, record.into()));
+                        self.early.insert(seq, (table, op, part, record.into()));
                     }
                     return true;
                 }
-                self.apply(table, op, record.into(), stats);
+                self.apply(table, op, part, record.into(), stats);
                 self.next += 1;
                 self.drain_early(stats);
             }
@@ -398,7 +430,24 @@ impl Copy {
         true
     }
 
-    fn apply(&mut self, table: SyncTable, op: SyncOp, record: Arc<[u8]>, stats: &mut SyncStats) {
+    fn apply(&mut self, table: SyncTable, op: SyncOp, part: SyncPart, record: Arc<[u8]>, stats: &mut SyncStats) {
+        let record: Arc<[u8]> = match (part, self.partial.take()) {
+            (SyncPart::Whole, _) => record,
+            (SyncPart::First, _) => {
+                self.partial = Some((table, op, record.to_vec()));
+                return;
+            }
+            (SyncPart::Last, Some((t, o, mut head))) if (t, o) == (table, op) => {
+                head.extend_from_slice(&record);
+                head.into()
+            }
+            (SyncPart::Last, _) => {
+                // A last part with no first part before it: the master's
+                // stream is broken; its next Reset mends the copy.
+                stats.rejected_malformed += 1;
+                return;
+            }
+        };
         let set = &mut self.tables[table.index()];
         match op {
             SyncOp::Add => set.insert(record),
@@ -408,8 +457,8 @@ impl Copy {
     }
 
     fn drain_early(&mut self, stats: &mut SyncStats) {
-        while let Some((table, op, record)) = self.early.remove(&self.next) {
-            self.apply(table, op, record, stats);
+        while let Some((table, op, part, record)) = self.early.remove(&self.next) {
+            self.apply(table, op, part, record, stats);
             self.next += 1;
         }
         let next = self.next;
@@ -465,8 +514,13 @@ mod tests {
     const A: Lid = Lid(1);
     const B: Lid = Lid(2);
 
+    /// A record of 52 bytes (an MCMemberRecord), or 176 (a ServiceRecord:
+    /// two parts) for odd `b`.
     fn rec(b: u8) -> Arc<[u8]> {
-        vec![b; 52].into()
+        let len = if b % 2 == 1 { 176 } else { 52 };
+        let mut r = vec![b; len];
+        r[len - 1] = b.wrapping_add(1);
+        r.into()
     }
 
     fn tables(members: &[u8]) -> [RecordSet; 4] {
@@ -603,7 +657,13 @@ mod tests {
         let mut p = Pair::new();
         p.src.observe(tables(&[1, 2]), &mut p.s);
         p.run(30, Duration::from_millis(10), &|_| false);
-        let change = SyncBody::Change { seq: 1, table: SyncTable::McMembers, op: SyncOp::Remove, record: vec![1; 52] };
+        let change = SyncBody::Change {
+            seq: 1,
+            table: SyncTable::McMembers,
+            op: SyncOp::Remove,
+            part: SyncPart::Whole,
+            record: rec(2).to_vec(),
+        };
         assert!(!p.copy.on_message(p.now, Lid(99), 77, change.clone(), &mut p.c));
         // A replay of an old number is a duplicate, not a removal.
         assert!(p.copy.on_message(p.now, A, 77, change, &mut p.c));
