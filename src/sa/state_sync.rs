@@ -331,3 +331,153 @@ fn to_datagram(o: Outgoing) -> Option<Datagram> {
     let mad = o.mad.emit().ok()?;
     Some(Datagram { addr: MadAddress::gsi(o.to, 0), mad })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{agent, other_hosts, query, sm_lid, snapshot, swept, SA_KEY};
+    use super::*;
+    use crate::mad::sa::{service_mask, SERVICE_RECORD_LEN};
+    use crate::mad::sm_sync::is_sync_mad;
+    use crate::sa::SaConfig;
+    use crate::types::Guid;
+
+    const KEY: u64 = 7;
+
+    /// Master M on the fixture's SM port and standby S on a host, both
+    /// streaming, and what travels between them.
+    struct Pair {
+        m: SaAgent,
+        s: SaAgent,
+        m_lid: Lid,
+        s_lid: Lid,
+        now: Duration,
+        /// Every stream MAD M sent S, in order.
+        to_s: Vec<Vec<u8>>,
+    }
+
+    impl Pair {
+        fn new() -> Pair {
+            let mut m = agent();
+            m.enable_sync(KEY, 1);
+            let (s_guid, s_lid) = other_hosts()[1];
+            let snap = snapshot(1, swept().clone());
+            let m_lid = Lid(sm_lid());
+            let mut s = SaAgent::new(SaConfig { sa_key: SA_KEY, ..SaConfig::default() }, s_guid);
+            s.new_snapshot(Duration::ZERO, snap);
+            s.enable_sync(KEY, 2);
+            s.set_master_lid(Some(m_lid));
+            m.add_sync_peer(s_guid);
+            Pair { m, s, m_lid, s_lid: Lid(s_lid), now: Duration::ZERO, to_s: Vec::new() }
+        }
+
+        /// Moves time on by `ms` milliseconds, one at a time, delivering
+        /// the stream both ways (answers to requesters are dropped).
+        fn run(&mut self, ms: u64) {
+            for _ in 0..ms {
+                for _ in 0..10_000 {
+                    let mut moved = false;
+                    while let Some(d) = self.m.poll_transmit(self.now) {
+                        moved = true;
+                        if is_sync_mad(&d.mad) && d.addr.lid == self.s_lid {
+                            self.to_s.push(d.mad.clone());
+                            let from = Datagram { addr: MadAddress::gsi(self.m_lid, 0), mad: d.mad };
+                            self.s.handle_mad(self.now, &from);
+                        }
+                    }
+                    while let Some(d) = self.s.poll_transmit(self.now) {
+                        moved = true;
+                        if is_sync_mad(&d.mad) && d.addr.lid == self.m_lid {
+                            let from = Datagram { addr: MadAddress::gsi(self.s_lid, 0), mad: d.mad };
+                            self.m.handle_mad(self.now, &from);
+                        }
+                    }
+                    if !moved {
+                        break;
+                    }
+                }
+                self.now += Duration::from_millis(1);
+                for a in [&mut self.m, &mut self.s] {
+                    if a.poll_timeout().is_some_and(|t| t <= self.now) {
+                        a.handle_timeout(self.now);
+                    }
+                }
+            }
+        }
+
+        fn held(&self, t: SyncTable) -> usize {
+            self.s.sync.copy.tables()[t.index()].len()
+        }
+    }
+
+    fn service(id: u64, owner: Guid) -> ServiceRecordRepr {
+        let mut r = ServiceRecordRepr::parse_bytes(&[0u8; SERVICE_RECORD_LEN]).unwrap();
+        r.service_id = id;
+        r.service_gid = crate::sa::index::gid(crate::sa::index::DEFAULT_SUBNET_PREFIX, owner);
+        r.service_name[..6].copy_from_slice(b"synced");
+        r.service_data64 = [0x1122_3344_5566_7788, 0x99AA_BBCC_DDEE_FF00];
+        r
+    }
+
+    #[test]
+    fn a_registration_reaches_the_standby_and_a_takeover_serves_it() {
+        let mut p = Pair::new();
+        p.run(300);
+        assert!(p.s.sync_current_as_of().is_some(), "the copy is current after a Beat");
+        let (host, host_lid) = other_hosts()[2];
+        let rid = service_mask::SERVICE_ID | service_mask::SERVICE_GID;
+        p.m.handle_mad(p.now, &query(0x02, &service(0x77, host), rid, 0, host_lid));
+        p.run(20);
+        assert_eq!(p.held(SyncTable::Services), 1, "within 20 ms");
+        let held = p.s.sync.copy.tables()[SyncTable::Services.index()].iter().next().unwrap().clone();
+        let parsed = ServiceRecordRepr::parse_bytes(&held).unwrap();
+        assert_eq!(parsed.service_data64, service(0x77, host).service_data64, "both parts of the record");
+        assert_eq!(p.m.stats().sync.peers, 1);
+
+        p.s.set_master_lid(None);
+        p.s.set_serving(p.now, Serving::Master);
+        assert_eq!(p.s.stats().services, 1, "the new master serves the registration");
+        assert_eq!(p.s.sync_current_as_of(), None, "the copy is used up");
+    }
+
+    #[test]
+    fn garbage_keys_strangers_and_replays_are_refused_and_counted() {
+        let mut p = Pair::new();
+        p.run(300);
+        let (host, host_lid) = other_hosts()[2];
+        let rid = service_mask::SERVICE_ID | service_mask::SERVICE_GID;
+        p.m.handle_mad(p.now, &query(0x02, &service(0x77, host), rid, 0, host_lid));
+        p.run(20);
+        let change = p.to_s.iter().rev().find(|m| m[72] == 2).expect("a Change went to S").clone();
+        let deliver = |p: &mut Pair, mad: Vec<u8>, from: Lid| {
+            let now = p.now;
+            p.s.handle_mad(now, &Datagram { addr: MadAddress::gsi(from, 0), mad });
+        };
+        let before = p.s.stats().sync;
+        let m_lid = p.m_lid;
+
+        let mut garbage = change.clone();
+        garbage[72] = 9;
+        deliver(&mut p, garbage, m_lid);
+        let mut wrong_key = change.clone();
+        wrong_key[36..44].copy_from_slice(&8u64.to_be_bytes());
+        deliver(&mut p, wrong_key, m_lid);
+        deliver(&mut p, change.clone(), Lid(host_lid));
+        deliver(&mut p, change.clone(), m_lid);
+        let after = p.s.stats().sync;
+        assert_eq!(after.rejected_malformed, before.rejected_malformed + 1);
+        assert_eq!(after.rejected_key, before.rejected_key + 1);
+        assert_eq!(after.rejected_peer, before.rejected_peer + 1, "a stream from a host, not the master");
+        assert_eq!(after.duplicates, before.duplicates + 1, "a replay is a duplicate");
+        assert_eq!(p.held(SyncTable::Services), 1, "nothing already held was lost");
+
+        // The master takes Hellos only from SMs it knows.
+        let hello = SyncMadRepr { transaction_id: 1, sm_key: KEY, epoch: 0, body: SyncBody::Hello { next: 0 } };
+        let now = p.now;
+        p.m.handle_mad(now, &Datagram { addr: MadAddress::gsi(Lid(host_lid), 0), mad: hello.emit().unwrap() });
+        assert_eq!(p.m.stats().sync.rejected_peer, 1);
+        assert_eq!(p.m.stats().sync.peers, 1, "the stranger is fed nothing");
+        p.run(300);
+        assert_eq!(p.held(SyncTable::Services), 1);
+        assert!(p.s.sync_lag(p.now).unwrap() < Duration::from_millis(250), "and the stream goes on");
+    }
+}
