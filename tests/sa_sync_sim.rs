@@ -315,3 +315,57 @@ async fn without_a_current_copy_every_port_is_told_to_reregister() {
         assert!(after.services.iter().all(|r| r.service_id != SERVICE_ID), "{stream:?}: {:?}", after.services);
     }
 }
+
+/// Two hosts go down under A (A's guid2lid keeps their LIDs); A dies;
+/// under B the second host boots again, its port with no LID. Returns its
+/// LID before and after.
+async fn lid_across_failover(seed: u64, state_sync: bool) -> (Lid, Lid, String) {
+    let (logs, _guard) = Logs::capture();
+    let net = Net::new(seed);
+    let probe = SmpClient::new(net.transport(PROBE_HOST).0);
+    let snaps = Snapshots::new();
+    let (a, _) = start_sm(&net, A_HOST, 5, true, &snaps);
+    wait_for("A brings the fabric up", Duration::from_secs(30), async || net.lids_if_up().is_some()).await;
+    let (b, b_metrics) = start_sm(&net, B_HOST, 1, state_sync, &snaps);
+    let b_lid = net.lid(b.port);
+    wait_for("B standby", Duration::from_secs(30), async || sm_state(&probe, b_lid).await == Some(SmState::Standby))
+        .await;
+    // The two hosts away, by LID order: the later one comes back.
+    let mut ports: Vec<_> = [2usize, 3].iter().map(|&h| net.host_port(h)).collect();
+    ports.sort_by_key(|&p| net.lid(p).0);
+    let (first, second) = (ports[0], ports[1]);
+    let second_lid = net.lid(second);
+    for p in [first, second] {
+        net.fabric.lock().unwrap().crash_node(p.node).unwrap();
+    }
+    if state_sync {
+        wait_for("B's copy to be current", Duration::from_secs(30), async || {
+            gauge(&b_metrics.render(), "ibsm_mirror_lag_seconds ").is_some_and(|lag| lag < 1.0)
+        })
+        .await;
+    }
+    // A's reaction to the two links has passed and been streamed.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    kill(a).await;
+    wait_for("B master", Duration::from_secs(60), async || sm_state(&probe, b_lid).await == Some(SmState::Master))
+        .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    net.fabric.lock().unwrap().restart_node(second.node).unwrap();
+    wait_for("the host back with a LID", Duration::from_secs(60), async || net.lid(second).0 != 0).await;
+    // Settled: B's sweep after the trap.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let after = net.lid(second);
+    kill(b).await;
+    (second_lid, after, logs.text())
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_port_away_during_the_failover_comes_back_to_its_lid() {
+    let (before, after, logs) = lid_across_failover(56, true).await;
+    assert_eq!(after, before, "the host's LID under B\n{logs}");
+    assert!(logs.contains("the old master's guid2lid adopted from the state stream"), "{logs}");
+    // Without the stream, B knows nothing of that LID: the host gets the
+    // lowest free one, the first host's.
+    let (before, after, logs) = lid_across_failover(56, false).await;
+    assert_ne!(after, before, "without the stream the LID is B's choice\n{logs}");
+}

@@ -24,7 +24,8 @@
 //!                next number the master will give
 //!        72      Kind: 1 Hello, 2 Change, 3 Reset, 4 Beat
 //!        73      Table (Change): 1 ServiceRecord, 2 InformInfoRecord,
-//!                3 GUIDInfoRecord, 4 MCMemberRecord
+//!                3 GUIDInfoRecord, 4 MCMemberRecord, 5 a LID assignment
+//!                (guid2lid: port GUID 8 bytes, base LID 2, LMC 1)
 //!        74      Op (Change): 1 add, 2 remove
 //!        75      Part (Change): 0 a whole record, 1 its first part (the
 //!                rest comes with the next number), 2 its last part
@@ -77,11 +78,15 @@ pub enum SyncTable {
     Subscriptions = 2,
     GuidInfo = 3,
     McMembers = 4,
+    Lids = 5,
 }
 
+/// Bytes of a [`SyncTable::Lids`] record.
+pub const LID_RECORD_LEN: usize = 11;
+
 impl SyncTable {
-    pub const ALL: [SyncTable; 4] =
-        [SyncTable::Services, SyncTable::Subscriptions, SyncTable::GuidInfo, SyncTable::McMembers];
+    pub const ALL: [SyncTable; 5] =
+        [SyncTable::Services, SyncTable::Subscriptions, SyncTable::GuidInfo, SyncTable::McMembers, SyncTable::Lids];
 
     pub fn index(self) -> usize {
         self as usize - 1

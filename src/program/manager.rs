@@ -13,7 +13,7 @@ use tracing::{info, warn};
 use super::sets::{self, LftCache, Plan};
 use super::{guids, mcast, partitions, planner, routes, SweepError};
 use crate::config::SmConfig;
-use crate::lid::Guid2Lid;
+use crate::lid::{Guid2Lid, LidRange};
 use crate::subnet::{ChangeKind, ChangeSet, Suspect, SweepKind, Trigger};
 use crate::subnet::{MasterMode, McastReport, NodeId, ProgramReport, Subnet, SweepReport, SweptRoutes};
 use crate::sweep::core::SmpDriver;
@@ -371,6 +371,33 @@ impl<D: SmpDriver> SubnetManager<D> {
     fn remember(&mut self, subnet: &Subnet) {
         self.known =
             Some(Subnet { problems: Vec::new(), missing: Vec::new(), remote_sms: Vec::new(), ..subnet.clone() });
+    }
+
+    /// The LIDs this SM keeps for every port it has assigned (guid2lid).
+    pub fn guid2lid(&self) -> &Guid2Lid {
+        &self.guid2lid
+    }
+
+    /// Takes another master's LID assignments over this SM's own (a
+    /// takeover with the old master's copy, `crate::sa::sync`): each entry
+    /// replaces this SM's entry for that GUID and any of another GUID that
+    /// shares a LID with it. Returns how many entries changed; the map is
+    /// saved at the next heavy sweep.
+    pub fn adopt_guid2lid(&mut self, entries: &[(Guid, LidRange)]) -> usize {
+        let mut changed = 0;
+        for &(guid, range) in entries {
+            if self.guid2lid.get(guid) == Some(range) {
+                continue;
+            }
+            let clashing: Vec<Guid> = self.guid2lid.overlapping(range).map(|(g, _)| g).filter(|&g| g != guid).collect();
+            for g in clashing {
+                self.guid2lid.remove(g);
+            }
+            if self.guid2lid.insert(guid, range).is_ok() {
+                changed += 1;
+            }
+        }
+        changed
     }
 
     /// Takes `map` as the LIDs to keep, saving it to the cache directory

@@ -50,6 +50,8 @@ pub(super) struct Owner<T: Transport + Clone> {
     pub(super) sa_drop_logged: Option<Duration>,
     /// The master the SA was last told of (`tell_sa_master`).
     pub(super) sa_master: Option<crate::types::Lid>,
+    /// The guid2lid the SA was last told of (`tell_sa_lids`).
+    pub(super) sa_lids: Option<std::sync::Arc<Vec<crate::sa::LidEntry>>>,
     /// SMs the SA was told of (`tell_sa_peer`).
     pub(super) sa_peers: std::collections::HashSet<crate::types::Guid>,
     /// When this SM last became master (a takeover's copy must be
@@ -194,6 +196,7 @@ impl<T: Transport + Clone> Owner<T> {
             sa_drop_logged: None,
             sa_master: None,
             sa_peers: Default::default(),
+            sa_lids: None,
             master_since: None,
             mirror: MirrorReads::default(),
             mcast_retry: None,

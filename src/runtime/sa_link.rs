@@ -36,6 +36,36 @@ impl<T: Transport + Clone> Owner<T> {
         }
     }
 
+    /// The master's guid2lid to the SA, when it changed, for the standbys.
+    pub(super) fn tell_sa_lids(&mut self) {
+        let Some(sm) = self.sm.as_ref() else { return };
+        let lids: Vec<crate::sa::LidEntry> = sm.guid2lid().iter().map(|(g, r)| (g, r.base().0, r.lmc())).collect();
+        if self.sa_lids.as_deref() != Some(&lids) {
+            let lids = std::sync::Arc::new(lids);
+            self.sa_lids = Some(lids.clone());
+            self.hand_to_sa(sa_task::SaInput::LidMap(lids));
+        }
+    }
+
+    /// At a takeover: the old master's guid2lid, as the state stream
+    /// copied it, over this SM's own, so a port away now comes back to the
+    /// LID the old master gave it.
+    pub(super) fn adopt_old_masters_lids(
+        &self,
+        sm: &mut crate::program::SubnetManager<crate::transport::SmpClient<T>>,
+    ) {
+        let copied = self.sa.copy_lids();
+        if copied.is_empty() {
+            return;
+        }
+        let entries: Vec<_> = copied
+            .iter()
+            .filter_map(|&(g, base, lmc)| crate::lid::LidRange::new(crate::types::Lid(base), lmc).ok().map(|r| (g, r)))
+            .collect();
+        let changed = sm.adopt_guid2lid(&entries);
+        info!(entries = entries.len(), changed, "takeover: the old master's guid2lid adopted from the state stream");
+    }
+
     /// How a takeover programs: without ClientReregister when the SA's
     /// copy of the old master's state was current when this SM became
     /// master (within one detection of a dead master, plus two Beats),

@@ -85,6 +85,8 @@ pub enum SaInput {
     Master(Option<Lid>),
     /// An SM (its port GUID) that polled this one with our SM_Key.
     PeerSm(Guid),
+    /// The master SM's guid2lid after a heavy sweep, for the standbys.
+    LidMap(Arc<Vec<crate::sa::LidEntry>>),
     /// Switches' multicast tables a pass between sweeps changed.
     McastTables(Vec<(Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>)>),
 }
@@ -99,6 +101,8 @@ pub struct SaHandle {
     /// The last moment the standby's copy of the master's SA state was
     /// known current (`None`: never); read at a takeover.
     copy: watch::Receiver<Option<tokio::time::Instant>>,
+    /// The old master's guid2lid as the copy holds it.
+    copy_lids: watch::Receiver<Arc<Vec<crate::sa::LidEntry>>>,
     /// The SA's own thread, joined when the handle drops: the transport
     /// handle it holds must be gone before the SM's run returns, or the
     /// port could still be open (and its receiver reading) while the
@@ -137,6 +141,11 @@ impl SaHandle {
         *self.copy.borrow()
     }
 
+    /// The old master's guid2lid as this SM's copy holds it (empty: none).
+    pub fn copy_lids(&self) -> Arc<Vec<crate::sa::LidEntry>> {
+        self.copy_lids.borrow().clone()
+    }
+
     /// Tells the SA what it may answer now (only a change wakes it).
     pub fn set_serving(&self, serving: Serving) {
         self.serving.send_if_modified(|s| {
@@ -171,6 +180,7 @@ pub fn spawn<T: Transport + Clone>(
     let (input, rx) = mpsc::channel(SA_QUEUE);
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
     let (copy_tx, copy) = watch::channel(None);
+    let (lids_tx, copy_lids) = watch::channel(Arc::default());
     let (mad_tx, mads) = mpsc::channel(SA_QUEUE);
     if !transport.divert(crate::mad::MgmtClass::SubnAdm, mad_tx) {
         debug!("the transport cannot divert SA MADs: the owner task forwards them");
@@ -190,7 +200,15 @@ pub fn spawn<T: Transport + Clone>(
         SaPlacement::OwnThread => Intake::OffThread,
     };
     let feed = Feed { snapshots, intake };
-    let task = run(agent, transport, Inputs { owner: rx, mads }, serving_rx, feed, metrics, (to_program, copy_tx));
+    let task = run(
+        agent,
+        transport,
+        Inputs { owner: rx, mads },
+        serving_rx,
+        feed,
+        metrics,
+        (to_program, Copied { current: copy_tx, lids: lids_tx }),
+    );
     let mut thread = None;
     match placement {
         SaPlacement::OwnerRuntime => {
@@ -219,7 +237,7 @@ pub fn spawn<T: Transport + Clone>(
             }
         }
     }
-    SaHandle { input: Some(input), serving, dropped: 0, copy, thread }
+    SaHandle { input: Some(input), serving, dropped: 0, copy, copy_lids, thread }
 }
 
 /// The SA task's two queues: the owner's inputs, and the SA MADs the
@@ -227,6 +245,14 @@ pub fn spawn<T: Transport + Clone>(
 struct Inputs {
     owner: mpsc::Receiver<SaInput>,
     mads: mpsc::Receiver<Datagram>,
+}
+
+/// What the SA task tells the owner of the standby's copy.
+struct Copied {
+    /// When it was last current.
+    current: watch::Sender<Option<tokio::time::Instant>>,
+    /// The old master's guid2lid in it.
+    lids: watch::Sender<Arc<Vec<crate::sa::LidEntry>>>,
 }
 
 /// Where the SA task's snapshots come from, and how it takes them in.
@@ -259,7 +285,7 @@ async fn run<T: Transport>(
     mut serving: watch::Receiver<Serving>,
     Feed { snapshots, intake }: Feed,
     metrics: Option<Metrics>,
-    (ToProgram { aliases, mcast }, copy): (ToProgram, watch::Sender<Option<tokio::time::Instant>>),
+    (ToProgram { aliases, mcast }, copied): (ToProgram, Copied),
 ) {
     let started = tokio::time::Instant::now();
     // Counters reach Prometheus at most once a second, not per MAD.
@@ -272,6 +298,7 @@ async fn run<T: Transport>(
         agent.new_snapshot(now(), s);
     }
     let mut send_failures = 0u64;
+    let mut lids_version = 0u64;
     let mut alias_version = agent.alias_version();
     let mut mcast_version = agent.multicast().version();
     let mut mcast_published = tokio::time::Instant::now();
@@ -295,9 +322,14 @@ async fn run<T: Transport>(
             aliases.send_replace(Arc::new(agent.alias_table()));
         }
         transmit(&mut agent, &transport, now(), &mut send_failures);
-        // The standby's copy: when it was last current, for a takeover.
+        // The standby's copy: when it was last current, and the old
+        // master's LIDs, for a takeover.
         let as_of = agent.sync_current_as_of().map(|d| started + d);
-        copy.send_if_modified(|c| std::mem::replace(c, as_of) != as_of);
+        copied.current.send_if_modified(|c| std::mem::replace(c, as_of) != as_of);
+        if agent.sync_lids_version() != lids_version {
+            lids_version = agent.sync_lids_version();
+            copied.lids.send_replace(Arc::new(agent.sync_lids()));
+        }
         let wake = agent.poll_timeout();
         let sleep = async {
             match wake {
@@ -323,6 +355,7 @@ async fn run<T: Transport>(
                 Some(SaInput::McastTables(tables)) => agent.update_mcast_tables(tables),
                 Some(SaInput::Master(lid)) => agent.set_master_lid(lid),
                 Some(SaInput::PeerSm(port)) => agent.add_sync_peer(port),
+                Some(SaInput::LidMap(lids)) => agent.set_lid_map(lids),
                 None => {
                     debug!("SA task ends: the owner is gone");
                     return;

@@ -65,6 +65,7 @@ impl<T: Transport + Clone> Owner<T> {
                     return self.next_job();
                 };
                 let mode = if takeover {
+                    self.adopt_old_masters_lids(&mut sm);
                     self.takeover_mode()
                 } else if self.took_charge {
                     MasterMode::Continuing
@@ -106,6 +107,9 @@ impl<T: Transport + Clone> Owner<T> {
 
     pub(super) fn on_sweep_done(&mut self, done: SweepDone) -> Option<Result<SweepReport, RunError>> {
         let now = self.now();
+        if matches!(done, SweepDone::Programmed(Ok(_)) | SweepDone::Reacted(Ok(_), ..)) {
+            self.tell_sa_lids();
+        }
         match done {
             SweepDone::McastProgrammed(Some(mut p)) => {
                 if let Some(m) = &self.options.metrics {

@@ -93,6 +93,7 @@ use std::sync::Arc;
 pub use crate::config::sa::{NotServing, SaConfig};
 pub use agent::PreparedSnapshot;
 pub use mirror::MirrorRead;
+pub use state_sync::LidEntry;
 pub use stats::SaStats;
 
 use crate::datagram::Datagram;

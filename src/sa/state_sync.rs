@@ -13,7 +13,7 @@ use super::sync::{Copy, Outgoing, RecordSet, Source};
 use super::{MirrorRead, SaAgent, Serving};
 use crate::datagram::{Datagram, MadAddress};
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
-use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncTable};
+use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncTable, LID_RECORD_LEN};
 use crate::types::Lid;
 
 /// Registrations changed: the stream looks at them this much later, so a
@@ -30,7 +30,7 @@ pub(super) struct StateSync {
     /// While not.
     copy: Copy,
     /// The registrations' versions the source last looked at.
-    seen: Option<[u64; 4]>,
+    seen: Option<[u64; 5]>,
     /// When the source looks again.
     due: Option<Duration>,
     /// Times this SM became master (each a new epoch).
@@ -39,6 +39,28 @@ pub(super) struct StateSync {
     mirror_read_at: Option<Duration>,
     /// Ports of SMs that polled this one with our SM_Key.
     peer_sms: std::collections::HashSet<crate::types::Guid>,
+    /// The master's guid2lid, as its SM last told (`set_lid_map`), and
+    /// changes of it.
+    lids: Arc<Vec<LidEntry>>,
+    lids_version: u64,
+}
+
+/// One guid2lid entry: port GUID, base LID, LMC.
+pub type LidEntry = (crate::types::Guid, u16, u8);
+
+fn lid_record(&(guid, base, lmc): &LidEntry) -> Arc<[u8]> {
+    let mut r = [0u8; LID_RECORD_LEN];
+    r[..8].copy_from_slice(&guid.0.to_be_bytes());
+    r[8..10].copy_from_slice(&base.to_be_bytes());
+    r[10] = lmc;
+    Arc::from(&r[..])
+}
+
+fn lid_entry(r: &[u8]) -> Option<LidEntry> {
+    (r.len() == LID_RECORD_LEN).then(|| {
+        let guid = crate::types::Guid(u64::from_be_bytes(r[..8].try_into().expect("8 bytes")));
+        (guid, u16::from_be_bytes([r[8], r[9]]), r[10])
+    })
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +80,8 @@ impl Default for StateSync {
             terms: 0,
             mirror_read_at: None,
             peer_sms: Default::default(),
+            lids: Arc::default(),
+            lids_version: 0,
         }
     }
 }
@@ -98,6 +122,31 @@ impl SaAgent {
         if self.sync.peer_sms.len() < super::sync::MAX_PEERS {
             self.sync.peer_sms.insert(port);
         }
+    }
+
+    /// The master's LID assignments (its guid2lid), streamed to standbys
+    /// with the SA state: a port away during a failover comes back to the
+    /// LID it had.
+    pub fn set_lid_map(&mut self, lids: Arc<Vec<LidEntry>>) {
+        if lids != self.sync.lids {
+            self.sync.lids = lids;
+            self.sync.lids_version += 1;
+        }
+    }
+
+    /// A number that changes with the old master's LID assignments in the
+    /// standby's copy ([`Self::sync_lids`]).
+    pub fn sync_lids_version(&self) -> u64 {
+        self.sync.copy.version(SyncTable::Lids)
+    }
+
+    /// The old master's LID assignments as the standby's copy holds them
+    /// (empty: none), in GUID order.
+    pub fn sync_lids(&self) -> Vec<LidEntry> {
+        let t = &self.sync.copy.tables()[SyncTable::Lids.index()];
+        let mut v: Vec<LidEntry> = t.iter().filter_map(|r| lid_entry(r)).collect();
+        v.sort_unstable();
+        v
     }
 
     /// The last moment the standby's copy held everything its master had
@@ -216,8 +265,14 @@ impl SaAgent {
         self.sync.peer_sms.contains(&port.guid) || snap.sweep.subnet.remote_sms.iter().any(|r| r.port_guid == port.guid)
     }
 
-    fn sync_versions(&self) -> [u64; 4] {
-        [self.services.version(), self.subscriptions.version(), self.aliases.version(), self.mcast.version()]
+    fn sync_versions(&self) -> [u64; 5] {
+        [
+            self.services.version(),
+            self.subscriptions.version(),
+            self.aliases.version(),
+            self.mcast.version(),
+            self.sync.lids_version,
+        ]
     }
 
     /// The source takes the registrations as they are now.
@@ -238,8 +293,8 @@ impl SaAgent {
     }
 
     /// The registrations as record sets, as a trusted GetTable shows them.
-    fn sync_tables(&self) -> [RecordSet; 4] {
-        let mut t: [RecordSet; 4] = Default::default();
+    fn sync_tables(&self) -> [RecordSet; 5] {
+        let mut t: [RecordSet; 5] = Default::default();
         t[SyncTable::Services.index()] = self.services.records_by_owner().map(|(_, r)| Arc::from(r)).collect();
         t[SyncTable::Subscriptions.index()] = self.subscriptions.records().iter().map(|r| Arc::from(&r[..])).collect();
         let guid_info = &mut t[SyncTable::GuidInfo.index()];
@@ -266,6 +321,7 @@ impl SaAgent {
                 members.insert(g.group_record().to_bytes().into());
             }
         }
+        t[SyncTable::Lids.index()] = self.sync.lids.iter().map(lid_record).collect();
         t
     }
 

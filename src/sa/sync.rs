@@ -151,7 +151,7 @@ pub struct Outgoing {
 pub struct Source {
     epoch: u64,
     sm_key: u64,
-    tables: [RecordSet; 4],
+    tables: [RecordSet; 5],
     peers: HashMap<Lid, Peer>,
     tid: u64,
 }
@@ -173,7 +173,7 @@ impl Source {
 
     /// Takes the registrations as they stand; every difference from the
     /// last look becomes a Change for each standby.
-    pub fn observe(&mut self, current: [RecordSet; 4], stats: &mut SyncStats) {
+    pub fn observe(&mut self, current: [RecordSet; 5], stats: &mut SyncStats) {
         let mut changes = Vec::new();
         for (i, new) in current.into_iter().enumerate() {
             let table = SyncTable::ALL[i];
@@ -320,10 +320,12 @@ pub struct Copy {
     epoch: u64,
     /// The next number this copy lacks.
     next: u64,
-    tables: [RecordSet; 4],
+    tables: [RecordSet; 5],
     early: BTreeMap<u64, Early>,
     /// The first part of a record whose last part is next.
     partial: Option<(SyncTable, SyncOp, Vec<u8>)>,
+    /// Changes applied, by table.
+    versions: [u64; 5],
     /// A Reset of this epoch was applied.
     reset_seen: bool,
     /// The master's next number at its last Beat, and when it came.
@@ -346,6 +348,7 @@ impl Copy {
             tables: Default::default(),
             early: BTreeMap::new(),
             partial: None,
+            versions: [0; 5],
             reset_seen: false,
             beat: None,
             synced_at: None,
@@ -392,6 +395,9 @@ impl Copy {
                 self.next = seq + 1;
                 self.tables = Default::default();
                 self.partial = None;
+                for v in &mut self.versions {
+                    *v += 1;
+                }
                 self.early.retain(|&s, _| s > seq);
                 self.reset_seen = true;
                 self.beat = None;
@@ -448,6 +454,7 @@ impl Copy {
                 return;
             }
         };
+        self.versions[table.index()] += 1;
         let set = &mut self.tables[table.index()];
         match op {
             SyncOp::Add => set.insert(record),
@@ -497,13 +504,19 @@ impl Copy {
     }
 
     /// The records held, by table.
-    pub fn tables(&self) -> &[RecordSet; 4] {
+    pub fn tables(&self) -> &[RecordSet; 5] {
         &self.tables
+    }
+
+    /// A number that changes whenever `table`'s records may have.
+    pub fn version(&self, table: SyncTable) -> u64 {
+        self.versions[table.index()]
     }
 
     /// Forgets the copy (it was taken over, or this SM leaves standby).
     pub fn clear(&mut self) {
-        *self = Copy { sm_key: self.sm_key, master: self.master, ..Copy::new(self.sm_key) };
+        let versions = self.versions.map(|v| v + 1);
+        *self = Copy { sm_key: self.sm_key, master: self.master, versions, ..Copy::new(self.sm_key) };
     }
 }
 
@@ -523,8 +536,8 @@ mod tests {
         r.into()
     }
 
-    fn tables(members: &[u8]) -> [RecordSet; 4] {
-        let mut t: [RecordSet; 4] = Default::default();
+    fn tables(members: &[u8]) -> [RecordSet; 5] {
+        let mut t: [RecordSet; 5] = Default::default();
         t[SyncTable::McMembers.index()] = members.iter().map(|&b| rec(b)).collect();
         t
     }
