@@ -4,6 +4,7 @@
 //! stream's copy is what the new master imports (through
 //! [`super::mirror`], as a periodic read would be).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,11 +15,22 @@ use super::{MirrorRead, SaAgent, Serving};
 use crate::datagram::{Datagram, MadAddress};
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
 use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncTable, LID_RECORD_LEN};
-use crate::types::Lid;
+use crate::types::{Guid, Lid};
 
 /// Registrations changed: the stream looks at them this much later, so a
 /// join flood costs one comparison per batch, not one per join.
 pub const OBSERVE_BATCH: Duration = Duration::from_millis(5);
+/// ... plus this much per thousand records held. A join or leave is
+/// compared alone, but a change of services, subscriptions, alias GUIDs or
+/// LIDs compares its whole table (a whole look at 60,000 records takes
+/// about 56 ms on the 2-core test machine: `sync::cost`), so a flood of
+/// those pays a bounded share of the SA's time.
+pub const OBSERVE_BATCH_PER_1000: Duration = Duration::from_micros(500);
+
+fn observe_batch(src: Option<&Source>) -> Duration {
+    let thousands = src.map_or(0, |s| s.records() / 1000) as u32;
+    OBSERVE_BATCH + OBSERVE_BATCH_PER_1000 * thousands
+}
 
 /// The stream as the agent holds it.
 #[derive(Debug)]
@@ -43,10 +55,27 @@ pub(super) struct StateSync {
     /// changes of it.
     lids: Arc<Vec<LidEntry>>,
     lids_version: u64,
+    /// The multicast records last shown to the source, by group and
+    /// member (`None`: the record of a group without members): a join
+    /// compares one record again, not its group's.
+    mc_shown: HashMap<[u8; 16], GroupRecords>,
 }
 
 /// One guid2lid entry: port GUID, base LID, LMC.
 pub type LidEntry = (crate::types::Guid, u16, u8);
+
+/// A group's records by member (`None`: the group's own record).
+type GroupRecords = HashMap<Option<Guid>, Arc<[u8]>>;
+
+/// A group's records as a trusted GetTable shows them, by member: one per
+/// member, or the group's own (`None`) when it has none.
+fn group_records(g: &super::mcast::Group) -> GroupRecords {
+    let mut out: GroupRecords = g.members().map(|(p, m)| (Some(p), Arc::from(g.member_record(m).to_bytes()))).collect();
+    if out.is_empty() {
+        out.insert(None, g.group_record().to_bytes().into());
+    }
+    out
+}
 
 fn lid_record(&(guid, base, lmc): &LidEntry) -> Arc<[u8]> {
     let mut r = [0u8; LID_RECORD_LEN];
@@ -82,6 +111,7 @@ impl Default for StateSync {
             peer_sms: Default::default(),
             lids: Arc::default(),
             lids_version: 0,
+            mc_shown: Default::default(),
         }
     }
 }
@@ -275,53 +305,127 @@ impl SaAgent {
         ]
     }
 
-    /// The source takes the registrations as they are now.
+    /// The source takes the registrations that changed since its last
+    /// look. With no standby to feed it looks at nothing: the first
+    /// Hello's look then takes everything.
     fn sync_observe(&mut self) {
-        if self.sync.source.is_none() {
+        let Some(src) = self.sync.source.as_ref() else { return };
+        self.sync.due = None;
+        if src.peers() == 0 {
+            self.sync.seen = None;
             return;
         }
         let v = self.sync_versions();
-        self.sync.due = None;
-        if self.sync.seen == Some(v) {
+        let seen = self.sync.seen;
+        if seen == Some(v) {
             return;
         }
         self.sync.seen = Some(v);
-        let tables = self.sync_tables();
+        let mut changed: [bool; 5] = std::array::from_fn(|i| seen.is_none_or(|s| s[i] != v[i]));
+        // Multicast: only the memberships and groups touched.
+        let touched = self.mcast.take_touched();
+        let mc = SyncTable::McMembers.index();
+        if changed[mc] && seen.is_some() && !touched.all {
+            changed[mc] = false;
+            let (mut removed, mut added) = (Vec::new(), Vec::new());
+            let mut compare = |before: Option<Arc<[u8]>>, now: Option<Arc<[u8]>>| {
+                if before != now {
+                    removed.extend(before);
+                    added.extend(now);
+                }
+            };
+            for mgid in &touched.groups {
+                let before = self.sync.mc_shown.remove(mgid).unwrap_or_default();
+                let now = self.mcast.group(mgid).map(group_records).unwrap_or_default();
+                for (k, r) in &before {
+                    compare(Some(r.clone()), now.get(k).cloned());
+                }
+                for (k, r) in &now {
+                    if !before.contains_key(k) {
+                        compare(None, Some(r.clone()));
+                    }
+                }
+                if !now.is_empty() {
+                    self.sync.mc_shown.insert(*mgid, now);
+                }
+            }
+            for (mgid, port) in touched.members {
+                if touched.groups.contains(&mgid) {
+                    continue;
+                }
+                let g = self.mcast.group(&mgid);
+                let shown = self.sync.mc_shown.entry(mgid).or_default();
+                let now = g.and_then(|g| g.member(port).map(|m| Arc::<[u8]>::from(g.member_record(m).to_bytes())));
+                let before = match &now {
+                    Some(r) => shown.insert(Some(port), r.clone()),
+                    None => shown.remove(&Some(port)),
+                };
+                compare(before, now);
+                // A group's own record stands for it while it has no members.
+                let own =
+                    g.filter(|g| g.members().next().is_none()).map(|g| Arc::<[u8]>::from(g.group_record().to_bytes()));
+                let before = match &own {
+                    Some(r) => shown.insert(None, r.clone()),
+                    None => shown.remove(&None),
+                };
+                compare(before, own);
+                if shown.is_empty() {
+                    self.sync.mc_shown.remove(&mgid);
+                }
+            }
+            if let Some(src) = self.sync.source.as_mut() {
+                src.change(SyncTable::McMembers, removed, added, &mut self.stats.sync);
+            }
+        }
+        let tables = self.sync_tables(changed);
         if let Some(src) = self.sync.source.as_mut() {
             src.observe(tables, &mut self.stats.sync);
         }
     }
 
-    /// The registrations as record sets, as a trusted GetTable shows them.
-    fn sync_tables(&self) -> [RecordSet; 5] {
-        let mut t: [RecordSet; 5] = Default::default();
-        t[SyncTable::Services.index()] = self.services.records_by_owner().map(|(_, r)| Arc::from(r)).collect();
-        t[SyncTable::Subscriptions.index()] = self.subscriptions.records().iter().map(|r| Arc::from(&r[..])).collect();
-        let guid_info = &mut t[SyncTable::GuidInfo.index()];
-        for port in self.aliases.ports() {
-            let Some(at) = self.paths.port_by_guid(port) else { continue };
-            let last = self.aliases.of_port(port).map(|(i, _)| i).max().unwrap_or(0);
-            for block in 0..=(last / 8) as u8 {
-                let r = GuidInfoRecordRepr {
-                    lid: at.base_lid,
-                    block_num: block,
-                    guid_info: self.aliases.block(port, block),
-                };
-                guid_info.insert(r.to_bytes().into());
-            }
+    /// The registrations of the tables `which` names as record sets, as a
+    /// trusted GetTable shows them.
+    fn sync_tables(&mut self, which: [bool; 5]) -> [Option<RecordSet>; 5] {
+        let wanted = |t: SyncTable| which[t.index()];
+        let mut t: [Option<RecordSet>; 5] = Default::default();
+        if wanted(SyncTable::Services) {
+            t[SyncTable::Services.index()] =
+                Some(self.services.records_by_owner().map(|(_, r)| Arc::from(r)).collect());
         }
-        let members = &mut t[SyncTable::McMembers.index()];
-        for g in self.mcast.groups() {
-            let mut any = false;
-            for (_, m) in g.members() {
-                any = true;
-                members.insert(g.member_record(m).to_bytes().into());
-            }
-            if !any {
-                members.insert(g.group_record().to_bytes().into());
-            }
+        if wanted(SyncTable::Subscriptions) {
+            t[SyncTable::Subscriptions.index()] =
+                Some(self.subscriptions.records().iter().map(|r| Arc::from(&r[..])).collect());
         }
-        t[SyncTable::Lids.index()] = self.sync.lids.iter().map(lid_record).collect();
+        if wanted(SyncTable::GuidInfo) {
+            let mut guid_info = RecordSet::new();
+            for port in self.aliases.ports() {
+                let Some(at) = self.paths.port_by_guid(port) else { continue };
+                let last = self.aliases.of_port(port).map(|(i, _)| i).max().unwrap_or(0);
+                for block in 0..=(last / 8) as u8 {
+                    let r = GuidInfoRecordRepr {
+                        lid: at.base_lid,
+                        block_num: block,
+                        guid_info: self.aliases.block(port, block),
+                    };
+                    guid_info.insert(r.to_bytes().into());
+                }
+            }
+            t[SyncTable::GuidInfo.index()] = Some(guid_info);
+        }
+        if wanted(SyncTable::McMembers) {
+            let mut members = RecordSet::new();
+            let mut shown = HashMap::new();
+            for g in self.mcast.groups() {
+                let records = group_records(g);
+                members.extend(records.values().cloned());
+                shown.insert(g.mgid(), records);
+            }
+            t[SyncTable::McMembers.index()] = Some(members);
+            self.sync.mc_shown = shown;
+        }
+        if wanted(SyncTable::Lids) {
+            t[SyncTable::Lids.index()] = Some(self.sync.lids.iter().map(lid_record).collect());
+        }
         t
     }
 
@@ -329,9 +433,10 @@ impl SaAgent {
     pub(super) fn sync_transmit(&mut self, now: Duration) -> Option<Datagram> {
         self.sync.settings?;
         if self.sync.source.is_some() {
-            if self.sync.seen != Some(self.sync_versions()) {
+            let feeding = self.sync.source.as_ref().is_some_and(|s| s.peers() > 0);
+            if feeding && self.sync.seen != Some(self.sync_versions()) {
                 match self.sync.due {
-                    None => self.sync.due = Some(now + OBSERVE_BATCH),
+                    None => self.sync.due = Some(now + observe_batch(self.sync.source.as_ref())),
                     Some(at) if now >= at => self.sync_observe(),
                     Some(_) => {}
                 }

@@ -282,6 +282,7 @@ impl McGroups {
         g.rec.mlid = mlid;
         self.by_mlid.insert(mlid, *mgid);
         self.version += 1;
+        self.touched.groups.insert(*mgid);
     }
 }
 

@@ -412,7 +412,18 @@ pub struct McGroups {
     members: usize,
     events: Vec<McEvent>,
     version: u64,
+    /// Groups changed since [`McGroups::take_touched`] last looked.
+    touched: Touched,
     next_mgid: u32,
+}
+
+/// What changed: whole groups (created, deleted, moved, their
+/// parameters), single memberships, or everything.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Touched {
+    pub all: bool,
+    pub groups: std::collections::HashSet<[u8; 16]>,
+    pub members: std::collections::HashSet<([u8; 16], Guid)>,
 }
 
 impl McGroups {
@@ -437,6 +448,12 @@ impl McGroups {
     /// Bumped by every change of the groups or their members.
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// The groups changed (created, deleted, joined, left, moved) since the
+    /// last call: what the state stream compares again, group by group.
+    pub fn take_touched(&mut self) -> Touched {
+        std::mem::take(&mut self.touched)
     }
 
     pub fn group(&self, mgid: &[u8; 16]) -> Option<&Group> {
@@ -675,6 +692,7 @@ impl McGroups {
 
     fn insert_group(&mut self, g: Group) {
         self.by_mlid.insert(g.rec.mlid, g.rec.mgid);
+        self.touched.groups.insert(g.rec.mgid);
         self.groups.insert(g.rec.mgid, g);
         self.version += 1;
     }
@@ -702,6 +720,7 @@ impl McGroups {
         }
         if fresh || added != 0 {
             self.version += 1;
+            self.touched.members.insert((*mgid, port));
         }
         answer
     }
@@ -767,6 +786,7 @@ impl McGroups {
         }
         if removed != 0 {
             self.version += 1;
+            self.touched.members.insert((*mgid, port));
         }
         let g = &self.groups[mgid];
         if lost_keeper && g.keepers == 0 {
@@ -797,6 +817,7 @@ impl McGroups {
             self.forget_member(port);
         }
         self.version += 1;
+        self.touched.groups.insert(*mgid);
     }
 
     /// Forgets every membership, keeping only the well-known groups,
@@ -824,6 +845,7 @@ impl McGroups {
         self.events.clear();
         if dropped > 0 || !ordinary.is_empty() {
             self.version += 1;
+            self.touched.all = true;
         }
         dropped
     }
@@ -845,6 +867,7 @@ impl McGroups {
             if g.well_known && !wanted.contains_key(&g.rec.mgid) {
                 g.well_known = false;
                 self.version += 1;
+                self.touched.groups.insert(g.rec.mgid);
             }
         }
         for (mgid, wk) in &wanted {
@@ -854,6 +877,7 @@ impl McGroups {
                     g.well_known = true;
                     g.rec = rec;
                     self.version += 1;
+                    self.touched.groups.insert(*mgid);
                 }
                 continue;
             }
