@@ -38,8 +38,13 @@ would refuse one client's 257th group; OpenSM has no such bound. Keep N
 below ibsim's MulticastFDBCap (1024 MLIDs, one taken by the IPoIB
 broadcast group) and clients + 2 within ibsim's 10 clients.
 
+`--standby` adds a third run: ibsm again, with an ibsm standby (priority 0,
+on a host no client uses) fed by the master's state stream (`[sa]
+state_sync`) from before the flood: what the stream costs the master.
+
 usage: bench/mcast_join.py [--fabric ft648] [--clients 4] [--groups 1000]
                            [--concurrency 16] [--ibsm target/release/ibsm]
+                           [--standby]
 """
 import argparse
 import atexit
@@ -121,7 +126,7 @@ def mft_counts(path, t0, t1):
 
 
 class Sm:
-    def __init__(self, kind, host, sock, work, shim, ibsm):
+    def __init__(self, kind, host, sock, work, shim, ibsm, extra=()):
         self.kind = kind
         self.dir = os.path.join(work, kind)
         os.makedirs(self.dir, exist_ok=True)
@@ -137,7 +142,7 @@ class Sm:
             conf = os.path.join(self.dir, "ibsm.toml")
             with open(conf, "w") as f:
                 f.write(IBSM_CONF)
-            cmd = [ibsm, "run", "--config", conf, "--cache-dir", cache, "--log-file", self.log]
+            cmd = [ibsm, "run", "--config", conf, "--cache-dir", cache, "--log-file", self.log, *extra]
         out = open(os.path.join(self.dir, "stdout"), "w")
         self.started = time.time()
         self.proc = subprocess.Popen(cmd, env=env, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
@@ -290,9 +295,21 @@ def bench_sm(kind, args, spec, hosts, shim, work):
     try:
         for h in hosts:
             wait_attachable(sock, h, work)
-        sm = Sm(kind, hosts[0], sock, work, shim, args.ibsm)
+        standby = None
+        if kind == "ibsm_standby":
+            wait_attachable(sock, args.standby_host, work)
+            sm = Sm(kind, hosts[0], sock, work, shim, args.ibsm, ("--priority", "10"))
+        else:
+            sm = Sm(kind, hosts[0], sock, work, shim, args.ibsm)
         r = {"bring_up": sm.wait_up()}
         wait_sa(sock, hosts[-1], work)
+        if kind == "ibsm_standby":
+            standby = Sm("standby", args.standby_host, sock, work, shim, args.ibsm, ("--priority", "0"))
+            deadline = time.time() + 60
+            while "copy of the master's SA state is current" not in standby.text():
+                if time.time() > deadline or standby.proc.poll() is not None:
+                    raise SystemExit(f"the standby's copy never became current; log in {standby.log}")
+                time.sleep(0.1)
         time.sleep(2.0)  # the SM's first light sweep and its own groups settle
         clients = hosts[1:-1]
         for phase in ("join", "leave"):
@@ -309,7 +326,7 @@ def bench_sm(kind, args, spec, hosts, shim, work):
             c["settled"] = (last - start) if last is not None else None
             # 0: the MFTs were done by the time the last answer arrived.
             c["tail"] = max(0.0, last - c["ended"]) if last is not None and "ended" in c else None
-            c["logged_sets"] = sm.logged_mft_sets(start, t1) if kind == "ibsm" else None
+            c["logged_sets"] = sm.logged_mft_sets(start, t1) if kind != "opensm" else None
             r[phase] = c
             if phase == "join":
                 r["spread"] = mft_spread(sock, hosts[-1], work)
@@ -317,6 +334,10 @@ def bench_sm(kind, args, spec, hosts, shim, work):
                   f"{c.get('errors')} errors, {c.get('lost')} lost, {c['mft_sets']} MFT Sets", file=sys.stderr,
                   flush=True)
         r["running"] = sm.proc.poll() is None
+        if standby is not None:
+            r["standby_running"] = standby.proc.poll() is None
+            r["standby_log"] = standby.text()
+            standby.stop()
         sm.stop()
         return r
     finally:
@@ -376,6 +397,23 @@ def report(args, spec, res, load):
         print(f"| spines carrying groups | {so['spines_used']} | {si['spines_used']} |")
         print(f"| most groups on one spine | {so['max_on_a_spine']} | {si['max_on_a_spine']} |")
         print()
+    s = res.get("ibsm_standby")
+    if s:
+        print("| with an ibsm standby fed by the state stream | ibsm alone | ibsm + standby | ratio |")
+        print("|---|---|---|---|")
+        for phase, verb in (("join", "joins"), ("leave", "leaves")):
+            a, b = i[phase], s[phase]
+            cpu = lambda r: r["sm_cpu"] / r["answered"] * 1000 if r.get("answered") and r.get("sm_cpu") else None
+            print(f"| {verb} answered per second | {fmt(a.get('per_s'), 0)} | {fmt(b.get('per_s'), 0)} | "
+                  f"{ratio(b.get('per_s'), a.get('per_s'))} |")
+            print(f"| {verb}: master CPU s per 1000 answered | {fmt(cpu(a), 3)} | {fmt(cpu(b), 3)} | "
+                  f"{ratio(cpu(b), cpu(a))} |")
+            print(f"| {verb}: p99 latency (ms) | {fmt(a.get('p99'), 3)} | {fmt(b.get('p99'), 3)} | "
+                  f"{ratio(b.get('p99'), a.get('p99'))} |")
+            print(f"| {verb}: lost | {a.get('lost')} | {b.get('lost')} | |")
+        print(f"\nstandby running at the end: {s.get('standby_running')}; "
+              f"master running: {s['running']}")
+        print()
     print(f"bring-up: OpenSM {fmt(o['bring_up'], 2)} s, ibsm {fmt(i['bring_up'], 2)} s; "
           f"both SMs running at the end: {o['running'] and i['running']}; load average before/after: "
           f"{load[0]:.2f} / {load[1]:.2f}")
@@ -392,6 +430,7 @@ def main():
     ap.add_argument("--timeout-ms", type=int, default=1000)
     ap.add_argument("--quiet", type=float, default=3.0, help="seconds without MFT Sets that end a phase")
     ap.add_argument("--ibsm", default=os.path.join(ROOT, "target", "release", "ibsm"))
+    ap.add_argument("--standby", action="store_true", help="also ibsm with an ibsm standby fed by the state stream")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     args = ap.parse_args()
     args.ibsm = os.path.abspath(args.ibsm)
@@ -408,15 +447,19 @@ def main():
     else:
         print(f"work directory {work}", file=sys.stderr)
     args.net, args.flags, all_hosts, _ = fabric_files(spec, args.ibsm, work)
-    if len(all_hosts) < args.clients + 2:
-        raise SystemExit(f"{spec} has {len(all_hosts)} hosts; needs {args.clients + 2}")
+    if len(all_hosts) < args.clients + 3:
+        raise SystemExit(f"{spec} has {len(all_hosts)} hosts; needs {args.clients + 3}")
     # The SM on the first host, clients spread over the fabric, the diag last.
     step = max(1, (len(all_hosts) - 2) // args.clients)
     hosts = [all_hosts[0]] + [all_hosts[1 + k * step] for k in range(args.clients)] + [all_hosts[-1]]
+    args.standby_host = all_hosts[-2]
+    if args.standby and args.standby_host in hosts:
+        raise SystemExit("no host left for the standby")
     shim = build_shim(work)
     load0 = os.getloadavg()[0]
     t0 = time.time()
-    res = {kind: bench_sm(kind, args, spec, hosts, shim, work) for kind in ("opensm", "ibsm")}
+    kinds = ("opensm", "ibsm") + (("ibsm_standby",) if args.standby else ())
+    res = {kind: bench_sm(kind, args, spec, hosts, shim, work) for kind in kinds}
     report(args, spec, res, (load0, os.getloadavg()[0]))
     print(f"total run time {time.time() - t0:.0f} s", file=sys.stderr)
 

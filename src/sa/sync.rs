@@ -12,7 +12,7 @@
 //!
 //! # The protocol
 //! ```text
-//!  standby ── Hello{epoch, next} every HELLO, and after what it takes in ──► master
+//!  standby ── Hello{epoch, next} every HELLO, and ACK_DELAY after changes ─► master
 //!  master  ── Reset{seq}, then Change{seq, table, add|remove, record}... ──► standby
 //!  master  ── Beat{next} every BEAT ──────────────────────────────────────► standby
 //! ```
@@ -24,7 +24,7 @@
 //! - Each standby gets its own numbered stream, within the master's epoch
 //!   (a new one each time an SM becomes master). A Hello carries the
 //!   standby's epoch and the next number it lacks, and so acknowledges
-//!   all below. The master resends what is unacknowledged after
+//!   all below; a standby sends one [`ACK_DELAY`] after a burst begins. The master resends what is unacknowledged after
 //!   [`RESEND_AFTER`], at most [`WINDOW`] in flight.
 //! - A standby holding another epoch (new, or the master restarted), one
 //!   whose queue outgrew [`QUEUE_CAP`], or one acknowledging a number never
@@ -67,6 +67,9 @@ pub const QUEUE_CAP: usize = 1 << 17;
 pub const PEER_SILENT: Duration = Duration::from_secs(3);
 /// SMs a master knows of from their polls, at most.
 pub const MAX_PEERS: usize = 64;
+/// A standby acknowledges what came in this long after the first of it:
+/// one Hello for a burst of changes, well within [`RESEND_AFTER`].
+pub const ACK_DELAY: Duration = Duration::from_millis(2);
 /// Changes arriving ahead of a missing one that a standby keeps.
 pub const EARLY_CAP: usize = 4096;
 
@@ -361,7 +364,8 @@ pub struct Copy {
     beat: Option<(u64, Duration)>,
     synced_at: Option<Duration>,
     next_hello: Duration,
-    ack_due: bool,
+    /// When the acknowledgement of what came in goes out.
+    ack_at: Option<Duration>,
     /// When the master last sent anything.
     heard: Option<Duration>,
     tid: u64,
@@ -382,7 +386,7 @@ impl Copy {
             beat: None,
             synced_at: None,
             next_hello: Duration::ZERO,
-            ack_due: false,
+            ack_at: None,
             heard: None,
             tid: 0,
         }
@@ -408,7 +412,7 @@ impl Copy {
         if self.master != Some(from) || matches!(body, SyncBody::Hello { .. }) {
             return false;
         }
-        self.ack_due = true;
+        self.ack_at.get_or_insert(now + ACK_DELAY);
         self.heard = Some(now);
         match body {
             SyncBody::Hello { .. } => unreachable!("refused above"),
@@ -501,14 +505,15 @@ impl Copy {
         self.early.retain(|&s, _| s > next);
     }
 
-    /// A Hello when one is due: at once after a message came in, and every
-    /// [`HELLO`] while the master is known.
+    /// A Hello when one is due: [`ACK_DELAY`] after a message came in
+    /// (one for all that came meanwhile), and every [`HELLO`] while the
+    /// master is known.
     pub fn poll_transmit(&mut self, now: Duration) -> Option<Outgoing> {
         let to = self.master?;
-        if !self.ack_due && now < self.next_hello {
+        if !self.ack_at.is_some_and(|at| now >= at) && now < self.next_hello {
             return None;
         }
-        self.ack_due = false;
+        self.ack_at = None;
         let streaming = self.heard.is_some_and(|at| now.saturating_sub(at) < HELLO_IDLE);
         self.next_hello = now + if streaming { HELLO } else { HELLO_IDLE };
         self.tid += 1;
@@ -517,7 +522,7 @@ impl Copy {
     }
 
     pub fn poll_timeout(&self) -> Option<Duration> {
-        self.master.map(|_| self.next_hello)
+        self.master.map(|_| self.ack_at.map_or(self.next_hello, |at| at.min(self.next_hello)))
     }
 
     /// The last moment this copy was known to hold all the master had
