@@ -510,7 +510,7 @@ impl Copy {
     /// master is known.
     pub fn poll_transmit(&mut self, now: Duration) -> Option<Outgoing> {
         let to = self.master?;
-        if !self.ack_at.is_some_and(|at| now >= at) && now < self.next_hello {
+        if self.ack_at.is_none_or(|at| now < at) && now < self.next_hello {
             return None;
         }
         self.ack_at = None;
