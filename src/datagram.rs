@@ -44,6 +44,15 @@ pub struct Datagram {
     pub mad: Vec<u8>,
 }
 
+/// A MAD as the transport hands it to the agent that owns its class
+/// ([`crate::transport::Transport::divert`]), with when it did: the agent's
+/// answer time counts from there, its queue included.
+#[derive(Debug, Clone)]
+pub struct Arrived {
+    pub at: std::time::Instant,
+    pub dgram: Datagram,
+}
+
 /// What the SM needs to know about its own port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalPort {

@@ -195,6 +195,10 @@ async fn failover(seed: u64, b_mirror_interval_s: u64) -> After {
         &a_metrics.render(),
         "ibsm_sa_queries_total{attribute=\"ServiceRecord\",method=\"GetTable\",result=\"ok\"}",
     );
+    // Every request A's SA took counts in its answer-time histogram: the
+    // client's two Sets at least, and B's reads.
+    let answered = metric(&a_metrics.render(), "ibsm_sa_answer_seconds_count");
+    assert!(answered.is_some_and(|n| n >= 2 + reads.unwrap_or(0)), "A's SA answer histogram: {answered:?}, {reads:?}");
     if b_mirror_interval_s > 0 {
         assert!(reads.is_some_and(|n| n >= 2), "A answered {reads:?} ServiceRecord GetTables in 25 s");
     } else {

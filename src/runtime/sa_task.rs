@@ -42,7 +42,7 @@ use crate::program::mcast::McastTable;
 use crate::sa::{MirrorRead, PreparedSnapshot, SaAgent, SaConfig, Serving};
 use crate::subnet::snapshot::{Snapshot, Snapshots};
 use crate::transport::sa_client::{SaClient, SaError};
-use crate::transport::{Datagram, LocalPort, SmpClient, Transport, TransportError, TransportStats};
+use crate::transport::{Arrived, Datagram, LocalPort, SmpClient, Transport, TransportError, TransportStats};
 use crate::types::{Guid, Lid};
 
 /// How often the SA's counters are copied to the metrics.
@@ -244,7 +244,7 @@ pub fn spawn<T: Transport + Clone>(
 /// transport diverts to it.
 struct Inputs {
     owner: mpsc::Receiver<SaInput>,
-    mads: mpsc::Receiver<Datagram>,
+    mads: mpsc::Receiver<Arrived>,
 }
 
 /// What the SA task tells the owner of the standby's copy.
@@ -339,12 +339,10 @@ async fn run<T: Transport>(
         };
         tokio::select! {
             Some(first) = mads.recv() => {
-                agent.handle_mad(now(), &first);
-                transmit(&mut agent, &transport, now(), &mut send_failures);
+                serve(&mut agent, &transport, now(), first, metrics.as_ref(), &mut send_failures);
                 for _ in 1..MAD_BURST {
-                    let Ok(d) = mads.try_recv() else { break };
-                    agent.handle_mad(now(), &d);
-                    transmit(&mut agent, &transport, now(), &mut send_failures);
+                    let Ok(a) = mads.try_recv() else { break };
+                    serve(&mut agent, &transport, now(), a, metrics.as_ref(), &mut send_failures);
                 }
             }
             got = input.recv() => match got {
@@ -411,6 +409,24 @@ async fn run<T: Transport>(
                 }
             }
         }
+    }
+}
+
+/// One SA MAD from the transport: handled, what it calls for sent, and a
+/// request's time from hand-over to answer observed.
+fn serve<T: Transport>(
+    agent: &mut SaAgent,
+    transport: &T,
+    now: Duration,
+    a: Arrived,
+    metrics: Option<&Metrics>,
+    failures: &mut u64,
+) {
+    agent.handle_mad(now, &a.dgram);
+    transmit(agent, transport, now, failures);
+    let request = a.dgram.mad.get(3).is_some_and(|m| m & 0x80 == 0);
+    if let Some(m) = metrics.filter(|_| request && !crate::mad::sm_sync::is_sync_mad(&a.dgram.mad)) {
+        m.sa_answer(a.at.elapsed());
     }
 }
 

@@ -57,7 +57,7 @@ struct State {
     txns: Transactions<Reply>,
     unsolicited: mpsc::Sender<Datagram>,
     /// Classes whose unsolicited MADs go to their own agent's channel.
-    diverted: Vec<(u8, mpsc::Sender<Datagram>)>,
+    diverted: Vec<(u8, mpsc::Sender<crate::datagram::Arrived>)>,
     stats: TransportStats,
     /// The device failed and the pump ended: requests fail at once.
     closed: bool,
@@ -149,7 +149,7 @@ impl Transport for VirtualTransport {
         s
     }
 
-    fn divert(&self, class: crate::mad::MgmtClass, sink: mpsc::Sender<Datagram>) -> bool {
+    fn divert(&self, class: crate::mad::MgmtClass, sink: mpsc::Sender<crate::datagram::Arrived>) -> bool {
         let class = u8::from(class);
         let mut st = self.lock();
         st.diverted.retain(|(c, _)| *c != class);
@@ -164,17 +164,20 @@ impl State {
     fn deliver_unsolicited(&mut self, d: Datagram) {
         let at = d.mad.get(1).and_then(|class| self.diverted.iter().position(|(c, _)| c == class));
         let d = match at {
-            Some(at) => match self.diverted[at].1.try_send(d) {
-                Ok(()) => return,
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    self.stats.unsolicited_dropped += 1;
-                    return;
+            Some(at) => {
+                match self.diverted[at].1.try_send(crate::datagram::Arrived { at: std::time::Instant::now(), dgram: d })
+                {
+                    Ok(()) => return,
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        self.stats.unsolicited_dropped += 1;
+                        return;
+                    }
+                    Err(mpsc::error::TrySendError::Closed(a)) => {
+                        self.diverted.swap_remove(at);
+                        a.dgram
+                    }
                 }
-                Err(mpsc::error::TrySendError::Closed(d)) => {
-                    self.diverted.swap_remove(at);
-                    d
-                }
-            },
+            }
             None => d,
         };
         if self.unsolicited.try_send(d).is_err() {

@@ -50,7 +50,7 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::txn::{Received, RequestKind, Transactions, TxnConfig, TxnError};
 use super::{
-    Datagram, DeviceError, LocalPort, MadDevice, MadKey, MadSummary, Transport, TransportError, TransportStats,
+    Arrived, Datagram, DeviceError, LocalPort, MadDevice, MadKey, MadSummary, Transport, TransportError, TransportStats,
 };
 use crate::exchange::trap_gate::TrapGate;
 use crate::mad::{MadHeader, MgmtClass, MAD_HEADER_LEN};
@@ -116,7 +116,7 @@ enum Command {
 /// (a request is never the answer to one of ours), and counts them.
 #[derive(Default)]
 struct Diversions {
-    by_class: std::sync::RwLock<Vec<(u8, tokio::sync::mpsc::Sender<Datagram>)>>,
+    by_class: std::sync::RwLock<Vec<(u8, tokio::sync::mpsc::Sender<Arrived>)>>,
     /// Requests the receiver thread handed over, by kind.
     taken: Mutex<HashMap<MadKey, u64>>,
     /// MADs a full agent queue refused.
@@ -134,7 +134,7 @@ enum Offered {
 }
 
 impl Diversions {
-    fn add(&self, class: u8, sink: tokio::sync::mpsc::Sender<Datagram>) {
+    fn add(&self, class: u8, sink: tokio::sync::mpsc::Sender<Arrived>) {
         let mut t = self.by_class.write().unwrap_or_else(|p| p.into_inner());
         t.retain(|(c, _)| *c != class);
         t.push((class, sink));
@@ -145,7 +145,7 @@ impl Diversions {
         let sent = {
             let t = self.by_class.read().unwrap_or_else(|p| p.into_inner());
             match t.iter().find(|(c, _)| *c == class) {
-                Some((_, sink)) => sink.try_send(d),
+                Some((_, sink)) => sink.try_send(Arrived { at: std::time::Instant::now(), dgram: d }),
                 None => return Offered::Declined(d),
             }
         };
@@ -155,9 +155,9 @@ impl Diversions {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 Offered::Dropped
             }
-            Err(tokio::sync::mpsc::error::TrySendError::Closed(d)) => {
+            Err(tokio::sync::mpsc::error::TrySendError::Closed(a)) => {
                 self.by_class.write().unwrap_or_else(|p| p.into_inner()).retain(|(c, _)| *c != class);
-                Offered::Declined(d)
+                Offered::Declined(a.dgram)
             }
         }
     }
@@ -375,7 +375,7 @@ impl Transport for MadTransport {
         s
     }
 
-    fn divert(&self, class: MgmtClass, sink: tokio::sync::mpsc::Sender<Datagram>) -> bool {
+    fn divert(&self, class: MgmtClass, sink: tokio::sync::mpsc::Sender<Arrived>) -> bool {
         self.diversions.add(class.into(), sink);
         true
     }
@@ -1126,7 +1126,7 @@ mod tests {
             t.request(get(&[1])).await.unwrap();
             gate.store(true, Ordering::SeqCst);
             let got = tokio::time::timeout(Duration::from_secs(5), sa.recv()).await.unwrap().unwrap();
-            assert_eq!(got.mad[1], 0x03);
+            assert_eq!(got.dgram.mad[1], 0x03);
             let got = tokio::time::timeout(Duration::from_secs(5), unsol.recv()).await.unwrap().unwrap();
             assert_eq!(got.mad[1], 0x01, "the trap still comes on the unsolicited channel");
         });
@@ -1296,7 +1296,7 @@ mod tests {
         wire.send(query.clone()).unwrap();
         let got =
             rt().block_on(async { tokio::time::timeout(Duration::from_secs(5), sa.recv()).await.unwrap().unwrap() });
-        assert_eq!(got.mad, query.mad);
+        assert_eq!(got.dgram.mad, query.mad);
         assert_eq!(t.stats().txn.totals().unsolicited, 2);
         // An answer goes out from this thread, counted with the rest.
         let mut resp = get(&[]);

@@ -21,7 +21,7 @@ pub mod umad;
 
 // The values the transport moves and the fates of its requests live below
 // it (`crate::datagram`, `crate::exchange`); its users find them here too.
-pub use crate::datagram::{Datagram, DeviceError, LocalPort, MadAddress, MadSummary};
+pub use crate::datagram::{Arrived, Datagram, DeviceError, LocalPort, MadAddress, MadSummary};
 pub use crate::exchange::txn::{
     self, MadCounters, MadKey, Received, RequestKind, Transactions, TxnConfig, TxnError, TxnStats,
 };
@@ -100,7 +100,8 @@ pub trait Transport: Send + Sync + 'static {
     fn send(&self, dgram: Datagram) -> Result<(), TransportError>;
     fn local_port(&self) -> LocalPort;
     fn stats(&self) -> TransportStats;
-    /// From now on hands every unsolicited MAD of management class `class`
+    /// From now on hands every unsolicited MAD of management class `class`,
+    /// stamped with the moment it is handed over,
     /// (responses included: an SA's ReportResps and the RMPP ACKs of its
     /// answers are its own) straight to `sink` instead of the unsolicited
     /// channel, so an agent that owns a class is not served through the
@@ -108,7 +109,7 @@ pub trait Transport: Send + Sync + 'static {
     /// `unsolicited_dropped`; a closed one ends the diversion. `false`
     /// where the transport cannot divert (test fakes): the caller keeps
     /// forwarding those MADs itself.
-    fn divert(&self, class: crate::mad::MgmtClass, sink: tokio::sync::mpsc::Sender<Datagram>) -> bool {
+    fn divert(&self, class: crate::mad::MgmtClass, sink: tokio::sync::mpsc::Sender<Arrived>) -> bool {
         let _ = (class, sink);
         false
     }

@@ -130,6 +130,7 @@ pub struct Metrics {
     sweep_failures: IntCounterVec,
     routing_info: IntGaugeVec,
     routing_seconds: Histogram,
+    sa_answer_seconds: Histogram,
     sm_state: IntGauge,
     sm_priority: IntGauge,
     master_info: IntGaugeVec,
@@ -325,6 +326,17 @@ impl Metrics {
             sweep_failures,
             routing_info,
             routing_seconds,
+            sa_answer_seconds: Histogram::with_opts(
+                HistogramOpts::new(
+                    "sa_answer_seconds",
+                    "SA requests, from the moment the transport handed them to the SA (its queue included) \
+                     to their answer sent (a multi-MAD answer's first segment)",
+                )
+                .buckets(vec![
+                    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+                ]),
+            )
+            .expect("a valid histogram"),
             sm_state,
             sm_priority,
             master_info,
@@ -367,6 +379,7 @@ impl Metrics {
             (Box::new(m.sweep_failures.clone()), COUNTER),
             (Box::new(m.routing_info.clone()), GAUGE),
             (Box::new(m.routing_seconds.clone()), HISTOGRAM),
+            (Box::new(m.sa_answer_seconds.clone()), HISTOGRAM),
             (Box::new(m.sm_state.clone()), GAUGE),
             (Box::new(m.sm_priority.clone()), GAUGE),
             (Box::new(m.master_info.clone()), GAUGE),
@@ -458,6 +471,11 @@ impl Metrics {
     /// the next scrape).
     pub fn sa(&self, s: &crate::sa::SaStats) {
         self.latest.sa.store(Some(Arc::new(s.clone())));
+    }
+
+    /// One SA request answered `elapsed` after the transport handed it over.
+    pub fn sa_answer(&self, elapsed: Duration) {
+        self.sa_answer_seconds.observe(elapsed.as_secs_f64());
     }
 
     /// The standby's copy of the master's SA state: how far behind it may
