@@ -207,11 +207,14 @@ impl SaAgent {
 
     /// A MAD of the stream's class. Never panics; every refusal counted.
     pub(super) fn handle_sync_mad(&mut self, now: Duration, d: &Datagram) {
+        let from = d.addr.lid;
         let Some(settings) = self.sync.settings else {
-            self.stats.sync.rejected_malformed += 1;
+            self.stats.sync.rejected_peer += 1;
+            self.gate(now, Level::INFO, "sync_off", || {
+                format!("SM sync MAD from LID {from} dropped: [sa] state_sync is off here")
+            });
             return;
         };
-        let from = d.addr.lid;
         if d.mad.get(3).is_some_and(|m| m & 0x80 != 0) {
             // An SM that does not speak the stream answered a Hello with
             // an error status (OpenSM does): Hellos slow down by themselves.
@@ -255,6 +258,11 @@ impl SaAgent {
                 if let Some(src) = self.sync.source.as_mut() {
                     src.on_hello(now, from, msg.epoch, next, &mut self.stats.sync);
                 }
+            }
+            (SyncBody::Hello { .. }, false) => {
+                // A standby asking an SM that is not (or not yet) serving
+                // as master: it asks again.
+                self.stats.sync.rejected_peer += 1;
             }
             (body, false) => {
                 let was_current = self.sync.copy.current_as_of().is_some();
