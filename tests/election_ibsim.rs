@@ -834,7 +834,7 @@ fn three_ibsm_one_standby_takes_over() {
 /// e. The SA state stream (issue 22): ibsm master A and ibsm standby B. A
 /// host brings IPoIB up and registers a ServiceRecord; A is SIGKILLed
 /// 100 ms after its last answer. B serves the joins (the host's port in
-/// each of its groups, read with ibsm's RMPP client) and the service, and
+/// each of its groups, read one record per saquery) and the service, and
 /// says it took over with a current copy (no ClientReregister).
 #[test]
 fn ibsm_failover_serves_the_masters_last_joins_and_registrations() {

@@ -25,11 +25,10 @@ use ibsm::runtime::RunOptions;
 use ibsm::sim::VirtualTransport;
 use ibsm::subnet::snapshot::Snapshots;
 use ibsm::subnet::{NodeId, Subnet};
-use ibsm::transport::sa_client::{SaClient, SaError};
 use ibsm::transport::SmpClient;
 use ibsm::types::{Guid, Lid};
 use sm_support::mcast::{flood_fault, mft_of};
-use sm_support::{kill, sm_state, wait_every, Logs, Net, Sm};
+use sm_support::{kill, sa_table, sm_state, wait_every, Logs, Net, Sm};
 
 /// Hosts (by index among the topology's 16) for each role; every role has
 /// its own port, since a port hands unsolicited MADs to one device.
@@ -92,33 +91,6 @@ fn mft_counts(net: &Net) -> (u64, u64) {
     (f.smp_count(attr, Method::Get), f.smp_count(attr, Method::Set))
 }
 
-/// A trusted SA client on `host`, once its port names `master` as its SM.
-async fn client_of(net: &Net, host: usize, master: Lid, sm_key: u64) -> SaClient<VirtualTransport> {
-    let port = net.host_port(host);
-    wait_for("the port to name the master", Duration::from_secs(30), async || net.master_sm_lid(port) == master).await;
-    let sa = SaClient::new(net.transport(host).0).unwrap().with_sm_key(sm_key);
-    assert_eq!(sa.sa_lid(), master);
-    sa
-}
-
-/// Every MCMemberRecord the SA holds, read trusted (retried while it is
-/// not serving yet).
-async fn table(sa: &SaClient<VirtualTransport>) -> Vec<McMemberRecordRepr> {
-    let mut records = None;
-    wait_for("the SA to answer", Duration::from_secs(30), async || {
-        match sa.get_table::<McMemberRecordRepr>(0, &McMemberRecordRepr::default()).await {
-            Ok(r) => {
-                records = Some(r);
-                true
-            }
-            Err(SaError::Status { .. }) => false,
-            Err(e) => panic!("GetTable(MCMemberRecord): {e}"),
-        }
-    })
-    .await;
-    records.unwrap()
-}
-
 /// Why the MFTs do not flood each group from each member to exactly its
 /// members, if they do not.
 async fn trees_fault(
@@ -177,14 +149,14 @@ async fn failover(seed: u64, b_mirror_interval_s: u64) -> After {
     // IPoIB comes up on four hosts under A.
     let mut ipoib = Vec::new();
     for &h in &IPOIB_HOSTS {
-        let c = client_of(&net, h, a_lid, 0).await;
+        let c = net.sa_client(h, a_lid, 0).await;
         let up = mc::ipoib_up(&c, PREFIX, PKEY, SCOPE).await.expect("IPoIB comes up under A");
         assert_eq!((up.groups.len(), up.groups[0].mlid), (5, BCAST.0));
         ipoib.push(c);
     }
     let a_subnet = a_snaps.latest().expect("A published a sweep").sweep.subnet.clone();
-    let reader_a = client_of(&net, READER_A_HOST, a_lid, SA_KEY).await;
-    let before = rows(&table(&reader_a).await);
+    let reader_a = net.sa_client(READER_A_HOST, a_lid, SA_KEY).await;
+    let before = rows(&sa_table::<McMemberRecordRepr>(&reader_a).await);
     let groups = groups_of(&before);
     assert_eq!(groups.len(), 4 + IPOIB_HOSTS.len(), "four shared groups and a solicited-node group per host");
     assert_eq!(groups[&BCAST.0].len(), IPOIB_HOSTS.len());
@@ -206,8 +178,8 @@ async fn failover(seed: u64, b_mirror_interval_s: u64) -> After {
     wait_for("B master", Duration::from_secs(60), async || sm_state(&probe, b_lid).await == Some(SmState::Master))
         .await;
     wait_for("every port ACTIVE under B", Duration::from_secs(30), async || net.lids_if_up().is_some()).await;
-    let reader_b = client_of(&net, READER_B_HOST, b_lid, SA_KEY).await;
-    let after = rows(&table(&reader_b).await);
+    let reader_b = net.sa_client(READER_B_HOST, b_lid, SA_KEY).await;
+    let after = rows(&sa_table::<McMemberRecordRepr>(&reader_b).await);
     // B's multicast pass follows its SA's import within a round trip or two.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (gets, sets) = mft_counts(&net);
@@ -221,7 +193,7 @@ async fn failover(seed: u64, b_mirror_interval_s: u64) -> After {
     }
 
     // A new host brings IPoIB up under B.
-    let new_host = client_of(&net, NEW_HOST, b_lid, 0).await;
+    let new_host = net.sa_client(NEW_HOST, b_lid, 0).await;
     let up = mc::ipoib_up(&new_host, PREFIX, PKEY, SCOPE).await.expect("IPoIB comes up under B");
     let new_host_mlids: Vec<u16> = up.groups.iter().map(|g| g.mlid).collect();
     let new_guid = new_host.local_port().port_guid;

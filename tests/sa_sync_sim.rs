@@ -25,14 +25,12 @@ use ibsm::mad::{AttributeId, MgmtClass, SmState};
 use ibsm::runtime::metrics::Metrics;
 use ibsm::runtime::RunOptions;
 use ibsm::sim::fault::{Match, Rule};
-use ibsm::sim::VirtualTransport;
 use ibsm::subnet::snapshot::Snapshots;
 use ibsm::subnet::{NodeId, Subnet};
-use ibsm::transport::sa_client::{SaClient, SaError};
 use ibsm::transport::SmpClient;
 use ibsm::types::{Guid, Lid};
 use sm_support::mcast::{flood_fault, mft_of};
-use sm_support::{kill, sm_state, wait_every, Logs, Net, Sm};
+use sm_support::{kill, sa_table, sm_state, wait_every, Logs, Net, Sm};
 
 const A_HOST: usize = 0;
 const B_HOST: usize = 15;
@@ -70,28 +68,6 @@ async fn wait_for(what: &str, limit: Duration, cond: impl AsyncFnMut() -> bool) 
 
 fn gauge(text: &str, line: &str) -> Option<f64> {
     text.lines().find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
-}
-
-async fn client_of(net: &Net, host: usize, master: Lid, sm_key: u64) -> SaClient<VirtualTransport> {
-    let port = net.host_port(host);
-    wait_for("the port to name the master", Duration::from_secs(30), async || net.master_sm_lid(port) == master).await;
-    let sa = SaClient::new(net.transport(host).0).unwrap().with_sm_key(sm_key);
-    assert_eq!(sa.sa_lid(), master);
-    sa
-}
-
-async fn table<R: ibsm::mad::SaRecord + Default + Send + Sync>(sa: &SaClient<VirtualTransport>) -> Vec<R> {
-    let mut records = None;
-    wait_for("the SA to answer", Duration::from_secs(30), async || match sa.get_table::<R>(0, &R::default()).await {
-        Ok(r) => {
-            records = Some(r);
-            true
-        }
-        Err(SaError::Status { .. }) => false,
-        Err(e) => panic!("GetTable({:?}): {e}", R::ATTRIBUTE),
-    })
-    .await;
-    records.unwrap()
 }
 
 /// Each MLID's members by port GUID.
@@ -178,7 +154,7 @@ async fn failover(seed: u64, stream: Stream) -> After {
 
     let mut hosts = Vec::new();
     for &h in &EARLY_HOSTS {
-        let c = client_of(&net, h, a_lid, 0).await;
+        let c = net.sa_client(h, a_lid, 0).await;
         mc::ipoib_up(&c, PREFIX, PKEY, SCOPE).await.expect("IPoIB comes up under A");
         hosts.push(c);
     }
@@ -202,7 +178,7 @@ async fn failover(seed: u64, stream: Stream) -> After {
 
     // The last host: IPoIB and a ServiceRecord; A dies 100 ms after its
     // last answer.
-    let last = client_of(&net, LAST_HOST, a_lid, 0).await;
+    let last = net.sa_client(LAST_HOST, a_lid, 0).await;
     let last_guid = last.local_port().port_guid;
     let up = mc::ipoib_up(&last, PREFIX, PKEY, SCOPE).await.expect("IPoIB comes up under A");
     let mask =
@@ -226,10 +202,10 @@ async fn failover(seed: u64, stream: Stream) -> After {
     wait_for("B master", Duration::from_secs(60), async || sm_state(&probe, b_lid).await == Some(SmState::Master))
         .await;
     wait_for("every port ACTIVE under B", Duration::from_secs(30), async || net.lids_if_up().is_some()).await;
-    let reader = client_of(&net, READER_HOST, b_lid, SA_KEY).await;
-    let members: Vec<McMemberRecordRepr> = table(&reader).await;
+    let reader = net.sa_client(READER_HOST, b_lid, SA_KEY).await;
+    let members: Vec<McMemberRecordRepr> = sa_table(&reader).await;
     let answered = groups_of(&members);
-    let services: Vec<ServiceRecordRepr> = table(&reader).await;
+    let services: Vec<ServiceRecordRepr> = sa_table(&reader).await;
     // B's multicast pass follows its SA's import.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let reregistered: Vec<u32> =

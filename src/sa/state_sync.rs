@@ -254,10 +254,12 @@ impl SaAgent {
                     });
                     return;
                 }
-                self.sync_observe();
                 if let Some(src) = self.sync.source.as_mut() {
                     src.on_hello(now, from, msg.epoch, next, &mut self.stats.sync);
                 }
+                // A first standby: the look skipped while nobody was fed
+                // happens now, not a batch later.
+                self.sync_observe();
             }
             (SyncBody::Hello { .. }, false) => {
                 // A standby asking an SM that is not (or not yet) serving

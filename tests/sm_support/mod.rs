@@ -12,11 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ibsm::config::Config;
+use ibsm::mad::SaRecord;
 use ibsm::mad::{AttributeId, Method, PortState, SmInfoRepr, SmState};
 use ibsm::runtime::metrics::Metrics;
 use ibsm::runtime::{run, RunOptions};
 use ibsm::sim::{FabricBuilder, SharedFabric, SimDevice, VirtualClock, VirtualTransport};
 use ibsm::topology::{NodeIdx, NodeKind, PortRef, Topology};
+use ibsm::transport::sa_client::{SaClient, SaError};
 use ibsm::transport::txn::TxnConfig;
 use ibsm::transport::{Datagram, SmpClient, Transport};
 use ibsm::types::{Guid, Lid};
@@ -142,6 +144,19 @@ impl Net {
         spawn_sm(transport, unsolicited, config, options, port)
     }
 
+    /// A trusted (`sm_key`) or ordinary (0) SA client on host `host`, once
+    /// its port names `master` as its SM.
+    pub async fn sa_client(&self, host: usize, master: Lid, sm_key: u64) -> SaClient<VirtualTransport> {
+        let port = self.host_port(host);
+        wait_every(Duration::from_millis(50), "the port to name the master", Duration::from_secs(30), async || {
+            self.master_sm_lid(port) == master
+        })
+        .await;
+        let sa = SaClient::new(self.transport(host).0).unwrap().with_sm_key(sm_key);
+        assert_eq!(sa.sa_lid(), master);
+        sa
+    }
+
     /// Every cabled port ACTIVE, and every LID-bearing port's LID.
     pub fn lids_if_up(&self) -> Option<HashMap<PortRef, Lid>> {
         lids_if_up(&self.topo, &self.fabric)
@@ -203,4 +218,22 @@ impl Logs {
     pub fn lines_with(&self, all: &[&str]) -> Vec<String> {
         self.text().lines().filter(|l| all.iter().all(|w| l.contains(w))).map(str::to_owned).collect()
     }
+}
+
+/// Every record of `R` the SA at `sa` holds (retried while it answers
+/// with an error status: not serving yet).
+pub async fn sa_table<R: SaRecord + Default + Send + Sync>(sa: &SaClient<VirtualTransport>) -> Vec<R> {
+    let mut records = None;
+    wait_every(Duration::from_millis(50), "the SA to answer", Duration::from_secs(30), async || {
+        match sa.get_table::<R>(0, &R::default()).await {
+            Ok(r) => {
+                records = Some(r);
+                true
+            }
+            Err(SaError::Status { .. }) => false,
+            Err(e) => panic!("GetTable({:?}): {e}", R::ATTRIBUTE),
+        }
+    })
+    .await;
+    records.unwrap()
 }
