@@ -14,6 +14,11 @@ manager cycle every `--perf-interval` s for both.
 
 usage: bench/ops.py [--spec fattree3:radix=36,pods=12] [--rest 60]
                     [--perf-interval 10] [--inproc fattree3:radix=36,pods=36]
+                    [--inproc-only] [--port-series errors,all]
+
+`--port-series` names the `[perfmgr] port_series` settings the in-process
+fabric's /metrics is measured with, each in its own run; `/dump/port-counters`
+(every port's every counter) is timed and sized beside.
 """
 import argparse
 import os
@@ -230,13 +235,14 @@ def run_sm(kind, spec, ibsm, rest, perf_interval, work, shim):
         sim.wait()
 
 
-def inproc_metrics(spec, ibsm, perf_interval, work):
+def inproc_metrics(spec, ibsm, perf_interval, work, port_series="errors"):
     port = free_port()
-    smdir = os.path.join(work, "inproc")
+    smdir = os.path.join(work, "inproc-" + port_series)
     os.makedirs(smdir, exist_ok=True)
     conf = os.path.join(smdir, "ibsm.toml")
     open(conf, "w").write(f'[sm]\nsweep_interval_s = 10\n\n[metrics]\nlisten = "127.0.0.1:{port}"\n\n'
-                          f'[perfmgr]\nenabled = true\ninterval_s = {perf_interval}\n')
+                          f'[perfmgr]\nenabled = true\ninterval_s = {perf_interval}\n'
+                          f'port_series = "{port_series}"\n')
     log = os.path.join(smdir, "log")
     proc = subprocess.Popen([ibsm, "run", "--sim", spec, "--config", conf, "--log-file", log],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=smdir)
@@ -246,6 +252,8 @@ def inproc_metrics(spec, ibsm, perf_interval, work):
         text = wait_perf_cycle(port, cycles=1)
         m = metrics_figures(port)
         m["perf_ports"] = sample(text, "ibsm_perfmgr_ports", outcome="polled")
+        dt, body = fetch(f"http://127.0.0.1:{port}/dump/port-counters")
+        m["dump_ms"], m["dump_bytes"], m["dump_lines"] = dt * 1e3, len(body), body.count(b"\n") - 1
         m["rss"] = rss_mib(proc.pid)
         return m
     finally:
@@ -259,9 +267,17 @@ def main():
     ap.add_argument("--rest", type=float, default=60)
     ap.add_argument("--perf-interval", type=int, default=10)
     ap.add_argument("--ibsm", default=os.path.join(ROOT, "target", "release", "ibsm"))
+    ap.add_argument("--inproc-only", action="store_true", help="only the in-process /metrics figures")
+    ap.add_argument("--port-series", default="errors,all")
     args = ap.parse_args()
     common.kill_started_processes_on_exit()
     work = tempfile.mkdtemp(prefix="ibsm-ops-")
+    if args.inproc_only:
+        print("| ibsm | figure |")
+        print("|---|---|")
+        inproc_rows(args, work)
+        shutil.rmtree(work, ignore_errors=True)
+        return
     shim = build_shim(work)
     o = run_sm("opensm", args.spec, args.ibsm, args.rest, args.perf_interval, work, shim)
     i = run_sm("ibsm", args.spec, args.ibsm, args.rest, args.perf_interval, work, shim)
@@ -294,12 +310,19 @@ def main():
     print(f"| /metrics response (20 GETs) | median {m['median_ms']:.1f} ms, max {m['max_ms']:.1f} ms |")
     print(f"| /metrics size | {m['bytes'] / 1024:.0f} KiB, {m['series']} series ({m['port_series']} per-port) |")
     if args.inproc:
-        p = inproc_metrics(args.inproc, args.ibsm, args.perf_interval, work)
-        print(f"| in-process {args.inproc}: /metrics response | median {p['median_ms']:.1f} ms, "
-              f"max {p['max_ms']:.1f} ms |")
-        print(f"| in-process {args.inproc}: /metrics size | {p['bytes'] / 1024:.0f} KiB, {p['series']} series "
-              f"({p['port_series']} per-port, {common.fmt(p['perf_ports'], 0)} ports polled), SM RSS {p['rss']:.0f} MiB |")
+        inproc_rows(args, work)
     shutil.rmtree(work, ignore_errors=True)
+
+
+def inproc_rows(args, work):
+    for series in args.port_series.split(","):
+        p = inproc_metrics(args.inproc, args.ibsm, args.perf_interval, work, series)
+        what = f"in-process {args.inproc}, port_series = {series}"
+        print(f"| {what}: /metrics response | median {p['median_ms']:.1f} ms, max {p['max_ms']:.1f} ms |")
+        print(f"| {what}: /metrics size | {p['bytes'] / 1024:.0f} KiB, {p['series']} series "
+              f"({p['port_series']} per-port, {common.fmt(p['perf_ports'], 0)} ports polled), SM RSS {p['rss']:.0f} MiB |")
+        print(f"| {what}: /dump/port-counters | {p['dump_bytes'] / 1024:.0f} KiB, {p['dump_lines']} ports, "
+              f"{p['dump_ms']:.0f} ms |")
 
 
 if __name__ == "__main__":

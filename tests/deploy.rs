@@ -31,7 +31,8 @@ fn show(out: &Output) -> String {
 /// per-port and self families, registered as the runtime does.
 fn exported() -> BTreeSet<String> {
     let m = ibsm::runtime::metrics::Metrics::new();
-    ibsm::runtime::metrics::perfmgr::register(&m, &ibsm::perfmgr::core::PerfShared::new());
+    let configs = tokio::sync::watch::channel(ibsm::perfmgr::PerfMgrConfig::default()).1;
+    ibsm::runtime::metrics::perfmgr::register(&m, &ibsm::perfmgr::core::PerfShared::new(), configs);
     let names: BTreeSet<String> = m.family_names().into_iter().collect();
     // The families the alerts lean on are there, so an empty list cannot pass.
     for must in ["ibsm_sm_state", "ibsm_links", "ibsm_sweep_failures_total", "ibsm_port_symbol_errors_total"] {

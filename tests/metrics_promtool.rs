@@ -53,7 +53,9 @@ fn populated() -> Metrics {
     });
     assert!(report.subnet_up());
     let m = Metrics::new();
-    collector::register(&m, &shared);
+    // Every port's series: promtool and the parser see each kind of family.
+    let all = PerfMgrConfig { port_series: ibsm::config::perfmgr::PortSeries::All, ..PerfMgrConfig::default() };
+    collector::register(&m, &shared, tokio::sync::watch::channel(all).1);
     m.heavy_sweep(&report);
     m.transport(&stats);
     m.light_sweep_timed(Duration::from_millis(2));

@@ -230,11 +230,22 @@ fn metrics_and_status_follow_the_fabric_on_ibsim() {
     let h = topo.node(hosts[1]);
     let desc = h.name.clone();
     let errors = |m: &str| sample(m, "ibsm_port_symbol_errors_total", &[("node_desc", &desc), ("port", "1")]);
-    let base = wait_until(Duration::from_secs(15), || errors(&metrics(port)));
-    let base = base.unwrap_or_else(|| panic!("no symbol error series for {desc} port 1:\n{}", metrics(port)));
+    // By default (`port_series = "errors"`) a port has series only once it
+    // has errors; the fabric-wide sum is always there.
+    let fabric = |m: &str| sample(m, "ibsm_fabric_port_symbol_errors_total", &[]);
+    let cycled = wait_until(Duration::from_secs(15), || {
+        let m = metrics(port);
+        sample(&m, "ibsm_perfmgr_cycles_total", &[]).filter(|&c| c >= 1.0).and(fabric(&m))
+    });
+    let fabric_base = cycled.unwrap_or_else(|| panic!("no perfmgr cycle or fabric sum:\n{}", metrics(port)));
+    let base = errors(&metrics(port)).unwrap_or(0.0);
     sim.console(&format!("PerformanceSet \"{desc}\"[1] PortCounters.SymbolErrorCounter=9"));
     let after = wait_until(Duration::from_secs(15), || errors(&metrics(port)).filter(|&v| v >= base + 9.0));
     assert_eq!(after, Some(base + 9.0), "{desc} port 1 symbol errors did not rise by 9 from {base}");
+    let m = metrics(port);
+    assert!(fabric(&m).unwrap() >= fabric_base + 9.0, "the fabric sum did not rise by 9 from {fabric_base}");
+    assert!(sample(&m, "ibsm_perfmgr_ports_with_errors", &[]).unwrap_or(0.0) >= 1.0, "{m}");
+    assert!(!m.contains("ibsm_port_xmit_data_bytes_total{"), "data counters per port only when asked for");
 
     // A host's cable pulled: the link gauges and the dashboard follow.
     let selectors = dashboard_selectors("ibsm_links");

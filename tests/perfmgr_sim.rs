@@ -94,7 +94,9 @@ async fn counters_are_polled_exported_and_accounted_as_the_pmas_hold_them() {
     // As the runtime registers them, and the old collector beside, whose
     // encoding the section's must match.
     let metrics = ibsm::runtime::metrics::Metrics::new();
-    collector::register(&metrics, &shared);
+    // Every port's series, as the reference collector writes them all.
+    let all = PerfMgrConfig { port_series: ibsm::config::perfmgr::PortSeries::All, ..PerfMgrConfig::default() };
+    collector::register(&metrics, &shared, tokio::sync::watch::channel(all).1);
     let registry = prometheus::Registry::new_custom(Some("ibsm".into()), None).unwrap();
     registry.register(Box::new(PerfCollector::new(shared.clone()))).unwrap();
     let (transport, _unsolicited) = net.transport(5);

@@ -120,7 +120,12 @@ mod tests {
     }
 
     async fn writes_every_dump(report: &crate::subnet::SweepReport) {
-        let state = HttpState { metrics: Metrics::new(), status: StatusBoard::new(), snapshots: Snapshots::new() };
+        let state = HttpState {
+            metrics: Metrics::new(),
+            status: StatusBoard::new(),
+            snapshots: Snapshots::new(),
+            perf_counters: Default::default(),
+        };
         let server = spawn("127.0.0.1:0".parse().unwrap(), state.clone()).unwrap();
         let base = format!("http://{}", server.local_addr());
         let dir = tempfile::tempdir().unwrap();

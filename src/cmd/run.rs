@@ -155,6 +155,7 @@ pub async fn run(args: Args) -> ExitCode {
     // run on a thread of their own.
     let status = crate::runtime::status::StatusBoard::new();
     let snapshots = crate::subnet::snapshot::Snapshots::new();
+    let perf_counters = crate::perfmgr::PerfShared::new();
     let mut http = None;
     let metrics = match config.metrics.listen.as_deref().filter(|l| !l.is_empty() && !args.once) {
         Some(listen) => {
@@ -166,8 +167,12 @@ pub async fn run(args: Args) -> ExitCode {
                 }
             };
             let m = crate::runtime::metrics::Metrics::new();
-            let state =
-                crate::http::HttpState { metrics: m.clone(), status: status.clone(), snapshots: snapshots.clone() };
+            let state = crate::http::HttpState {
+                metrics: m.clone(),
+                status: status.clone(),
+                snapshots: snapshots.clone(),
+                perf_counters: perf_counters.clone(),
+            };
             match crate::http::spawn(addr, state) {
                 Ok(h) => {
                     tracing::info!(addr = %h.local_addr(), "HTTP endpoints served (/metrics, /status, /healthz, /readyz, /dump)");
@@ -188,6 +193,7 @@ pub async fn run(args: Args) -> ExitCode {
         operator_signals: !args.once,
         status,
         snapshots,
+        perf_counters,
         notifier: std::sync::Arc::new(crate::runtime::notify::Notifier::from_env()),
         sa_placement: crate::runtime::sa_task::SaPlacement::OwnThread,
         reload: {

@@ -129,6 +129,14 @@ const KEYS: &[(&str, &str)] = &[
     ("perfmgr.on_standby", "also poll while this SM is a standby"),
     ("perfmgr.error_threshold", "an error counter rising by more than this in one cycle is logged as an error jump"),
     ("perfmgr.error_rate_factor", "or rising this many times faster than the cycle before; 0 = off"),
+    (
+        "perfmgr.port_series",
+        "ports /metrics exports one by one: errors (error counters of ports with errors), all, none; live",
+    ),
+    (
+        "perfmgr.port_series_max_ports",
+        "with errors: the most erring ports exported, at most (fabric sums always; every port in /dump/port-counters)",
+    ),
     ("log.level", "off, error, warn, info, debug, trace, or directives like \"info,ibsm::sa=debug\"; live on SIGHUP"),
 ];
 

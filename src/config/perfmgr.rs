@@ -37,6 +37,30 @@ pub struct PerfMgrConfig {
     /// in the previous cycle, by at least `error_threshold / 10` (and at
     /// least 1), is an error jump too. 0 turns the rate rule off.
     pub error_rate_factor: f64,
+    /// Which ports `/metrics` gives series of their own. At 21 counters a
+    /// port end, every port of an 11,664-host fabric is 146 MB a scrape,
+    /// more than a Prometheus server should ingest every 15 s; the
+    /// fabric-wide sums (`ibsm_fabric_port_*_total`) are always exported,
+    /// and `/dump/port-counters` has every port's every counter.
+    pub port_series: PortSeries,
+    /// With `port_series = "errors"`, the ports with the most errors that
+    /// get series, at most (about 1.5 KB each): the scrape stays bounded
+    /// however sick the fabric. `ibsm_perfmgr_ports_with_errors` counts
+    /// them all.
+    pub port_series_max_ports: usize,
+}
+
+/// Which ports' counters `/metrics` exports one by one.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PortSeries {
+    /// Every polled port, every counter (the size grows with the fabric).
+    All,
+    /// Ports with an error counter above 0, their error counters only.
+    #[default]
+    Errors,
+    /// No port: the fabric-wide sums only.
+    None,
 }
 
 impl Default for PerfMgrConfig {
@@ -48,6 +72,8 @@ impl Default for PerfMgrConfig {
             on_standby: false,
             error_threshold: 100,
             error_rate_factor: 10.0,
+            port_series: PortSeries::Errors,
+            port_series_max_ports: 1000,
         }
     }
 }
@@ -76,6 +102,11 @@ mod tests {
         let c: PerfMgrConfig = toml::from_str("interval_s = 0\nmax_in_flight = 0\nerror_threshold = 5").unwrap();
         assert_eq!((c.interval(), c.max_in_flight(), c.rate_floor()), (Duration::from_secs(1), 1, 1));
         assert!(c.enabled && !c.on_standby);
+        assert_eq!(c.port_series, PortSeries::Errors);
+        let c: PerfMgrConfig = toml::from_str("port_series = \"all\"").unwrap();
+        assert_eq!(c.port_series, PortSeries::All);
+        let e = toml::from_str::<PerfMgrConfig>("port_series = \"some\"").unwrap_err().to_string();
+        assert!(e.contains("some") && e.contains("errors"), "{e}");
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub const LIVE: &[&str] = &[
     "perfmgr.on_standby",
     "perfmgr.error_threshold",
     "perfmgr.error_rate_factor",
+    "perfmgr.port_series",
+    "perfmgr.port_series_max_ports",
 ];
 
 /// Keys whose values are secrets: a change is logged without them.

@@ -39,7 +39,7 @@ pub mod client;
 mod render;
 mod routes;
 
-pub use routes::{wants_openmetrics, DUMP_NAMES};
+pub use routes::{wants_openmetrics, DUMP_NAMES, PORT_COUNTERS_DUMP};
 
 /// What the endpoints serve from; clones share everything.
 #[derive(Clone)]
@@ -47,6 +47,8 @@ pub struct HttpState {
     pub metrics: Metrics,
     pub status: StatusBoard,
     pub snapshots: Snapshots,
+    /// The performance manager's latest counters, for `/dump/port-counters`.
+    pub perf_counters: crate::perfmgr::PerfShared,
 }
 
 /// The bounds on clients.

@@ -27,7 +27,12 @@ enum Route<'a> {
     Healthz,
     Readyz,
     Dump(&'a str, fn(&Snapshot) -> String),
+    PortCounters,
 }
+
+/// The dump of every port's counters, apart from [`DUMP_NAMES`]: it comes
+/// from the performance manager, not from a sweep's snapshot.
+pub const PORT_COUNTERS_DUMP: &str = "port-counters";
 
 /// The answer to one request.
 pub(super) async fn respond(state: &Arc<HttpState>, renders: &RenderCache, req: Request<Incoming>) -> Response<Body> {
@@ -38,18 +43,22 @@ pub(super) async fn respond(state: &Arc<HttpState>, renders: &RenderCache, req: 
         "/healthz" => Route::Healthz,
         "/readyz" => Route::Readyz,
         p => match p.strip_prefix("/dump/") {
+            Some(PORT_COUNTERS_DUMP) => Route::PortCounters,
             Some(name) if dump_formatter(name).is_some() => Route::Dump(name, dump_formatter(name).expect("checked")),
             Some(name) => {
                 return text(
                     StatusCode::NOT_FOUND,
-                    format!("no dump named {name:?}; there are: {}\n", DUMP_NAMES.join(", ")),
+                    format!(
+                        "no dump named {name:?}; there are: {}, {PORT_COUNTERS_DUMP}\n",
+                        DUMP_NAMES.join(", ")
+                    ),
                 )
             }
             None => {
                 return text(
                     StatusCode::NOT_FOUND,
                     format!(
-                        "nothing at {p}; ibsm serves /metrics, /status, /healthz, /readyz and /dump/<{}>\n",
+                        "nothing at {p}; ibsm serves /metrics, /status, /healthz, /readyz and /dump/<{}|{PORT_COUNTERS_DUMP}>\n",
                         DUMP_NAMES.join("|")
                     ),
                 )
@@ -90,6 +99,23 @@ pub(super) async fn respond(state: &Arc<HttpState>, renders: &RenderCache, req: 
             (true, why) => text(StatusCode::OK, format!("ready: {why}\n")),
             (false, why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")),
         },
+        Route::PortCounters => {
+            let snap = state.perf_counters.latest();
+            if snap.stats.cycles == 0 {
+                return text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "no port counters yet: the performance manager is off ([perfmgr] enabled), not polling \
+                     (a standby without on_standby), or has not finished its first cycle\n"
+                        .to_string(),
+                );
+            }
+            match tokio::task::spawn_blocking(move || crate::perfmgr::table::port_counters(&snap)).await {
+                Ok(body) => with_type(StatusCode::OK, PLAIN, body),
+                Err(e) => {
+                    text(StatusCode::INTERNAL_SERVER_ERROR, format!("writing {PORT_COUNTERS_DUMP} failed: {e}\n"))
+                }
+            }
+        }
         Route::Dump(name, format) => {
             let Some(snap) = state.snapshots.latest() else {
                 return text(

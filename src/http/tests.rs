@@ -11,7 +11,12 @@ use crate::runtime::status::{Status, StatusBoard};
 use crate::subnet::snapshot::Snapshot;
 
 fn state() -> HttpState {
-    HttpState { metrics: Metrics::new(), status: StatusBoard::new(), snapshots: Snapshots::new() }
+    HttpState {
+        metrics: Metrics::new(),
+        status: StatusBoard::new(),
+        snapshots: Snapshots::new(),
+        perf_counters: Default::default(),
+    }
 }
 
 fn local() -> SocketAddr {
@@ -195,6 +200,27 @@ fn dumps_come_from_the_newest_snapshot() {
         let dot = name.ends_with(".dot");
         assert_eq!(d.header("content-type").unwrap().starts_with("text/vnd.graphviz"), dot, "{name}");
     }
+}
+
+#[test]
+fn port_counters_come_from_the_performance_managers_last_cycle() {
+    use crate::perfmgr::core::{PerfSnapshot, PerfStats, PortTotals};
+    let st = state();
+    let server = spawn(local(), st.clone()).unwrap();
+    let addr = server.local_addr();
+    let d = get(addr, "/dump/port-counters");
+    assert_eq!(d.code, 503);
+    assert!(d.text().contains("no port counters yet"), "{}", d.text());
+    let mut totals = [Some(1); crate::perfmgr::counters::COUNTERS];
+    totals[0] = Some(42);
+    let port = PortTotals { node_guid: crate::types::Guid(0x77), node_desc: "h1".into(), port: 1, totals };
+    st.perf_counters
+        .publish_for_test(PerfSnapshot { ports: vec![port], stats: PerfStats { cycles: 1, ..Default::default() } });
+    let d = get(addr, "/dump/port-counters");
+    assert_eq!(d.code, 200, "{}", d.text());
+    assert_eq!(d.text(), crate::perfmgr::table::port_counters(&st.perf_counters.latest()));
+    assert!(d.text().lines().nth(1).unwrap().starts_with("0x0000000000000077\t1\th1\t42\t"), "{}", d.text());
+    assert!(get(addr, "/dump/passwd").text().contains("port-counters"));
 }
 
 #[test]

@@ -188,6 +188,21 @@ pub struct PerfStats {
     pub last_cycle_ports: usize,
     pub last_cycle_polled: usize,
     pub last_cycle_skipped: usize,
+    /// Every polled port's rises summed, in each counter's own unit (a
+    /// port's first reading counts whole, as its own total starts there):
+    /// monotonic, so a port that leaves takes nothing back. `None`: no
+    /// port has the counter.
+    pub fabric: PerCounter<Option<u64>>,
+}
+
+/// Adds what one port's totals rose by, `before` to `after`, to `fabric`.
+fn add_rises(fabric: &mut PerCounter<Option<u64>>, before: &PerCounter<Option<u64>>, after: &PerCounter<Option<u64>>) {
+    for i in 0..COUNTERS {
+        if let Some(now) = after[i] {
+            let rise = now.saturating_sub(before[i].unwrap_or(0));
+            fabric[i] = Some(fabric[i].unwrap_or(0).saturating_add(rise));
+        }
+    }
 }
 
 /// One port's totals as exported.
@@ -543,7 +558,9 @@ impl PerfCore {
             .accounts
             .entry((t.node_guid, t.port))
             .or_insert_with(|| Box::new(Kept { account: PortAccount::new(), seen: c.started }));
+        let before = *kept.account.totals();
         let applied = kept.account.apply(now, &reading, &rule);
+        add_rises(&mut self.stats.fabric, &before, kept.account.totals());
         c.polled += 1;
         self.stats.backwards += applied.backwards.len() as u64;
         for j in applied.jumps {

@@ -20,6 +20,7 @@
 
 pub mod core;
 pub mod counters;
+pub mod table;
 pub mod targets;
 
 pub use self::core::{PerfCore, PerfEvent, PerfShared, PerfSnapshot, PerfStats};

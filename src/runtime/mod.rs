@@ -102,6 +102,9 @@ pub struct RunOptions {
     /// Where the SA task runs: its own thread in the daemon, beside the
     /// owner in tests whose tokio clock is paused.
     pub sa_placement: sa_task::SaPlacement,
+    /// Where the performance manager publishes each cycle's counters
+    /// (`/metrics` and `/dump/port-counters` read them).
+    pub perf_counters: crate::perfmgr::PerfShared,
 }
 
 /// Reads the configuration afresh, validated, or says why it cannot.
@@ -120,6 +123,7 @@ impl Default for RunOptions {
             notifier: Arc::new(notify::Notifier::disabled()),
             reload: None,
             sa_placement: sa_task::SaPlacement::OwnerRuntime,
+            perf_counters: crate::perfmgr::PerfShared::new(),
         }
     }
 }

@@ -34,9 +34,9 @@ pub(super) fn spawn_perfmgr<T: Transport + Clone>(
     mode: Arc<std::sync::atomic::AtomicU8>,
     standby_ports: StandbyPorts,
 ) -> AbortOnDrop {
-    let shared = crate::perfmgr::PerfShared::new();
+    let shared = options.perf_counters.clone();
     if let Some(m) = &options.metrics {
-        metrics::perfmgr::register(m, &shared);
+        metrics::perfmgr::register(m, &shared, configs.clone());
     }
     let mut core = crate::perfmgr::PerfCore::new(configs.borrow().clone(), shared);
     let mut of_snapshot = crate::perfmgr::targets::from_snapshots(options.snapshots.clone());

@@ -291,3 +291,28 @@ fn xmit_wait_is_exported_only_where_supported() {
     let f = families.iter().find(|f| f.get_name() == "port_xmit_wait_total").expect("the family");
     assert_eq!(f.get_metric().len(), 1, "one port has it");
 }
+
+/// The fabric-wide sums add each port's rises and never fall: a port that
+/// leaves takes nothing back, and one cleared keeps adding from 0.
+#[test]
+fn fabric_sums_only_rise() {
+    let shared = PerfShared::new();
+    let mut core = PerfCore::new(cfg(4), shared.clone());
+    let mut pma = FakePma::default();
+    pma.caps.insert(1, Some(0));
+    pma.counters.insert((1, 1), PortCountersRepr { symbol_error_counter: 5, ..Default::default() });
+    pma.counters.insert((1, 2), PortCountersRepr { symbol_error_counter: 7, ..Default::default() });
+    let both = vec![port(1, 1, 1, true), port(1, 2, 1, true)];
+    let sum = |shared: &PerfShared| shared.latest().stats.fabric[Counter::SymbolErrors.index()];
+    run_cycle(&mut core, &mut pma, Duration::ZERO, both.clone());
+    assert_eq!(sum(&shared), Some(12), "first readings count whole, as each port's total does");
+    pma.counters.get_mut(&(1, 1)).unwrap().symbol_error_counter = 8;
+    run_cycle(&mut core, &mut pma, Duration::from_secs(60), both.clone());
+    assert_eq!(sum(&shared), Some(15));
+    run_cycle(&mut core, &mut pma, Duration::from_secs(120), vec![port(1, 2, 1, true)]);
+    assert_eq!(sum(&shared), Some(15), "port 1 left: the sum does not fall");
+    pma.counters.get_mut(&(1, 2)).unwrap().symbol_error_counter = 2;
+    run_cycle(&mut core, &mut pma, Duration::from_secs(180), vec![port(1, 2, 1, true)]);
+    assert_eq!(sum(&shared), Some(17), "cleared by someone else: 7 -> 2 counts as 2 more");
+    assert_eq!(shared.latest().stats.fabric[Counter::XmitWait.index()], None, "no port counts PortXmitWait here");
+}

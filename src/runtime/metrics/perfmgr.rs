@@ -21,9 +21,11 @@ use std::sync::Arc;
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::{self, MetricFamily, MetricType};
+use tokio::sync::watch;
 
 use super::text::{self, Format};
 use super::{Metrics, TextSection, PREFIX};
+use crate::config::perfmgr::{PerfMgrConfig, PortSeries};
 use crate::perfmgr::core::{PerfFailure, PerfShared, PerfSnapshot, PortTotals, QueryKind};
 use crate::perfmgr::counters::Counter;
 
@@ -55,13 +57,30 @@ const SELF_FAMILIES: &[(&str, &str, MetricType, &[&str])] = &[
     ("perfmgr_error_jumps_total", "Sudden error-counter rises logged as events", MetricType::COUNTER, &[]),
     ("perfmgr_last_cycle_duration_seconds", "How long the last completed polling cycle took", MetricType::GAUGE, &[]),
     ("perfmgr_ports", "Ports the last completed cycle polled, by outcome", MetricType::GAUGE, &["outcome"]),
+    (
+        "perfmgr_ports_with_errors",
+        "Polled ports with an error counter above 0 (each has port series under port_series = errors, up to its cap)",
+        MetricType::GAUGE,
+        &[],
+    ),
 ];
+
+/// The name of the fabric-wide sum of `c`, without the prefix.
+fn fabric_name(c: Counter) -> String {
+    format!("fabric_{}", c.metric())
+}
+
+fn fabric_help(c: Counter) -> String {
+    format!("Sum over every polled port, rises only: {}", c.help())
+}
 
 /// Exports what `shared` publishes through `metrics`: the per-port
 /// families as a text section, the manager's own through the registry.
-pub fn register(metrics: &Metrics, shared: &PerfShared) {
+/// `configs` says which ports get series of their own
+/// ([`PortSeries`]), read at each scrape.
+pub fn register(metrics: &Metrics, shared: &PerfShared, configs: watch::Receiver<PerfMgrConfig>) {
     metrics.register(Box::new(SelfCollector::new(shared.clone())));
-    metrics.register_text(Arc::new(PortSection::new(shared.clone())));
+    metrics.register_text(Arc::new(PortSection::new(shared.clone(), configs)));
 }
 
 /// The per-port families, written from the latest snapshot as
@@ -70,21 +89,50 @@ pub fn register(metrics: &Metrics, shared: &PerfShared) {
 /// then port number as text), a family no port has left out.
 pub struct PortSection {
     shared: PerfShared,
+    configs: watch::Receiver<PerfMgrConfig>,
     /// `Counter::ALL` by family name.
     order: Vec<Counter>,
 }
 
 impl PortSection {
-    pub fn new(shared: PerfShared) -> Self {
+    pub fn new(shared: PerfShared, configs: watch::Receiver<PerfMgrConfig>) -> Self {
         let mut order = Counter::ALL.to_vec();
         order.sort_by_key(|c| c.metric());
-        PortSection { shared, order }
+        PortSection { shared, configs, order }
+    }
+
+    /// The ports to write (indexes into `ports`) and whether only their
+    /// error counters are.
+    fn selection(&self, ports: &[PortTotals]) -> (Vec<u32>, bool) {
+        let (series, max) = {
+            let c = self.configs.borrow();
+            (c.port_series, c.port_series_max_ports)
+        };
+        match series {
+            PortSeries::All => ((0..ports.len() as u32).collect(), false),
+            PortSeries::None => (Vec::new(), true),
+            PortSeries::Errors => {
+                let mut erring: Vec<(u64, u32)> = ports
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (error_sum(p), i as u32))
+                    .filter(|&(errors, _)| errors > 0)
+                    .collect();
+                // The most errors first; among equals, the labels' order,
+                // so the same ports stay chosen scrape after scrape.
+                erring.sort_by(|a, b| {
+                    b.0.cmp(&a.0).then_with(|| label_order(&ports[a.1 as usize], &ports[b.1 as usize]))
+                });
+                erring.truncate(max);
+                (erring.into_iter().map(|(_, i)| i).collect(), true)
+            }
+        }
     }
 
     fn write(&self, out: &mut String, format: Format) {
         let snap = self.shared.latest();
         let ports = &snap.ports;
-        let mut by_labels: Vec<u32> = (0..ports.len() as u32).collect();
+        let (mut by_labels, errors_only) = self.selection(ports);
         by_labels.sort_by(|&a, &b| label_order(&ports[a as usize], &ports[b as usize]));
         // The label set of each port up to its value, written once:
         // `{node_guid="0x…",node_desc="…",port="7"} `.
@@ -99,7 +147,9 @@ impl PortSection {
             ends.push(labels.len());
         }
         for c in &self.order {
-            if !ports.iter().any(|p| p.totals[c.index()].is_some()) {
+            if (errors_only && !c.is_error())
+                || !by_labels.iter().any(|&i| ports[i as usize].totals[c.index()].is_some())
+            {
                 continue;
             }
             let name = prefixed(c.metric());
@@ -118,6 +168,11 @@ impl PortSection {
             }
         }
     }
+}
+
+/// A port's error counters summed.
+fn error_sum(p: &PortTotals) -> u64 {
+    Counter::ALL.iter().filter(|c| c.is_error()).filter_map(|c| p.totals[c.index()]).fold(0, u64::saturating_add)
 }
 
 /// How `Registry::gather` orders a family's series: by each label value
@@ -159,7 +214,13 @@ impl TextSection for PortSection {
 
     fn size_hint(&self) -> usize {
         // A sample is about 120 bytes; most ports have most counters.
-        self.shared.latest().ports.len() * Counter::ALL.len() * 120
+        let ports = self.shared.latest().ports.len();
+        let c = self.configs.borrow();
+        match c.port_series {
+            PortSeries::All => ports * Counter::ALL.len() * 120,
+            PortSeries::Errors => ports.min(c.port_series_max_ports) * 12 * 120,
+            PortSeries::None => 0,
+        }
     }
 }
 
@@ -171,7 +232,8 @@ pub struct SelfCollector {
 
 impl SelfCollector {
     pub fn new(shared: PerfShared) -> Self {
-        let descs = SELF_FAMILIES.iter().map(|(n, h, _, l)| desc(n, h, l)).collect();
+        let mut descs: Vec<Desc> = SELF_FAMILIES.iter().map(|(n, h, _, l)| desc(n, h, l)).collect();
+        descs.extend(Counter::ALL.iter().map(|&c| desc(&fabric_name(c), &fabric_help(c), &[])));
         SelfCollector { shared, descs }
     }
 }
@@ -203,6 +265,7 @@ impl PerfCollector {
     pub fn new(shared: PerfShared) -> Self {
         let mut descs: Vec<Desc> = Counter::ALL.iter().map(|c| desc(c.metric(), c.help(), PORT_LABELS)).collect();
         descs.extend(SELF_FAMILIES.iter().map(|(n, h, _, l)| desc(n, h, l)));
+        descs.extend(Counter::ALL.iter().map(|&c| desc(&fabric_name(c), &fabric_help(c), &[])));
         PerfCollector { shared, descs }
     }
 }
@@ -280,9 +343,19 @@ fn self_families(snap: &PerfSnapshot) -> Vec<MetricFamily> {
                 metric(&[("outcome", "polled")], *kind, s.last_cycle_polled as f64),
                 metric(&[("outcome", "skipped")], *kind, s.last_cycle_skipped as f64),
             ],
+            "perfmgr_ports_with_errors" => {
+                vec![metric(&[], *kind, snap.ports.iter().filter(|p| error_sum(p) > 0).count() as f64)]
+            }
             other => unreachable!("family {other} has no rows"),
         };
         out.push(family(name, help, *kind, metrics));
+    }
+    for c in Counter::ALL {
+        if let Some(v) = s.fabric[c.index()] {
+            let value = v.saturating_mul(c.unit_factor()) as f64;
+            let m = vec![metric(&[], MetricType::COUNTER, value)];
+            out.push(family(&fabric_name(c), &fabric_help(c), MetricType::COUNTER, m));
+        }
     }
     out
 }
@@ -321,6 +394,10 @@ mod tests {
     use super::*;
     use crate::perfmgr::core::{PerfStats, PortTotals};
     use crate::types::Guid;
+
+    fn series(port_series: PortSeries) -> watch::Receiver<PerfMgrConfig> {
+        watch::channel(PerfMgrConfig { port_series, port_series_max_ports: 2, ..Default::default() }).1
+    }
 
     fn text(snap: PerfSnapshot) -> String {
         let shared = PerfShared::new();
@@ -400,7 +477,7 @@ mod tests {
     fn section(snap: &PerfSnapshot) -> (String, String) {
         let shared = PerfShared::new();
         shared.publish_for_test(snap.clone());
-        let s = PortSection::new(shared);
+        let s = PortSection::new(shared, series(PortSeries::All));
         let (mut text, mut om) = (String::new(), String::new());
         s.write_text(&mut text);
         s.write_openmetrics(&mut om);
@@ -428,7 +505,7 @@ mod tests {
         let shared = PerfShared::new();
         shared.publish_for_test(mixed());
         let m = Metrics::new();
-        register(&m, &shared);
+        register(&m, &shared, series(PortSeries::All));
         let text = m.render();
         let om = m.render_openmetrics();
         for c in Counter::ALL {
@@ -440,9 +517,99 @@ mod tests {
         assert!(text.contains("ibsm_perfmgr_cycles_total 3\n"));
         assert!(om.ends_with("ibsm_port_xmit_wait_total{node_guid=\"0x00000000000002c9\",node_desc=\"host\\nnext\",port=\"7\"} 713082\n# EOF\n"), "{om}");
         // A second registration is refused: its names are taken.
-        register(&m, &shared);
+        register(&m, &shared, series(PortSeries::All));
         assert_eq!(m.render().matches("# TYPE ibsm_port_xmit_wait_total").count(), 1);
         // The next buffer is sized from this one.
         assert_eq!(m.render().len(), text.len());
+    }
+
+    #[test]
+    fn by_default_only_the_most_erring_ports_get_series_and_only_their_errors() {
+        let mut snap = mixed();
+        // 15 ports; the cap (2 in `series`) keeps the two with most errors.
+        for p in &mut snap.ports {
+            for c in Counter::ALL.iter().filter(|c| c.is_error()) {
+                p.totals[c.index()] = Some(0);
+            }
+        }
+        snap.ports[3].totals[Counter::SymbolErrors.index()] = Some(5);
+        snap.ports[9].totals[Counter::LinkDowned.index()] = Some(9);
+        snap.ports[12].totals[Counter::RcvErrors.index()] = Some(1);
+        snap.stats.fabric[Counter::SymbolErrors.index()] = Some(5);
+        snap.stats.fabric[Counter::XmitData.index()] = Some(100);
+        let shared = PerfShared::new();
+        shared.publish_for_test(snap.clone());
+        let m = Metrics::new();
+        let (tx, rx) = watch::channel(PerfMgrConfig { port_series_max_ports: 2, ..Default::default() });
+        register(&m, &shared, rx);
+        let text = m.render();
+        // (GUID, port) of each port with series.
+        let ports_in = |t: &str| {
+            let mut seen: Vec<(String, String)> = t
+                .lines()
+                .filter(|l| l.starts_with("ibsm_port_"))
+                .map(|l| {
+                    let guid = l.split("node_guid=\"").nth(1).unwrap()[..18].to_string();
+                    let port = l.rsplit(",port=\"").next().unwrap().split('"').next().unwrap().to_string();
+                    (guid, port)
+                })
+                .collect();
+            seen.sort();
+            seen.dedup();
+            seen
+        };
+        let label = |i: usize| (snap.ports[i].node_guid.to_string(), snap.ports[i].port.to_string());
+        assert_eq!(
+            ports_in(&text),
+            {
+                let mut v = vec![label(3), label(9)];
+                v.sort();
+                v
+            },
+            "{text}"
+        );
+        assert!(!text.contains("ibsm_port_xmit_data_bytes_total{"), "data counters stay out: {text}");
+        assert!(text.contains("ibsm_port_link_downed_total{"), "{text}");
+        assert!(text.contains("ibsm_perfmgr_ports_with_errors 3\n"), "{text}");
+        assert!(text.contains("ibsm_fabric_port_symbol_errors_total 5\n"), "{text}");
+        assert!(text.contains("ibsm_fabric_port_xmit_data_bytes_total 400\n"), "in bytes: {text}");
+        assert!(!text.contains("ibsm_fabric_port_rcv_errors_total"), "a sum no port fed is not made up");
+        // Reloaded to every port, then to none.
+        tx.send_modify(|c| c.port_series = PortSeries::All);
+        assert_eq!(ports_in(&m.render()).len(), 15);
+        tx.send_modify(|c| c.port_series = PortSeries::None);
+        let none = m.render();
+        assert!(ports_in(&none).is_empty() && none.contains("ibsm_fabric_port_symbol_errors_total 5\n"), "{none}");
+    }
+
+    /// The default scrape of 11,664 hosts' 69,984 polled ports stays under
+    /// 10 MB even when every port has every error, and `all` is what it
+    /// was (the figure the default exists for).
+    #[test]
+    fn the_default_scrape_is_bounded_on_a_sick_large_fabric() {
+        let ports: Vec<PortTotals> = (0..69_984u64)
+            .map(|i| PortTotals {
+                node_guid: Guid(0x0002_c903_0000_0000 + i / 36),
+                node_desc: Arc::from(format!("ibsm-sim node {} HCA-1", i / 36).as_str()),
+                port: (i % 36 + 1) as u8,
+                totals: [Some(1_000_000 + i); crate::perfmgr::counters::COUNTERS],
+            })
+            .collect();
+        let shared = PerfShared::new();
+        shared.publish_for_test(PerfSnapshot { ports, stats: PerfStats { cycles: 1, ..Default::default() } });
+        let size = |series: PortSeries| {
+            let s = PortSection::new(
+                shared.clone(),
+                watch::channel(PerfMgrConfig { port_series: series, ..Default::default() }).1,
+            );
+            let mut out = String::new();
+            s.write_text(&mut out);
+            out
+        };
+        let default = size(PortSeries::Errors);
+        assert!(default.len() < 2_000_000, "{} bytes", default.len());
+        assert_eq!(default.lines().filter(|l| !l.starts_with('#')).count(), 1000 * 12, "the cap, error counters only");
+        let all = size(PortSeries::All);
+        assert!(all.len() > 100_000_000, "{} bytes: every port's every counter", all.len());
     }
 }

@@ -462,7 +462,11 @@ fn the_readme_lists_every_family() {
     }
     let m = Metrics::new();
     // The performance manager's families, registered as the runtime does.
-    crate::runtime::metrics::perfmgr::register(&m, &crate::perfmgr::PerfShared::new());
+    crate::runtime::metrics::perfmgr::register(
+        &m,
+        &crate::perfmgr::PerfShared::new(),
+        tokio::sync::watch::channel(crate::perfmgr::PerfMgrConfig::default()).1,
+    );
     let names = m.family_names();
     assert!(names.iter().any(|n| n == "ibsm_port_symbol_errors_total"), "{names:?}");
     let mut missing = Vec::new();
