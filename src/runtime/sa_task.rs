@@ -20,8 +20,11 @@
 //! between awaits (discovery answers, building a snapshot) then shares no
 //! thread with it either. Tests in virtual time keep it on the owner's
 //! runtime, whose clock is paused. Both queues are bounded; what the I/O
-//! thread could not queue is counted as dropped. The task ends when the
-//! owner drops its [`SaHandle`].
+//! thread could not queue is counted as dropped. The task takes the MADs
+//! waiting into a queue per requester (`crate::sa::fair`) and serves the
+//! requesters in turn, so a flood from one LID holds at most
+//! [`FAIR_SHARE`] places and costs the others one MAD's wait per turn. The
+//! task ends when the owner drops its [`SaHandle`].
 //!
 //! [`read_mirror`] is the standby's read of the master's SA state
 //! (`crate::sa::mirror`); the owner runs it as a side job, one at a time.
@@ -39,6 +42,7 @@ use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRep
 use crate::mad::{AttributeId, DrPath, NoticeRepr, PortInfoRepr, SmInfoRepr, SmpAttribute};
 use crate::program::guids::AliasTable;
 use crate::program::mcast::McastTable;
+use crate::sa::fair::FairQueue;
 use crate::sa::{MirrorRead, PreparedSnapshot, SaAgent, SaConfig, Serving};
 use crate::subnet::snapshot::{Snapshot, Snapshots};
 use crate::transport::sa_client::{SaClient, SaError};
@@ -55,6 +59,16 @@ const MCAST_PUBLISH_PERIOD: Duration = Duration::from_millis(20);
 
 /// How many SA MADs may wait for the SA task; more are dropped and counted.
 pub const SA_QUEUE: usize = 4096;
+/// Of those, how many one requester (one LID) may hold: a quarter, about
+/// 20 ms of PathRecords. Past it, its newest are dropped and counted; the
+/// rest of the queue stays for the others (`crate::sa::fair`).
+pub const FAIR_SHARE: usize = SA_QUEUE / 4;
+/// The hand-over from the transport's receiver: MADs wait here only until
+/// the SA thread next runs and sorts them by requester, but a thread can
+/// be off its core for several milliseconds, in which a flood of a few
+/// hundred thousand a second arrives. What this cannot hold is dropped
+/// before anyone knows whose it was, so it is ample.
+pub const SA_INTAKE: usize = 4 * SA_QUEUE;
 
 /// Where the SA task runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -181,7 +195,7 @@ pub fn spawn<T: Transport + Clone>(
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
     let (copy_tx, copy) = watch::channel(None);
     let (lids_tx, copy_lids) = watch::channel(Arc::default());
-    let (mad_tx, mads) = mpsc::channel(SA_QUEUE);
+    let (mad_tx, mads) = mpsc::channel(SA_INTAKE);
     if !transport.divert(crate::mad::MgmtClass::SubnAdm, mad_tx) {
         debug!("the transport cannot divert SA MADs: the owner task forwards them");
     }
@@ -306,10 +320,12 @@ async fn run<T: Transport>(
     // was published meanwhile (only the newest is built next).
     let mut building: Option<tokio::task::JoinHandle<PreparedSnapshot>> = None;
     let mut newer = false;
+    let mut fair = FairQueue::new(FAIR_SHARE, SA_QUEUE);
     loop {
         // Joins, leaves, ports gone or the partitions' groups changed the
         // multicast groups: the SM routes them.
-        let mcast_due = (input.is_empty() && mads.is_empty()) || mcast_published.elapsed() >= MCAST_PUBLISH_PERIOD;
+        let mcast_due = (input.is_empty() && mads.is_empty() && fair.is_empty())
+            || mcast_published.elapsed() >= MCAST_PUBLISH_PERIOD;
         if agent.multicast().version() != mcast_version && mcast_due {
             mcast_version = agent.multicast().version();
             mcast_published = tokio::time::Instant::now();
@@ -337,13 +353,17 @@ async fn run<T: Transport>(
                 None => std::future::pending::<()>().await,
             }
         };
+        let waiting = !fair.is_empty();
         tokio::select! {
             Some(first) = mads.recv() => {
-                serve(&mut agent, &transport, now(), first, metrics.as_ref(), &mut send_failures);
-                for _ in 1..MAD_BURST {
-                    let Ok(a) = mads.try_recv() else { break };
-                    serve(&mut agent, &transport, now(), a, metrics.as_ref(), &mut send_failures);
+                queue_fairly(&mut agent, &mut fair, &mut mads, first, now());
+                serve_in_turn(&mut agent, &transport, (&mut fair, &mut mads), now, metrics.as_ref(), &mut send_failures);
+            }
+            _ = std::future::ready(()), if waiting => {
+                while let Ok(a) = mads.try_recv() {
+                    queue_fairly(&mut agent, &mut fair, &mut mads, a, now());
                 }
+                serve_in_turn(&mut agent, &transport, (&mut fair, &mut mads), now, metrics.as_ref(), &mut send_failures);
             }
             got = input.recv() => match got {
                 Some(SaInput::Mad(d)) => agent.handle_mad(now(), &d),
@@ -409,6 +429,55 @@ async fn run<T: Transport>(
                 }
             }
         }
+    }
+}
+
+/// Takes `first` and every MAD already waiting in the transport's queue
+/// (at most a queue's worth) into the fair queue, counting what a
+/// requester's share had no room for. Moving a MAD costs far less than
+/// answering it, so the transport's queue stays empty while floods are
+/// sorted out here, by requester.
+fn queue_fairly(
+    agent: &mut SaAgent,
+    fair: &mut FairQueue<Arrived>,
+    mads: &mut mpsc::Receiver<Arrived>,
+    first: Arrived,
+    now: Duration,
+) {
+    let mut next = Some(first);
+    let mut taken = 0;
+    while let Some(a) = next.take() {
+        if let Some(dropped) = fair.push(a.dgram.addr.lid, a) {
+            agent.count_share_drop(now, dropped);
+        }
+        taken += 1;
+        if taken < SA_INTAKE {
+            next = mads.try_recv().ok();
+        }
+    }
+}
+
+/// How many MADs are served between two looks at the transport's queue.
+const DRAIN_EVERY: usize = 32;
+
+/// Serves up to [`MAD_BURST`] MADs, one requester after another, taking
+/// in what arrived every [`DRAIN_EVERY`].
+fn serve_in_turn<T: Transport>(
+    agent: &mut SaAgent,
+    transport: &T,
+    (fair, mads): (&mut FairQueue<Arrived>, &mut mpsc::Receiver<Arrived>),
+    now: impl Fn() -> Duration,
+    metrics: Option<&Metrics>,
+    failures: &mut u64,
+) {
+    for i in 0..MAD_BURST {
+        if i % DRAIN_EVERY == DRAIN_EVERY - 1 {
+            if let Ok(a) = mads.try_recv() {
+                queue_fairly(agent, fair, mads, a, now());
+            }
+        }
+        let Some((_, a)) = fair.pop() else { break };
+        serve(agent, transport, now(), a, metrics, failures);
     }
 }
 
@@ -577,5 +646,121 @@ fn take_newest(agent: &mut SaAgent, published: &mut watch::Receiver<u64>, snapsh
     published.borrow_and_update();
     if let Some(s) = snapshots.latest() {
         agent.new_snapshot(now, s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::datagram::MadAddress;
+    use crate::mad::Method;
+    use crate::transport::sa_client::blank_request;
+
+    /// A transport that hands the SA task's SA MADs over through the
+    /// diversion a test fills, and keeps what the task sends.
+    #[derive(Clone, Default)]
+    struct Recorder {
+        sink: Arc<Mutex<Option<mpsc::Sender<Arrived>>>>,
+        sent: Arc<Mutex<Vec<Datagram>>>,
+    }
+
+    impl Transport for Recorder {
+        fn request(&self, dgram: Datagram) -> impl Future<Output = Result<Datagram, TransportError>> + Send {
+            std::future::ready(Err(TransportError::RmppUnsupported {
+                mad: Box::new(crate::datagram::MadSummary::of(&dgram)),
+            }))
+        }
+        fn send(&self, dgram: Datagram) -> Result<(), TransportError> {
+            self.sent.lock().unwrap().push(dgram);
+            Ok(())
+        }
+        fn local_port(&self) -> LocalPort {
+            LocalPort {
+                ca_name: "test".into(),
+                port_num: 1,
+                port_guid: Guid(1),
+                node_guid: Guid(1),
+                lid: Lid(1),
+                sm_lid: Lid(1),
+            }
+        }
+        fn stats(&self) -> TransportStats {
+            TransportStats::default()
+        }
+        fn divert(&self, _class: crate::mad::MgmtClass, sink: mpsc::Sender<Arrived>) -> bool {
+            *self.sink.lock().unwrap() = Some(sink);
+            true
+        }
+    }
+
+    fn class_port_info_get(from: u16, tid: u64) -> Arrived {
+        let mut mad = blank_request(Method::Get, 0x0001, 0, 0);
+        crate::mad::MadHeader::new_checked(&mut mad[..]).unwrap().set_transaction_id(tid);
+        Arrived { at: std::time::Instant::now(), dgram: Datagram { addr: MadAddress::gsi(Lid(from), 0), mad } }
+    }
+
+    /// A flood of 5,000 MADs from one LID is queued, then 20 from another:
+    /// the other's are answered in turn with the flood's, among the first
+    /// answers, and the flood keeps only its share (the rest dropped and
+    /// counted, not answered).
+    #[test]
+    fn a_flood_from_one_requester_leaves_the_others_their_turn() {
+        let (_, report) = crate::runtime::status::tests::swept();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let transport = Recorder::default();
+            let snapshots = Snapshots::new();
+            let (node, port) = report.subnet.sm_port.unwrap();
+            snapshots.publish(Snapshot {
+                sequence: 1,
+                taken_at: std::time::SystemTime::now(),
+                master: report.subnet.node(node).port_guid(port),
+                master_lid: report.subnet.current_lid(node, port).unwrap(),
+                sweep: report.clone(),
+            });
+            let metrics = Metrics::new();
+            let to_program =
+                ToProgram { aliases: watch::channel(Arc::default()).0, mcast: watch::channel(Arc::default()).0 };
+            let handle = spawn(
+                transport.clone(),
+                SaConfig::default(),
+                Guid(1),
+                snapshots,
+                Some(metrics.clone()),
+                to_program,
+                SaPlacement::OwnerRuntime,
+            );
+            handle.set_serving(Serving::Master);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let sink = transport.sink.lock().unwrap().clone().expect("the SA task diverts SA MADs");
+            // Nothing runs the task while these are queued: all arrive at once.
+            for tid in 0..5000 {
+                sink.try_send(class_port_info_get(9, tid)).unwrap();
+            }
+            for tid in 0..20 {
+                sink.try_send(class_port_info_get(5, 1_000_000 + tid)).unwrap();
+            }
+            let t0 = std::time::Instant::now();
+            while transport.sent.lock().unwrap().len() < FAIR_SHARE + 20 && t0.elapsed() < Duration::from_secs(10) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(1100)).await;
+            let sent = transport.sent.lock().unwrap().clone();
+            let to = |lid: u16| sent.iter().enumerate().filter(move |(_, d)| d.addr.lid == Lid(lid)).map(|(i, _)| i);
+            let polite: Vec<usize> = to(5).collect();
+            assert_eq!(polite.len(), 20, "every one of the other requester's MADs is answered");
+            assert!(
+                *polite.last().unwrap() < 2 * 20 + DRAIN_EVERY,
+                "answered in turn, not after the flood: {polite:?}"
+            );
+            assert_eq!(to(9).count(), FAIR_SHARE, "the flood keeps its share");
+            let text = metrics.render();
+            let dropped =
+                format!("ibsm_sa_events_total{{kind=\"drop\",what=\"requester_share\"}} {}\n", 5000 - FAIR_SHARE);
+            assert!(text.contains(&dropped), "{dropped} in\n{text}");
+            drop(handle);
+        });
     }
 }

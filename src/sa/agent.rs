@@ -454,6 +454,19 @@ impl SaAgent {
         }
     }
 
+    /// A MAD from `from` was dropped unread: the requester held more than
+    /// its share of the SA's queue (a flood; `super::fair`).
+    pub fn count_share_drop(&mut self, now: Duration, from: Lid) {
+        self.stats.drops.requester_share += 1;
+        let n = self.stats.drops.requester_share;
+        self.gate(now, Level::WARN, "requester_share", || {
+            format!(
+                "SA MADs from LID {from} dropped unread: it sends more than its share of the SA's queue \
+                 (a flood from one requester); {n} dropped so far, other requesters are served in turn"
+            )
+        });
+    }
+
     // ---- Requests.
 
     /// Serving and key checks before a request is read. Returns whether to

@@ -64,6 +64,7 @@
 //! multicast in [`mcast`]); building and queueing answers and Reports, and
 //! multi-MAD answers in flight, in `sends` (their bytes in `wire`).
 
+pub mod fair;
 pub mod mcast;
 pub mod path;
 pub mod stats;

@@ -61,6 +61,9 @@ pub struct Drops {
     pub report_subscriber_cap: u64,
     /// Answers with no room in `max_queued`.
     pub queue_full: u64,
+    /// MADs dropped before they were read because their requester held
+    /// more than its share of the SA's queue (`super::fair`).
+    pub requester_share: u64,
 }
 
 /// Multi-MAD answers.

@@ -446,6 +446,7 @@ fn sa_rows(s: &SaStats, rows: &mut BTreeMap<&'static str, Rows>) {
         ("drop", "report_cap", d.report_cap),
         ("drop", "report_subscriber_cap", d.report_subscriber_cap),
         ("drop", "queue_full", d.queue_full),
+        ("drop", "requester_share", d.requester_share),
         ("rmpp", "started", r.started),
         ("rmpp", "completed", r.completed),
         ("rmpp", "failed", r.failed),
