@@ -106,6 +106,10 @@ const KEYS: &[(&str, &str)] = &[
     ("sa.max_mcast_members_per_group", "members of one group (the IPoIB broadcast group holds every host)"),
     ("sa.max_mcast_groups_per_port", "groups one port may be a member of: a join flood fills only its own share"),
     ("sa.max_mcast_members", "memberships of all groups together"),
+    (
+        "sa.consolidate_ipv6_snm_req",
+        "IPv6 solicited-node groups of one scope and partition share one MLID (opensm: consolidate_ipv6_snm_req)",
+    ),
     ("sa.max_reports", "Reports waiting for a ReportResp, in all"),
     ("sa.max_reports_per_subscriber", "of those, to one subscriber LID (opensm: no such cap)"),
     ("sa.report_timeout_ms", "a Report is resent after this long without a ReportResp"),

@@ -65,6 +65,7 @@ const MAP: &[(&str, &str, Kind)] = &[
     ("transaction_timeout", "transport.timeout_ms", Kind::Int),
     ("transaction_retries", "transport.retries", Kind::Int),
     ("sa_key", "sa.sa_key", Kind::Hex),
+    ("consolidate_ipv6_snm_req", "sa.consolidate_ipv6_snm_req", Kind::Bool),
     ("qos", "qos.enabled", Kind::Bool),
     ("qos_high_limit", "qos.high_limit", Kind::IntOrUnset),
     ("qos_vlarb_high", "qos.vlarb_high", Kind::Text),

@@ -77,6 +77,13 @@ pub struct SaConfig {
     pub max_mcast_groups_per_port: usize,
     /// Memberships of all groups together.
     pub max_mcast_members: usize,
+    /// IPv6 Solicited-Node multicast groups (`ff1s:601b:<P_Key>::1:ffXX:XXXX`,
+    /// one per IPv6 host) of one scope and partition share one MLID, as
+    /// OpenSM's option of the same name: a fabric of N IPv6 hosts then
+    /// spends one MLID on them, not N, at the price of each host's
+    /// neighbour solicitations reaching every host of the partition.
+    /// Off, as in OpenSM.
+    pub consolidate_ipv6_snm_req: bool,
     /// Reports waiting for a ReportResp or a retry, in all; a Report that
     /// finds no room is dropped and counted.
     pub max_reports: usize,
@@ -137,6 +144,7 @@ impl Default for SaConfig {
             max_mcast_members_per_group: 65_536,
             max_mcast_groups_per_port: 256,
             max_mcast_members: 1 << 20,
+            consolidate_ipv6_snm_req: false,
             max_reports: 4096,
             max_reports_per_subscriber: 64,
             report_timeout_ms: 1000,

@@ -329,3 +329,82 @@ fn a_port_leaving_the_groups_partition_leaves_the_group() {
     assert!(a.multicast().group(&mgid(G1)).is_none());
     assert_eq!(a.multicast().len(), 1, "the broadcast group stays");
 }
+
+/// `consolidate_ipv6_snm_req`: each host's IPv6 Solicited-Node group is
+/// its own group (its own MGID in every answer), but the groups of one
+/// scope and partition share an MLID, whose tree reaches every member;
+/// the MLID stays while any of them has members. Off, each has its own.
+#[test]
+fn solicited_node_groups_share_one_mlid_when_consolidated() {
+    let [(ga, la), (gb, lb)] = hosts();
+    let ipoib_mask = CREATE | m::MTU_SELECTOR | m::MTU | m::RATE_SELECTOR | m::RATE | m::HOP_LIMIT;
+    let run = |consolidate: bool| {
+        let snap = partitioned(1, &[]);
+        let cfg = SaConfig { sa_key: SA_KEY, consolidate_ipv6_snm_req: consolidate, ..SaConfig::default() };
+        let mut a = SaAgent::new(cfg, snap.master);
+        a.new_snapshot(Duration::ZERO, snap);
+        a.set_serving(Duration::ZERO, Serving::Master);
+        let q = McMemberRecordRepr { mgid: ipoib_broadcast(2, 0xffff), ..Default::default() };
+        let b = one(&ask(&mut a, GET, &q, m::MGID, 0, la));
+        let snm = |group: &str, g: Guid| McMemberRecordRepr {
+            mgid: mgid(group),
+            port_gid: port_gid(g),
+            join_state: js::FULL,
+            ..b
+        };
+        let (sa, sb) = ("ff12:601b:ffff::1:ff00:aa", "ff12:601b:ffff::1:ff00:bb");
+        let ra = one(&ask(&mut a, SET, &snm(sa, ga), ipoib_mask, 0, la));
+        let rb = one(&ask(&mut a, SET, &snm(sb, gb), ipoib_mask, 0, lb));
+        assert_eq!((ra.mgid, rb.mgid), (mgid(sa), mgid(sb)), "each answered with its own MGID");
+        // The IPv6 all-nodes group is no Solicited-Node group (other
+        // scopes and partitions are other families: `mgid` tests).
+        let rd = one(&ask(&mut a, SET, &snm("ff12:601b:ffff::1", ga), ipoib_mask, 0, la));
+        assert_eq!(a.multicast().len(), 4);
+        a.multicast().check_invariants().unwrap();
+        let table = a.multicast().mcast_table();
+        (a, ra.mlid, rb.mlid, rd.mlid, table)
+    };
+    let (_, a, b, d, _) = run(false);
+    assert_eq!([a, b, d], [0xC001, 0xC002, 0xC003], "one MLID each, as OpenSM by default");
+
+    let (mut agent, a, b, d, table) = run(true);
+    assert_eq!([a, b, d], [0xC001, 0xC001, 0xC002]);
+    let shared: Vec<Guid> = table.members(crate::types::Lid(0xC001)).to_vec();
+    assert_eq!(
+        shared,
+        {
+            let mut v = vec![ga, gb];
+            v.sort();
+            v
+        },
+        "the shared MLID's tree reaches both hosts"
+    );
+    // The first host leaves its group: the MLID stays for the other's.
+    let leave = McMemberRecordRepr {
+        mgid: mgid("ff12:601b:ffff::1:ff00:aa"),
+        port_gid: port_gid(ga),
+        join_state: js::FULL,
+        ..Default::default()
+    };
+    one(&ask(&mut agent, DELETE, &leave, JOIN_MASK, 0, la));
+    assert_eq!(agent.multicast().by_mlid(0xC001).map(|g| g.mgid()), Some(mgid("ff12:601b:ffff::1:ff00:bb")));
+    agent.multicast().check_invariants().unwrap();
+    // A new Solicited-Node group of the family joins the same MLID again.
+    let again = McMemberRecordRepr { mgid: mgid("ff12:601b:ffff::1:ff00:cc"), ..leave };
+    let ipoib_mask = CREATE | m::MTU_SELECTOR | m::MTU | m::RATE_SELECTOR | m::RATE | m::HOP_LIMIT;
+    let q = McMemberRecordRepr { mgid: ipoib_broadcast(2, 0xffff), ..Default::default() };
+    let b = one(&ask(&mut agent, GET, &q, m::MGID, 0, la));
+    let again = McMemberRecordRepr {
+        join_state: js::FULL,
+        ..McMemberRecordRepr { mgid: again.mgid, port_gid: again.port_gid, ..b }
+    };
+    assert_eq!(one(&ask(&mut agent, SET, &again, ipoib_mask, 0, la)).mlid, 0xC001);
+    // Both leave: the MLID is free.
+    for (g, l, group) in [(gb, lb, "ff12:601b:ffff::1:ff00:bb"), (ga, la, "ff12:601b:ffff::1:ff00:cc")] {
+        let leave =
+            McMemberRecordRepr { mgid: mgid(group), port_gid: port_gid(g), join_state: js::FULL, ..Default::default() };
+        one(&ask(&mut agent, DELETE, &leave, JOIN_MASK, 0, l));
+    }
+    assert!(agent.multicast().by_mlid(0xC001).is_none());
+    agent.multicast().check_invariants().unwrap();
+}

@@ -129,7 +129,7 @@ impl McGroups {
                     let movable = g.members.is_empty() && !plan.members.is_empty() && g.rec.mlid != plan.rec.mlid;
                     let detached = movable.then_some(g.rec.mlid);
                     if let Some(old) = detached {
-                        self.by_mlid.remove(&old);
+                        self.unindex_mlid(old, mgid);
                     }
                     Fate::Existing { detached }
                 }
@@ -153,7 +153,7 @@ impl McGroups {
         for (mgid, fate) in &fates {
             if let Fate::Existing { detached: Some(own) } = fate {
                 let wanted = plans[mgid].rec.mlid;
-                if in_range(wanted) && !self.by_mlid.contains_key(&wanted) {
+                if in_range(wanted) && self.mlid_open_to(wanted, mgid, limits) {
                     self.move_group(mgid, wanted);
                 } else {
                     moving.push((*mgid, wanted, *own));
@@ -187,13 +187,16 @@ impl McGroups {
             fates.iter().filter(|(_, f)| matches!(f, Fate::Fresh)).map(|(mgid, _)| *mgid).collect();
         let (keep, moved): (Vec<[u8; 16]>, Vec<[u8; 16]>) = fresh.iter().partition(|mgid| {
             let wanted = plans[*mgid].rec.mlid;
-            in_range(wanted) && !self.by_mlid.contains_key(&wanted)
+            in_range(wanted) && self.mlid_open_to(wanted, mgid, limits)
         });
         let mut made: Vec<[u8; 16]> = Vec::new();
         for mgid in keep.iter().chain(&moved) {
             let plan = plans.get_mut(mgid).expect("planned");
             let wanted = plan.rec.mlid;
-            let mlid = match self.free_mlid(Some(wanted), limits.mlids) {
+            // The old master's MLID, shared with the Solicited-Node groups
+            // it consolidated there, or the first free.
+            let kept = (in_range(wanted) && self.mlid_open_to(wanted, mgid, limits)).then_some(wanted);
+            let mlid = match kept.or_else(|| self.free_mlid(Some(wanted), limits.mlids)) {
                 Some(mlid) if self.groups.len() < limits.max_groups => mlid,
                 _ => {
                     r.over_cap += plan.drop_all();
@@ -280,7 +283,7 @@ impl McGroups {
     fn move_group(&mut self, mgid: &[u8; 16], mlid: u16) {
         let g = self.groups.get_mut(mgid).expect("an existing group");
         g.rec.mlid = mlid;
-        self.by_mlid.insert(mlid, *mgid);
+        self.index_mlid(mlid, *mgid);
         self.version += 1;
         self.touched.groups.insert(*mgid);
     }
@@ -480,6 +483,26 @@ mod tests {
         let again = groups.import(&records, &f, &limits());
         assert_eq!(again, McImport { present: 6, port_gone: 1, unkept: 1, ..Default::default() });
         assert_eq!(groups.version(), v);
+    }
+
+    /// An old master that consolidated Solicited-Node groups on one MLID:
+    /// a new master that consolidates too keeps them sharing it; one that
+    /// does not gives the second its own (counted as moved).
+    #[test]
+    fn consolidated_solicited_node_groups_come_back_on_their_shared_mlid() {
+        let f = Fabric::with_ports(&[10, 20]);
+        let snm = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap().octets();
+        let (a, b) = (group(snm("ff12:601b:ffff::1:ff00:aa"), 0xC001), group(snm("ff12:601b:ffff::1:ff00:bb"), 0xC001));
+        let records = vec![member(&a, 10, js::FULL, false), member(&b, 20, js::FULL, false)];
+        for (consolidate, mlids, moved) in [(true, [0xC001, 0xC001], 0), (false, [0xC001, 0xC000], 1)] {
+            let mut groups = McGroups::new();
+            let lim = McLimits { consolidate_ipv6_snm: consolidate, ..limits() };
+            let r = groups.import(&records, &f, &lim);
+            assert_eq!((r.groups, r.members, r.mlid_moved), (2, 2, moved), "consolidate {consolidate}");
+            let got: Vec<u16> = [&a, &b].iter().map(|g| groups.group(&g.mgid).unwrap().mlid()).collect();
+            assert_eq!(got, mlids, "consolidate {consolidate}");
+            groups.check_invariants().unwrap();
+        }
     }
 
     #[test]

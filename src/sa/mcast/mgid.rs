@@ -53,6 +53,27 @@ pub fn broadcast_of(mgid: &[u8; 16]) -> Option<[u8; 16]> {
     is_ipoib(mgid).then(|| ipoib_broadcast(scope(mgid), u16::from_be_bytes([mgid[4], mgid[5]])))
 }
 
+/// Whether `mgid` is an IPv6 Solicited-Node multicast group over IB
+/// (RFC 4391 and RFC 4291 2.7.1): `ff1s:601b:<P_Key>:0000:0000:0001:ffXX:XXXX`,
+/// XX:XXXX the low 24 bits of an interface address. Every IPv6 host
+/// joins its own, so a fabric has about one per host. As OpenSM tests it:
+/// bits 1-3 of byte 11 are not looked at.
+pub fn is_ipv6_snm(mgid: &[u8; 16]) -> bool {
+    mgid[0] == 0xFF
+        && mgid[1] & 0x10 != 0
+        && signature(mgid) == IPOIB_V6
+        && mgid[6..11] == [0, 0, 0, 0, 0]
+        && mgid[11] & 0xF1 == 0x01
+        && mgid[12] == 0xFF
+}
+
+/// The part Solicited-Node MGIDs that share an MLID have in common
+/// (`consolidate_ipv6_snm_req`): all but the low 24 bits, so one scope
+/// and one P_Key.
+pub fn snm_family(mgid: &[u8; 16]) -> [u8; 13] {
+    mgid[..13].try_into().expect("13 bytes")
+}
+
 /// Whether `mgid` is an IPoIB broadcast group.
 pub fn is_ipoib_broadcast(mgid: &[u8; 16]) -> bool {
     broadcast_of(mgid) == Some(*mgid)
@@ -121,5 +142,26 @@ mod tests {
         let made = sa_assigned(2, 0xfe80_0000_0000_0000, 7);
         assert_eq!(made, parse("ff12:a01b:fe80::7"));
         assert_eq!((signature(&made), scope(&made)), (SA_ASSIGNED, 2));
+    }
+
+    #[test]
+    fn solicited_node_groups_are_told_apart() {
+        for g in ["ff12:601b:ffff::1:ff12:3456", "ff15:601b:8001::1:ffab:cdef", "ff12:601b:ffff::3:ff00:1"] {
+            assert!(is_ipv6_snm(&parse(g)), "{g}");
+        }
+        for g in [
+            "ff12:601b:ffff::1",
+            "ff12:401b:ffff::1:ff12:3456",
+            "ff02:601b:ffff::1:ff12:3456",
+            "ff12:601b:ffff::2:ff12:3456",
+            "ff12:601b:ffff:1::1:ff12:3456",
+            "ff12:601b:ffff::1:fe12:3456",
+        ] {
+            assert!(!is_ipv6_snm(&parse(g)), "{g}");
+        }
+        let (a, b) = (parse("ff12:601b:ffff::1:ff12:3456"), parse("ff12:601b:ffff::1:ff65:4321"));
+        assert_eq!(snm_family(&a), snm_family(&b));
+        assert_ne!(snm_family(&a), snm_family(&parse("ff12:601b:8001::1:ff12:3456")), "another partition");
+        assert_ne!(snm_family(&a), snm_family(&parse("ff15:601b:ffff::1:ff12:3456")), "another scope");
     }
 }

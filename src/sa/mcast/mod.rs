@@ -117,7 +117,7 @@ mod agent_tests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::mad::sa::mc_member_record::scope as mc_scope;
 use crate::mad::sa::{join_state as js, mc_member_mask as m, McMemberRecordRepr};
@@ -192,6 +192,9 @@ pub struct McLimits {
     /// PacketLifeTime of groups that did not ask for one, and of
     /// well-known groups (the SA's subnet timeout, as OpenSM).
     pub packet_life_time: u8,
+    /// IPv6 Solicited-Node groups of one scope and partition share one
+    /// MLID (`[sa] consolidate_ipv6_snm_req`).
+    pub consolidate_ipv6_snm: bool,
 }
 
 impl McLimits {
@@ -203,6 +206,7 @@ impl McLimits {
             max_members: cfg.max_mcast_members,
             mlids: mlids.min(MLID_SPACE),
             packet_life_time: cfg.subnet_timeout & 0x3F,
+            consolidate_ipv6_snm: cfg.consolidate_ipv6_snm_req,
         }
     }
 }
@@ -406,7 +410,9 @@ fn create_value(b: Option<(u8, u8)>, port: u8, gt: fn(u8, u8) -> bool, below: im
 #[derive(Debug, Default)]
 pub struct McGroups {
     groups: BTreeMap<[u8; 16], Group>,
-    by_mlid: BTreeMap<u16, [u8; 16]>,
+    /// The groups on each MLID: one, or with `consolidate_ipv6_snm` the
+    /// Solicited-Node groups of one scope and partition.
+    by_mlid: BTreeMap<u16, Vec<[u8; 16]>>,
     /// Groups each port is a member of.
     per_port: HashMap<Guid, usize>,
     members: usize,
@@ -460,8 +466,9 @@ impl McGroups {
         self.groups.get(mgid)
     }
 
+    /// The (first) group on `mlid`.
     pub fn by_mlid(&self, mlid: u16) -> Option<&Group> {
-        self.groups.get(self.by_mlid.get(&mlid)?)
+        self.groups.get(self.by_mlid.get(&mlid)?.first()?)
     }
 
     /// Every group, in MGID order.
@@ -484,17 +491,26 @@ impl McGroups {
     pub fn membership(&self) -> Vec<MlidMembers> {
         self.by_mlid
             .iter()
-            .filter_map(|(&mlid, mgid)| {
-                let g = self.groups.get(mgid)?;
-                let (mut receivers, mut send_only) = (Vec::new(), Vec::new());
-                for (&port, m) in &g.members {
-                    if m.join_state & RECEIVES != 0 {
-                        receivers.push(port);
-                    } else {
-                        send_only.push(port);
+            .filter_map(|(&mlid, mgids)| {
+                let first = *mgids.first()?;
+                let (mut receivers, mut send_only) = (BTreeSet::new(), BTreeSet::new());
+                for g in mgids.iter().filter_map(|m| self.groups.get(m)) {
+                    for (&port, m) in &g.members {
+                        if m.join_state & RECEIVES != 0 {
+                            receivers.insert(port);
+                        } else {
+                            send_only.insert(port);
+                        }
                     }
                 }
-                Some(MlidMembers { mlid: Lid(mlid), mgid: *mgid, receivers, send_only })
+                // A port that receives on one group of a shared MLID receives.
+                let send_only = send_only.difference(&receivers).copied().collect();
+                Some(MlidMembers {
+                    mlid: Lid(mlid),
+                    mgid: first,
+                    receivers: receivers.into_iter().collect(),
+                    send_only,
+                })
             })
             .collect()
     }
@@ -554,7 +570,10 @@ impl McGroups {
                 }
                 self.room_for_member(&g, port.guid, limits)?;
                 let requested = (mask & m::MLID != 0).then_some(rec.mlid);
-                g.rec.mlid = self.free_mlid(requested, limits.mlids).ok_or(McError::Full(Cap::Mlids))?;
+                g.rec.mlid = match self.snm_sibling(&g.rec.mgid, limits) {
+                    Some(shared) => shared,
+                    None => self.free_mlid(requested, limits.mlids).ok_or(McError::Full(Cap::Mlids))?,
+                };
                 let mgid = g.rec.mgid;
                 self.insert_group(g);
                 mgid
@@ -669,6 +688,52 @@ impl McGroups {
         Ok(())
     }
 
+    /// With `consolidate_ipv6_snm`, the MLID of a Solicited-Node group of
+    /// `mgid`'s scope and partition, for a new one of them to share (as
+    /// OpenSM's `consolidate_ipv6_snm_req`: every host joins its own, and
+    /// one MLID each would spend the switches' multicast tables on them).
+    fn snm_sibling(&self, mgid: &[u8; 16], limits: &McLimits) -> Option<u16> {
+        if !limits.consolidate_ipv6_snm || !mgid::is_ipv6_snm(mgid) {
+            return None;
+        }
+        let family = mgid::snm_family(mgid);
+        let (mut low, mut high) = ([0u8; 16], [0xFFu8; 16]);
+        low[..13].copy_from_slice(&family);
+        high[..13].copy_from_slice(&family);
+        self.groups.range(low..=high).map(|(_, g)| g).find(|g| mgid::is_ipv6_snm(&g.rec.mgid)).map(|g| g.rec.mlid)
+    }
+
+    /// Whether `mgid` may have `mlid`: no group holds it, or (with
+    /// `consolidate_ipv6_snm`) only Solicited-Node groups of its family.
+    pub(super) fn mlid_open_to(&self, mlid: u16, mgid: &[u8; 16], limits: &McLimits) -> bool {
+        match self.by_mlid.get(&mlid) {
+            None => true,
+            Some(holders) => {
+                limits.consolidate_ipv6_snm
+                    && mgid::is_ipv6_snm(mgid)
+                    && holders.iter().all(|h| mgid::is_ipv6_snm(h) && mgid::snm_family(h) == mgid::snm_family(mgid))
+            }
+        }
+    }
+
+    /// Files `mgid` under `mlid`.
+    pub(super) fn index_mlid(&mut self, mlid: u16, mgid: [u8; 16]) {
+        let holders = self.by_mlid.entry(mlid).or_default();
+        if !holders.contains(&mgid) {
+            holders.push(mgid);
+        }
+    }
+
+    /// Takes `mgid` off `mlid`; the MLID is free once no group holds it.
+    pub(super) fn unindex_mlid(&mut self, mlid: u16, mgid: &[u8; 16]) {
+        if let Some(holders) = self.by_mlid.get_mut(&mlid) {
+            holders.retain(|h| h != mgid);
+            if holders.is_empty() {
+                self.by_mlid.remove(&mlid);
+            }
+        }
+    }
+
     /// The requested MLID when it is in range and free, else the lowest
     /// free one of the `count` from 0xC000.
     fn free_mlid(&self, requested: Option<u16>, count: u16) -> Option<u16> {
@@ -691,7 +756,7 @@ impl McGroups {
     }
 
     fn insert_group(&mut self, g: Group) {
-        self.by_mlid.insert(g.rec.mlid, g.rec.mgid);
+        self.index_mlid(g.rec.mlid, g.rec.mgid);
         self.touched.groups.insert(g.rec.mgid);
         self.groups.insert(g.rec.mgid, g);
         self.version += 1;
@@ -812,7 +877,7 @@ impl McGroups {
     /// Removes a group with whatever members it has left; its MLID is free.
     fn delete_group(&mut self, mgid: &[u8; 16]) {
         let Some(g) = self.groups.remove(mgid) else { return };
-        self.by_mlid.remove(&g.rec.mlid);
+        self.unindex_mlid(g.rec.mlid, mgid);
         for &port in g.members.keys() {
             self.forget_member(port);
         }
@@ -915,13 +980,24 @@ impl McGroups {
     /// in range once; counts, keepers, per-port and total memberships
     /// recount; only well-known groups lack keepers.
     pub fn check_invariants(&self) -> Result<(), String> {
-        if self.by_mlid.len() != self.groups.len() {
-            return Err(format!("{} MLIDs for {} groups", self.by_mlid.len(), self.groups.len()));
+        let indexed: usize = self.by_mlid.values().map(Vec::len).sum();
+        if indexed != self.groups.len() || self.by_mlid.values().any(Vec::is_empty) {
+            return Err(format!("{indexed} groups on {} MLIDs for {} groups", self.by_mlid.len(), self.groups.len()));
+        }
+        for (mlid, holders) in &self.by_mlid {
+            let shared = holders.len() > 1;
+            if shared
+                && !holders.iter().all(|h| mgid::is_ipv6_snm(h) && mgid::snm_family(h) == mgid::snm_family(&holders[0]))
+            {
+                return Err(format!("MLID {mlid:#x} shared by groups that are not one Solicited-Node family"));
+            }
         }
         let mut per_port: HashMap<Guid, usize> = HashMap::new();
         let mut members = 0;
         for (mgid, g) in &self.groups {
-            if self.by_mlid.get(&g.rec.mlid) != Some(mgid) || !(MLID_BASE..=MLID_LAST).contains(&g.rec.mlid) {
+            if !self.by_mlid.get(&g.rec.mlid).is_some_and(|h| h.contains(mgid))
+                || !(MLID_BASE..=MLID_LAST).contains(&g.rec.mlid)
+            {
                 return Err(format!("group {mgid:02x?} MLID {:#x} not indexed", g.rec.mlid));
             }
             let mut counts = JoinCounts::default();

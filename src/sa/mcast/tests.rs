@@ -72,6 +72,7 @@ pub(super) fn limits() -> McLimits {
         max_members: 1000,
         mlids: MLID_SPACE,
         packet_life_time: 18,
+        consolidate_ipv6_snm: false,
     }
 }
 
