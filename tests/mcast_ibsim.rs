@@ -70,7 +70,14 @@ struct Fabric {
 
 impl Fabric {
     fn start() -> Fabric {
+        Fabric::start_with("")
+    }
+
+    /// With `config` as ibsm's configuration file.
+    fn start_with(config: &str) -> Fabric {
         let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("ibsm.toml");
+        std::fs::write(&conf, config).unwrap();
         let net = dir.path().join("triangle.net");
         std::fs::write(&net, ibsim::TRIANGLE_NET).unwrap();
         let preload = ibsim::umad2sim_fixed_preload(dir.path());
@@ -83,6 +90,8 @@ impl Fabric {
         std::fs::create_dir_all(&cache).unwrap();
         let mut c = sim.client_with(&preload, Path::new(env!("CARGO_BIN_EXE_ibsm")), SM_HOST);
         c.arg("run")
+            .arg("--config")
+            .arg(&conf)
             .args(["--metrics-listen", ""])
             .arg("--cache-dir")
             .arg(&cache)
@@ -518,4 +527,56 @@ fn ipoib_hosts_join_and_leave_and_the_mfts_reach_exactly_the_members() {
     let mut f = f;
     assert!(ibsim::terminate(&mut f.sm, Duration::from_secs(10)), "ibsm did not stop on SIGTERM");
     eprintln!("wall time {:.2?}", t_start.elapsed());
+}
+
+/// `[sa] consolidate_ipv6_snm_req = true`: each host's solicited-node
+/// group is its own group, with its one member, but all four share one
+/// MLID, and the MFTs flood it to exactly the hosts whose groups are
+/// there; the MLID goes with the last of them.
+#[test]
+fn consolidated_solicited_node_groups_share_one_mlid_on_ibsim() {
+    let f = Fabric::start_with("[sa]\nconsolidate_ipv6_snm_req = true\n");
+    let guids: BTreeMap<&str, u64> = HOSTS.iter().map(|&h| (h, f.guid(h))).collect();
+    let shared_mlids = [0xC000u16, 0xC001, 0xC002, 0xC003];
+    const SNM_MLID: u16 = 0xC004;
+    let mut snm = Vec::new();
+    for &h in &HOSTS {
+        let up = f.ibsm_json(h, &["sa", "ipoib"]);
+        let got: Vec<(Ipv6Addr, u16)> = up["groups"].as_array().unwrap().iter().map(joined).collect();
+        let want: Vec<(Ipv6Addr, u16)> =
+            ipoib_mgids(guids[h]).into_iter().zip(shared_mlids.into_iter().chain([SNM_MLID])).collect();
+        assert_eq!(got, want, "{h}: its own solicited-node group, on the one shared MLID");
+        snm.push(Group { mgid: want[4].0, mlid: SNM_MLID, members: [guids[h]].into() });
+    }
+    let all: BTreeSet<u64> = guids.values().copied().collect();
+    let shared = |members: &BTreeSet<u64>| {
+        let mut groups: Vec<Group> = ipoib_mgids(0)[..4]
+            .iter()
+            .zip(shared_mlids)
+            .map(|(&mgid, mlid)| Group { mgid, mlid, members: members.clone() })
+            .collect();
+        // The MFTs know MLIDs, not groups: the solicited-node MLID
+        // reaches every host one of whose groups is on it.
+        groups.push(Group { mgid: snm[0].mgid, mlid: SNM_MLID, members: members.clone() });
+        groups
+    };
+    wait_routed(&f, "IPoIB up, solicited-node groups consolidated", &shared(&all));
+    for g in &snm {
+        check_group(&f, g);
+    }
+    // h1 goes: its group goes, the MLID stays for the other three.
+    let down = f.ibsm_json("h1", &["sa", "ipoib", "--down"]);
+    assert_eq!(down["left"].as_u64(), Some(5), "{down}");
+    let rest: BTreeSet<u64> = HOSTS[1..].iter().map(|h| guids[h]).collect();
+    wait_routed(&f, "h1 gone", &shared(&rest));
+    check_gone(&f, &snm[0].mgid);
+    for g in &snm[1..] {
+        check_group(&f, g);
+    }
+    for &h in &HOSTS[1..] {
+        f.ibsm_json(h, &["sa", "ipoib", "--down"]);
+    }
+    wait_routed(&f, "everyone gone", &[]);
+    let mut f = f;
+    assert!(ibsim::terminate(&mut f.sm, Duration::from_secs(10)), "ibsm did not stop on SIGTERM");
 }
