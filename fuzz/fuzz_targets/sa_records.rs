@@ -46,13 +46,13 @@ fn all_records(mask: u64, data: &[u8]) {
     multi_path(mask, data);
 }
 
-/// MultiPathRecord's length follows its counts (and `LEN` is the whole SA
-/// data area), so it is refused exactly when the buffer lacks the GIDs the
-/// counts announce or they overflow one data area; what parses comes back
+/// MultiPathRecord's length follows its counts (`LEN` is one SA data
+/// area; a reassembled request holds more), so it is refused exactly when
+/// the buffer lacks the GIDs the counts announce; what parses comes back
 /// unchanged.
 fn multi_path(mask: u64, data: &[u8]) {
     let announced = data.get(15..17).map_or(0, |c| usize::from(c[0]) + usize::from(c[1]));
-    let fits = data.len() >= 24 + 16 * announced && announced <= MULTI_PATH_MAX_GIDS;
+    let fits = data.len() >= 24 + 16 * announced;
     let Ok(r) = MultiPathRecordRepr::parse_bytes(data) else {
         assert!(!fits, "MultiPathRecord: {} bytes, {announced} GIDs refused", data.len());
         return;

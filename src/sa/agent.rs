@@ -15,7 +15,7 @@ use super::queries::guid_cap;
 use super::records::Records;
 use super::sends::SendKey;
 use super::wire::{self, Received, Request};
-use super::{mcast, mirror, path, MirrorRead, NotServing, SaAgent, SaConfig, SaStats, Serving};
+use super::{mcast, mirror, path, reassembly, MirrorRead, NotServing, SaAgent, SaConfig, SaStats, Serving};
 use crate::datagram::Datagram;
 use crate::mad::sa::{sa_status, SaAttributeId};
 use crate::mad::{Method, NoticeRepr, SmInfoRepr};
@@ -313,9 +313,8 @@ impl SaAgent {
                 }
             }
             Received::Segmented { request } => {
-                self.stats.drops.segmented_requests += 1;
                 if self.may_answer(now, dgram, &request) {
-                    self.refuse(now, &request, wire::sa_error(sa_status::REQ_INVALID));
+                    self.reassemble(now, dgram, &request);
                 }
             }
             Received::Request(request) => {
@@ -364,13 +363,30 @@ impl SaAgent {
     /// When `handle_timeout` should run next: an RMPP wait, a Report
     /// retry or a ServiceRecord lease.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        [self.sends.poll_timeout(), self.reports.next_deadline(), self.services.next_expiry(), self.sync_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.sends.poll_timeout(),
+            self.reports.next_deadline(),
+            self.services.next_expiry(),
+            self.sync_timeout(),
+            self.reassembly.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     pub fn handle_timeout(&mut self, now: Duration) {
+        let mut aborts = Vec::new();
+        let ended = self.reassembly.handle_timeout(now, &mut |d| aborts.push(d));
+        for d in aborts {
+            self.push(now, d);
+        }
+        for (lid, e) in ended {
+            self.stats.drops.segmented_requests += 1;
+            self.gate(now, Level::INFO, "segmented_request", || {
+                format!("a multi-segment request from LID {lid} ended unreceived: {e}")
+            });
+        }
         self.sends.handle_timeout(now);
         self.reap_sends();
         let (again, given_up) = self.reports.expire(now, self.cfg.report_timeout(), self.cfg.report_retries);
@@ -465,6 +481,53 @@ impl SaAgent {
                  (a flood from one requester); {n} dropped so far, other requesters are served in turn"
             )
         });
+    }
+
+    /// One segment of a multi-segment request: ACKed, and once the
+    /// request is whole, handled as one that came in a single MAD.
+    fn reassemble(&mut self, now: Duration, dgram: &Datagram, request: &Request<'_>) {
+        let cfg = self.rmpp_config();
+        let mut acks = Vec::new();
+        let step = self.reassembly.take(now, dgram, request.tid, cfg, &mut |d| acks.push(d));
+        for d in acks {
+            self.push(now, d);
+        }
+        let lid = dgram.addr.lid;
+        match step {
+            reassembly::Step::Going => {}
+            reassembly::Step::Whole(mut whole) => {
+                self.stats.rmpp.requests_received += 1;
+                // Whole now: its RMPPFlags (Active, First, Last; the low
+                // bits of byte 26) cleared, it is no transfer to ACK again.
+                if let Some(flags) = whole.get_mut(crate::mad::rmpp::RMPP_HEADER_OFFSET + 2) {
+                    *flags &= !0x07;
+                }
+                let whole = Datagram { addr: dgram.addr, mad: whole };
+                if let Received::Request(r) = wire::classify(&whole) {
+                    self.handle_request(now, &r);
+                }
+            }
+            reassembly::Step::Failed(e) => {
+                self.stats.drops.segmented_requests += 1;
+                self.gate(now, Level::INFO, "segmented_request", || {
+                    format!("a multi-segment request from LID {lid} (TID {:#x}) ended unreceived: {e}", request.tid)
+                });
+            }
+            reassembly::Step::NoRoom => {
+                self.stats.drops.segmented_requests += 1;
+                let held = self.reassembly.len();
+                self.gate(now, Level::WARN, "segmented_request", || {
+                    format!(
+                        "a multi-segment request from LID {lid} refused (ERR_NO_RESOURCES): {held} being received, \
+                         at most {} at once and {} from one requester",
+                        reassembly::MAX_TRANSFERS,
+                        reassembly::PER_REQUESTER
+                    )
+                });
+                self.refuse(now, request, wire::sa_error(sa_status::NO_RESOURCES));
+            }
+            reassembly::Step::Stray => self.stats.drops.segmented_requests += 1,
+        }
     }
 
     // ---- Requests.

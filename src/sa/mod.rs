@@ -75,6 +75,7 @@ pub(crate) mod index;
 mod inform;
 pub mod mirror;
 mod queries;
+mod reassembly;
 mod records;
 mod registrations;
 mod sends;
@@ -155,6 +156,8 @@ pub struct SaAgent {
     mlids: u16,
     /// The state stream to standbys, or from the master ([`sync`]).
     sync: state_sync::StateSync,
+    /// Requests coming in several RMPP segments ([`reassembly`]).
+    reassembly: reassembly::Reassembly,
 }
 
 impl SaAgent {
@@ -183,6 +186,7 @@ impl SaAgent {
             mcast: mcast::McGroups::new(),
             mlids: mcast::MLID_SPACE,
             sync: Default::default(),
+            reassembly: Default::default(),
         }
     }
 }

@@ -36,7 +36,9 @@ pub struct Drops {
     pub stray_rmpp: u64,
     /// A request again while its multi-MAD answer is still being sent.
     pub duplicate_requests: u64,
-    /// Multi-segment RMPP requests (only whole, reassembled ones are read).
+    /// Multi-segment RMPP requests not reassembled: no room for another
+    /// transfer (answered ERR_NO_RESOURCES), a transfer the requester
+    /// broke or let time out (ABORTed), a segment of no transfer.
     pub segmented_requests: u64,
     /// Answers refused because `max_rmpp_sends` or `max_rmpp_bytes` was
     /// reached (answered ERR_NO_RESOURCES).
@@ -69,6 +71,8 @@ pub struct Drops {
 /// Multi-MAD answers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RmppCounts {
+    /// Multi-segment requests received whole (`super::reassembly`).
+    pub requests_received: u64,
     pub started: u64,
     /// Every segment acknowledged.
     pub completed: u64,

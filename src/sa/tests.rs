@@ -1127,6 +1127,89 @@ fn path_records_by_get_get_table_and_get_multi() {
     assert_eq!((paths[0].slid, paths[0].dlid), (sm, host_lid));
 }
 
+/// A MultiPathRecord naming more GIDs than one MAD holds, sent in two
+/// RMPP segments by the project's own sender: the SA ACKs them,
+/// reassembles the request and answers every GID it named. A segment of
+/// no transfer is dropped and counted; a fifth transfer from one
+/// requester at once is refused with ERR_NO_RESOURCES.
+#[test]
+fn a_multi_segment_request_is_reassembled_and_answered() {
+    use crate::rmpp::{RmppConfig, RmppSender};
+    let mut a = agent();
+    let sm = sm_lid();
+    let master = snapshot(1, swept().clone()).master;
+    let gid = |g: Guid| index::gid(index::DEFAULT_SUBNET_PREFIX, g);
+    let hosts: Vec<(Guid, u16)> = other_hosts().into_iter().take(12).collect();
+    let mut mpr = MultiPathRecordRepr::parse_bytes(&[0u8; 24]).unwrap();
+    mpr.sgid_count = 1;
+    mpr.dgid_count = hosts.len() as u8;
+    mpr.numb_path = 3;
+    mpr.gids = std::iter::once(gid(master)).chain(hosts.iter().map(|h| gid(h.0))).collect();
+    let mut payload = vec![0u8; 24 + 16 * mpr.gids.len()];
+    mpr.emit(&mut payload).unwrap();
+    assert!(payload.len() > MAD_SIZE - SA_DATA_OFFSET, "more than one MAD holds");
+    let mask = multi_path_mask::SGID_COUNT | multi_path_mask::DGID_COUNT | multi_path_mask::NUMB_PATH;
+    let template = request(0x14, 0x003A, mask, 0, &[], sm);
+    let mut tx =
+        RmppSender::new(Duration::ZERO, &template.mad[..SA_DATA_OFFSET], payload, RmppConfig::default()).unwrap();
+    assert_eq!(tx.segments(), 2);
+    let mut answers = Vec::new();
+    for _ in 0..10 {
+        while let Some(seg) = tx.poll_transmit(Duration::ZERO) {
+            a.handle_mad(Duration::ZERO, &Datagram { addr: template.addr, mad: seg });
+        }
+        for d in drain(&mut a, Duration::ZERO) {
+            if d.mad[25] == 2 {
+                tx.handle_mad(Duration::ZERO, &d.mad).unwrap();
+            } else {
+                answers.push(d);
+            }
+        }
+    }
+    assert!(tx.is_done() && tx.state() == &crate::rmpp::TransferState::Done, "every segment ACKed: {:?}", tx.state());
+    assert_eq!(answers.len(), 1, "one answer");
+    let d = &answers[0];
+    assert_eq!((d.mad[3], status_of(d)), (0x94, 0), "a GetMultiResp with status 0");
+    let n = (0..3).filter(|i| d.mad[SA_DATA_OFFSET + 64 * i + 8..SA_DATA_OFFSET + 64 * i + 12] != [0; 4]).count();
+    let paths: Vec<PathRecordRepr> = (0..n)
+        .map(|i| PathRecordRepr::parse_bytes(&d.mad[SA_DATA_OFFSET + 64 * i..SA_DATA_OFFSET + 64 * (i + 1)]).unwrap())
+        .collect();
+    assert_eq!(paths.len(), 3, "NumbPath 3 of the twelve DGIDs");
+    for p in &paths {
+        assert_eq!(p.slid, sm);
+        assert!(hosts.iter().any(|h| h.1 == p.dlid), "DLID {} is one of the GIDs named", p.dlid);
+    }
+    assert_eq!(a.stats().rmpp.requests_received, 1);
+    assert_eq!(a.stats().drops.segmented_requests, 0);
+
+    // Segment 2 of no transfer: dropped, counted, unanswered.
+    let mut stray = template.clone();
+    stray.mad[24..28].copy_from_slice(&[1, 1, 0x01, 0]);
+    stray.mad[28..32].copy_from_slice(&2u32.to_be_bytes());
+    a.handle_mad(Duration::ZERO, &stray);
+    assert!(drain(&mut a, Duration::ZERO).is_empty());
+    assert_eq!(a.stats().drops.segmented_requests, 1);
+    // Four first segments from one LID hold four transfers; a fifth is refused.
+    for tid in 0..5u64 {
+        let mut first = template.clone();
+        first.mad[8..16].copy_from_slice(&(0xAB00 + tid).to_be_bytes());
+        first.mad[24..28].copy_from_slice(&[1, 1, 0x03, 0]);
+        first.mad[28..32].copy_from_slice(&1u32.to_be_bytes());
+        a.handle_mad(Duration::ZERO, &first);
+    }
+    let out = drain(&mut a, Duration::ZERO);
+    assert_eq!(out.iter().filter(|d| d.mad[25] == 2).count(), 4, "four transfers ACKed");
+    let refused: Vec<&Datagram> = out.iter().filter(|d| d.mad[25] != 2).collect();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(status_of(refused[0]) >> 8, sa_status::NO_RESOURCES);
+    // They time out: ABORTed (status 118), counted, forgotten.
+    let late = a.poll_timeout().expect("the transfers' deadline");
+    a.handle_timeout(late);
+    let aborts = drain(&mut a, late);
+    assert_eq!(aborts.iter().filter(|d| d.mad[25] == 4 && d.mad[27] == 118).count(), 4, "ABORT 118 each");
+    assert_eq!(a.stats().drops.segmented_requests, 1 + 1 + 4);
+}
+
 #[test]
 fn subscription_floods_are_capped_and_counted() {
     let snap = snapshot(1, swept().clone());

@@ -13,10 +13,12 @@
 //! IBA 1.2 had bytes 13 and 17-23 reserved; later editions (and OpenSM)
 //! carry a ServiceID there, split like PathRecord's.
 //!
-//! One record fills an SA MAD's data area at most: 200 bytes hold 11 GIDs,
-//! and a count needing more is an error (as in OpenSM, which takes no
-//! multi-segment requests). `SaRecord::LEN` is therefore the whole data
-//! area; [`MultiPathRecordRepr::buffer_len`] is what one record needs.
+//! One SA MAD's data area holds 11 GIDs ([`MULTI_PATH_MAX_GIDS`]); a
+//! record naming more comes as a multi-segment RMPP request, which the SA
+//! reassembles (`crate::sa` reassembly), so a record is as long as its
+//! counts say, up to 255 + 255 GIDs (8,184 bytes), when its buffer holds
+//! them. `SaRecord::LEN` is the one-MAD data area;
+//! [`MultiPathRecordRepr::buffer_len`] is what one record needs.
 //!
 //! Component mask, one bit per fixed field in order, reserved ones included
 //! (as OpenSM's `IB_MPR_COMPMASK_*` numbers them): RawTraffic 0, Reserved 1,
@@ -79,15 +81,9 @@ mod field {
     pub const GIDS: usize = 24;
 }
 
-/// Bytes a record with `gids` GIDs takes, or the error if one SA data area
-/// cannot hold it.
-fn record_len(gids: usize) -> WireResult<usize> {
-    let len = MULTI_PATH_FIXED_LEN + GID_LEN * gids;
-    if gids > MULTI_PATH_MAX_GIDS {
-        Err(WireError::Oversized { what: WHAT, len, max: SA_DATA_LEN })
-    } else {
-        Ok(len)
-    }
+/// Bytes a record with `gids` GIDs takes.
+fn record_len(gids: usize) -> usize {
+    MULTI_PATH_FIXED_LEN + GID_LEN * gids
 }
 
 /// A zero-copy view of one MultiPathRecord.
@@ -98,12 +94,13 @@ pub struct MultiPathRecord<T: AsRef<[u8]>> {
 
 impl<T: AsRef<[u8]>> MultiPathRecord<T> {
     /// Wraps `buffer` after checking it holds the fixed part and every GID
-    /// the counts announce, and that those fit one SA data area.
+    /// the counts announce (more than one MAD holds in a reassembled
+    /// request).
     pub fn new_checked(buffer: T) -> WireResult<Self> {
         let b = buffer.as_ref();
         check_len(WHAT, b, MULTI_PATH_FIXED_LEN)?;
         let gids = usize::from(b[field::SGID_COUNT]) + usize::from(b[field::DGID_COUNT]);
-        check_len(WHAT, b, record_len(gids)?)?;
+        check_len(WHAT, b, record_len(gids))?;
         Ok(MultiPathRecord { buffer })
     }
     fn b(&self) -> &[u8] {
@@ -255,7 +252,6 @@ impl MultiPathRecordRepr {
         };
         self.sgid_count = count(sgids, "SGIDCount")?;
         self.dgid_count = count(dgids, "DGIDCount")?;
-        record_len(sgids.len() + dgids.len())?;
         self.gids = sgids.iter().chain(dgids).copied().collect();
         Ok(self)
     }
@@ -270,8 +266,7 @@ impl MultiPathRecordRepr {
         &self.gids[usize::from(self.sgid_count).min(self.gids.len())..]
     }
 
-    /// Whether `gids` holds exactly SGIDCount + DGIDCount GIDs and those fit
-    /// one SA data area.
+    /// Whether `gids` holds exactly SGIDCount + DGIDCount GIDs.
     pub fn check(&self) -> WireResult<()> {
         let announced = usize::from(self.sgid_count) + usize::from(self.dgid_count);
         if self.gids.len() != announced {
@@ -281,7 +276,13 @@ impl MultiPathRecordRepr {
                 value: self.gids.len() as u64,
             });
         }
-        record_len(announced).map(|_| ())
+        Ok(())
+    }
+
+    /// Whether the record fits one SA MAD (else it goes as a
+    /// multi-segment RMPP request).
+    pub fn fits_one_mad(&self) -> bool {
+        self.gids.len() <= MULTI_PATH_MAX_GIDS
     }
 
     /// Bytes of the fixed part and the GID list.
@@ -290,14 +291,14 @@ impl MultiPathRecordRepr {
     }
 
     /// Writes the fixed part and the GID list, and zeroes the rest of `out`
-    /// up to an SA data area's length. Values wider than their field are
+    /// up to an SA data area's length (or the record's, if longer). Values wider than their field are
     /// cut to it, as in PathRecord. Errors: a record [`Self::check`]
     /// refuses, or `out` shorter than [`Self::buffer_len`].
     pub fn emit(&self, out: &mut [u8]) -> WireResult<()> {
         self.check()?;
         let len = self.buffer_len();
         check_len(WHAT, out, len)?;
-        let end = out.len().min(SA_DATA_LEN);
+        let end = out.len().min(len.max(SA_DATA_LEN));
         out[..end].fill(0);
         let flow = u32::from(self.raw_traffic) << 31 | (self.flow_label & 0x000F_FFFF) << 8 | u32::from(self.hop_limit);
         be::set_u32(out, field::FLOW_HOP, flow);
@@ -354,6 +355,13 @@ impl SaRecord for MultiPathRecordRepr {
     }
     fn emit(&self, out: &mut [u8]) -> WireResult<()> {
         MultiPathRecordRepr::emit(self, out)
+    }
+    /// One data area, or the record's length when it names more GIDs
+    /// than one holds.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = vec![0u8; self.buffer_len().max(Self::LEN)];
+        self.emit(&mut out).expect("a buffer of the record's length holds it");
+        out
     }
 }
 
@@ -461,15 +469,21 @@ mod tests {
         let mut big = vec![0u8; 1024];
         big[15] = 6;
         big[16] = 6;
-        assert_eq!(
-            MultiPathRecordRepr::parse_bytes(&big),
-            Err(WireError::Oversized { what: WHAT, len: 24 + 12 * 16, max: SA_DATA_LEN }),
-            "12 GIDs do not fit one SA MAD even when the buffer is longer"
-        );
+        let twelve = MultiPathRecordRepr::parse_bytes(&big).unwrap();
+        assert_eq!(twelve.gids.len(), 12, "a reassembled request holds more GIDs than one SA MAD");
+        assert!(!twelve.fits_one_mad());
         big[15] = 255;
         big[16] = 255;
-        assert!(MultiPathRecordRepr::parse_bytes(&big).is_err());
-        assert!(MultiPathRecordRepr::default().with_gids(&[gid(0); 6], &[gid(0); 6]).is_err());
+        assert_eq!(
+            MultiPathRecordRepr::parse_bytes(&big),
+            Err(WireError::Truncated { what: WHAT, len: 1024, need: 24 + 510 * 16 }),
+            "counts the buffer cannot hold"
+        );
+        let long = MultiPathRecordRepr::default().with_gids(&[gid(1); 6], &[gid(2); 6]).unwrap();
+        let mut out = vec![0xAAu8; long.buffer_len()];
+        long.emit(&mut out).unwrap();
+        assert_eq!(MultiPathRecordRepr::parse_bytes(&out).unwrap(), long);
+        assert!(long.emit(&mut [0u8; SA_DATA_LEN]).is_err(), "a buffer too short for the GIDs");
         assert!(MultiPathRecordRepr::default().with_gids(&[gid(0); 256], &[]).is_err());
     }
 
@@ -510,8 +524,9 @@ mod tests {
 
     proptest::proptest! {
         /// Any bytes with any counts: parsing never panics, succeeds exactly
-        /// when the buffer holds the announced GIDs and they fit one data
-        /// area, and gives back the input bytes but for the reserved bits.
+        /// when the buffer holds the announced GIDs (one MAD's data area or
+        /// a reassembled request's), and gives back the input bytes but for
+        /// the reserved bits.
         #[test]
         fn arbitrary_bytes_parse_or_are_refused(
             mut b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..260),
@@ -521,11 +536,12 @@ mod tests {
                 (b[field::SGID_COUNT], b[field::DGID_COUNT]) = counts;
             }
             let n = usize::from(counts.0) + usize::from(counts.1);
-            let fits = b.len() >= MULTI_PATH_FIXED_LEN + 16 * n && n <= MULTI_PATH_MAX_GIDS;
+            let fits = b.len() >= MULTI_PATH_FIXED_LEN + 16 * n;
             match MultiPathRecordRepr::parse_bytes(&b) {
                 Ok(r) => {
                     proptest::prop_assert!(fits);
-                    let out = SaRecord::to_bytes(&r);
+                    let mut out = vec![0u8; r.buffer_len().max(SA_DATA_LEN)];
+                    r.emit(&mut out).unwrap();
                     let mut expect = b[..r.buffer_len()].to_vec();
                     expect[0] &= 0x8F;
                     expect[field::INDEPENDENCE] &= 0xC0;

@@ -452,6 +452,7 @@ fn sa_rows(s: &SaStats, rows: &mut BTreeMap<&'static str, Rows>) {
         ("rmpp", "failed", r.failed),
         ("rmpp", "segments", r.segments),
         ("rmpp", "resent", r.resent),
+        ("rmpp", "requests_received", r.requests_received),
         ("report", "queued", rep.queued),
         ("report", "sent", rep.sent),
         ("report", "resent", rep.resent),
