@@ -64,6 +64,22 @@ pub struct LocalPort {
     pub sm_lid: Lid,
 }
 
+#[cfg(test)]
+impl LocalPort {
+    /// Port 1 of GUID 1 at `lid`, with `sm_lid` as its SM: what test
+    /// transports say of their port.
+    pub(crate) fn fake(lid: u16, sm_lid: u16) -> Self {
+        LocalPort {
+            ca_name: "fake".into(),
+            port_num: 1,
+            port_guid: crate::types::Guid(1),
+            node_guid: crate::types::Guid(1),
+            lid: crate::types::Lid(lid),
+            sm_lid: crate::types::Lid(sm_lid),
+        }
+    }
+}
+
 /// Errors of a backend device.
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {

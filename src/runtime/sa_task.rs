@@ -677,14 +677,7 @@ mod tests {
             Ok(())
         }
         fn local_port(&self) -> LocalPort {
-            LocalPort {
-                ca_name: "test".into(),
-                port_num: 1,
-                port_guid: Guid(1),
-                node_guid: Guid(1),
-                lid: Lid(1),
-                sm_lid: Lid(1),
-            }
+            LocalPort::fake(1, 1)
         }
         fn stats(&self) -> TransportStats {
             TransportStats::default()

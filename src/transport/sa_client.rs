@@ -233,21 +233,13 @@ mod tests {
     use crate::mad::sa::PATH_RECORD_LEN;
     use crate::rmpp::{is_rmpp_active, RmppConfig, RmppSender};
     use crate::transport::{DeviceError, LocalPort, MadDevice, MadTransport, TransportStats, TxnConfig};
-    use crate::types::Guid;
     use std::collections::HashMap;
     use std::future::Future;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
     fn port(sm_lid: u16) -> LocalPort {
-        LocalPort {
-            ca_name: "fake".into(),
-            port_num: 1,
-            port_guid: Guid(1),
-            node_guid: Guid(1),
-            lid: Lid(3),
-            sm_lid: Lid(sm_lid),
-        }
+        LocalPort::fake(3, sm_lid)
     }
 
     /// Answers every request with a canned GetResp built from the request;

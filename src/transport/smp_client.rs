@@ -104,7 +104,6 @@ mod tests {
     use crate::mad::smp::SmpRoute;
     use crate::mad::WireError;
     use crate::transport::{LocalPort, TransportError, TransportStats};
-    use crate::types::Guid;
     use std::future::Future;
     use std::sync::{Arc, Mutex};
 
@@ -126,14 +125,7 @@ mod tests {
             Ok(())
         }
         fn local_port(&self) -> LocalPort {
-            LocalPort {
-                ca_name: "c".into(),
-                port_num: 1,
-                port_guid: Guid(1),
-                node_guid: Guid(1),
-                lid: Lid(1),
-                sm_lid: Lid(1),
-            }
+            LocalPort::fake(1, 1)
         }
         fn stats(&self) -> TransportStats {
             TransportStats::default()
