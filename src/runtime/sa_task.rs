@@ -356,13 +356,11 @@ async fn run<T: Transport>(
         let waiting = !fair.is_empty();
         tokio::select! {
             Some(first) = mads.recv() => {
-                queue_fairly(&mut agent, &mut fair, &mut mads, first, now());
+                queue_fairly(&mut agent, &mut fair, &mut mads, Some(first), now());
                 serve_in_turn(&mut agent, &transport, (&mut fair, &mut mads), now, metrics.as_ref(), &mut send_failures);
             }
             _ = std::future::ready(()), if waiting => {
-                while let Ok(a) = mads.try_recv() {
-                    queue_fairly(&mut agent, &mut fair, &mut mads, a, now());
-                }
+                queue_fairly(&mut agent, &mut fair, &mut mads, None, now());
                 serve_in_turn(&mut agent, &transport, (&mut fair, &mut mads), now, metrics.as_ref(), &mut send_failures);
             }
             got = input.recv() => match got {
@@ -432,19 +430,19 @@ async fn run<T: Transport>(
     }
 }
 
-/// Takes `first` and every MAD already waiting in the transport's queue
-/// (at most a queue's worth) into the fair queue, counting what a
-/// requester's share had no room for. Moving a MAD costs far less than
-/// answering it, so the transport's queue stays empty while floods are
-/// sorted out here, by requester.
+/// Takes `first` (if any) and every MAD already waiting in the
+/// transport's queue (at most its capacity) into the fair queue, counting
+/// what a requester's share had no room for. Moving a MAD costs far less
+/// than answering it, so the transport's queue stays empty while floods
+/// are sorted out here, by requester.
 fn queue_fairly(
     agent: &mut SaAgent,
     fair: &mut FairQueue<Arrived>,
     mads: &mut mpsc::Receiver<Arrived>,
-    first: Arrived,
+    first: Option<Arrived>,
     now: Duration,
 ) {
-    let mut next = Some(first);
+    let mut next = first.or_else(|| mads.try_recv().ok());
     let mut taken = 0;
     while let Some(a) = next.take() {
         if let Some(dropped) = fair.push(a.dgram.addr.lid, a) {
@@ -472,9 +470,7 @@ fn serve_in_turn<T: Transport>(
 ) {
     for i in 0..MAD_BURST {
         if i % DRAIN_EVERY == DRAIN_EVERY - 1 {
-            if let Ok(a) = mads.try_recv() {
-                queue_fairly(agent, fair, mads, a, now());
-            }
+            queue_fairly(agent, fair, mads, None, now());
         }
         let Some((_, a)) = fair.pop() else { break };
         serve(agent, transport, now(), a, metrics, failures);
