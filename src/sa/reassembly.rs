@@ -11,7 +11,10 @@
 //! [`MAX_REQUEST_BYTES`] each (the receiver STOPs a longer one), and the
 //! receiver's total time (`[sa] rmpp_total_timeout_ms`, then ABORT 118).
 //! A segment that starts no transfer and belongs to none is dropped, as a
-//! receiver drops what is out of order.
+//! receiver drops what is out of order. A finished transfer is kept (its
+//! data gone) for [`KEEP_DONE`], counted in no bound, so a repeat of its
+//! last segment, sent because the final ACK was lost, gets that ACK again
+//! (the kernel keeps a finished receive as long).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -29,11 +32,16 @@ pub(super) const PER_REQUESTER: usize = 4;
 /// 255 DGIDs is 8 KiB.
 pub(super) const MAX_REQUEST_BYTES: usize = 64 << 10;
 
+/// How long a finished transfer still answers repeats.
+pub(super) const KEEP_DONE: Duration = Duration::from_secs(10);
+
 type Key = (Lid, u32, u64);
 
 struct Transfer {
     addr: MadAddress,
     rx: RmppReceiver,
+    /// When the request came whole (then only repeats are answered).
+    done_at: Option<Duration>,
 }
 
 /// What one segment did.
@@ -58,8 +66,9 @@ pub(super) struct Reassembly {
 }
 
 impl Reassembly {
+    /// Transfers under way (finished ones not counted).
     pub(super) fn len(&self) -> usize {
-        self.transfers.len()
+        self.transfers.values().filter(|t| t.done_at.is_none()).count()
     }
 
     /// Takes one segment of a request with `tid` from `dgram.addr`; what
@@ -78,12 +87,14 @@ impl Reassembly {
             if !first {
                 return Step::Stray;
             }
-            let mine = self.transfers.keys().filter(|k| k.0 == key.0).count();
-            if self.transfers.len() >= MAX_TRANSFERS || mine >= PER_REQUESTER {
+            let active = self.transfers.iter().filter(|(_, t)| t.done_at.is_none());
+            let mine = active.clone().filter(|(k, _)| k.0 == key.0).count();
+            if active.count() >= MAX_TRANSFERS || mine >= PER_REQUESTER {
                 return Step::NoRoom;
             }
             let cfg = RmppConfig { max_bytes: MAX_REQUEST_BYTES, ..cfg };
-            self.transfers.insert(key, Transfer { addr: dgram.addr, rx: RmppReceiver::new(now, cfg) });
+            let rx = RmppReceiver::new(now, cfg);
+            self.transfers.insert(key, Transfer { addr: dgram.addr, rx, done_at: None });
         }
         let t = self.transfers.get_mut(&key).expect("present or just made");
         // A segment it refuses is answered (or not) by the receiver itself.
@@ -92,20 +103,22 @@ impl Reassembly {
             send(Datagram { addr: t.addr, mad });
         }
         match t.rx.take_result() {
+            // Under way, or a repeat of a finished one (answered above).
             None => Step::Going,
-            Some(result) => {
+            Some(Ok(whole)) => {
+                t.done_at = Some(now);
+                Step::Whole(whole)
+            }
+            Some(Err(e)) => {
                 self.transfers.remove(&key);
-                match result {
-                    Ok(whole) => Step::Whole(whole),
-                    Err(e) => Step::Failed(e),
-                }
+                Step::Failed(e)
             }
         }
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) next has work.
     pub(super) fn poll_timeout(&self) -> Option<Duration> {
-        self.transfers.values().filter_map(|t| t.rx.poll_timeout()).min()
+        self.transfers.values().filter_map(|t| t.done_at.map(|d| d + KEEP_DONE).or(t.rx.poll_timeout())).min()
     }
 
     /// Ends the transfers past their total time (their ABORTs to `send`);
@@ -113,6 +126,9 @@ impl Reassembly {
     pub(super) fn handle_timeout(&mut self, now: Duration, send: &mut impl FnMut(Datagram)) -> Vec<(Lid, RmppError)> {
         let mut ended = Vec::new();
         self.transfers.retain(|key, t| {
+            if let Some(done) = t.done_at {
+                return now < done + KEEP_DONE;
+            }
             t.rx.handle_timeout(now);
             while let Some(mad) = t.rx.poll_transmit() {
                 send(Datagram { addr: t.addr, mad });

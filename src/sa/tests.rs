@@ -1148,6 +1148,7 @@ fn a_multi_segment_request_is_reassembled_and_answered() {
     let mut payload = vec![0u8; 24 + 16 * mpr.gids.len()];
     mpr.emit(&mut payload).unwrap();
     assert!(payload.len() > MAD_SIZE - SA_DATA_OFFSET, "more than one MAD holds");
+    let payload_again = payload.clone();
     let mask = multi_path_mask::SGID_COUNT | multi_path_mask::DGID_COUNT | multi_path_mask::NUMB_PATH;
     let template = request(0x14, 0x003A, mask, 0, &[], sm);
     let mut tx =
@@ -1181,9 +1182,18 @@ fn a_multi_segment_request_is_reassembled_and_answered() {
     }
     assert_eq!(a.stats().rmpp.requests_received, 1);
     assert_eq!(a.stats().drops.segmented_requests, 0);
+    // The last segment again (the final ACK lost): ACKed again, not answered again.
+    let mut again =
+        RmppSender::new(Duration::ZERO, &template.mad[..SA_DATA_OFFSET], payload_again, RmppConfig::default()).unwrap();
+    let last = std::iter::from_fn(|| again.poll_transmit(Duration::ZERO)).last().unwrap();
+    a.handle_mad(Duration::ZERO, &Datagram { addr: template.addr, mad: last });
+    let repeat = drain(&mut a, Duration::ZERO);
+    assert_eq!(repeat.iter().map(|d| d.mad[25]).collect::<Vec<u8>>(), vec![2], "one ACK, no second answer");
+    assert_eq!(a.stats().rmpp.requests_received, 1);
 
     // Segment 2 of no transfer: dropped, counted, unanswered.
     let mut stray = template.clone();
+    stray.mad[8..16].copy_from_slice(&0xDEADu64.to_be_bytes());
     stray.mad[24..28].copy_from_slice(&[1, 1, 0x01, 0]);
     stray.mad[28..32].copy_from_slice(&2u32.to_be_bytes());
     a.handle_mad(Duration::ZERO, &stray);
@@ -1203,9 +1213,13 @@ fn a_multi_segment_request_is_reassembled_and_answered() {
     assert_eq!(refused.len(), 1);
     assert_eq!(status_of(refused[0]) >> 8, sa_status::NO_RESOURCES);
     // They time out: ABORTed (status 118), counted, forgotten.
-    let late = a.poll_timeout().expect("the transfers' deadline");
-    a.handle_timeout(late);
-    let aborts = drain(&mut a, late);
+    // (The finished transfer is forgotten first, after 10 s.)
+    let mut aborts = Vec::new();
+    for _ in 0..4 {
+        let Some(t) = a.poll_timeout() else { break };
+        a.handle_timeout(t);
+        aborts.extend(drain(&mut a, t));
+    }
     assert_eq!(aborts.iter().filter(|d| d.mad[25] == 4 && d.mad[27] == 118).count(), 4, "ABORT 118 each");
     assert_eq!(a.stats().drops.segmented_requests, 1 + 1 + 4);
 }
