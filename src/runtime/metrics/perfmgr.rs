@@ -218,7 +218,10 @@ impl TextSection for PortSection {
         let c = self.configs.borrow();
         match c.port_series {
             PortSeries::All => ports * Counter::ALL.len() * 120,
-            PortSeries::Errors => ports.min(c.port_series_max_ports) * 12 * 120,
+            PortSeries::Errors => {
+                let errors = Counter::ALL.iter().filter(|c| c.is_error()).count();
+                ports.min(c.port_series_max_ports) * errors * 120
+            }
             PortSeries::None => 0,
         }
     }
