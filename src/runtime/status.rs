@@ -168,6 +168,9 @@ pub struct ReactionStatus {
     /// SMPs it read, and Sets it sent (0 for a fallback).
     pub reads: u64,
     pub sets: u64,
+    /// Ports between switches it did not read: the switch at the far end
+    /// reported no port state change.
+    pub vouched: u64,
 }
 
 /// A cable held down for flapping.
@@ -382,6 +385,7 @@ impl StatusBoard {
                 why: why.clone(),
                 reads: changes.reads as u64,
                 sets,
+                vouched: changes.vouched as u64,
             });
         });
     }

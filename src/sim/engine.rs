@@ -502,6 +502,14 @@ impl Fabric {
     /// Unplugs the cable at `port`: both ends go Down/Polling and stay so
     /// until [`Fabric::link_up`]; switches at either end raise
     /// PortStateChange (and trap).
+    /// Clears every switch's PortStateChange, as an SM's programming does
+    /// (for tests that start from a fabric no SM has programmed).
+    pub fn clear_port_state_changes(&mut self) {
+        for sw in &mut self.switches {
+            sw.info.port_state_change = false;
+        }
+    }
+
     pub fn link_down(&mut self, port: PortRef) -> Result<(), SimError> {
         let id = self.resolve(port)?;
         let peer = self.port(id).peer;

@@ -146,6 +146,9 @@ pub struct ChangeSet {
     pub unbounded: Option<String>,
     /// SMPs the reaction read (Gets).
     pub reads: usize,
+    /// Ports cabled to another switch not read, because that switch's
+    /// SwitchInfo reported no port state change.
+    pub vouched: usize,
 }
 
 impl ChangeSet {

@@ -4,8 +4,9 @@
 //! The core starts from what the SM knew (the last sweep's subnet) and a
 //! list of suspects (switches whose ports changed, end ports that trapped).
 //! It reads a round at a time, each round's reads all in flight at once:
-//! - a suspect switch: its SwitchInfo and every port's PortInfo; an end
-//!   port: its PortInfo;
+//! - a suspect switch: its SwitchInfo and every port's PortInfo, but for
+//!   the ports cabled to a live switch (see below); an end port: its
+//!   PortInfo;
 //! - a port whose link came up where none was known, or went down and
 //!   came back (it was ACTIVE, now INIT): NodeInfo through it, to learn who
 //!   is at the far end now;
@@ -18,6 +19,17 @@
 //!   (NodeDescription, SwitchInfo and every PortInfo of a switch, the entry
 //!   port of a CA), and the ports it has up probed in turn: the new
 //!   subtree, and nothing else.
+//!
+//! A link between two switches is vouched for by either end: a port that
+//! goes down, or comes up, sets PortStateChange in the SwitchInfo of the
+//! switch at each end. So a switch's port cabled to another switch the SM
+//! still reaches is not read when that switch's SwitchInfo reports no
+//! change (one SMP that vouches for all of its cables at once); when it
+//! reports one, both ends are read. A spine gone from a 648-host fat tree
+//! sets PortStateChange on 35 leaves: each has its hosts' ports read and
+//! its 17 other uplinks vouched for by the 17 spines' 17 SwitchInfo reads,
+//! not 35 × 17 PortInfo reads. A reset switch, or a new one, still has
+//! every port read: its cables all came up anew.
 //!
 //! Paths are taken from the subnet as it stands when a read is sent: a
 //! cable found down may have carried the path the SM knew to a node, so
@@ -133,8 +145,14 @@ pub struct ReactionCore {
     /// Nodes no path reaches now: not read.
     unreachable: HashSet<NodeId>,
     outstanding: usize,
-    /// Nodes whose every port is read (or being read) already.
+    /// Nodes whose ports are read (or being read) already.
     whole: HashSet<NodeId>,
+    /// PortStateChange of the switches whose SwitchInfo this reaction read.
+    changed: HashMap<NodeId, bool>,
+    /// Ports cabled to a switch whose SwitchInfo is not read yet: read if
+    /// it reports a change (or cannot vouch, gone or out of reach), not
+    /// read if it reports none.
+    vouching: HashMap<NodeId, Vec<(NodeId, u8)>>,
     /// Ports read or being read, and far ends probed.
     asked: HashSet<Read>,
     /// Links found down in this reaction: each end to the other.
@@ -160,6 +178,8 @@ impl ReactionCore {
             unreachable: HashSet::new(),
             outstanding: 0,
             whole: HashSet::new(),
+            changed: HashMap::new(),
+            vouching: HashMap::new(),
             asked: HashSet::new(),
             cut: HashMap::new(),
             made: HashMap::new(),
@@ -260,24 +280,81 @@ impl ReactionCore {
         }
     }
 
-    /// SwitchInfo and every port of a switch; a CA's cabled ports.
+    /// A switch's SwitchInfo and its ports (those cabled to another switch
+    /// as [`Self::read_changed_ports`] says); a CA's cabled ports.
     fn read_whole(&mut self, id: NodeId) {
+        if self.subnet.node(id).is_switch() {
+            if !self.changed.contains_key(&id) {
+                self.queue(Read::SwitchInfo { node: id });
+            }
+            // Port 0 too: a trap 144 (an SM started on the switch) names it.
+            self.read_port(id, 0);
+            return self.read_changed_ports(id);
+        }
         if !self.whole.insert(id) {
             return;
         }
-        let node = self.subnet.node(id);
-        let (ports, switch) = (node.ports.len() as u8, node.is_switch());
-        if switch {
-            self.queue(Read::SwitchInfo { node: id });
-            for port in 0..ports {
-                self.queue(Read::PortInfo { node: id, port });
+        for port in 1..self.subnet.node(id).ports.len() as u8 {
+            if self.subnet.node(id).port_paths.get(port as usize).copied().flatten().is_some() {
+                self.read_port(id, port);
             }
-        } else {
-            for port in 1..ports {
-                if self.subnet.node(id).port_paths.get(port as usize).copied().flatten().is_some() {
-                    self.read_port(id, port);
+        }
+    }
+
+    /// Every port of a switch whose cables all came up anew (it was reset,
+    /// or is new to the SM).
+    fn read_every_port(&mut self, id: NodeId) {
+        self.whole.insert(id);
+        for port in 0..self.subnet.node(id).ports.len() as u8 {
+            self.read_port(id, port);
+        }
+    }
+
+    /// A switch that reports a port state change: every port not cabled
+    /// to another switch the SM reaches is read; one cabled to such a
+    /// switch is read only if that switch reports a change too (its
+    /// SwitchInfo is read once for all its cables). Not port 0: it has no
+    /// cable, and no change of it sets PortStateChange.
+    fn read_changed_ports(&mut self, id: NodeId) {
+        if !self.whole.insert(id) {
+            return;
+        }
+        for port in 1..self.subnet.node(id).ports.len() as u8 {
+            let far = self.subnet.node(id).ports[port as usize].remote;
+            let Some((far, _)) = far.filter(|&(far, _)| self.can_vouch_for(far, id, port)) else {
+                self.read_port(id, port);
+                continue;
+            };
+            match self.changed.get(&far) {
+                Some(true) => self.read_port(id, port),
+                Some(false) => self.changes.vouched += 1,
+                None => {
+                    self.vouching.entry(far).or_default().push((id, port));
+                    if !self.asked.contains(&Read::SwitchInfo { node: far }) {
+                        self.queue(Read::Verify { node: far });
+                    }
                 }
             }
+        }
+    }
+
+    /// Whether `far`'s SwitchInfo can vouch for the cable to `id`'s `port`:
+    /// another switch the SM reaches, and not through that very cable
+    /// (were it down, the read would only time out).
+    fn can_vouch_for(&self, far: NodeId, id: NodeId, port: u8) -> bool {
+        let (near, far_node) = (self.subnet.node(id), self.subnet.node(far));
+        far != id
+            && far_node.is_switch()
+            && !self.gone.contains(&far)
+            && !self.unreachable.contains(&far)
+            && near.path.extend(port).ok() != Some(far_node.path)
+    }
+
+    /// `id` cannot vouch for the ports waiting on it (gone, or out of
+    /// reach): they are read.
+    fn vouch_failed(&mut self, id: NodeId) {
+        for (node, port) in self.vouching.remove(&id).unwrap_or_default() {
+            self.read_port(node, port);
         }
     }
 
@@ -290,6 +367,7 @@ impl ReactionCore {
         let node = read.node();
         if self.unreachable.contains(&node) {
             debug!(node = %self.subnet.node(node).guid(), ?read, "not read: no path reaches it now");
+            self.vouch_failed(node);
             return None;
         }
         let n = self.subnet.node(node);
@@ -332,12 +410,22 @@ impl ReactionCore {
     fn on_switch_info(&mut self, id: NodeId, si: SwitchInfoRepr) {
         let node = self.subnet.node_mut(id);
         let was = node.switch_info.replace(si);
-        if si.linear_fdb_top == 0 && was.is_some_and(|w| w.linear_fdb_top != 0) {
+        let reset = si.linear_fdb_top == 0 && was.is_some_and(|w| w.linear_fdb_top != 0);
+        self.changed.insert(id, si.port_state_change || reset);
+        let waiting = self.vouching.remove(&id).unwrap_or_default();
+        if si.port_state_change || reset {
+            for (node, port) in waiting {
+                self.read_port(node, port);
+            }
+        } else {
+            self.changes.vouched += waiting.len();
+        }
+        if reset {
             self.change(ChangeKind::NodeReset, id, 0, None);
             // Its ports came up anew with it: every one is read.
-            self.read_whole(id);
+            self.read_every_port(id);
         } else if si.port_state_change {
-            self.read_whole(id);
+            self.read_changed_ports(id);
         }
     }
 
@@ -535,6 +623,7 @@ impl ReactionCore {
         }
         self.waiting.retain(|&(n, _)| n != id);
         self.links_changed = true;
+        self.vouch_failed(id);
     }
 
     /// The far end of a cable found down went down with it.
@@ -571,13 +660,20 @@ impl ReactionCore {
         self.change(ChangeKind::NodeNew, new, info.local_port_num, Some((id, port)));
         self.queue(Read::NodeDescription { node: new });
         if switch {
-            self.read_whole(new);
+            // Every port: the SM knows none of them yet.
+            self.queue(Read::SwitchInfo { node: new });
+            self.read_every_port(new);
         } else {
             self.read_port(new, info.local_port_num);
         }
     }
 
     fn failed(&mut self, read: Read, path: DrPath, e: &SmpError) {
+        // The ports it was to vouch for are read now: one of them may be
+        // the cut its path crossed.
+        if matches!(read, Read::SwitchInfo { .. } | Read::Verify { .. }) {
+            self.vouch_failed(read.node());
+        }
         // Asked again once everything else is read: the path it went by
         // may cross a change not yet known.
         if !self.retried.contains(&read) {
@@ -731,6 +827,9 @@ mod tests {
         drive_core(&mut dev, &mut core, TxnConfig::default(), 0, 1_000_000).unwrap();
         let subnet = core.finish();
         assert!(subnet.problems.is_empty(), "{:?}", subnet.problems);
+        // As the SM's programming leaves them: a switch's own change since
+        // then is what it reports.
+        fabric.lock().unwrap().clear_port_state_changes();
         (topo, fabric, dev, subnet)
     }
 
@@ -750,7 +849,12 @@ mod tests {
         let suspects = switch_suspects([switch(&known, "leaf1")], []);
         let (now, changes) = react_on(&mut dev, &known, &suspects);
         assert_eq!((changes.changes.len(), changes.unbounded.clone()), (0, None), "{changes:?}");
-        assert_eq!(changes.reads, 1 + 9, "SwitchInfo and ports 0-8 of one switch");
+        assert_eq!(
+            changes.reads,
+            1 + 7 + 2,
+            "SwitchInfo, ports 0-4 and 7-8, and the SwitchInfo of the two spines its ports 5-6 are cabled to"
+        );
+        assert_eq!(changes.vouched, 2, "ports 5-6: {changes:?}");
         assert_eq!(now.nodes.len(), known.nodes.len());
     }
 
@@ -894,10 +998,34 @@ mod tests {
         let (now, changes) = react_on(&mut dev, &known, &suspects);
         assert_eq!(changes.unbounded, None);
         assert_eq!(changes.count(ChangeKind::NodeGone), 1, "{changes:?}");
-        // Every leaf read whole: SwitchInfo and ports 0-8, four times (not
-        // only leaf0 and the spine's two tries).
-        assert!(changes.reads >= 4 * 10, "{changes:?}");
+        // Every leaf read: SwitchInfo and ports 1-8 but its cable to spine1,
+        // four times (not only leaf0 and the spine's two tries); spine1's
+        // one SwitchInfo, reporting no change, vouches for three of those
+        // cables (leaf0's is read: the SM reaches spine1 through it).
+        assert!(changes.reads >= 4 * 8, "{changes:?}");
+        assert_eq!(changes.vouched, 3, "{changes:?}");
         assert_eq!(now.nodes.len(), known.nodes.len() - 1);
+    }
+
+    #[test]
+    fn a_cable_between_switches_is_found_from_either_end() {
+        for named in ["leaf0", "spine1"] {
+            let (topo, fabric, mut dev, known) = setup();
+            let by_name = |name: &str| topo.switches().find(|&s| topo.node(s).name == name).unwrap();
+            let (leaf, spine) = (by_name("leaf0"), by_name("spine1"));
+            let port = (1..=topo.node(leaf).num_ports)
+                .find(|&p| topo.neighbor(PortRef { node: leaf, port: p }).is_some_and(|r| r.node == spine))
+                .unwrap();
+            fabric.lock().unwrap().link_down(PortRef { node: leaf, port }).unwrap();
+            // One end's trap alone: the other end's SwitchInfo reports the
+            // change too, so the cable is read, not vouched for.
+            let suspects = switch_suspects([topo.node(by_name(named)).node_guid], []);
+            let (now, changes) = react_on(&mut dev, &known, &suspects);
+            assert_eq!(changes.unbounded, None, "{named}");
+            assert_eq!(changes.count(ChangeKind::LinkDown), 1, "{named}: {changes:?}");
+            let id = now.by_guid[&topo.node(leaf).node_guid];
+            assert_eq!(now.node(id).ports[port as usize].remote, None, "{named}");
+        }
     }
 
     #[test]
