@@ -292,4 +292,24 @@ fn kept_routes_survive_a_later_loss_where_it_left_them_whole() {
     let changed: usize = held.iter().map(|(sw, t)| t.iter().zip(&now[sw]).filter(|(x, y)| x != y).count()).sum();
     let total: usize = held.values().map(|t| t.len()).sum();
     assert!(changed > 0 && changed * 4 < total, "{changed} of {total} entries changed");
+
+    // The trunk comes back: a change that adds something, which this SM's
+    // own routes would meet with a fresh run of its engine. The kept
+    // routes are not replaced by ftree's: they come back whole.
+    fabric.lock().unwrap().link_up(trunk.a).unwrap();
+    let found = rt.block_on(b.light_sweep());
+    let suspects = ibsm::sweep::react::switch_suspects(found.changed, found.silent);
+    let reaction = rt.block_on(b.react(ibsm::subnet::Trigger::LightSweep, &suspects)).unwrap();
+    let ibsm::program::Reaction::Programmed(report) = reaction else { panic!("not programmed: {reaction:?}") };
+    check_routes(&topo, &fabric, "trunk back up after keeping updn's routes");
+    assert_eq!(lfts(&topo, &fabric), held, "the kept routes, as the takeover found them");
+    assert!(report.routing.intact_kept > 0, "{:?}", report.routing);
+    assert!(report.program.lft_blocks <= topo.switches().count(), "{:?}", report.program);
+
+    // A heavy sweep routes afresh: ftree's tables replace them.
+    let report = rt.block_on(b.sweep()).unwrap();
+    assert!(report.subnet_up());
+    assert_eq!(report.routing.engine_name(), "ftree");
+    assert_ne!(lfts(&topo, &fabric), held, "ftree routes this fat tree otherwise than updn");
+    check_routes(&topo, &fabric, "a heavy sweep after keeping updn's routes");
 }

@@ -96,6 +96,14 @@ pub struct SubnetManager<D: SmpDriver> {
     /// GUID: what the switches hold where the cache says this SM wrote
     /// them, so the next changes can be ordered (`super::lft_order`).
     routed_lfts: std::collections::HashMap<Guid, Arc<Vec<u8>>>,
+    /// The tables the switches held when this SM took charge, kept because
+    /// they were complete and safe though the configured engines route
+    /// otherwise (another SM's, or this SM's under another config). A
+    /// reaction keeps every route of them its change leaves whole, and
+    /// returns to them as cables come back, rather than replace them all
+    /// on the first change that adds something. `None` once a heavy sweep
+    /// routed afresh, or the engines' routes took over whole.
+    kept_from_takeover: Option<std::collections::HashMap<Guid, Arc<Vec<u8>>>>,
 }
 
 impl<D: SmpDriver> SubnetManager<D> {
@@ -142,6 +150,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             mcast_source: None,
             held_cables: Vec::new(),
             routed_lfts: std::collections::HashMap::new(),
+            kept_from_takeover: None,
         }
     }
 
@@ -421,17 +430,15 @@ impl<D: SmpDriver> SubnetManager<D> {
     /// The rest of a heavy sweep on what `discover` found: LIDs, routes,
     /// programming and activation, as `mode` says.
     pub async fn take_charge(&mut self, found: Discovered, mode: MasterMode) -> Result<SweepReport, SweepError> {
-        self.charge(found, mode, false).await
+        self.charge(found, mode, Routing::Afresh).await
     }
 
-    /// [`Self::take_charge`]; `after_loss`: the fabric lost something and
-    /// gained nothing since this SM routed it last, and the routes the
-    /// loss left whole stay as they were (`routes::keep_intact`).
+    /// [`Self::take_charge`], routing as `routing` says.
     async fn charge(
         &mut self,
         found: Discovered,
         mode: MasterMode,
-        after_loss: bool,
+        routing: Routing,
     ) -> Result<SweepReport, SweepError> {
         let Discovered { mut subnet, started } = found;
         let Some((sm_node, sm_port)) = subnet.sm_port else {
@@ -470,19 +477,34 @@ impl<D: SmpDriver> SubnetManager<D> {
         };
         let chain = self.config.routing_engine.clone();
         let top = addressed.lids.max_lid.0 as usize;
-        // What this SM routed last, where a loss alone changed the fabric.
-        let before: std::collections::HashMap<NodeId, Arc<Vec<u8>>> = if after_loss {
-            view.switch_nodes
-                .iter()
-                .filter_map(|&id| Some((id, self.routed_lfts.get(&subnet.node(id).guid())?.clone())))
-                .collect()
-        } else {
-            std::collections::HashMap::new()
+        // The routes a reaction keeps where its change left them whole:
+        // the tables kept at a takeover, while they last; else what this
+        // SM routed last, where a loss alone changed the fabric.
+        let kept_from_takeover = match routing {
+            Routing::Reaction { .. } => self.kept_from_takeover.take(),
+            Routing::Afresh => None,
         };
+        let keep = match (&kept_from_takeover, routing) {
+            (Some(kept), _) => Some(kept),
+            (None, Routing::Reaction { after_loss: true }) => Some(&self.routed_lfts),
+            _ => None,
+        };
+        let before: std::collections::HashMap<NodeId, Arc<Vec<u8>>> = keep
+            .map(|keep| {
+                view.switch_nodes
+                    .iter()
+                    .filter_map(|&id| Some((id, keep.get(&subnet.node(id).guid())?.clone())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Another engine's routes, merged with this one's: checked for
+        // credit loops as when they were kept, whatever this engine claims.
+        let check_merge = kept_from_takeover.is_some();
         let (view, computed) = self
             .driver
             .compute(move || {
-                let computed = routes::compute(&view, &chain, vls).map(|c| routes::keep_intact(&view, c, &before));
+                let computed =
+                    routes::compute(&view, &chain, vls).map(|c| routes::keep_intact(&view, c, &before, check_merge));
                 // The engines' routes when the switches hold them already
                 // (they keep their VL layering); otherwise what the
                 // switches hold, if it can stay.
@@ -496,6 +518,10 @@ impl<D: SmpDriver> SubnetManager<D> {
             })
             .await;
         let computed = computed?;
+        // Kept whole at a start or a takeover: what later reactions keep.
+        // Merged into a reaction's routes: kept while any of it stands.
+        let kept_whole = computed.routing.kept;
+        self.kept_from_takeover = kept_from_takeover.filter(|_| computed.routing.intact_kept > 0);
         let routed = planner::routed(&subnet, view, computed, vls, &self.qos, &self.lft_cache.qos);
         let planner::Routed { view, tables, path_sl, notes: routing_notes, routing, qos_sets } = routed;
         self.path_sl = path_sl.map(|sl| (sl, view.switch_nodes.clone()));
@@ -546,6 +572,9 @@ impl<D: SmpDriver> SubnetManager<D> {
         let lfts: std::collections::HashMap<Guid, Arc<Vec<u8>>> =
             plan.lfts.into_iter().map(|(id, t)| (subnet.node(id).guid(), Arc::new(t))).collect();
         self.routed_lfts = lfts.clone();
+        if kept_whole {
+            self.kept_from_takeover = Some(lfts.clone());
+        }
         let routes = SweptRoutes {
             lfts,
             path_sl: self.path_sl.as_ref().map(|(sl, _)| sl.clone()),
@@ -646,16 +675,18 @@ impl<D: SmpDriver> SubnetManager<D> {
         }
         // A loss alone moves only the routes that crossed it; anything new
         // (a cable up, a node, a move) is routed afresh, so that routes
-        // spread over it again.
+        // spread over it again (but for routes kept at a takeover).
         let after_loss = !changes
             .changes
             .iter()
             .any(|c| matches!(c.kind, ChangeKind::LinkUp | ChangeKind::NodeNew | ChangeKind::Moved));
-        let mut report = self.charge(Discovered { subnet, started }, MasterMode::Continuing, after_loss).await?;
+        let routing = Routing::Reaction { after_loss };
+        let mut report = self.charge(Discovered { subnet, started }, MasterMode::Continuing, routing).await?;
         info!(
             %trigger,
             changes = %changes.summary(),
             reads = changes.reads,
+            vouched = changes.vouched,
             sets = report.program.sets(),
             lft_blocks = report.program.lft_blocks,
             routes_kept = report.routing.intact_kept,
@@ -665,4 +696,16 @@ impl<D: SmpDriver> SubnetManager<D> {
         report.kind = SweepKind::Reaction { trigger, changes };
         Ok(Reaction::Programmed(Box::new(report)))
     }
+}
+
+/// How a sweep's routing run treats the routes before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Routing {
+    /// A heavy sweep: the engines' routes, or on a start or a takeover what
+    /// the switches hold, if it can stay.
+    Afresh,
+    /// A reaction: routes kept at a takeover stay where its change left
+    /// them whole; else, after a loss alone (`after_loss`: nothing added),
+    /// the routes this SM routed last do.
+    Reaction { after_loss: bool },
 }

@@ -190,14 +190,22 @@ pub fn keep_held(view: &RoutingView, held: &HashMap<NodeId, Vec<u8>>) -> Option<
     Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
 }
 
-/// After a loss (cables or switches gone, nothing new): each switch keeps
-/// its `old` entry for every LID whose old path from it is still whole
-/// ([`ibsm_routing::keep`]), so only the routes that crossed the loss move,
-/// not whatever else a fresh run reshuffles (one leaf uplink of 11,664
-/// hosts: 4,700 LFT blocks fresh). Not for engines that layer routes onto
-/// VLs (their SLs are per path), and the engine's own tables stand when
-/// the merge would break its promise of no credit loop.
-pub fn keep_intact(view: &RoutingView, mut computed: Computed, old: &HashMap<NodeId, Arc<Vec<u8>>>) -> Computed {
+/// After a loss (cables or switches gone, nothing new), or with routes
+/// kept at a takeover: each switch keeps its `old` entry for every LID
+/// whose old path from it is still whole ([`ibsm_routing::keep`]), so only
+/// the routes that crossed the loss move, not whatever else a fresh run
+/// reshuffles (one leaf uplink of 11,664 hosts: 4,700 LFT blocks fresh);
+/// LIDs `old` does not route take the engine's entries. Not for engines
+/// that layer routes onto VLs (their SLs are per path), and the engine's
+/// own tables stand when the merge would break its promise of no credit
+/// loop, or when `always_check` (old routes of another engine) and the
+/// merge has a credit loop on one VL.
+pub fn keep_intact(
+    view: &RoutingView,
+    mut computed: Computed,
+    old: &HashMap<NodeId, Arc<Vec<u8>>>,
+    always_check: bool,
+) -> Computed {
     use ibsm_routing::cdg::{analyze_cdg, CdgScope};
     use ibsm_routing::lft::{Lft, Routes};
     let Some(engine) = computed.routing.engine else { return computed };
@@ -213,7 +221,7 @@ pub fn keep_intact(view: &RoutingView, mut computed: Computed, old: &HashMap<Nod
         return computed;
     }
     let promised = computed.routing.auto.as_ref().map_or(engine.claims_deadlock_freedom(), |a| a.deadlock_free);
-    if promised {
+    if promised || always_check {
         if let Some(cycle) = analyze_cdg(&view.fabric, &routes, CdgScope::default()).first_cycle() {
             info!(vl = cycle.vl, "old routes kept beside new ones would make a credit loop: the engine's tables stand");
             return computed;
