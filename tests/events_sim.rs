@@ -601,7 +601,7 @@ fn print_cost(what: &str, bed: &Bed, spent: u64, report: &SweepReport, took: Dur
         bed.heavy_smps,
         changes.reads,
         report.program.lft_blocks,
-        report.routing.engine_name(),
+        if report.routing.untouched { "(tables kept, no engine run)" } else { report.routing.engine_name() },
         report.routing.elapsed,
         took,
         changes.summary()
@@ -686,6 +686,9 @@ fn every_scenario_at_11664_hosts() {
     assert_eq!(Bed::changes(&report).count(ChangeKind::NodeReset), 1);
     assert_eq!(bed.fabric.lock().unwrap().lft(leaf).unwrap(), &lft_before[..]);
     assert!(spent * 50 < bed.heavy_smps, "a leaf reboot: {spent} SMPs");
+    // Its cables came back where they were: no route crossed a change,
+    // and no engine ran.
+    assert!(report.routing.untouched, "{:?}", report.routing);
 
     // A host reboots and gets its LID back; no route moves.
     let host = bed.topo.hosts().nth(5_000).unwrap();
@@ -695,6 +698,7 @@ fn every_scenario_at_11664_hosts() {
     let (report, _) = react(&mut bed, "host reboot");
     assert_eq!(bed.fabric.lock().unwrap().lid_of(port).unwrap(), lid);
     assert_eq!(report.program.lft_blocks, 0, "{:?}", report.program);
+    assert!(report.routing.untouched, "{:?}", report.routing);
 
     // A host's cable moved into another leaf's port, whose host's cable
     // is pulled out for it.

@@ -104,6 +104,8 @@ pub struct SubnetManager<D: SmpDriver> {
     /// on the first change that adds something. `None` once a heavy sweep
     /// routed afresh, or the engines' routes took over whole.
     kept_from_takeover: Option<std::collections::HashMap<Guid, Arc<Vec<u8>>>>,
+    /// The routing run `routed_lfts` came from.
+    routed_by: crate::subnet::RoutingRun,
 }
 
 impl<D: SmpDriver> SubnetManager<D> {
@@ -151,6 +153,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             held_cables: Vec::new(),
             routed_lfts: std::collections::HashMap::new(),
             kept_from_takeover: None,
+            routed_by: crate::subnet::RoutingRun::default(),
         }
     }
 
@@ -500,9 +503,15 @@ impl<D: SmpDriver> SubnetManager<D> {
         // Another engine's routes, merged with this one's: checked for
         // credit loops as when they were kept, whatever this engine claims.
         let check_merge = kept_from_takeover.is_some();
+        // Routes layered on VLs carry an SL per path, indexed by switch:
+        // never reused without their engine.
+        let last = Some(self.routed_by.clone()).filter(|_| self.path_sl.is_none());
         let (view, computed) = self
             .driver
             .compute(move || {
+                if let Some(untouched) = last.and_then(|last| routes::keep_untouched(&view, &before, &last)) {
+                    return (view, Ok(untouched));
+                }
                 let computed =
                     routes::compute(&view, &chain, vls).map(|c| routes::keep_intact(&view, c, &before, check_merge));
                 // The engines' routes when the switches hold them already
@@ -521,7 +530,9 @@ impl<D: SmpDriver> SubnetManager<D> {
         // Kept whole at a start or a takeover: what later reactions keep.
         // Merged into a reaction's routes: kept while any of it stands.
         let kept_whole = computed.routing.kept;
-        self.kept_from_takeover = kept_from_takeover.filter(|_| computed.routing.intact_kept > 0);
+        self.kept_from_takeover =
+            kept_from_takeover.filter(|_| computed.routing.intact_kept > 0 || computed.routing.untouched);
+        self.routed_by = computed.routing.clone();
         let routed = planner::routed(&subnet, view, computed, vls, &self.qos, &self.lft_cache.qos);
         let planner::Routed { view, tables, path_sl, notes: routing_notes, routing, qos_sets } = routed;
         self.path_sl = path_sl.map(|sl| (sl, view.switch_nodes.clone()));

@@ -240,6 +240,49 @@ pub fn keep_intact(
     computed
 }
 
+/// After a change no route crossed (a host's cable, a cable no table sent
+/// anything over, a link retrained, a switch reset), when `old` routed
+/// every switch of the view: its tables stand, the LIDs no one owns now
+/// unrouted, and no engine runs ([`ibsm_routing::keep::lids_to_repair`]
+/// finds nothing to repair). Every path left is one the old tables had,
+/// so they stay free of loops and of credit loops. `None` when some LID
+/// needs routing. `last` is the routing run the tables came from.
+pub fn keep_untouched(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, last: &RoutingRun) -> Option<Computed> {
+    let started = std::time::Instant::now();
+    let before: Vec<Option<&[u8]>> = view.switch_nodes.iter().map(|id| old.get(id).map(|t| &t[..])).collect();
+    if before.is_empty() || before.iter().any(Option::is_none) {
+        return None;
+    }
+    if ibsm_routing::keep::lids_to_repair(&view.fabric, &before).contains(&true) {
+        return None;
+    }
+    let f = &view.fabric;
+    let top = usize::from(f.max_lid());
+    let tables = view
+        .switch_nodes
+        .iter()
+        .zip(&before)
+        .map(|(&id, table)| {
+            let table = table.expect("checked above");
+            let row = (0..=top)
+                .map(|lid| match f.lid_owner(lid as u16) {
+                    Some(_) => table[lid],
+                    None => ibsm_routing::UNROUTED,
+                })
+                .collect();
+            (id, row)
+        })
+        .collect();
+    let routing = RoutingRun {
+        engine: last.engine,
+        auto: last.auto.clone(),
+        elapsed: started.elapsed(),
+        untouched: true,
+        ..RoutingRun::default()
+    };
+    Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
+}
+
 /// Whether `held` holds every table of `computed`, entry for entry up to
 /// LID `top` (entries past a table's end are unrouted).
 pub fn tables_equal(computed: &SwitchTables, held: &HashMap<NodeId, Vec<u8>>, top: usize) -> bool {

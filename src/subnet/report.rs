@@ -207,13 +207,17 @@ pub struct RoutingRun {
     /// After a loss: table entries the engine changed but that were kept,
     /// their old paths still whole (`crate::program::routes::keep_intact`).
     pub intact_kept: u64,
+    /// No engine ran: the change crossed no route, and the tables routed
+    /// last stand (`crate::program::routes::keep_untouched`); `engine` and
+    /// `auto` are those of the run that made them.
+    pub untouched: bool,
 }
 
 impl RoutingRun {
     /// The engine's name, `kept` for routes kept as the fabric held
     /// them, or `none`.
     pub fn engine_name(&self) -> &'static str {
-        if self.kept {
+        if self.kept || (self.untouched && self.engine.is_none()) {
             return "kept";
         }
         self.engine.map_or("none", |e| e.name())
