@@ -465,10 +465,12 @@ impl ReactionCore {
             }
             // Down and back: who is there now, and was it reset? (Asked
             // from the switch side: a CA forwards nothing.)
-            (Some(_), true) if was_active && pi.port_state == PortState::Init && self.forwards(id, port) => {
-                self.probe(id, port)
+            (Some(_), true) if was_active && pi.port_state == PortState::Init => {
+                self.read_reset_sign(id);
+                if self.forwards(id, port) {
+                    self.probe(id, port)
+                }
             }
-            (Some(_), true) if was_active && pi.port_state == PortState::Init => {}
             (Some(_), true) => {
                 if was.is_some_and(|w| !same_port(&w, &pi)) {
                     self.change(ChangeKind::PortChanged, id, port, None);
@@ -477,6 +479,15 @@ impl ReactionCore {
             (None, true) if self.forwards(id, port) => self.probe(id, port),
             // A CA port that came up is seen from the switch it faces.
             (None, _) => {}
+        }
+    }
+
+    /// A switch with a cable down and back may have been reset: its port
+    /// 0 says, with the LID and state a reset clears (a reset that leaves
+    /// LinearFDBTop as it was shows nowhere else: ibsim's `Clear`).
+    fn read_reset_sign(&mut self, id: NodeId) {
+        if self.subnet.node(id).is_switch() {
+            self.read_port(id, 0);
         }
     }
 
@@ -544,6 +555,7 @@ impl ReactionCore {
         if far_node.is_switch() {
             self.queue(Read::SwitchInfo { node: far });
             self.queue(Read::PortInfo { node: far, port: far_port });
+            self.read_reset_sign(far);
         } else {
             // The CA's port is programmed over the cable it answered on.
             far_node.port_paths[far_port as usize] = Some(path);
