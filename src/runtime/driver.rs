@@ -38,6 +38,7 @@ where
             None => {
                 if !core.is_done() {
                     tracing::error!("an SMP core stalled: nothing to send, nothing in flight, not done");
+                    core.stalled();
                 }
                 return;
             }

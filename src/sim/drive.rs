@@ -54,6 +54,7 @@ pub fn drive_core<D: MadDevice, C: SmpCore>(
             if core.is_done() {
                 return Ok(Driven { steps, requests, elapsed: dev.now() - start });
             }
+            core.stalled();
             return Err(DriveError::Stalled);
         }
         let now = dev.now();

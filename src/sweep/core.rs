@@ -51,6 +51,10 @@ pub trait SmpCore {
     fn handle_answer(&mut self, token: Self::Token, answer: Result<[u8; SMP_DATA_LEN], SmpError>);
     /// Nothing is left to send or to wait for.
     fn is_done(&self) -> bool;
+    /// The driver found nothing to send, nothing in flight and the core not
+    /// done: a bug in the core. It should make what it returns say so
+    /// rather than pass for a whole result.
+    fn stalled(&mut self) {}
 }
 
 /// What runs an [`SmpCore`] to its end: sends what it asks for and feeds

@@ -157,6 +157,16 @@ pub struct ReactionCore {
     asked: HashSet<Read>,
     /// Links found down in this reaction: each end to the other.
     cut: HashMap<(NodeId, u8), (NodeId, u8)>,
+    /// Switches a cable was found down to in this reaction: they may be
+    /// gone whole, and a read sent to one over a cable that is down too
+    /// would only time out (four 200 ms tries, the whole reaction waiting).
+    doubted: HashSet<NodeId>,
+    /// Ports read up in this reaction.
+    up: HashSet<(NodeId, u8)>,
+    /// Reads to a doubted switch waiting for the last cable of its path,
+    /// by the port on the near side: sent when that port reads up, sent
+    /// over another path when it reads down.
+    parked: HashMap<(NodeId, u8), Vec<Read>>,
     /// Links a probe made in this reaction: the far port to the port it
     /// was found behind.
     made: HashMap<(NodeId, u8), (NodeId, u8)>,
@@ -182,6 +192,9 @@ impl ReactionCore {
             vouching: HashMap::new(),
             asked: HashSet::new(),
             cut: HashMap::new(),
+            doubted: HashSet::new(),
+            up: HashSet::new(),
+            parked: HashMap::new(),
             made: HashMap::new(),
             changes: ChangeSet::default(),
         };
@@ -449,6 +462,9 @@ impl ReactionCore {
             return;
         }
         let up = link_is_up(&pi);
+        if up {
+            self.up.insert((id, port));
+        }
         let was_active = was.is_some_and(|w| matches!(w.port_state, PortState::Armed | PortState::Active));
         match (remote, up) {
             (Some(far), false) => {
@@ -458,10 +474,16 @@ impl ReactionCore {
                 self.links_changed = true;
                 self.mark_down(far);
                 self.change(ChangeKind::LinkDown, id, port, Some(far));
+                if self.subnet.node(far.0).is_switch() {
+                    self.doubted.insert(far.0);
+                }
                 // A far switch not among the suspects may have lost its own
                 // trap with this link (it was its route to the SM): is it
-                // there, and did more of its ports change?
+                // there, and did more of its ports change? And this one, if
+                // only this port of it was read: its trap may have gone the
+                // same way.
                 self.verify_far(far.0);
+                self.verify_far(id);
             }
             // Down and back: who is there now, and was it reset? (Asked
             // from the switch side: a CA forwards nothing.)
@@ -576,6 +598,47 @@ impl ReactionCore {
         }
     }
 
+    /// Parks `read` when it goes to a doubted switch over a last cable not
+    /// yet read up; that port is read first (the nearest switch answers at
+    /// once, up or down). A spine gone from a fat tree is so found gone
+    /// one leaf's port at a time, a round-trip each, instead of by a read
+    /// that times out.
+    fn park(&mut self, read: Read) -> bool {
+        let x = read.node();
+        if !matches!(read, Read::SwitchInfo { .. } | Read::Verify { .. }) || !self.doubted.contains(&x) {
+            return false;
+        }
+        if self.links_changed {
+            // Its path may cross a cable just found down: next round.
+            self.next.push(read);
+            return true;
+        }
+        let Some(hop) = self.last_hop(x).filter(|hop| !self.up.contains(hop)) else { return false };
+        let gate = Read::PortInfo { node: hop.0, port: hop.1 };
+        if self.asked.insert(gate) {
+            self.round.push_front(gate);
+        }
+        self.parked.entry(hop).or_default().push(read);
+        true
+    }
+
+    /// What waited on `hop` goes in the next round, over the path it then
+    /// has.
+    fn unpark(&mut self, hop: (NodeId, u8)) {
+        if let Some(reads) = self.parked.remove(&hop) {
+            self.next.extend(reads);
+        }
+    }
+
+    /// The switch port the SM's path to `x` last leaves by, if any.
+    fn last_hop(&self, x: NodeId) -> Option<(NodeId, u8)> {
+        let path = self.subnet.node(x).path;
+        self.subnet.node(x).ports.iter().filter_map(|slot| slot.remote).find(|&(near, port)| {
+            let n = self.subnet.node(near);
+            n.is_switch() && n.path.extend(port).ok() == Some(path)
+        })
+    }
+
     /// One port cannot be cabled at two places at once.
     fn answers_twice(&mut self, info: &NodeInfoRepr, first: (NodeId, u8), second: (NodeId, u8)) {
         let name = |(n, p): (NodeId, u8)| {
@@ -681,6 +744,12 @@ impl ReactionCore {
     }
 
     fn failed(&mut self, read: Read, path: DrPath, e: &SmpError) {
+        // A last hop that cannot be read: what waited on it goes as it
+        // would have.
+        if let Read::PortInfo { node, port } = read {
+            self.up.insert((node, port));
+            self.unpark((node, port));
+        }
         // The ports it was to vouch for are read now: one of them may be
         // the cut its path crossed.
         if matches!(read, Read::SwitchInfo { .. } | Read::Verify { .. }) {
@@ -748,11 +817,16 @@ impl SmpCore for ReactionCore {
     type Token = (Read, DrPath);
 
     fn poll_request(&mut self) -> Option<(Self::Token, SmpRequest)> {
-        if self.round.is_empty() && self.outstanding == 0 && self.changes.unbounded.is_none() {
-            self.start_round();
-        }
         let (read, path) = loop {
+            // Reads put off to the next round (parked, or called for by a
+            // read not sent) start it when nothing else is in flight.
+            if self.round.is_empty() && self.outstanding == 0 && self.changes.unbounded.is_none() {
+                self.start_round();
+            }
             let read = self.round.pop_front()?;
+            if self.park(read) {
+                continue;
+            }
             if let Some(path) = self.path_of(read) {
                 break (read, path);
             }
@@ -783,9 +857,10 @@ impl SmpCore for ReactionCore {
             Read::NodeDescription { node } => NodeDescriptionRepr::parse_data(&data).map(|nd| {
                 self.subnet.node_mut(node).description = Some(nd.text);
             }),
-            Read::PortInfo { node, port } => {
-                PortInfoRepr::parse_data(&data).map(|pi| self.on_port_info(node, port, pi))
-            }
+            Read::PortInfo { node, port } => PortInfoRepr::parse_data(&data).map(|pi| {
+                self.on_port_info(node, port, pi);
+                self.unpark((node, port));
+            }),
             Read::Probe { node, port } => NodeInfoRepr::parse_data(&data).map(|ni| self.on_probe(node, port, path, ni)),
             Read::Recheck { node, port } => PortInfoRepr::parse_data(&data).map(|pi| self.on_recheck(node, port, pi)),
         };
@@ -794,6 +869,10 @@ impl SmpCore for ReactionCore {
             let why = format!("{} '{}' at {path}: unreadable answer: {e}", n.guid(), n.name());
             self.unbounded(why);
         }
+    }
+
+    fn stalled(&mut self) {
+        self.unbounded("the reaction stalled with reads left (a bug): the fabric is swept whole instead".into());
     }
 
     fn is_done(&self) -> bool {
@@ -1017,6 +1096,32 @@ mod tests {
         assert!(changes.reads >= 4 * 8, "{changes:?}");
         assert_eq!(changes.vouched, 3, "{changes:?}");
         assert_eq!(now.nodes.len(), known.nodes.len() - 1);
+    }
+
+    #[test]
+    fn a_switch_cut_off_whole_is_found_gone_a_port_at_a_time_not_by_a_timeout() {
+        let (topo, fabric, mut dev, known) = setup();
+        let spine = topo.switches().find(|&s| topo.node(s).name == "spine0").unwrap();
+        // Every cable of the spine unplugged (ibsim's `Unlink "spine0"`):
+        // it is there, but nothing reaches it.
+        for port in 1..=topo.node(spine).num_ports {
+            let r = PortRef { node: spine, port };
+            if topo.neighbor(r).is_some() {
+                fabric.lock().unwrap().link_down(r).unwrap();
+            }
+        }
+        let leaves: Vec<Guid> = topo.switches().filter(|&s| s != spine).map(|s| topo.node(s).node_guid).collect();
+        for suspects in [switch_suspects(leaves[..1].iter().copied(), []), switch_suspects(leaves.clone(), [])] {
+            let mut core = ReactionCore::new(known.clone(), &suspects);
+            let driven = drive_core(&mut dev, &mut core, TxnConfig::default(), 0, 1_000_000).expect("not stalled");
+            let (now, changes) = core.finish();
+            assert_eq!(changes.unbounded, None);
+            assert_eq!(changes.count(ChangeKind::NodeGone), 1, "{changes:?}");
+            assert!(now.by_guid(topo.node(spine).node_guid).is_none());
+            // Each leaf's port to it read down, none of the spine's reads
+            // left to time out.
+            assert!(driven.elapsed < TxnConfig::default().timeout, "{:?}", driven.elapsed);
+        }
     }
 
     #[test]
