@@ -509,8 +509,11 @@ impl<D: SmpDriver> SubnetManager<D> {
         let (view, computed) = self
             .driver
             .compute(move || {
-                if let Some(untouched) = last.and_then(|last| routes::keep_untouched(&view, &before, &last)) {
-                    return (view, Ok(untouched));
+                if let Some(last) = &last {
+                    let kept = routes::keep_untouched(&view, &before, last);
+                    if let Some(kept) = kept.or_else(|| routes::repair_tree(&view, &before, last)) {
+                        return (view, Ok(kept));
+                    }
                 }
                 let computed =
                     routes::compute(&view, &chain, vls).map(|c| routes::keep_intact(&view, c, &before, check_merge));

@@ -283,6 +283,62 @@ pub fn keep_untouched(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, l
     Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
 }
 
+/// After a loss that broke some routes, when the fat-tree engine routed
+/// the tables in `old`: ftree routes only the LIDs whose paths crossed the
+/// loss ([`ibsm_routing::keep::lids_to_repair`]; a destination switch
+/// none of whose LIDs did costs nothing), every other LID keeps its
+/// entries without an engine run over it, and the merge is walked LID by
+/// LID ([`ibsm_routing::keep::keep_intact`]) and checked for credit loops.
+/// `None`, and the engines run whole, for another engine, a switch without
+/// an old table, a fabric ftree no longer takes, or a merge with a credit
+/// loop.
+pub fn repair_tree(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, last: &RoutingRun) -> Option<Computed> {
+    use ibsm_routing::cdg::{analyze_cdg, CdgScope};
+    use ibsm_routing::engine::EngineKind;
+    use ibsm_routing::lft::Routes;
+    if last.engine != Some(EngineKind::FTree) || last.kept {
+        return None;
+    }
+    let started = std::time::Instant::now();
+    let before: Vec<Option<&[u8]>> = view.switch_nodes.iter().map(|id| old.get(id).map(|t| &t[..])).collect();
+    if before.is_empty() || before.iter().any(Option::is_none) {
+        return None;
+    }
+    let broken = ibsm_routing::keep::lids_to_repair(&view.fabric, &before);
+    let repaired = broken.iter().filter(|&&b| b).count();
+    let options = EngineOptions::default();
+    let lfts = match ibsm_routing::ftree::ftree_only(&view.fabric, &options, &broken) {
+        Ok(routes) => routes.lfts,
+        Err(e) => {
+            info!(error = %e, "ftree cannot repair the routes the loss broke: routing afresh");
+            return None;
+        }
+    };
+    let mut routes = Routes { lfts, sl: None };
+    let kept = ibsm_routing::keep::keep_intact(&view.fabric, &before, &mut routes);
+    if let Some(cycle) = analyze_cdg(&view.fabric, &routes, CdgScope::default()).first_cycle() {
+        info!(vl = cycle.vl, "the repaired routes would make a credit loop: routing afresh");
+        return None;
+    }
+    info!(
+        repaired_lids = repaired,
+        kept = kept.kept,
+        moved = kept.moved,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "routes repaired where the loss broke them, the rest kept"
+    );
+    let tables = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
+    let routing = RoutingRun {
+        engine: last.engine,
+        auto: last.auto.clone(),
+        elapsed: started.elapsed(),
+        intact_kept: kept.kept,
+        repaired_lids: repaired as u32,
+        ..RoutingRun::default()
+    };
+    Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
+}
+
 /// Whether `held` holds every table of `computed`, entry for entry up to
 /// LID `top` (entries past a table's end are unrouted).
 pub fn tables_equal(computed: &SwitchTables, held: &HashMap<NodeId, Vec<u8>>, top: usize) -> bool {

@@ -211,6 +211,10 @@ pub struct RoutingRun {
     /// last stand (`crate::program::routes::keep_untouched`); `engine` and
     /// `auto` are those of the run that made them.
     pub untouched: bool,
+    /// LIDs the engine routed when it repaired only what a loss broke
+    /// (`crate::program::routes::repair_tree`); 0 when it routed every
+    /// LID, or none.
+    pub repaired_lids: u32,
 }
 
 impl RoutingRun {

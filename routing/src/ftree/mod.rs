@@ -143,7 +143,7 @@ pub fn layout(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Layout,
 /// routes.
 pub fn ftree(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, RoutingError> {
     let t = detect::detect(fabric, options)?;
-    let out = route::route(fabric, &t)?;
+    let out = route::route(fabric, &t, None)?;
     if out.detours > 0 {
         if let Some(cycle) = cdg::credit_loop(fabric, &t, &out.routes) {
             const SHOWN: usize = 6;
@@ -180,10 +180,41 @@ pub fn ftree(fabric: &RoutingFabric, options: &EngineOptions) -> Result<Routes, 
     Ok(out.routes)
 }
 
+/// Routes only the LIDs `only` flags (by LID), the others left unrouted,
+/// for a reaction that repairs what a loss broke and keeps the rest
+/// ([`crate::keep`]): a destination switch none of whose LIDs is flagged
+/// costs nothing. The flagged LIDs get the entries a whole run would give
+/// them on a full tree; on a degraded one the balancing counters see only
+/// the flagged LIDs. Not checked for credit loops here (the caller checks
+/// the merged tables), and a fabric in several parts is refused (the caller
+/// routes it whole).
+pub fn ftree_only(fabric: &RoutingFabric, options: &EngineOptions, only: &[bool]) -> Result<Routes, RoutingError> {
+    if fabric.components().count() > 1 {
+        return Err(detect::refuse("the fabric is in several parts: routed whole, not repaired"));
+    }
+    let t = detect::detect(fabric, options)?;
+    Ok(route::route(fabric, &t, Some(only))?.routes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testfab::FatTree;
+
+    #[test]
+    fn only_the_flagged_lids_are_routed_as_a_whole_run_routes_them() {
+        let f = FatTree::full(8, 3).build();
+        let options = EngineOptions::default();
+        let whole = ftree(&f, &options).unwrap();
+        let only: Vec<bool> = (0..=usize::from(f.max_lid())).map(|lid| lid % 7 == 3).collect();
+        let part = ftree_only(&f, &options, &only).unwrap();
+        for (w, p) in whole.lfts.iter().zip(&part.lfts) {
+            for (lid, &flagged) in only.iter().enumerate().skip(1) {
+                let want = if flagged { w.ports[lid] } else { crate::lft::UNROUTED };
+                assert_eq!(p.ports[lid], want, "LID {lid}");
+            }
+        }
+    }
 
     /// The full 2-level radix-4 tree, every entry worked out by hand.
     /// Leaves `sw-L1-c` (c = 0..4) have hosts on ports 1-2 and spine `j` on

@@ -70,7 +70,11 @@ pub(super) struct Outcome {
 ///
 /// Cost: for each of S destination switches, O(S + E) for the distances
 /// and O(S · m) for its m LIDs: O(S·(S + E) + S·L) in all, plus the tables.
-pub(super) fn route(f: &RoutingFabric, t: &Tree) -> Result<Outcome, RoutingError> {
+///
+/// With `only` (flags by LID), only the flagged LIDs are routed and a
+/// destination switch none of whose LIDs is flagged costs nothing; the
+/// others stay unrouted.
+pub(super) fn route(f: &RoutingFabric, t: &Tree, only: Option<&[bool]>) -> Result<Outcome, RoutingError> {
     let ns = f.num_switches();
     let top = f.max_lid();
     let mut lfts: Vec<Lft> = (0..ns).map(|_| Lft::unrouted(top)).collect();
@@ -165,6 +169,9 @@ pub(super) fn route(f: &RoutingFabric, t: &Tree) -> Result<Outcome, RoutingError
         let sw = f.switch(SwitchId(z));
         for (off, lid) in sw.lids().enumerate() {
             dests.push(make_dest(lid, 0, false, u64::from(t.order[zu]), off as u32));
+        }
+        if let Some(only) = only {
+            dests.retain(|d| only.get(usize::from(d.lid)).copied().unwrap_or(false));
         }
         if dests.is_empty() {
             continue;
