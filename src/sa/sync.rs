@@ -138,8 +138,47 @@ struct Pending {
 struct Peer {
     next_seq: u64,
     queue: VecDeque<Pending>,
+    /// How many of the queue's first entries were sent at least once: the
+    /// next new one is `queue[sent]`, found without a scan.
+    sent: usize,
+    /// No resend is due before this: the window is scanned for late
+    /// entries only from then (not on every poll, once per SA answer while
+    /// a standby is fed).
+    resend_check: Duration,
     last_heard: Duration,
     next_beat: Duration,
+}
+
+impl Peer {
+    fn new(now: Duration) -> Self {
+        Peer {
+            next_seq: 1,
+            queue: VecDeque::new(),
+            sent: 0,
+            resend_check: Duration::MAX,
+            last_heard: now,
+            next_beat: now + BEAT,
+        }
+    }
+
+    /// The first entry of the window unacknowledged for [`RESEND_AFTER`];
+    /// `resend_check` moves to when another can be (the caller, resending
+    /// this one, brings it nearer).
+    fn late(&mut self, now: Duration) -> Option<usize> {
+        if now < self.resend_check {
+            return None;
+        }
+        let window = self.queue.iter().take(self.sent);
+        let late = window.clone().position(|p| p.sent_at.is_some_and(|at| now >= at + RESEND_AFTER));
+        self.resend_check = window
+            .enumerate()
+            .filter(|&(i, _)| Some(i) != late)
+            .filter_map(|(_, p)| p.sent_at)
+            .map(|at| at + RESEND_AFTER)
+            .min()
+            .unwrap_or(Duration::MAX);
+        late
+    }
 }
 
 /// What a message to send is: its body and where it goes.
@@ -246,6 +285,8 @@ impl Source {
         let Some(peer) = self.peers.get_mut(&lid) else { return };
         stats.resyncs += 1;
         peer.queue.clear();
+        peer.sent = 0;
+        peer.resend_check = Duration::MAX;
         peer.queue.push_back(Pending { seq: peer.next_seq, item: Item::Reset, sent_at: None });
         peer.next_seq += 1;
         for (i, set) in self.tables.iter().enumerate() {
@@ -263,12 +304,7 @@ impl Source {
     /// with the right key: its acknowledgement, or its first word.
     pub fn on_hello(&mut self, now: Duration, from: Lid, epoch: u64, next: u64, stats: &mut SyncStats) {
         let fresh = !self.peers.contains_key(&from);
-        let peer = self.peers.entry(from).or_insert(Peer {
-            next_seq: 1,
-            queue: VecDeque::new(),
-            last_heard: now,
-            next_beat: now + BEAT,
-        });
+        let peer = self.peers.entry(from).or_insert_with(|| Peer::new(now));
         peer.last_heard = now;
         let reset_waiting = matches!(peer.queue.front(), Some(Pending { item: Item::Reset, .. }));
         let claims_unsent = epoch == self.epoch && next > peer.next_seq;
@@ -277,6 +313,7 @@ impl Source {
         } else if epoch == self.epoch {
             while peer.queue.front().is_some_and(|p| p.seq < next) {
                 peer.queue.pop_front();
+                peer.sent = peer.sent.saturating_sub(1);
             }
         }
         stats.peers = self.peers.len() as u64;
@@ -291,20 +328,24 @@ impl Source {
             stats.peers = self.peers.len() as u64;
         }
         for (&lid, peer) in self.peers.iter_mut() {
-            for p in peer.queue.iter_mut().take(WINDOW) {
-                let due = match p.sent_at {
-                    None => true,
-                    Some(at) => now >= at + RESEND_AFTER,
-                };
-                if !due {
-                    continue;
+            // A late one first, then the next new one within the window.
+            let next = match peer.late(now) {
+                Some(i) => Some(i),
+                None if peer.sent < WINDOW.min(peer.queue.len()) => {
+                    peer.sent += 1;
+                    Some(peer.sent - 1)
                 }
+                None => None,
+            };
+            if let Some(i) = next {
+                let p = &mut peer.queue[i];
                 match p.sent_at {
                     None if matches!(p.item, Item::Change { .. }) => stats.changes_sent += 1,
                     Some(_) if matches!(p.item, Item::Change { .. }) => stats.changes_resent += 1,
                     _ => {}
                 }
                 p.sent_at = Some(now);
+                peer.resend_check = peer.resend_check.min(now + RESEND_AFTER);
                 let body = match &p.item {
                     Item::Reset => SyncBody::Reset { seq: p.seq },
                     Item::Change { table, op, part, record } => {
@@ -329,7 +370,7 @@ impl Source {
         self.peers
             .values()
             .flat_map(|p| {
-                let resend = p.queue.iter().take(WINDOW).filter_map(|q| q.sent_at).min().map(|at| at + RESEND_AFTER);
+                let resend = (p.resend_check != Duration::MAX).then_some(p.resend_check);
                 [resend, Some(p.next_beat), Some(p.last_heard + PEER_SILENT)]
             })
             .flatten()
@@ -649,6 +690,28 @@ mod tests {
         assert_eq!(held(&p.copy), vec![2, 3, 4]);
         assert_eq!(p.s.resyncs, 1);
         assert_eq!(p.s.changes_resent, 0);
+    }
+
+    #[test]
+    fn an_unacknowledged_change_is_resent_when_it_is_late_and_not_before() {
+        let mut p = Pair::new();
+        p.src.observe(all(&[1]), &mut p.s);
+        p.run(30, Duration::from_millis(10), &|_| false);
+        let sent_at = p.now;
+        p.src.observe(all(&[1, 2]), &mut p.s);
+        assert!(p.src.poll_transmit(sent_at, &mut p.s).is_some(), "the change, at once");
+        assert!(p.src.poll_timeout().is_some_and(|t| t <= sent_at + RESEND_AFTER));
+        let just_before = sent_at + RESEND_AFTER - Duration::from_millis(1);
+        let early = p.src.poll_transmit(just_before, &mut p.s);
+        assert!(early.as_ref().is_none_or(|o| matches!(o.mad.body, SyncBody::Beat { .. })), "{early:?}");
+        assert_eq!(p.s.changes_resent, 0);
+        let late = p.src.poll_transmit(sent_at + RESEND_AFTER, &mut p.s).expect("resent");
+        assert!(matches!(late.mad.body, SyncBody::Change { .. }), "{late:?}");
+        assert_eq!(p.s.changes_resent, 1);
+        // Once, then not again until another RESEND_AFTER has passed.
+        let again = p.src.poll_transmit(sent_at + RESEND_AFTER, &mut p.s);
+        assert!(again.as_ref().is_none_or(|o| matches!(o.mad.body, SyncBody::Beat { .. })), "{again:?}");
+        assert!(p.src.poll_timeout().is_some_and(|t| t <= sent_at + 2 * RESEND_AFTER));
     }
 
     /// Drops a message with probability `p`, from a fixed xorshift stream.
