@@ -215,7 +215,7 @@ pub fn keep_intact(
     let started = std::time::Instant::now();
     let take = |id: &NodeId| Lft { ports: computed.tables.get(id).cloned().unwrap_or_default() };
     let mut routes = Routes { lfts: view.switch_nodes.iter().map(take).collect(), sl: None };
-    let before: Vec<Option<&[u8]>> = view.switch_nodes.iter().map(|id| old.get(id).map(|t| &t[..])).collect();
+    let before = old_by_switch(view, old);
     let kept = ibsm_routing::keep::keep_intact(&view.fabric, &before, &mut routes);
     if kept.kept == 0 {
         return computed;
@@ -249,7 +249,7 @@ pub fn keep_intact(
 /// needs routing. `last` is the routing run the tables came from.
 pub fn keep_untouched(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, last: &RoutingRun) -> Option<Computed> {
     let started = std::time::Instant::now();
-    let before: Vec<Option<&[u8]>> = view.switch_nodes.iter().map(|id| old.get(id).map(|t| &t[..])).collect();
+    let before = old_by_switch(view, old);
     if before.is_empty() || before.iter().any(Option::is_none) {
         return None;
     }
@@ -300,7 +300,7 @@ pub fn repair_tree(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, last
         return None;
     }
     let started = std::time::Instant::now();
-    let before: Vec<Option<&[u8]>> = view.switch_nodes.iter().map(|id| old.get(id).map(|t| &t[..])).collect();
+    let before = old_by_switch(view, old);
     if before.is_empty() || before.iter().any(Option::is_none) {
         return None;
     }
@@ -337,6 +337,12 @@ pub fn repair_tree(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, last
         ..RoutingRun::default()
     };
     Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
+}
+
+/// `old`'s table of each switch of the view, in the view's switch order
+/// (`None` for a switch it has none of), as the routing crate takes them.
+fn old_by_switch<'a>(view: &RoutingView, old: &'a HashMap<NodeId, Arc<Vec<u8>>>) -> Vec<Option<&'a [u8]>> {
+    view.switch_nodes.iter().map(|id| old.get(id).map(|t| &t[..])).collect()
 }
 
 /// Whether `held` holds every table of `computed`, entry for entry up to

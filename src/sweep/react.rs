@@ -161,7 +161,8 @@ pub struct ReactionCore {
     /// gone whole, and a read sent to one over a cable that is down too
     /// would only time out (four 200 ms tries, the whole reaction waiting).
     doubted: HashSet<NodeId>,
-    /// Ports read up in this reaction.
+    /// Ports read up in this reaction, or that could not be read: nothing
+    /// waits on them.
     up: HashSet<(NodeId, u8)>,
     /// Reads to a doubted switch waiting for the last cable of its path,
     /// by the port on the near side: sent when that port reads up, sent
@@ -258,6 +259,11 @@ impl ReactionCore {
             }
         }
         self.round.extend(self.next.drain(..));
+    }
+
+    /// No read is called for, no suspect waits, none is to be retried.
+    fn nothing_left(&self) -> bool {
+        self.next.is_empty() && self.waiting.is_empty() && self.silent.is_empty() && self.retry.is_empty()
     }
 
     /// The subnet as it stands now (unreachable nodes dropped) and the
@@ -822,6 +828,12 @@ impl SmpCore for ReactionCore {
             // read not sent) start it when nothing else is in flight.
             if self.round.is_empty() && self.outstanding == 0 && self.changes.unbounded.is_none() {
                 self.start_round();
+                // A round can come up empty (its suspects read already, as
+                // a far end or a vouching switch) with others still
+                // waiting: each start takes some of them, so this ends.
+                if self.round.is_empty() && !self.nothing_left() {
+                    continue;
+                }
             }
             let read = self.round.pop_front()?;
             if self.park(read) {
@@ -876,10 +888,7 @@ impl SmpCore for ReactionCore {
     }
 
     fn is_done(&self) -> bool {
-        self.outstanding == 0
-            && self.round.is_empty()
-            && ((self.next.is_empty() && self.waiting.is_empty() && self.silent.is_empty() && self.retry.is_empty())
-                || self.changes.unbounded.is_some())
+        self.outstanding == 0 && self.round.is_empty() && (self.nothing_left() || self.changes.unbounded.is_some())
     }
 }
 
@@ -1122,6 +1131,28 @@ mod tests {
             // left to time out.
             assert!(driven.elapsed < TxnConfig::default().timeout, "{:?}", driven.elapsed);
         }
+    }
+
+    #[test]
+    fn a_round_that_comes_up_empty_does_not_end_the_reaction_while_suspects_wait() {
+        let (topo, _fabric, mut dev, known) = setup();
+        let by_name = |name: &str| topo.switches().find(|&s| topo.node(s).name == name).unwrap();
+        // leaf0 is nearest the SM, leaf1 two hops farther.
+        let suspects =
+            switch_suspects([topo.node(by_name("leaf0")).node_guid, topo.node(by_name("leaf1")).node_guid], []);
+        let mut core = ReactionCore::new(known.clone(), &suspects);
+        // leaf0 was read already in this reaction (as a vouching switch
+        // and a far end): its turn calls for no read.
+        let leaf0 = known.by_guid[&topo.node(by_name("leaf0")).node_guid];
+        core.round.clear();
+        core.whole.insert(leaf0);
+        core.changed.insert(leaf0, true);
+        core.asked.insert(Read::PortInfo { node: leaf0, port: 0 });
+        core.waiting = suspects.iter().map(|s| (known.by_guid[&s.guid], None)).collect();
+        drive_core(&mut dev, &mut core, TxnConfig::default(), 0, 1_000_000).expect("not stalled");
+        let (_, changes) = core.finish();
+        assert_eq!(changes.unbounded, None);
+        assert!(changes.reads > 0, "leaf1 was read: {changes:?}");
     }
 
     #[test]
