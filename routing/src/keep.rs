@@ -101,9 +101,14 @@ pub fn lids_to_repair(f: &RoutingFabric, old: &[Option<&[u8]>]) -> Vec<bool> {
 /// documentation. The LIDs nothing lost ([`lids_to_repair`]) take their
 /// old entries row by row; only the others are walked.
 pub fn keep_intact(f: &RoutingFabric, old: &[Option<&[u8]>], new: &mut Routes) -> Kept {
+    keep_intact_with(f, old, &lids_to_repair(f, old), new)
+}
+
+/// [`keep_intact`] with the caller's [`lids_to_repair`] of the same `f`
+/// and `old`, so that it is not found twice.
+pub fn keep_intact_with(f: &RoutingFabric, old: &[Option<&[u8]>], broken: &[bool], new: &mut Routes) -> Kept {
     let ns = f.num_switches();
     let mut out = Kept::default();
-    let broken = lids_to_repair(f, old);
     let owned: Vec<bool> = (0..broken.len()).map(|lid| f.lid_owner(lid as u16).is_some()).collect();
     for (lft, table) in new.lfts.iter_mut().zip(old) {
         let Some(table) = table else { continue };

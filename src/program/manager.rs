@@ -509,9 +509,9 @@ impl<D: SmpDriver> SubnetManager<D> {
         let (view, computed) = self
             .driver
             .compute(move || {
-                if let Some(last) = &last {
-                    let kept = routes::keep_untouched(&view, &before, last);
-                    if let Some(kept) = kept.or_else(|| routes::repair_tree(&view, &before, last)) {
+                if let Some((last, broken)) = last.zip(routes::lids_to_repair(&view, &before)) {
+                    let kept = routes::keep_untouched(&view, &before, &broken, &last);
+                    if let Some(kept) = kept.or_else(|| routes::repair_tree(&view, &before, &broken, &last)) {
                         return (view, Ok(kept));
                     }
                 }

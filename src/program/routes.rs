@@ -243,17 +243,19 @@ pub fn keep_intact(
 /// After a change no route crossed (a host's cable, a cable no table sent
 /// anything over, a link retrained, a switch reset), when `old` routed
 /// every switch of the view: its tables stand, the LIDs no one owns now
-/// unrouted, and no engine runs ([`ibsm_routing::keep::lids_to_repair`]
-/// finds nothing to repair). Every path left is one the old tables had,
+/// unrouted, and no engine runs (`broken`, from [`lids_to_repair`], holds
+/// nothing to repair). Every path left is one the old tables had,
 /// so they stay free of loops and of credit loops. `None` when some LID
 /// needs routing. `last` is the routing run the tables came from.
-pub fn keep_untouched(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, last: &RoutingRun) -> Option<Computed> {
+pub fn keep_untouched(
+    view: &RoutingView,
+    old: &HashMap<NodeId, Arc<Vec<u8>>>,
+    broken: &[bool],
+    last: &RoutingRun,
+) -> Option<Computed> {
     let started = std::time::Instant::now();
     let before = old_by_switch(view, old);
-    if before.is_empty() || before.iter().any(Option::is_none) {
-        return None;
-    }
-    if ibsm_routing::keep::lids_to_repair(&view.fabric, &before).contains(&true) {
+    if broken.contains(&true) {
         return None;
     }
     let f = &view.fabric;
@@ -292,7 +294,12 @@ pub fn keep_untouched(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, l
 /// `None`, and the engines run whole, for another engine, a switch without
 /// an old table, a fabric ftree no longer takes, or a merge with a credit
 /// loop.
-pub fn repair_tree(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, last: &RoutingRun) -> Option<Computed> {
+pub fn repair_tree(
+    view: &RoutingView,
+    old: &HashMap<NodeId, Arc<Vec<u8>>>,
+    broken: &[bool],
+    last: &RoutingRun,
+) -> Option<Computed> {
     use ibsm_routing::cdg::{analyze_cdg, CdgScope};
     use ibsm_routing::engine::EngineKind;
     use ibsm_routing::lft::Routes;
@@ -301,13 +308,9 @@ pub fn repair_tree(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, last
     }
     let started = std::time::Instant::now();
     let before = old_by_switch(view, old);
-    if before.is_empty() || before.iter().any(Option::is_none) {
-        return None;
-    }
-    let broken = ibsm_routing::keep::lids_to_repair(&view.fabric, &before);
     let repaired = broken.iter().filter(|&&b| b).count();
     let options = EngineOptions::default();
-    let lfts = match ibsm_routing::ftree::ftree_only(&view.fabric, &options, &broken) {
+    let lfts = match ibsm_routing::ftree::ftree_only(&view.fabric, &options, broken) {
         Ok(routes) => routes.lfts,
         Err(e) => {
             info!(error = %e, "ftree cannot repair the routes the loss broke: routing afresh");
@@ -315,7 +318,7 @@ pub fn repair_tree(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, last
         }
     };
     let mut routes = Routes { lfts, sl: None };
-    let kept = ibsm_routing::keep::keep_intact(&view.fabric, &before, &mut routes);
+    let kept = ibsm_routing::keep::keep_intact_with(&view.fabric, &before, broken, &mut routes);
     if let Some(cycle) = analyze_cdg(&view.fabric, &routes, CdgScope::default()).first_cycle() {
         info!(vl = cycle.vl, "the repaired routes would make a credit loop: routing afresh");
         return None;
@@ -337,6 +340,18 @@ pub fn repair_tree(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>, last
         ..RoutingRun::default()
     };
     Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
+}
+
+/// The LIDs (by LID) some table of `old` sends over what the view no
+/// longer has ([`ibsm_routing::keep::lids_to_repair`]), found once for
+/// [`keep_untouched`] and [`repair_tree`]; `None` when `old` lacks a
+/// switch of the view (then neither applies).
+pub fn lids_to_repair(view: &RoutingView, old: &HashMap<NodeId, Arc<Vec<u8>>>) -> Option<Vec<bool>> {
+    let before = old_by_switch(view, old);
+    if before.is_empty() || before.iter().any(Option::is_none) {
+        return None;
+    }
+    Some(ibsm_routing::keep::lids_to_repair(&view.fabric, &before))
 }
 
 /// `old`'s table of each switch of the view, in the view's switch order
