@@ -259,20 +259,16 @@ pub fn keep_untouched(
         return None;
     }
     let f = &view.fabric;
-    let top = usize::from(f.max_lid());
+    // Who owns each LID, once, not once per switch.
+    let owned: Vec<bool> = (0..=f.max_lid()).map(|lid| f.lid_owner(lid).is_some()).collect();
     let tables = view
         .switch_nodes
         .iter()
         .zip(&before)
         .map(|(&id, table)| {
-            let table = table.expect("checked above");
-            let row = (0..=top)
-                .map(|lid| match f.lid_owner(lid as u16) {
-                    Some(_) => table[lid],
-                    None => ibsm_routing::UNROUTED,
-                })
-                .collect();
-            (id, row)
+            let table = table.expect("broken comes from lids_to_repair, which needs every switch's table");
+            let row = owned.iter().enumerate().map(|(lid, &o)| if o { table[lid] } else { ibsm_routing::UNROUTED });
+            (id, row.collect())
         })
         .collect();
     let routing = RoutingRun {
