@@ -12,6 +12,7 @@
 //! - [`auto`]: the engine picked by topology, checked free of credit loops.
 //! - [`cdg`]: channel dependency graphs per VL (deadlock freedom).
 //! - [`keep`]: old routes kept where they still deliver, after a loss.
+//! - [`repair`]: only the LIDs a loss broke routed again, on one VL.
 //! - [`dump`]: OpenSM's `opensm-lfts.dump` and `ibroute` text, read and written.
 //! - [`testfab`]: fabric generators for tests and benchmarks.
 #![forbid(unsafe_code)]
@@ -34,6 +35,7 @@ pub mod mcast;
 pub mod minhop;
 pub mod nue;
 pub mod options;
+pub mod repair;
 mod refine;
 mod select;
 pub mod sssp;

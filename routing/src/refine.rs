@@ -646,7 +646,7 @@ struct Cand {
 
 /// The dependencies of one LID's tree, every switch a source: each
 /// switch's channel, then the channel of the switch it leads to.
-fn tree_pairs<'a>(ch: &'a ChannelGraph, row: &'a [u32]) -> impl Iterator<Item = (u32, u32)> + 'a {
+pub(crate) fn tree_pairs<'a>(ch: &'a ChannelGraph, row: &'a [u32]) -> impl Iterator<Item = (u32, u32)> + 'a {
     row.iter().filter(|&&c| c != NO_CHANNEL).filter_map(move |&c| {
         let k = row[ch.head[c as usize] as usize];
         (k != NO_CHANNEL).then_some((c, k))

@@ -511,7 +511,10 @@ impl<D: SmpDriver> SubnetManager<D> {
             .compute(move || {
                 if let Some((last, broken)) = last.zip(routes::lids_to_repair(&view, &before)) {
                     let kept = routes::keep_untouched(&view, &before, &broken, &last);
-                    if let Some(kept) = kept.or_else(|| routes::repair_tree(&view, &before, &broken, &last)) {
+                    let kept = kept
+                        .or_else(|| routes::repair_tree(&view, &before, &broken, &last))
+                        .or_else(|| routes::repair_one_vl(&view, &before, &broken, &last));
+                    if let Some(kept) = kept {
                         return (view, Ok(kept));
                     }
                 }

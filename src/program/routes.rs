@@ -338,6 +338,56 @@ pub fn repair_tree(
     Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
 }
 
+/// After a loss that broke some routes, for any engine whose routes share
+/// one VL (the fat-tree engine's when [`repair_tree`] cannot): the broken
+/// LIDs are routed again from the switches whose old path still holds,
+/// every other entry kept, with no engine run
+/// ([`ibsm_routing::repair::repair`]). The merge keeps the old routes'
+/// dependency graph acyclic when the engine promised deadlock freedom, or
+/// when the old routes were another SM's, kept at a takeover. `None`, and
+/// the engines run whole, when the repair cannot keep that promise
+/// (logged with why).
+pub fn repair_one_vl(
+    view: &RoutingView,
+    old: &HashMap<NodeId, Arc<Vec<u8>>>,
+    broken: &[bool],
+    last: &RoutingRun,
+) -> Option<Computed> {
+    // Tables kept from a foreign SM (no engine of ours) are held to one
+    // VL's acyclicity, as when they were kept.
+    let promised = match last.engine {
+        None => true,
+        Some(engine) => last.auto.as_ref().map_or(engine.claims_deadlock_freedom(), |a| a.deadlock_free),
+    };
+    let started = std::time::Instant::now();
+    let before = old_by_switch(view, old);
+    let (routes, stats) = match ibsm_routing::repair::repair(&view.fabric, &before, broken, promised) {
+        Ok(done) => done,
+        Err(why) => {
+            info!(%why, "the routes the loss broke cannot be repaired alone: routing afresh");
+            return None;
+        }
+    };
+    info!(
+        repaired_lids = stats.lids,
+        moved = stats.moved,
+        regrown = stats.regrown,
+        credit_loop_checked = promised,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "routes repaired where the loss broke them, the rest kept"
+    );
+    let tables = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
+    let routing = RoutingRun {
+        engine: last.engine,
+        auto: last.auto.clone(),
+        elapsed: started.elapsed(),
+        intact_kept: stats.kept,
+        repaired_lids: stats.lids,
+        ..RoutingRun::default()
+    };
+    Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
+}
+
 /// The LIDs (by LID) some table of `old` sends over what the view no
 /// longer has ([`ibsm_routing::keep::lids_to_repair`]), found once for
 /// [`keep_untouched`] and [`repair_tree`]; `None` when `old` lacks a

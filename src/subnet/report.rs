@@ -211,9 +211,9 @@ pub struct RoutingRun {
     /// last stand (`crate::program::routes::keep_untouched`); `engine` and
     /// `auto` are those of the run that made them.
     pub untouched: bool,
-    /// LIDs the engine routed when it repaired only what a loss broke
-    /// (`crate::program::routes::repair_tree`); 0 when it routed every
-    /// LID, or none.
+    /// LIDs routed again when only what a loss broke was repaired
+    /// (`crate::program::routes::repair_tree`, `repair_one_vl`); 0 when
+    /// the engine routed every LID, or none.
     pub repaired_lids: u32,
 }
 
