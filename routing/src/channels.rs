@@ -454,6 +454,62 @@ pub(crate) fn shortest_cycle_through(g: &impl Successors, v: u32) -> Option<Vec<
     None
 }
 
+/// Dependencies in use, each counted (by how many trees use it), with a
+/// topological order of them kept while dependencies come and go one at
+/// a time ([`OrderedInsert`]): what every engine that edits routes on one
+/// VL without closing a cycle works on.
+pub(crate) struct UsedDeps {
+    /// Uses of each dependency, by the graph's dependency index.
+    pub(crate) uses: Vec<u32>,
+    /// Position of each channel in a topological order of the used ones
+    /// (valid after [`UsedDeps::order`]).
+    pub(crate) ord: Vec<u32>,
+    insert: OrderedInsert,
+}
+
+impl UsedDeps {
+    pub(crate) fn new(g: &ChannelGraph) -> UsedDeps {
+        UsedDeps { uses: vec![0; g.num_deps()], ord: Vec::new(), insert: OrderedInsert::new(g.num_channels()) }
+    }
+
+    /// Counts `a -> b` with no cycle check: before [`UsedDeps::order`].
+    pub(crate) fn count(&mut self, g: &ChannelGraph, a: u32, b: u32) {
+        self.uses[g.dep(a as usize, b as usize)] += 1;
+    }
+
+    /// Orders the dependencies counted; false (and no order) when they
+    /// close a cycle.
+    pub(crate) fn order(&mut self, g: &ChannelGraph) -> bool {
+        let uses = &self.uses;
+        match topological_order(&DepGraph { g, has: |e| uses[e] > 0 }) {
+            Ok(ord) => {
+                self.ord = ord;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Adds a use of `a -> b` unless it closes a cycle.
+    pub(crate) fn add(&mut self, g: &ChannelGraph, a: u32, b: u32) -> bool {
+        let e = g.dep(a as usize, b as usize);
+        if self.uses[e] == 0 {
+            let uses = &self.uses;
+            let mut unlimited = u64::MAX;
+            if self.insert.try_insert(g, &mut self.ord, |x| uses[x] > 0, a, b, &mut unlimited) != Some(true) {
+                return false;
+            }
+        }
+        self.uses[e] += 1;
+        true
+    }
+
+    /// Drops a use of `a -> b`; the order stays valid.
+    pub(crate) fn remove(&mut self, g: &ChannelGraph, a: u32, b: u32) {
+        self.uses[g.dep(a as usize, b as usize)] -= 1;
+    }
+}
+
 /// Scratch for adding dependencies to an acyclic set while keeping a
 /// topological order of its channels; see the module documentation.
 pub(crate) struct OrderedInsert {

@@ -36,8 +36,10 @@
 //! Cost: O(switches × LIDs), each switch's hop for a LID looked at once,
 //! row by row for the LIDs nothing lost, walked only for the others.
 
+use crate::channels::{ChannelGraph, SelfLoops, UsedDeps, NO_CHANNEL};
 use crate::fabric::{NodeRef, PortEnd, RoutingFabric, SwitchId};
 use crate::lft::{Routes, UNROUTED};
+use crate::refine::tree_pairs;
 
 /// What [`keep_intact`] kept.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -50,6 +52,9 @@ pub struct Kept {
     /// LIDs some switch's old path to was broken.
     pub broken_lids: u32,
 }
+
+/// Passes of [`keep_intact_acyclic`] over the LIDs.
+const MERGE_PASSES: usize = 3;
 
 const UNKNOWN: u8 = 0;
 const WALKING: u8 = 1;
@@ -158,6 +163,101 @@ pub fn keep_intact_with(f: &RoutingFabric, old: &[Option<&[u8]>], broken: &[bool
         out.broken_lids += u32::from(broken);
     }
     out
+}
+
+/// [`keep_intact_with`] for when the whole merge closes a credit loop
+/// (the old routes turn onto the new ones where no engine run would):
+/// LID by LID, in LID order, a LID's merged entries replace its new ones
+/// only when their dependencies (every switch a source, as
+/// [`crate::repair`] counts them) close no cycle with those of every other
+/// LID as it stands; the others keep the new entries. Each LID's tree is
+/// the merged one or the new one, both loop-free, and the dependencies
+/// stay acyclic on one VL. `None`, `new` untouched, when `new`'s own
+/// dependencies are cyclic (an engine that promised less). Switch LIDs,
+/// outside the deadlock promise, take the merged entries.
+pub fn keep_intact_acyclic(
+    f: &RoutingFabric,
+    old: &[Option<&[u8]>],
+    broken: &[bool],
+    new: &mut Routes,
+) -> Option<Kept> {
+    let ch = ChannelGraph::in_fabric_order(f, SelfLoops::Skip);
+    let ns = f.num_switches();
+    let port = |r: &Routes, v: usize, lid: u16| r.lfts[v].ports.get(usize::from(lid)).copied().unwrap_or(UNROUTED);
+    let fill_row = |r: &Routes, lid: u16, row: &mut [u32]| {
+        for (v, slot) in row.iter_mut().enumerate() {
+            *slot = ch.chan_of_port(v, port(r, v, lid));
+        }
+    };
+    let end_port_lid = |lid: u16| matches!(f.lid_owner(lid), Some(NodeRef::End(e)) if f.attached_switch(e).is_some());
+    let mut deps = UsedDeps::new(&ch);
+    let mut row = vec![NO_CHANNEL; ns];
+    for lid in (1..=f.max_lid()).filter(|&lid| end_port_lid(lid)) {
+        fill_row(new, lid, &mut row);
+        for (a, b) in tree_pairs(&ch, &row) {
+            deps.count(&ch, a, b);
+        }
+    }
+    if !deps.order(&ch) {
+        return None;
+    }
+    let fresh = new.clone();
+    let mut merged = new.clone();
+    let mut out = Kept { broken_lids: keep_intact_with(f, old, broken, &mut merged).broken_lids, ..Kept::default() };
+    let mut want = vec![NO_CHANNEL; ns];
+    // LIDs that took their merged entries; a LID refused may fit once
+    // others have moved, so the LIDs are offered again while any moves.
+    let mut took = vec![false; usize::from(f.max_lid()) + 1];
+    for _ in 0..MERGE_PASSES {
+        let mut any = false;
+        for lid in 1..=f.max_lid() {
+            if took[usize::from(lid)]
+                || f.lid_owner(lid).is_none()
+                || (0..ns).all(|v| port(&merged, v, lid) == port(&fresh, v, lid))
+            {
+                continue;
+            }
+            if end_port_lid(lid) {
+                fill_row(&fresh, lid, &mut row);
+                fill_row(&merged, lid, &mut want);
+                let gone: Vec<(u32, u32)> = tree_pairs(&ch, &row).collect();
+                for &(a, b) in &gone {
+                    deps.remove(&ch, a, b);
+                }
+                let wanted: Vec<(u32, u32)> = tree_pairs(&ch, &want).collect();
+                let added = wanted.iter().take_while(|&&(a, b)| deps.add(&ch, a, b)).count();
+                if added < wanted.len() {
+                    for &(a, b) in &wanted[..added] {
+                        deps.remove(&ch, a, b);
+                    }
+                    for &(a, b) in &gone {
+                        let back = deps.add(&ch, a, b);
+                        debug_assert!(back, "restoring a dependency of an acyclic set");
+                    }
+                    continue;
+                }
+            }
+            for (v, lft) in new.lfts.iter_mut().enumerate() {
+                if let Some(slot) = lft.ports.get_mut(usize::from(lid)) {
+                    *slot = port(&merged, v, lid);
+                }
+            }
+            took[usize::from(lid)] = true;
+            any = true;
+        }
+        if !any {
+            break;
+        }
+    }
+    let entry = |v: usize, lid: usize| old.get(v).copied().flatten().and_then(|t| t.get(lid).copied());
+    for (v, (now, was_new)) in new.lfts.iter().zip(&fresh.lfts).enumerate() {
+        for (lid, (&p, &q)) in now.ports.iter().zip(&was_new.ports).enumerate().skip(1) {
+            let old_p = entry(v, lid);
+            out.kept += u64::from(old_p == Some(p) && p != q);
+            out.moved += u64::from(old_p != Some(p));
+        }
+    }
+    Some(out)
 }
 
 /// Switch `s`'s entry `port` still leads somewhere for a LID of `owner`:
@@ -286,6 +386,47 @@ mod tests {
             assert_eq!(moved_merged as u64, kept.moved, "{kind:?}");
             assert!(kept.broken_lids > 0, "{kind:?}");
         }
+    }
+
+    /// Random fabrics routed by nue on one VL, each trunk cut: where the
+    /// whole merge of old and fresh tables closes a credit loop, the merge
+    /// LID by LID is valid, free of credit loops, and still keeps old
+    /// entries.
+    #[test]
+    fn a_merge_that_would_close_a_credit_loop_is_kept_lid_by_lid() {
+        use crate::cdg::{analyze_cdg, CdgScope};
+        let o = EngineOptions { max_vls: 1, ..EngineOptions::default() };
+        let (mut cyclic, mut kept_some) = (0, 0);
+        for seed in 0..3 {
+            let spec = testfab::RandomSpec { switches: 20, extra_links: 24, max_hosts_per_switch: 3, max_lmc: 0 };
+            let f = testfab::random_connected(seed, spec);
+            let before = crate::nue::nue(&f, &o).unwrap();
+            let old: Vec<Option<&[u8]>> = before.lfts.iter().map(|l| Some(&l.ports[..])).collect();
+            let trunks = f
+                .links()
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| matches!((l.a, l.b), (PortEnd::Switch(..), PortEnd::Switch(..))));
+            for (i, _) in trunks {
+                let g = testfab::without_links(&f, &[i]);
+                let Ok(fresh) = crate::nue::nue(&g, &o) else { continue };
+                let mut whole = fresh.clone();
+                keep_intact(&g, &old, &mut whole);
+                if analyze_cdg(&g, &whole, CdgScope::default()).deadlock_free() {
+                    continue;
+                }
+                cyclic += 1;
+                let mut merged = fresh.clone();
+                let kept = keep_intact_acyclic(&g, &old, &lids_to_repair(&g, &old), &mut merged).unwrap();
+                let v = validate(&g, &merged);
+                assert!(v.is_valid(), "seed {seed}, cut {i}: {v:?}");
+                assert!(analyze_cdg(&g, &merged, CdgScope::default()).deadlock_free(), "seed {seed}, cut {i}");
+                assert_eq!(kept.moved as usize, changed(&before, &merged), "seed {seed}, cut {i}");
+                kept_some += usize::from(kept.kept > 0);
+            }
+        }
+        assert!(cyclic > 0, "some whole merge must close a credit loop for this test to say anything");
+        assert!(kept_some * 10 >= cyclic * 9, "{kept_some} of {cyclic} merges kept old entries");
     }
 
     #[test]

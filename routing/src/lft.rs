@@ -162,6 +162,17 @@ impl PathSl {
         }
     }
 
+    /// Whether every path is on SL 0 and stays on VL 0 (an engine's one
+    /// layer): such routes need no SL of their own.
+    pub fn all_on_sl0(&self) -> bool {
+        self.hop_vls.is_none()
+            && self.more.iter().all(|m| m.2 == 0)
+            && match &self.by_source_switch.0 {
+                Rows::PerSwitch(rows) => rows.iter().all(|r| r.iter().all(|&sl| sl == 0)),
+                Rows::Shared { row, .. } => row.iter().all(|&sl| sl == 0),
+            }
+    }
+
     pub fn sl(&self, source: SwitchId, dlid: u16) -> Option<u8> {
         self.by_source_switch.get(source.index())?.get(usize::from(dlid)).copied()
     }

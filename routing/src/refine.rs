@@ -53,7 +53,7 @@
 //! own; those of switches without end ports keep their routes, whose
 //! dependencies count.
 
-use crate::channels::{topological_order, ChannelGraph, DepGraph, OrderedInsert, SelfLoops, NO_CHANNEL};
+use crate::channels::{ChannelGraph, SelfLoops, UsedDeps, NO_CHANNEL};
 use crate::fabric::{PortEnd, RoutingFabric, SwitchId};
 use crate::lft::Routes;
 
@@ -152,10 +152,8 @@ struct State {
     load: Vec<u64>,
     /// Dependencies in use, counted over LIDs, by the channel graph's
     /// dependency index.
-    uses: Vec<u32>,
-    /// Position of each channel in a topological order of `uses`.
-    ord: Vec<u32>,
-    insert: OrderedInsert,
+    /// Dependencies in use, counted over LIDs, and their order.
+    deps: UsedDeps,
 }
 
 impl State {
@@ -206,10 +204,8 @@ impl State {
             }
         }
         let mut state = State {
-            uses: vec![0; ch.num_deps()],
+            deps: UsedDeps::new(&ch),
             load: vec![0; ch.num_channels()],
-            ord: Vec::new(),
-            insert: OrderedInsert::new(ch.num_channels()),
             ch,
             ns,
             movable,
@@ -224,7 +220,7 @@ impl State {
         // Dependencies of the movable LIDs, then of the switch LIDs that
         // keep their routes.
         for m in 0..nm {
-            count_tree(&state.ch, &state.next[m * ns..(m + 1) * ns], &mut state.uses);
+            count_tree(&state.ch, &state.next[m * ns..(m + 1) * ns], &mut state.deps.uses);
         }
         let mut row = vec![NO_CHANNEL; ns];
         // Those of switches [`State::into_routes`] does not mirror.
@@ -245,10 +241,11 @@ impl State {
             if forms_loop(&state.ch, &row, s.0) {
                 return None;
             }
-            count_tree(&state.ch, &row, &mut state.uses);
+            count_tree(&state.ch, &row, &mut state.deps.uses);
         }
-        let uses = &state.uses;
-        state.ord = topological_order(&DepGraph { g: &state.ch, has: |e| uses[e] > 0 }).ok()?;
+        if !state.deps.order(&state.ch) {
+            return None;
+        }
         Some(state)
     }
 
@@ -456,7 +453,7 @@ impl State {
         }
         let old_deps: Vec<(u32, u32)> = tree_pairs(&self.ch, &old_row).collect();
         for &(a, b) in &old_deps {
-            self.uses[self.ch.dep(a as usize, b as usize)] -= 1;
+            self.deps.remove(&self.ch, a, b);
         }
         let mut row = vec![NO_CHANNEL; ns];
         let mut settled = vec![false; ns];
@@ -504,7 +501,7 @@ impl State {
             }
         }
         for &(a, b) in &added {
-            self.uses[self.ch.dep(a as usize, b as usize)] -= 1;
+            self.deps.remove(&self.ch, a, b);
         }
         for &(a, b) in &old_deps {
             let back = self.add_dep(a, b);
@@ -545,7 +542,7 @@ impl State {
             }
         }
         for &(a, b) in &removed {
-            self.uses[self.ch.dep(a as usize, b as usize)] -= 1;
+            self.deps.remove(&self.ch, a, b);
         }
         let mut taken = 0;
         for &(a, b) in &added {
@@ -556,7 +553,7 @@ impl State {
         }
         if taken < added.len() {
             for &(a, b) in &added[..taken] {
-                self.uses[self.ch.dep(a as usize, b as usize)] -= 1;
+                self.deps.remove(&self.ch, a, b);
             }
             for &(a, b) in &removed {
                 let back = self.add_dep(a, b);
@@ -595,16 +592,7 @@ impl State {
 
     /// Counts dependency `a -> b` in, unless it closes a cycle.
     fn add_dep(&mut self, a: u32, b: u32) -> bool {
-        let e = self.ch.dep(a as usize, b as usize);
-        if self.uses[e] == 0 {
-            let uses = &self.uses;
-            let mut unlimited = u64::MAX;
-            if self.insert.try_insert(&self.ch, &mut self.ord, |x| uses[x] > 0, a, b, &mut unlimited) != Some(true) {
-                return false;
-            }
-        }
-        self.uses[e] += 1;
-        true
+        self.deps.add(&self.ch, a, b)
     }
 
     fn into_routes(self, f: &RoutingFabric, seed: &Routes) -> Routes {

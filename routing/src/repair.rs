@@ -22,15 +22,28 @@
 //!    dependency (onto the next switch's channel) closes no cycle
 //!    ([`OrderedInsert`], Pearce and Kelly). A switch that joins is not yet
 //!    on anyone's route, so that is the only dependency its join adds.
-//! 3. A switch that can join over no channel (each one would close a
-//!    cycle, or its part of the fabric no longer reaches the owner) ends
-//!    the repair: the caller routes afresh.
+//! 3. A switch stranded that way (every turn onto a settled neighbour's
+//!    route closes a cycle) first tries Nue's local backtracking: the
+//!    neighbour moves onto another settled switch if every turn that move
+//!    touches fits. Failing that, rip-up and reroute: a cycle its turn
+//!    would close is found in the dependencies in use, and another LID
+//!    whose tree holds one of its dependencies is taken apart (its
+//!    dependencies dropped) and grown again later, whole, the same way;
+//!    a LID still waiting to grow loses the part it kept. Failing that
+//!    too, the LID is grown again whole from its owner; and if switches
+//!    stay stranded (or the rip-up budget, about one per LID, is spent),
+//!    the repair gives up and the caller routes afresh. Measured over every
+//!    single cut of twenty random 24-switch fabrics (1,038 cuts), 1,035
+//!    repair after nue and all after up*/down*, moving a sixth of the
+//!    entries a fresh run moves; of the 3x4 and 6x6 meshes' cuts, 4 and
+//!    5 fall back; none of a 4x4 torus's or a 20-switch dragonfly's.
 //!
 //! So the repaired tables keep the old dependency graph's acyclicity (one
 //! VL, every switch a source, which covers the analysis's default scope of
 //! end-port traffic from switches with end ports), are loop-free (each LID
 //! a tree rooted at its owner), and differ from the old ones only in the
-//! broken LIDs' entries at switches whose old path is broken. Routes to
+//! broken (or ripped) LIDs' entries at switches whose old path is
+//! broken. Routes to
 //! switch LIDs are management traffic, outside the deadlock promise (as in
 //! [`crate::cdg::CdgScope`]): they are repaired the same way with no
 //! dependency check. With `acyclic` off (engines that promise no deadlock
@@ -48,7 +61,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
 
-use crate::channels::{topological_order, ChannelGraph, DepGraph, OrderedInsert, SelfLoops, NO_CHANNEL};
+use crate::channels::{ChannelGraph, SelfLoops, UsedDeps, NO_CHANNEL};
 use crate::fabric::{NodeRef, RoutingFabric};
 use crate::lft::{Lft, Routes, UNROUTED};
 use crate::refine::tree_pairs;
@@ -60,7 +73,7 @@ const HOP_COST: u64 = 1 << 40;
 /// What [`repair`] changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RepairStats {
-    /// Broken LIDs routed again.
+    /// LIDs routed again: the broken ones, and those ripped up.
     pub lids: u32,
     /// (switch, LID) entries that differ from the old tables.
     pub moved: u64,
@@ -72,6 +85,9 @@ pub struct RepairStats {
     pub backtracks: u64,
     /// LIDs whose old part stranded switches, grown again whole.
     pub regrown: u32,
+    /// Routed LIDs taken apart to let a stranded switch join, and grown
+    /// again after.
+    pub ripped: u32,
 }
 
 /// Why [`repair`] gave up; the caller routes afresh.
@@ -182,35 +198,79 @@ pub fn repair(
         }
         parts.push((lid, part));
     }
-    if acyclic {
-        let uses = &r.uses;
-        r.ord = topological_order(&DepGraph { g: &r.ch, has: |e| uses[e] > 0 })
-            .map_err(|_| RepairRefused::OldRoutesCyclic)?;
+    if acyclic && !r.deps.order(&r.ch) {
+        return Err(RepairRefused::OldRoutesCyclic);
     }
-    // 2: each broken LID's tree grown from the part that holds.
+    // 2: each broken LID's tree grown from the part that holds; LIDs
+    // ripped up to make way are grown again whole after them.
     let mut stats = RepairStats::default();
-    for (lid, mut part) in parts {
+    let mut done = vec![false; top + 1];
+    for (lid, d) in dests.iter().enumerate() {
+        done[lid] = matches!(d, Dest::At { counted: true, .. }) && !broken.get(lid).copied().unwrap_or(true);
+    }
+    // Rip-ups allowed: about one per LID (a whole random fabric's cuts
+    // used under 0.6 per repair, meshes more).
+    let mut rips_left = dests.len().max(16);
+    // Parts of the LIDs waiting to grow, by LID (`None` once grown).
+    let mut queue: std::collections::VecDeque<usize> = parts.iter().map(|&(lid, _)| lid).collect();
+    let mut pending: Vec<Option<Part>> = (0..=top).map(|_| None).collect();
+    for (lid, part) in parts {
+        pending[lid] = Some(part);
+    }
+    let counted_lid: Vec<bool> = dests.iter().map(|d| matches!(d, Dest::At { counted: true, .. })).collect();
+    let mut grown = vec![false; top + 1];
+    while let Some(lid) = queue.pop_front() {
         let Dest::At { switch, port, counted } = dests[lid] else { unreachable!("only owned LIDs have parts") };
-        r.grow(lid as u16, switch, counted, &mut part, &mut stats)?;
-        stats.lids += 1;
+        let mut part = pending[lid].take().unwrap_or_else(|| Part::empty(ns));
+        let mut ripped = Vec::new();
+        let mut rip = Rip {
+            lfts: &lfts,
+            counted: &counted_lid,
+            done: &mut done,
+            pending: &mut pending,
+            ripped: &mut ripped,
+            left: &mut rips_left,
+        };
+        r.grow(lid as u16, switch, counted, &mut part, &mut stats, &mut rip)?;
+        grown[lid] = true;
         for (v, lft) in lfts.iter_mut().enumerate() {
-            let want = if v as u32 == switch {
+            lft.ports[lid] = if v as u32 == switch {
                 port
             } else if part.row[v] != NO_CHANNEL {
                 r.ch.port[part.row[v] as usize]
             } else {
                 UNROUTED
             };
-            stats.moved += u64::from(want != entry(v, lid));
-            lft.ports[lid] = want;
         }
+        done[lid] = counted;
         if counted {
             r.add_load(&part.row);
         }
+        queue.extend(ripped.into_iter().map(usize::from));
     }
-    let owned = dests.iter().filter(|d| matches!(d, Dest::At { .. })).count() as u64;
-    stats.kept = owned * ns as u64 - stats.moved;
+    stats.lids = grown.iter().filter(|&&g| g).count() as u32;
+    let owned: Vec<usize> = (0..=top).filter(|&lid| matches!(dests[lid], Dest::At { .. })).collect();
+    for (v, lft) in lfts.iter().enumerate() {
+        for &lid in &owned {
+            stats.moved += u64::from(lft.ports[lid] != entry(v, lid));
+        }
+    }
+    stats.kept = owned.len() as u64 * ns as u64 - stats.moved;
     Ok((Routes { lfts, sl: None }, stats))
+}
+
+/// What [`Repairer::rip_up`] may take apart, within a budget: the LIDs
+/// routed for good (`done`: their tables in `lfts` are their trees, their
+/// dependencies counted), which go to `ripped` to grow again, and the
+/// parts of LIDs still waiting to grow (`pending`), which wait emptied.
+struct Rip<'a> {
+    lfts: &'a [Lft],
+    /// End-port LIDs, whose dependencies count.
+    counted: &'a [bool],
+    done: &'a mut [bool],
+    pending: &'a mut [Option<Part>],
+    ripped: &'a mut Vec<u16>,
+    left: &'a mut usize,
 }
 
 fn dest(f: &RoutingFabric, lid: u16) -> Dest {
@@ -231,9 +291,8 @@ struct Repairer {
     acyclic: bool,
     hosts: Vec<u64>,
     load: Vec<u64>,
-    uses: Vec<u32>,
-    ord: Vec<u32>,
-    insert: OrderedInsert,
+    /// The dependencies in use (counted only when `acyclic`).
+    deps: UsedDeps,
     /// Connected part of each switch.
     part: Vec<u32>,
     /// [`Repairer::judge`]'s scratch.
@@ -266,9 +325,7 @@ impl Repairer {
         Repairer {
             hosts: f.end_ports_per_switch(),
             load: vec![0; ch.num_channels()],
-            uses: if acyclic { vec![0; ch.num_deps()] } else { Vec::new() },
-            ord: Vec::new(),
-            insert: OrderedInsert::new(ch.num_channels()),
+            deps: UsedDeps::new(&ch),
             part,
             state: vec![UNKNOWN; ns],
             walk: Vec::new(),
@@ -284,27 +341,17 @@ impl Repairer {
             return;
         }
         for (a, b) in tree_pairs(&self.ch, row) {
-            self.uses[self.ch.dep(a as usize, b as usize)] += 1;
+            self.deps.count(&self.ch, a, b);
         }
     }
 
     /// Adds the dependency `a -> b` unless it closes a cycle.
     fn add_dep(&mut self, a: u32, b: u32) -> bool {
-        let e = self.ch.dep(a as usize, b as usize);
-        if self.uses[e] == 0 {
-            let uses = &self.uses;
-            let mut unlimited = u64::MAX;
-            if self.insert.try_insert(&self.ch, &mut self.ord, |x| uses[x] > 0, a, b, &mut unlimited) != Some(true) {
-                return false;
-            }
-        }
-        self.uses[e] += 1;
-        true
+        self.deps.add(&self.ch, a, b)
     }
 
-    /// Drops one use of the dependency `a -> b`; the order stays valid.
     fn drop_dep(&mut self, a: u32, b: u32) {
-        self.uses[self.ch.dep(a as usize, b as usize)] -= 1;
+        self.deps.remove(&self.ch, a, b);
     }
 
     /// Adds one LID's traffic to the channel loads: each switch's end
@@ -339,33 +386,127 @@ impl Repairer {
         counted: bool,
         part: &mut Part,
         stats: &mut RepairStats,
+        rip: &mut Rip,
     ) -> Result<(), RepairRefused> {
         let owner = owner as usize;
         let checked = self.acyclic && counted;
-        if self.join(owner, checked, part, stats) == 0 {
-            return Ok(());
-        }
-        if checked {
-            let deps: Vec<(u32, u32)> = tree_pairs(&self.ch, &part.row).collect();
-            for (a, b) in deps {
-                self.drop_dep(a, b);
+        for whole in [false, true] {
+            if whole {
+                // The part that held strands the rest: grow it all again.
+                let deps: Vec<(u32, u32)> = tree_pairs(&self.ch, &part.row).collect();
+                for (a, b) in deps {
+                    self.drop_dep(a, b);
+                }
+                part.row.fill(NO_CHANNEL);
+                part.key.fill(0);
+                stats.regrown += 1;
+            }
+            loop {
+                let stranded = self.join(owner, checked, part, stats);
+                if stranded.is_empty() {
+                    return Ok(());
+                }
+                // A stranded switch next to the tree, whose turns onto it a
+                // ripped LID frees.
+                if !checked || *rip.left == 0 || !stranded.iter().any(|&x| self.rip_up(x, owner, lid, &part.row, rip)) {
+                    if whole {
+                        return Err(RepairRefused::Stranded { lid, switches: stranded.len() });
+                    }
+                    break;
+                }
+                *rip.left -= 1;
+                stats.ripped += 1;
             }
         }
-        part.row.fill(NO_CHANNEL);
-        part.key.fill(0);
-        stats.regrown += 1;
-        match self.join(owner, checked, part, stats) {
-            0 => Ok(()),
-            switches => Err(RepairRefused::Stranded { lid, switches }),
+        unreachable!("the whole regrow returns")
+    }
+
+    /// Rip-up and reroute: stranded switch `x` cannot join LID `lid`'s
+    /// tree because each of its turns onto a settled neighbour's route
+    /// closes a cycle through the dependencies in use. Finds such a cycle
+    /// and takes apart one routed LID whose tree holds a dependency on it
+    /// (its dependencies dropped, it is grown again later). Returns false
+    /// when no cycle runs through another LID's tree.
+    fn rip_up(&mut self, x: usize, owner: usize, lid: u16, row: &[u32], rip: &mut Rip) -> bool {
+        for c in self.ch.out(x) {
+            let y = self.ch.head[c as usize] as usize;
+            if y == owner || row[y] == NO_CHANNEL {
+                continue;
+            }
+            let Some(path) = self.dep_path(row[y], c) else { continue };
+            for pair in path.windows(2) {
+                let (u, w) = (pair[0], pair[1]);
+                let (from, to) = (self.ch.tail[u as usize] as usize, self.ch.head[u as usize] as usize);
+                let routed = |l: usize| {
+                    let hop = |v: usize| self.ch.chan_of_port(v, rip.lfts[v].ports[l]);
+                    rip.done[l] && hop(from) == u && hop(to) == w
+                };
+                // Switch LIDs' parts count no dependency: never ripped.
+                let waiting = |l: usize| {
+                    rip.counted[l] && rip.pending[l].as_ref().is_some_and(|p| p.row[from] == u && p.row[to] == w)
+                };
+                let others = (1..rip.done.len()).filter(|&l| l != usize::from(lid));
+                let Some(victim) = others.clone().find(|&l| routed(l)).or_else(|| others.clone().find(|&l| waiting(l)))
+                else {
+                    continue;
+                };
+                let tree: Vec<u32> = match rip.pending[victim].as_mut() {
+                    Some(part) => {
+                        let row = std::mem::replace(&mut part.row, vec![NO_CHANNEL; row.len()]);
+                        part.key.fill(0);
+                        row
+                    }
+                    None => {
+                        rip.done[victim] = false;
+                        rip.ripped.push(victim as u16);
+                        (0..row.len()).map(|v| self.ch.chan_of_port(v, rip.lfts[v].ports[victim])).collect()
+                    }
+                };
+                let deps: Vec<(u32, u32)> = tree_pairs(&self.ch, &tree).collect();
+                for (a, b) in deps {
+                    self.drop_dep(a, b);
+                }
+                return true;
+            }
         }
+        false
+    }
+
+    /// The channels of a chain of dependencies in use from `from` to `to`
+    /// (breadth-first), both included; `None` when `to` is not reached.
+    fn dep_path(&self, from: u32, to: u32) -> Option<Vec<u32>> {
+        let mut parent = vec![u32::MAX; self.ch.num_channels()];
+        let mut queue = std::collections::VecDeque::from([from]);
+        parent[from as usize] = from;
+        while let Some(u) = queue.pop_front() {
+            if u == to {
+                let mut path = vec![to];
+                let mut at = to;
+                while at != from {
+                    at = parent[at as usize];
+                    path.push(at);
+                }
+                path.reverse();
+                return Some(path);
+            }
+            let row = self.ch.dep_row(u as usize);
+            let v = self.ch.head[u as usize] as usize;
+            for (j, w) in self.ch.out(v).enumerate() {
+                if self.deps.uses[row + j] > 0 && parent[w as usize] == u32::MAX {
+                    parent[w as usize] = u;
+                    queue.push_back(w);
+                }
+            }
+        }
+        None
     }
 
     /// Joins every switch of the owner's connected part that `part` does
     /// not route yet, Dijkstra-like (hops, then loads), each over a channel
     /// whose one new dependency fits when `checked`; a switch stranded
-    /// that way joins by [`Repairer::backtrack`] if it can. Returns how
-    /// many switches could not join.
-    fn join(&mut self, owner: usize, checked: bool, part: &mut Part, stats: &mut RepairStats) -> usize {
+    /// that way joins by [`Repairer::backtrack`] if it can. Returns the
+    /// switches that could not join.
+    fn join(&mut self, owner: usize, checked: bool, part: &mut Part, stats: &mut RepairStats) -> Vec<usize> {
         let ns = part.row.len();
         let home = self.part[owner];
         let mut settled: Vec<bool> = (0..ns).map(|v| v == owner || part.row[v] != NO_CHANNEL).collect();
@@ -393,10 +534,10 @@ impl Repairer {
             }
             let stranded: Vec<usize> = (0..ns).filter(|&v| self.part[v] == home && !settled[v]).collect();
             if stranded.is_empty() || !checked {
-                return stranded.len();
+                return stranded;
             }
             let joined = stranded.iter().find_map(|&x| Some((x, self.backtrack(x, owner, &settled, &mut part.row)?)));
-            let Some((x, c)) = joined else { return stranded.len() };
+            let Some((x, c)) = joined else { return stranded };
             stats.backtracks += 1;
             settled[x] = true;
             part.row[x] = c;
@@ -541,6 +682,12 @@ fn passes(ch: &ChannelGraph, row: &[u32], w: usize, y: usize, owner: usize) -> b
     true
 }
 
+impl Part {
+    fn empty(ns: usize) -> Part {
+        Part { row: vec![NO_CHANNEL; ns], key: vec![0; ns] }
+    }
+}
+
 /// One broken LID's tree while it is repaired: each switch's channel
 /// towards it ([`NO_CHANNEL`]: none yet, or the owner) and its key.
 struct Part {
@@ -569,9 +716,11 @@ mod tests {
 
     /// Every switch-to-switch cable of random fabrics routed on one VL by
     /// nue and by up*/down*, cut one at a time: each repair delivers every
-    /// LID, is free of credit loops and changes only broken LIDs' entries;
-    /// nearly all cuts are repaired (the rest are routed afresh by the
-    /// caller), and the repairs move under half the entries fresh runs do
+    /// LID, is free of credit loops and changes only broken LIDs' entries
+    /// (and those of LIDs ripped up to make way); at least 95% of cuts are
+    /// repaired (116 and 117 of 117 when written; the rest are routed
+    /// afresh by the caller), and the repairs move under half the entries
+    /// fresh runs do
     /// (a third on these 16-switch fabrics, a sixth on 24-switch ones).
     #[test]
     fn a_repair_after_any_one_cut_delivers_everything_free_of_credit_loops() {
@@ -581,7 +730,7 @@ mod tests {
                 "nue" => crate::nue::nue(f, &o).unwrap(),
                 _ => crate::updn::updn(f, &o).unwrap(),
             };
-            let (mut cuts, mut repaired, mut moved, mut fresh_moved) = (0, 0, 0u64, 0u64);
+            let (mut cuts, mut repaired, mut moved, mut fresh_moved, mut rips) = (0, 0, 0u64, 0u64, 0);
             for seed in 0..4 {
                 let spec = RandomSpec { switches: 16, extra_links: 16, max_hosts_per_switch: 3, max_lmc: 1 };
                 let f = random_connected(seed, spec);
@@ -599,18 +748,21 @@ mod tests {
                     let v = validate(&cut, &routes);
                     assert!(v.is_valid(), "{engine}, seed {seed}, cut {link}: {v:?}");
                     assert!(analyze_cdg(&cut, &routes, CdgScope::default()).deadlock_free(), "{engine} {seed} {link}");
-                    for (s, lft) in routes.lfts.iter().enumerate() {
-                        for lid in (1..=usize::from(cut.max_lid())).filter(|&lid| !broken[lid]) {
-                            assert_eq!(lft.ports[lid], before.lfts[s].ports[lid], "{engine} {seed} {link}: {s} {lid}");
-                        }
-                    }
-                    assert_eq!(stats.lids as usize, broken.iter().filter(|&&b| b).count());
+                    // Unbroken LIDs keep their entries unless one was ripped
+                    // up to make way.
+                    let unbroken_moved = routes.lfts.iter().zip(&before.lfts).any(|(now, was)| {
+                        (1..=usize::from(cut.max_lid())).any(|lid| !broken[lid] && now.ports[lid] != was.ports[lid])
+                    });
+                    assert!(!unbroken_moved || stats.ripped > 0, "{engine} {seed} {link}: {stats:?}");
+                    let broken_lids = broken.iter().filter(|&&b| b).count() as u32;
+                    assert!((broken_lids..=broken_lids + stats.ripped).contains(&stats.lids), "{stats:?}");
+                    rips += stats.ripped;
                     assert_eq!(stats.moved, differ(&routes, &before));
                     moved += stats.moved;
                     fresh_moved += differ(&route(&cut), &before);
                 }
             }
-            assert!(repaired * 10 >= cuts * 9, "{engine}: {repaired} of {cuts} cuts repaired");
+            assert!(repaired * 20 >= cuts * 19, "{engine}: {repaired} of {cuts} cuts repaired ({rips} LIDs ripped up)");
             assert!(moved * 2 < fresh_moved, "{engine}: repairs moved {moved} entries, fresh runs {fresh_moved}");
         }
     }
@@ -631,12 +783,14 @@ mod tests {
         let old: Vec<Option<&[u8]>> = before.lfts.iter().map(|l| Some(&l.ports[..])).collect();
         // Every switch-to-switch cable of one switch with no end port,
         // or of the first switch.
-        let victim = f.switch_ids().find(|s| f.end_ports_per_switch()[s.index()] == 0).unwrap_or(crate::fabric::SwitchId(0));
+        let victim =
+            f.switch_ids().find(|s| f.end_ports_per_switch()[s.index()] == 0).unwrap_or(crate::fabric::SwitchId(0));
         let links: Vec<usize> = switch_links(&f)
             .into_iter()
             .filter(|&i| {
                 let l = &f.links()[i];
-                matches!(l.a, PortEnd::Switch(s, _) if s == victim) || matches!(l.b, PortEnd::Switch(s, _) if s == victim)
+                matches!(l.a, PortEnd::Switch(s, _) if s == victim)
+                    || matches!(l.b, PortEnd::Switch(s, _) if s == victim)
             })
             .collect();
         let cut = without_links(&f, &links);

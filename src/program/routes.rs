@@ -147,7 +147,10 @@ pub fn compute(view: &RoutingView, chain: &[String], max_vls: u8) -> Result<Comp
     let routing = RoutingRun { engine, auto, elapsed: started.elapsed(), ..RoutingRun::default() };
     // The engine's tables move into the plan: at 50,000 LIDs and 4,000
     // switches each copy is 200 MB.
-    let path_sl = routes.sl;
+    // One layer (nue on one VL) is no layering: every path on SL 0 is
+    // what an engine without SLs gives, and so it is treated (no SL-to-VL
+    // tables read or written for it, and reactions may repair it).
+    let path_sl = routes.sl.filter(|sl| !sl.all_on_sl0());
     let tables = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
     Ok(Computed { tables, path_sl, notes, routing })
 }
@@ -214,17 +217,36 @@ pub fn keep_intact(
     }
     let started = std::time::Instant::now();
     let take = |id: &NodeId| Lft { ports: computed.tables.get(id).cloned().unwrap_or_default() };
-    let mut routes = Routes { lfts: view.switch_nodes.iter().map(take).collect(), sl: None };
+    let fresh = || Routes { lfts: view.switch_nodes.iter().map(take).collect(), sl: None };
+    let mut routes = fresh();
     let before = old_by_switch(view, old);
-    let kept = ibsm_routing::keep::keep_intact(&view.fabric, &before, &mut routes);
+    let broken = ibsm_routing::keep::lids_to_repair(&view.fabric, &before);
+    let mut kept = ibsm_routing::keep::keep_intact_with(&view.fabric, &before, &broken, &mut routes);
     if kept.kept == 0 {
         return computed;
     }
     let promised = computed.routing.auto.as_ref().map_or(engine.claims_deadlock_freedom(), |a| a.deadlock_free);
     if promised || always_check {
         if let Some(cycle) = analyze_cdg(&view.fabric, &routes, CdgScope::default()).first_cycle() {
-            info!(vl = cycle.vl, "old routes kept beside new ones would make a credit loop: the engine's tables stand");
-            return computed;
+            // Old routes turn onto new ones where no run would: keep what
+            // fits, LID by LID.
+            routes = fresh();
+            match ibsm_routing::keep::keep_intact_acyclic(&view.fabric, &before, &broken, &mut routes) {
+                Some(by_lid) if by_lid.kept > 0 => {
+                    info!(
+                        vl = cycle.vl,
+                        "old routes kept beside new ones whole would make a credit loop: kept LID by LID"
+                    );
+                    kept = by_lid;
+                }
+                _ => {
+                    info!(
+                        vl = cycle.vl,
+                        "old routes kept beside new ones would make a credit loop: the engine's tables stand"
+                    );
+                    return computed;
+                }
+            }
         }
     }
     info!(
