@@ -225,7 +225,12 @@ impl ReactionCore {
             self.unreachable = self.subnet.refresh_paths().into_iter().collect();
         }
         if self.next.is_empty() {
-            self.waiting.retain(|(id, _)| !self.unreachable.contains(id));
+            let (lost, left): (Vec<_>, Vec<_>) = self.waiting.iter().partition(|(id, _)| self.unreachable.contains(id));
+            self.waiting = left;
+            // Out of reach: what they were to vouch for is read.
+            for (id, _) in lost {
+                self.vouch_failed(id);
+            }
             if let Some(depth) = self.waiting.iter().map(|&(id, _)| self.subnet.node(id).path.len()).min() {
                 let (now, later): (Vec<_>, Vec<_>) =
                     self.waiting.iter().partition(|&&(id, _)| self.subnet.node(id).path.len() == depth);
@@ -349,7 +354,11 @@ impl ReactionCore {
                 Some(false) => self.changes.vouched += 1,
                 None => {
                     self.vouching.entry(far).or_default().push((id, port));
-                    if !self.asked.contains(&Read::SwitchInfo { node: far }) {
+                    // A suspect still waiting is read in its own round,
+                    // once the nearer ones have shown which cables are
+                    // down: read now, over one of them, it would time out.
+                    let waits = self.waiting.iter().any(|&(n, _)| n == far);
+                    if !waits && !self.asked.contains(&Read::SwitchInfo { node: far }) {
                         self.queue(Read::Verify { node: far });
                     }
                 }
@@ -604,16 +613,15 @@ impl ReactionCore {
         }
     }
 
-    /// Parks `read` when it goes to a doubted switch over a last cable not
-    /// yet read up; that port is read first (the nearest switch answers at
-    /// once, up or down). A spine gone from a fat tree is so found gone
-    /// one leaf's port at a time, a round-trip each, instead of by a read
-    /// that times out.
+    /// Parks `read` when its path enters a doubted switch (the one it
+    /// reads, or one it passes) over a last cable not yet read up; that
+    /// port is read first (the nearest switch answers at once, up or
+    /// down). A spine gone from a fat tree is so found gone one leaf's
+    /// port at a time, a round-trip each, instead of by a read that times
+    /// out; so are the ports of a switch unlinked whole, and the switches
+    /// the SM reached through it.
     fn park(&mut self, read: Read) -> bool {
-        let x = read.node();
-        if !matches!(read, Read::SwitchInfo { .. } | Read::Verify { .. }) || !self.doubted.contains(&x) {
-            return false;
-        }
+        let Some(x) = self.first_doubted_on(read) else { return false };
         if self.links_changed {
             // Its path may cross a cable just found down: next round.
             self.next.push(read);
@@ -621,11 +629,32 @@ impl ReactionCore {
         }
         let Some(hop) = self.last_hop(x).filter(|hop| !self.up.contains(hop)) else { return false };
         let gate = Read::PortInfo { node: hop.0, port: hop.1 };
+        if gate == read {
+            return false;
+        }
         if self.asked.insert(gate) {
             self.round.push_front(gate);
         }
         self.parked.entry(hop).or_default().push(read);
         true
+    }
+
+    /// The first doubted switch `read`'s path enters, the node read
+    /// included (a probe's far end too), if any.
+    fn first_doubted_on(&self, read: Read) -> Option<NodeId> {
+        if self.doubted.is_empty() {
+            return None;
+        }
+        let path = self.current_path(read)?;
+        let (mut at, _) = self.subnet.sm_port?;
+        for &port in path.ports() {
+            let (next, _) = self.subnet.node(at).ports.get(port as usize)?.remote?;
+            if self.doubted.contains(&next) {
+                return Some(next);
+            }
+            at = next;
+        }
+        None
     }
 
     /// What waited on `hop` goes in the next round, over the path it then
@@ -1131,6 +1160,42 @@ mod tests {
             // left to time out.
             assert!(driven.elapsed < TxnConfig::default().timeout, "{:?}", driven.elapsed);
         }
+    }
+
+    /// ibsim's `Unlink "sw1"` on a random fabric: the switch traps itself,
+    /// as do its neighbours, and some of them and some of the SM's paths
+    /// to the others pass through it. No read goes over a cable to it
+    /// before a port on the near side shows whether it is up: not a
+    /// neighbour's vouching read (it waits for the switch's own round),
+    /// not its port reads, not those of switches reached through it.
+    #[test]
+    fn a_switch_unlinked_whole_that_trapped_itself_costs_no_timeout() {
+        let topo = Topology::from_spec_or_file("random:switches=40,degree=4,hosts=80,seed=1").unwrap();
+        let fabric = FabricBuilder::new(&topo).seed(2).build_shared().unwrap();
+        let sm_host = topo.hosts().find(|&h| topo.node(h).name == "sw13-h0").unwrap();
+        let mut dev = SimDevice::attach(&fabric, sm_host, 1).unwrap();
+        let mut core = DiscoveryCore::new(0, None);
+        drive_core(&mut dev, &mut core, TxnConfig::default(), 0, 1_000_000).unwrap();
+        let known = core.finish();
+        fabric.lock().unwrap().clear_port_state_changes();
+        let hub = topo.switches().find(|&s| topo.node(s).name == "sw1").unwrap();
+        let mut trapped = vec![topo.node(hub).node_guid];
+        for port in 1..=topo.node(hub).num_ports {
+            let r = PortRef { node: hub, port };
+            if let Some(far) = topo.neighbor(r) {
+                fabric.lock().unwrap().link_down(r).unwrap();
+                if topo.node(far.node).kind == crate::topology::NodeKind::Switch {
+                    trapped.push(topo.node(far.node).node_guid);
+                }
+            }
+        }
+        let suspects = switch_suspects(trapped, []);
+        let mut core = ReactionCore::new(known.clone(), &suspects);
+        let driven = drive_core(&mut dev, &mut core, TxnConfig::default(), 0, 1_000_000).expect("not stalled");
+        let (now, changes) = core.finish();
+        assert_eq!(changes.unbounded, None);
+        assert!(now.by_guid(topo.node(hub).node_guid).is_none(), "{changes:?}");
+        assert!(driven.elapsed < TxnConfig::default().timeout, "{:?}", driven.elapsed);
     }
 
     #[test]
