@@ -106,6 +106,8 @@ pub struct SubnetManager<D: SmpDriver> {
     kept_from_takeover: Option<std::collections::HashMap<Guid, Arc<Vec<u8>>>>,
     /// The routing run `routed_lfts` came from.
     routed_by: crate::subnet::RoutingRun,
+    /// The last engine run's own tables and the fabric they were for.
+    last_run: Option<routes::LastRun>,
 }
 
 impl<D: SmpDriver> SubnetManager<D> {
@@ -154,6 +156,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             routed_lfts: std::collections::HashMap::new(),
             kept_from_takeover: None,
             routed_by: crate::subnet::RoutingRun::default(),
+            last_run: None,
         }
     }
 
@@ -506,7 +509,8 @@ impl<D: SmpDriver> SubnetManager<D> {
         // Routes layered on VLs carry an SL per path, indexed by switch:
         // never reused without their engine.
         let last = Some(self.routed_by.clone()).filter(|_| self.path_sl.is_none());
-        let (view, computed) = self
+        let last_run = self.last_run.take();
+        let (view, computed, last_run) = self
             .driver
             .compute(move || {
                 if let Some((last, broken)) = last.zip(routes::lids_to_repair(&view, &before)) {
@@ -515,23 +519,34 @@ impl<D: SmpDriver> SubnetManager<D> {
                         .or_else(|| routes::repair_tree(&view, &before, &broken, &last))
                         .or_else(|| routes::repair_one_vl(&view, &before, &broken, &last));
                     if let Some(kept) = kept {
-                        return (view, Ok(kept));
+                        return (view, Ok(kept), last_run);
                     }
                 }
-                let computed =
-                    routes::compute(&view, &chain, vls).map(|c| routes::keep_intact(&view, c, &before, check_merge));
+                // A fabric back in the shape the last engine run routed (a
+                // cable or a switch back) takes that run's tables again.
+                let print = routes::fingerprint(&view, &chain, vls);
+                let (fresh, last_run) = match last_run.filter(|r| r.fingerprint == print) {
+                    Some(run) => (Ok(run.computed(&view)), Some(run)),
+                    None => {
+                        let fresh = routes::compute(&view, &chain, vls);
+                        let run = fresh.as_ref().ok().and_then(|c| routes::LastRun::of(print, &view, c));
+                        (fresh, run)
+                    }
+                };
+                let computed = fresh.map(|c| routes::keep_intact(&view, c, &before, check_merge));
                 // The engines' routes when the switches hold them already
                 // (they keep their VL layering); otherwise what the
                 // switches hold, if it can stay.
                 let same = computed.as_ref().is_ok_and(|c| routes::tables_equal(&c.tables, &held, top));
                 if !same {
                     if let Some(kept) = routes::keep_held(&view, &held) {
-                        return (view, Ok(kept));
+                        return (view, Ok(kept), last_run);
                     }
                 }
-                (view, computed)
+                (view, computed, last_run)
             })
             .await;
+        self.last_run = last_run;
         let computed = computed?;
         // Kept whole at a start or a takeover: what later reactions keep.
         // Merged into a reaction's routes: kept while any of it stands.

@@ -428,6 +428,66 @@ fn old_by_switch<'a>(view: &RoutingView, old: &'a HashMap<NodeId, Arc<Vec<u8>>>)
     view.switch_nodes.iter().map(|id| old.get(id).map(|t| &t[..])).collect()
 }
 
+/// The routing input that decides an engine run's tables: every switch,
+/// end port and cable of the view (in the view's GUID order), their LIDs,
+/// and the chain and VLs, hashed. Engines are deterministic functions of
+/// it, so two views with the same fingerprint get the same tables.
+pub fn fingerprint(view: &RoutingView, chain: &[String], vls: u8) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let f = &view.fabric;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (chain, vls).hash(&mut h);
+    for s in f.switches() {
+        (s.guid, s.num_ports, s.base_lid, s.lmc, s.enhanced_port0).hash(&mut h);
+    }
+    for e in f.end_ports() {
+        (e.node_guid, e.port_guid, e.port_num, e.base_lid, e.lmc).hash(&mut h);
+    }
+    for l in f.links() {
+        (l.a, l.b, l.rate).hash(&mut h);
+    }
+    h.finish()
+}
+
+/// An engine run's own tables (before any merge with old routes), by
+/// switch GUID, with the fingerprint of the view they were computed for.
+/// A fabric that returns to that shape (a cable back up, a switch back)
+/// takes them again without running the engines: the tables a run would
+/// give, in no time. Only for routes on one VL (per-path SLs are indexed
+/// by the view's switch order).
+pub struct LastRun {
+    pub fingerprint: u64,
+    tables: HashMap<u64, Vec<u8>>,
+    notes: Vec<String>,
+    routing: RoutingRun,
+}
+
+impl LastRun {
+    /// `computed` remembered, when an engine made it and it sets no SLs.
+    pub fn of(fingerprint: u64, view: &RoutingView, computed: &Computed) -> Option<LastRun> {
+        if computed.path_sl.is_some() || computed.routing.engine.is_none() || computed.routing.kept {
+            return None;
+        }
+        let guids = view.switch_nodes.iter().enumerate().map(|(i, id)| (id, view.fabric.switches()[i].guid));
+        let tables = guids.filter_map(|(id, guid)| Some((guid, computed.tables.get(id)?.clone()))).collect();
+        let routing = computed.routing.clone();
+        Some(LastRun { fingerprint, tables, notes: computed.notes.clone(), routing })
+    }
+
+    /// The tables again, for `view` (whose fingerprint matched).
+    pub fn computed(&self, view: &RoutingView) -> Computed {
+        let started = std::time::Instant::now();
+        let guids = view.switch_nodes.iter().enumerate().map(|(i, &id)| (id, view.fabric.switches()[i].guid));
+        let tables = guids.filter_map(|(id, guid)| Some((id, self.tables.get(&guid)?.clone()))).collect();
+        info!(
+            engine = self.routing.engine_name(),
+            "the fabric is the one the last engine run routed: its tables again"
+        );
+        let routing = RoutingRun { elapsed: started.elapsed(), remembered: true, ..self.routing.clone() };
+        Computed { tables, path_sl: None, notes: self.notes.clone(), routing }
+    }
+}
+
 /// Whether `held` holds every table of `computed`, entry for entry up to
 /// LID `top` (entries past a table's end are unrouted).
 pub fn tables_equal(computed: &SwitchTables, held: &HashMap<NodeId, Vec<u8>>, top: usize) -> bool {

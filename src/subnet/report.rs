@@ -215,6 +215,10 @@ pub struct RoutingRun {
     /// (`crate::program::routes::repair_tree`, `repair_one_vl`); 0 when
     /// the engine routed every LID, or none.
     pub repaired_lids: u32,
+    /// No engine ran: the fabric is the one the last engine run routed
+    /// (`crate::program::routes::LastRun`), and its tables were taken
+    /// again; `engine` and `auto` are that run's.
+    pub remembered: bool,
 }
 
 impl RoutingRun {
