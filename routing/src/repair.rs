@@ -220,7 +220,7 @@ pub fn repair(
     let counted_lid: Vec<bool> = dests.iter().map(|d| matches!(d, Dest::At { counted: true, .. })).collect();
     let mut grown = vec![false; top + 1];
     while let Some(lid) = queue.pop_front() {
-        let Dest::At { switch, port, counted } = dests[lid] else { unreachable!("only owned LIDs have parts") };
+        let Dest::At { switch, port, counted } = dests[lid] else { continue };
         let mut part = pending[lid].take().unwrap_or_else(|| Part::empty(ns));
         let mut ripped = Vec::new();
         let mut rip = Rip {
@@ -390,35 +390,48 @@ impl Repairer {
     ) -> Result<(), RepairRefused> {
         let owner = owner as usize;
         let checked = self.acyclic && counted;
-        for whole in [false, true] {
-            if whole {
-                // The part that held strands the rest: grow it all again.
-                let deps: Vec<(u32, u32)> = tree_pairs(&self.ch, &part.row).collect();
-                for (a, b) in deps {
-                    self.drop_dep(a, b);
-                }
-                part.row.fill(NO_CHANNEL);
-                part.key.fill(0);
-                stats.regrown += 1;
-            }
-            loop {
-                let stranded = self.join(owner, checked, part, stats);
-                if stranded.is_empty() {
-                    return Ok(());
-                }
-                // A stranded switch next to the tree, whose turns onto it a
-                // ripped LID frees.
-                if !checked || *rip.left == 0 || !stranded.iter().any(|&x| self.rip_up(x, owner, lid, &part.row, rip)) {
-                    if whole {
-                        return Err(RepairRefused::Stranded { lid, switches: stranded.len() });
-                    }
-                    break;
-                }
-                *rip.left -= 1;
-                stats.ripped += 1;
-            }
+        if self.join_ripping(owner, lid, checked, part, stats, rip) == 0 {
+            return Ok(());
         }
-        unreachable!("the whole regrow returns")
+        // The part that held strands the rest: grow it all again.
+        let deps: Vec<(u32, u32)> = tree_pairs(&self.ch, &part.row).collect();
+        for (a, b) in deps {
+            self.drop_dep(a, b);
+        }
+        part.row.fill(NO_CHANNEL);
+        part.key.fill(0);
+        stats.regrown += 1;
+        match self.join_ripping(owner, lid, checked, part, stats, rip) {
+            0 => Ok(()),
+            switches => Err(RepairRefused::Stranded { lid, switches }),
+        }
+    }
+
+    /// [`Repairer::join`], ripping up other LIDs ([`Repairer::rip_up`])
+    /// while switches stay stranded and the budget lasts; returns how many
+    /// are left stranded.
+    fn join_ripping(
+        &mut self,
+        owner: usize,
+        lid: u16,
+        checked: bool,
+        part: &mut Part,
+        stats: &mut RepairStats,
+        rip: &mut Rip,
+    ) -> usize {
+        loop {
+            let stranded = self.join(owner, checked, part, stats);
+            if stranded.is_empty() || !checked || *rip.left == 0 {
+                return stranded.len();
+            }
+            // A stranded switch next to the tree, whose turns onto it a
+            // ripped LID frees.
+            if !stranded.iter().any(|&x| self.rip_up(x, owner, lid, &part.row, rip)) {
+                return stranded.len();
+            }
+            *rip.left -= 1;
+            stats.ripped += 1;
+        }
     }
 
     /// Rip-up and reroute: stranded switch `x` cannot join LID `lid`'s
