@@ -348,16 +348,29 @@ pub fn repair_tree(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "routes repaired where the loss broke them, the rest kept"
     );
+    Some(repaired_routes(view, routes, last, started, kept.kept, repaired as u32))
+}
+
+/// A repair's tables as the SM takes them: no engine of its own ran, so
+/// the run names `last`'s engine and choice.
+fn repaired_routes(
+    view: &RoutingView,
+    routes: ibsm_routing::lft::Routes,
+    last: &RoutingRun,
+    started: std::time::Instant,
+    intact_kept: u64,
+    repaired_lids: u32,
+) -> Computed {
     let tables = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
     let routing = RoutingRun {
         engine: last.engine,
         auto: last.auto.clone(),
         elapsed: started.elapsed(),
-        intact_kept: kept.kept,
-        repaired_lids: repaired as u32,
+        intact_kept,
+        repaired_lids,
         ..RoutingRun::default()
     };
-    Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
+    Computed { tables, path_sl: None, notes: Vec::new(), routing }
 }
 
 /// After a loss that broke some routes, for any engine whose routes share
@@ -398,16 +411,7 @@ pub fn repair_one_vl(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "routes repaired where the loss broke them, the rest kept"
     );
-    let tables = view.switch_nodes.iter().copied().zip(routes.lfts.into_iter().map(|l| l.ports)).collect();
-    let routing = RoutingRun {
-        engine: last.engine,
-        auto: last.auto.clone(),
-        elapsed: started.elapsed(),
-        intact_kept: stats.kept,
-        repaired_lids: stats.lids,
-        ..RoutingRun::default()
-    };
-    Some(Computed { tables, path_sl: None, notes: Vec::new(), routing })
+    Some(repaired_routes(view, routes, last, started, stats.kept, stats.lids))
 }
 
 /// The LIDs (by LID) some table of `old` sends over what the view no
