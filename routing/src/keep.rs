@@ -165,20 +165,22 @@ pub fn keep_intact_with(f: &RoutingFabric, old: &[Option<&[u8]>], broken: &[bool
     out
 }
 
-/// [`keep_intact_with`] for when the whole merge closes a credit loop
-/// (the old routes turn onto the new ones where no engine run would):
-/// LID by LID, in LID order, a LID's merged entries replace its new ones
+/// For when the whole merge ([`keep_intact_with`]'s `merged`, made from
+/// `new`) closes a credit loop (the old routes turn onto the new ones
+/// where no engine run would): LID by LID, in LID order, a LID's merged
+/// entries replace its new ones
 /// only when their dependencies (every switch a source, as
 /// [`crate::repair`] counts them) close no cycle with those of every other
 /// LID as it stands; the others keep the new entries. Each LID's tree is
 /// the merged one or the new one, both loop-free, and the dependencies
 /// stay acyclic on one VL. `None`, `new` untouched, when `new`'s own
 /// dependencies are cyclic (an engine that promised less). Switch LIDs,
-/// outside the deadlock promise, take the merged entries.
+/// outside the deadlock promise, take the merged entries. The
+/// [`Kept::broken_lids`] returned are 0: the caller's merge counted them.
 pub fn keep_intact_acyclic(
     f: &RoutingFabric,
     old: &[Option<&[u8]>],
-    broken: &[bool],
+    merged: &Routes,
     new: &mut Routes,
 ) -> Option<Kept> {
     let ch = ChannelGraph::in_fabric_order(f, SelfLoops::Skip);
@@ -202,8 +204,7 @@ pub fn keep_intact_acyclic(
         return None;
     }
     let fresh = new.clone();
-    let mut merged = new.clone();
-    let mut out = Kept { broken_lids: keep_intact_with(f, old, broken, &mut merged).broken_lids, ..Kept::default() };
+    let mut out = Kept::default();
     let mut want = vec![NO_CHANNEL; ns];
     // LIDs that took their merged entries; a LID refused may fit once
     // others have moved, so the LIDs are offered again while any moves.
@@ -213,13 +214,13 @@ pub fn keep_intact_acyclic(
         for lid in 1..=f.max_lid() {
             if took[usize::from(lid)]
                 || f.lid_owner(lid).is_none()
-                || (0..ns).all(|v| port(&merged, v, lid) == port(&fresh, v, lid))
+                || (0..ns).all(|v| port(merged, v, lid) == port(&fresh, v, lid))
             {
                 continue;
             }
             if end_port_lid(lid) {
                 fill_row(&fresh, lid, &mut row);
-                fill_row(&merged, lid, &mut want);
+                fill_row(merged, lid, &mut want);
                 let gone: Vec<(u32, u32)> = tree_pairs(&ch, &row).collect();
                 for &(a, b) in &gone {
                     deps.remove(&ch, a, b);
@@ -239,7 +240,7 @@ pub fn keep_intact_acyclic(
             }
             for (v, lft) in new.lfts.iter_mut().enumerate() {
                 if let Some(slot) = lft.ports.get_mut(usize::from(lid)) {
-                    *slot = port(&merged, v, lid);
+                    *slot = port(merged, v, lid);
                 }
             }
             took[usize::from(lid)] = true;
@@ -417,7 +418,7 @@ mod tests {
                 }
                 cyclic += 1;
                 let mut merged = fresh.clone();
-                let kept = keep_intact_acyclic(&g, &old, &lids_to_repair(&g, &old), &mut merged).unwrap();
+                let kept = keep_intact_acyclic(&g, &old, &whole, &mut merged).unwrap();
                 let v = validate(&g, &merged);
                 assert!(v.is_valid(), "seed {seed}, cut {i}: {v:?}");
                 assert!(analyze_cdg(&g, &merged, CdgScope::default()).deadlock_free(), "seed {seed}, cut {i}");

@@ -19,9 +19,9 @@
 //!    owner keep their entries (their dependencies join the set), and the
 //!    others join one at a time, Dijkstra-like from those: fewest hops
 //!    first, then the lightest channels, each over a channel whose one new
-//!    dependency (onto the next switch's channel) closes no cycle
-//!    ([`OrderedInsert`], Pearce and Kelly). A switch that joins is not yet
-//!    on anyone's route, so that is the only dependency its join adds.
+//!    dependency (onto the next switch's channel) closes no cycle (Pearce
+//!    and Kelly's dynamic topological order). A switch that joins is not
+//!    yet on anyone's route, so that is the only dependency its join adds.
 //! 3. A switch stranded that way (every turn onto a settled neighbour's
 //!    route closes a cycle) first tries Nue's local backtracking: the
 //!    neighbour moves onto another settled switch if every turn that move
@@ -305,24 +305,7 @@ impl Repairer {
     fn new(f: &RoutingFabric, acyclic: bool) -> Repairer {
         let ch = ChannelGraph::in_fabric_order(f, SelfLoops::Skip);
         let ns = f.num_switches();
-        let mut part = vec![u32::MAX; ns];
-        let mut queue = Vec::new();
-        for root in 0..ns {
-            if part[root] != u32::MAX {
-                continue;
-            }
-            part[root] = root as u32;
-            queue.push(root);
-            while let Some(u) = queue.pop() {
-                for c in ch.channels(u) {
-                    let w = ch.head[c] as usize;
-                    if part[w] == u32::MAX {
-                        part[w] = root as u32;
-                        queue.push(w);
-                    }
-                }
-            }
-        }
+        let part = f.components().of_switch;
         Repairer {
             hosts: f.end_ports_per_switch(),
             load: vec![0; ch.num_channels()],

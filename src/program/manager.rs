@@ -513,11 +513,12 @@ impl<D: SmpDriver> SubnetManager<D> {
         let (view, computed, last_run) = self
             .driver
             .compute(move || {
-                if let Some((last, broken)) = last.zip(routes::lids_to_repair(&view, &before)) {
-                    let kept = routes::keep_untouched(&view, &before, &broken, &last);
+                let broken = routes::lids_to_repair(&view, &before);
+                if let (Some(last), Some(broken)) = (&last, &broken) {
+                    let kept = routes::keep_untouched(&view, &before, broken, last);
                     let kept = kept
-                        .or_else(|| routes::repair_tree(&view, &before, &broken, &last))
-                        .or_else(|| routes::repair_one_vl(&view, &before, &broken, &last));
+                        .or_else(|| routes::repair_tree(&view, &before, broken, last))
+                        .or_else(|| routes::repair_one_vl(&view, &before, broken, last));
                     if let Some(kept) = kept {
                         return (view, Ok(kept), last_run);
                     }
@@ -533,7 +534,7 @@ impl<D: SmpDriver> SubnetManager<D> {
                         (fresh, run)
                     }
                 };
-                let computed = fresh.map(|c| routes::keep_intact(&view, c, &before, check_merge));
+                let computed = fresh.map(|c| routes::keep_intact(&view, c, &before, broken.as_deref(), check_merge));
                 // The engines' routes when the switches hold them already
                 // (they keep their VL layering); otherwise what the
                 // switches hold, if it can stay.

@@ -202,11 +202,13 @@ pub fn keep_held(view: &RoutingView, held: &HashMap<NodeId, Vec<u8>>) -> Option<
 /// that layer routes onto VLs (their SLs are per path), and the engine's
 /// own tables stand when the merge would break its promise of no credit
 /// loop, or when `always_check` (old routes of another engine) and the
-/// merge has a credit loop on one VL.
+/// merge has a credit loop on one VL. `broken`: [`lids_to_repair`] of
+/// the same `view` and `old`, if the caller found it.
 pub fn keep_intact(
     view: &RoutingView,
     mut computed: Computed,
     old: &HashMap<NodeId, Arc<Vec<u8>>>,
+    broken: Option<&[bool]>,
     always_check: bool,
 ) -> Computed {
     use ibsm_routing::cdg::{analyze_cdg, CdgScope};
@@ -220,8 +222,17 @@ pub fn keep_intact(
     let fresh = || Routes { lfts: view.switch_nodes.iter().map(take).collect(), sl: None };
     let mut routes = fresh();
     let before = old_by_switch(view, old);
-    let broken = ibsm_routing::keep::lids_to_repair(&view.fabric, &before);
-    let mut kept = ibsm_routing::keep::keep_intact_with(&view.fabric, &before, &broken, &mut routes);
+    // The caller's [`lids_to_repair`] when it found them (every switch
+    // with an old table), else found here.
+    let found;
+    let broken = match broken {
+        Some(b) => b,
+        None => {
+            found = ibsm_routing::keep::lids_to_repair(&view.fabric, &before);
+            &found
+        }
+    };
+    let mut kept = ibsm_routing::keep::keep_intact_with(&view.fabric, &before, broken, &mut routes);
     if kept.kept == 0 {
         return computed;
     }
@@ -230,14 +241,14 @@ pub fn keep_intact(
         if let Some(cycle) = analyze_cdg(&view.fabric, &routes, CdgScope::default()).first_cycle() {
             // Old routes turn onto new ones where no run would: keep what
             // fits, LID by LID.
-            routes = fresh();
-            match ibsm_routing::keep::keep_intact_acyclic(&view.fabric, &before, &broken, &mut routes) {
+            let merged = std::mem::replace(&mut routes, fresh());
+            match ibsm_routing::keep::keep_intact_acyclic(&view.fabric, &before, &merged, &mut routes) {
                 Some(by_lid) if by_lid.kept > 0 => {
                     info!(
                         vl = cycle.vl,
                         "old routes kept beside new ones whole would make a credit loop: kept LID by LID"
                     );
-                    kept = by_lid;
+                    kept = ibsm_routing::keep::Kept { broken_lids: kept.broken_lids, ..by_lid };
                 }
                 _ => {
                     info!(
@@ -406,6 +417,8 @@ pub fn repair_one_vl(
     info!(
         repaired_lids = stats.lids,
         moved = stats.moved,
+        backtracks = stats.backtracks,
+        ripped = stats.ripped,
         regrown = stats.regrown,
         credit_loop_checked = promised,
         elapsed_ms = started.elapsed().as_millis() as u64,
