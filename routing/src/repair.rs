@@ -37,7 +37,8 @@
 //!    repair after nue and all after up*/down*, moving a sixth of the
 //!    entries a fresh run moves; of the 17 and 60 cuts of the 3x4 and 6x6
 //!    meshes, 3 and 1 fall back after nue, 1 and 4 after up*/down*; none
-//!    of a 4x4 torus's or a 20-switch dragonfly's.
+//!    of a 4x4 torus's or a 20-switch dragonfly's (`cargo run --release -p
+//!    ibsm-routing --example repair_survey`).
 //!
 //! So the repaired tables keep the old dependency graph's acyclicity (one
 //! VL, every switch a source, which covers the analysis's default scope of
