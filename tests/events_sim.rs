@@ -842,3 +842,58 @@ fn a_hub_unlinked_whole_is_repaired_without_a_timeout() {
     // would wait that long at least.
     assert!(took < Duration::from_millis(200), "{took:?}, {} SMPs", total(&bed.fabric) - before);
 }
+
+/// A mesh switch whose loss the old tables cannot be repaired around
+/// (dor's turns leave no credit-loop-free way round the hole): the
+/// reaction routes quickly, without the balance searches; the rebalance
+/// the runtime asks for once the fabric is quiet routes it in full; and
+/// the switch's return brings back the tables from before the loss.
+#[test]
+fn a_loss_that_cannot_be_repaired_is_routed_quickly_then_in_full() {
+    let spec = "mesh2d:6x6,hosts=2";
+    let topo = Topology::from_spec_or_file(spec).unwrap();
+    let trunk_ends = |s: NodeIdx| topo.trunks().filter(|l| l.a.node == s || l.b.node == s).count();
+    let interior: Vec<NodeIdx> = topo.switches().filter(|&s| trunk_ends(s) == 4).collect();
+    let mut quick_seen = false;
+    for gone in interior {
+        let mut bed = Bed::new(spec);
+        let tables_before: Vec<Vec<u8>> = {
+            let f = bed.fabric.lock().unwrap();
+            bed.topo.switches().map(|s| f.lft(s).unwrap().to_vec()).collect()
+        };
+        let links: Vec<PortRef> =
+            bed.trunks().into_iter().filter(|(a, b)| a.node == gone || b.node == gone).map(|(a, _)| a).collect();
+        for &end in &links {
+            bed.fabric.lock().unwrap().link_down(end).unwrap();
+        }
+        let (report, _) = bed.react();
+        let what = format!("{spec}, {} gone", bed.topo.node(gone).name);
+        bed.check_routes(&what);
+        bed.check_credit_loops(&report, &what);
+        if !report.routing.quick {
+            assert!(report.routing.repaired_lids > 0, "{what}: neither repaired nor routed quickly");
+            continue;
+        }
+        quick_seen = true;
+        assert_eq!(report.routing.repaired_lids, 0, "{what}");
+        // The rebalance: no change found, the engines in full.
+        let r = bed.rt.block_on(bed.sm.react(Trigger::Rebalance, &[])).expect("rebalance");
+        let Reaction::Programmed(full) = r else { panic!("{what}: the rebalance programmed nothing") };
+        assert!(!full.routing.quick && full.routing.engine.is_some(), "{what}: {:?}", full.routing);
+        assert!(Bed::changes(&full).changes.is_empty(), "{what}: {:?}", Bed::changes(&full).changes);
+        bed.check_routes(&format!("{what}, rebalanced"));
+        bed.check_credit_loops(&full, &format!("{what}, rebalanced"));
+        // The switch back: the tables of the last full run before the loss.
+        for &end in &links {
+            bed.fabric.lock().unwrap().link_up(end).unwrap();
+        }
+        let (back, _) = bed.react();
+        assert!(back.routing.remembered, "{what}, back: {:?}", back.routing);
+        bed.check_routes(&format!("{what}, back"));
+        let f = bed.fabric.lock().unwrap();
+        let tables_after: Vec<Vec<u8>> = bed.topo.switches().map(|s| f.lft(s).unwrap().to_vec()).collect();
+        assert_eq!(tables_after, tables_before, "{what}: the tables before the loss");
+        break;
+    }
+    assert!(quick_seen, "no interior switch of {spec} left a loss the repair could not route around");
+}

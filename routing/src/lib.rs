@@ -61,4 +61,4 @@ pub use mcast::{
     McastUpdate, PortSet,
 };
 pub use minhop::minhop;
-pub use options::EngineOptions;
+pub use options::{Effort, EngineOptions};

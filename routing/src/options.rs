@@ -26,11 +26,34 @@ pub struct EngineOptions {
     pub cn_guids: Vec<u64>,
     /// I/O-node port GUIDs (ftree); node GUIDs as for `cn_guids`.
     pub io_guids: Vec<u64>,
+    /// How much work the engines may spend balancing their tables.
+    pub effort: Effort,
+}
+
+/// How much the engines that search for balance (updn, nue on one VL) may
+/// spend: the searches cost tens to hundreds of milliseconds where
+/// the routing itself costs a few.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Effort {
+    /// Every search: a start, a heavy sweep.
+    #[default]
+    Full,
+    /// No search: up*/down* from the detected roots only, Nue's own
+    /// tables unrefined. For a fabric that just lost a part its tables
+    /// could not be repaired around: traffic waits on these tables, and
+    /// the part's return brings back the tables of the last full run.
+    Quick,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions { max_vls: 8, root_guids: Vec::new(), cn_guids: Vec::new(), io_guids: Vec::new() }
+        EngineOptions {
+            max_vls: 8,
+            root_guids: Vec::new(),
+            cn_guids: Vec::new(),
+            io_guids: Vec::new(),
+            effort: Effort::Full,
+        }
     }
 }
 

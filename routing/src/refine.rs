@@ -95,13 +95,18 @@ pub(crate) struct RefineStats {
 /// dependencies are already cyclic. The returned routes carry `routes.sl`
 /// unchanged; their busiest channel is never busier than the input's.
 pub(crate) fn refine(f: &RoutingFabric, routes: &Routes) -> Option<(Routes, RefineStats)> {
+    refine_within(f, routes, WORK_PER_ENTRY)
+}
+
+/// [`refine`] with `work_per_entry` in place of [`WORK_PER_ENTRY`].
+pub(crate) fn refine_within(f: &RoutingFabric, routes: &Routes, work_per_entry: u64) -> Option<(Routes, RefineStats)> {
     let entries = entries(f);
     if entries > MAX_ENTRIES {
         return None;
     }
     let mut state = State::new(f, routes)?;
     let before = state.busiest();
-    let mut budget = WORK_PER_ENTRY * entries as u64;
+    let mut budget = work_per_entry * entries as u64;
     let mut moves = 0u64;
     for _ in 0..REROUTE_PASSES {
         let mut any = false;

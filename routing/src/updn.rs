@@ -250,6 +250,7 @@ fn best_updn(fabric: &RoutingFabric, options: &EngineOptions) -> Result<(UpDownO
     let first = route_scored(fabric, &order, REFINE_PASSES);
     let parts = Parts::new(fabric);
     let trial = given.is_empty()
+        && options.effort == crate::options::Effort::Full
         && parts.count() == 1
         && fabric.num_switches() <= ROOT_TRIAL_SWITCHES
         && first.busiest > first.bound

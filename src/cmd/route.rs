@@ -103,6 +103,10 @@ pub struct Args {
     /// Data VLs the engines may use (1-15).
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub max_vls: u8,
+    /// Skip the balance searches of updn and nue (what the SM does when a
+    /// loss could not be repaired): a few milliseconds instead of hundreds.
+    #[arg(long)]
+    pub quick: bool,
     /// Root switch GUIDs (updn, dnup, ftree), one per line.
     #[arg(long, value_name = "FILE")]
     pub root_guids: Option<PathBuf>,
@@ -290,7 +294,8 @@ fn route_text(args: &Args) -> Result<String, String> {
     if !(1..=15).contains(&args.max_vls) {
         return Err(format!("--max-vls {} is out of range (1-15)", args.max_vls));
     }
-    let mut options = EngineOptions { max_vls: args.max_vls, ..EngineOptions::default() };
+    let effort = if args.quick { ibsm_routing::Effort::Quick } else { ibsm_routing::Effort::Full };
+    let mut options = EngineOptions { max_vls: args.max_vls, effort, ..EngineOptions::default() };
     let files = [
         (&args.root_guids, GuidKind::Switch),
         (&args.cn_guids, GuidKind::EndPort),

@@ -106,8 +106,11 @@ pub struct SubnetManager<D: SmpDriver> {
     kept_from_takeover: Option<std::collections::HashMap<Guid, Arc<Vec<u8>>>>,
     /// The routing run `routed_lfts` came from.
     routed_by: crate::subnet::RoutingRun,
-    /// The last engine run's own tables and the fabric they were for.
-    last_run: Option<routes::LastRun>,
+    /// The last full engine runs' own tables and the fabrics they were for.
+    /// The last two, newest first: a fabric that lost a part its tables
+    /// could not be repaired around is rebalanced by a full run of its
+    /// own, and the part's return still finds the run from before.
+    last_runs: Vec<routes::LastRun>,
 }
 
 impl<D: SmpDriver> SubnetManager<D> {
@@ -156,7 +159,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             routed_lfts: std::collections::HashMap::new(),
             kept_from_takeover: None,
             routed_by: crate::subnet::RoutingRun::default(),
-            last_run: None,
+            last_runs: Vec::new(),
         }
     }
 
@@ -509,8 +512,8 @@ impl<D: SmpDriver> SubnetManager<D> {
         // Routes layered on VLs carry an SL per path, indexed by switch:
         // never reused without their engine.
         let last = Some(self.routed_by.clone()).filter(|_| self.path_sl.is_none());
-        let last_run = self.last_run.take();
-        let (view, computed, last_run) = self
+        let mut last_runs = std::mem::take(&mut self.last_runs);
+        let (view, computed, last_runs) = self
             .driver
             .compute(move || {
                 let broken = routes::lids_to_repair(&view, &before);
@@ -520,18 +523,37 @@ impl<D: SmpDriver> SubnetManager<D> {
                         .or_else(|| routes::repair_tree(&view, &before, broken, last))
                         .or_else(|| routes::repair_one_vl(&view, &before, broken, last));
                     if let Some(kept) = kept {
-                        return (view, Ok(kept), last_run);
+                        return (view, Ok(kept), last_runs);
                     }
                 }
                 // A fabric back in the shape the last engine run routed (a
                 // cable or a switch back) takes that run's tables again.
+                // A loss the old tables could not be repaired around is
+                // routed without the balance searches: the traffic the loss
+                // cut waits on these tables (a 6x6 mesh's switch: 1 ms, not
+                // 235). The runtime routes again in full once the fabric is
+                // quiet; meanwhile the last full run stays remembered, so the
+                // part's return brings its tables back.
+                let effort = match routing {
+                    Routing::Reaction { after_loss: true } if broken.is_some() => ibsm_routing::Effort::Quick,
+                    _ => ibsm_routing::Effort::Full,
+                };
                 let print = routes::fingerprint(&view, &chain, vls);
-                let (fresh, last_run) = match last_run.filter(|r| r.fingerprint == print) {
-                    Some(run) => (Ok(run.computed(&view)), Some(run)),
+                let fresh = match last_runs.iter().position(|r| r.fingerprint == print) {
+                    Some(i) => {
+                        let run = last_runs.remove(i);
+                        let computed = run.computed(&view);
+                        last_runs.insert(0, run);
+                        Ok(computed)
+                    }
                     None => {
-                        let fresh = routes::compute(&view, &chain, vls);
-                        let run = fresh.as_ref().ok().and_then(|c| routes::LastRun::of(print, &view, c));
-                        (fresh, run)
+                        let fresh = routes::compute(&view, &chain, vls, effort);
+                        let run = fresh.as_ref().ok().filter(|_| effort == ibsm_routing::Effort::Full);
+                        if let Some(run) = run.and_then(|c| routes::LastRun::of(print, &view, c)) {
+                            last_runs.insert(0, run);
+                            last_runs.truncate(2);
+                        }
+                        fresh
                     }
                 };
                 let computed = fresh.map(|c| routes::keep_intact(&view, c, &before, broken.as_deref(), check_merge));
@@ -541,13 +563,13 @@ impl<D: SmpDriver> SubnetManager<D> {
                 let same = computed.as_ref().is_ok_and(|c| routes::tables_equal(&c.tables, &held, top));
                 if !same {
                     if let Some(kept) = routes::keep_held(&view, &held) {
-                        return (view, Ok(kept), last_run);
+                        return (view, Ok(kept), last_runs);
                     }
                 }
-                (view, computed, last_run)
+                (view, computed, last_runs)
             })
             .await;
-        self.last_run = last_run;
+        self.last_runs = last_runs;
         let computed = computed?;
         // Kept whole at a start or a takeover: what later reactions keep.
         // Merged into a reaction's routes: kept while any of it stands.
@@ -692,7 +714,7 @@ impl<D: SmpDriver> SubnetManager<D> {
         // reads, never a routing run. A hold that starts changes what is
         // routed though the fabric did not (a cable that bounced back up
         // between two looks is taken out now).
-        if changes.changes.is_empty() && trigger != Trigger::FlapDamping {
+        if changes.changes.is_empty() && !matches!(trigger, Trigger::FlapDamping | Trigger::Rebalance) {
             return Ok(Reaction::Unchanged(changes));
         }
         for c in changes.changes.iter().take(CHANGE_LINES) {
@@ -709,10 +731,11 @@ impl<D: SmpDriver> SubnetManager<D> {
         // A loss alone moves only the routes that crossed it; anything new
         // (a cable up, a node, a move) is routed afresh, so that routes
         // spread over it again (but for routes kept at a takeover).
-        let after_loss = !changes
-            .changes
-            .iter()
-            .any(|c| matches!(c.kind, ChangeKind::LinkUp | ChangeKind::NodeNew | ChangeKind::Moved));
+        let after_loss = trigger != Trigger::Rebalance
+            && !changes
+                .changes
+                .iter()
+                .any(|c| matches!(c.kind, ChangeKind::LinkUp | ChangeKind::NodeNew | ChangeKind::Moved));
         let routing = Routing::Reaction { after_loss };
         let mut report = self.charge(Discovered { subnet, started }, MasterMode::Continuing, routing).await?;
         info!(

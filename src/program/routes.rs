@@ -109,10 +109,15 @@ pub type SwitchTables = HashMap<NodeId, Vec<u8>>;
 /// When `auto` chose, the engine and why are logged here at info, one line
 /// per routing run with the candidates it passed over, and kept in
 /// [`RoutingRun::auto`]: that a torus is no fat tree is no warning.
-pub fn compute(view: &RoutingView, chain: &[String], max_vls: u8) -> Result<Computed, RouteError> {
+pub fn compute(
+    view: &RoutingView,
+    chain: &[String],
+    max_vls: u8,
+    effort: ibsm_routing::Effort,
+) -> Result<Computed, RouteError> {
     let entries = parse_chain(chain)?;
     let mut notes = Vec::new();
-    let options = EngineOptions { max_vls, ..EngineOptions::default() };
+    let options = EngineOptions { max_vls, effort, ..EngineOptions::default() };
     let started = std::time::Instant::now();
     let (routes, engine, auto) = match route_chain_auto(&entries, &view.fabric, &options) {
         Ok(outcome) => {
@@ -144,7 +149,8 @@ pub fn compute(view: &RoutingView, chain: &[String], max_vls: u8) -> Result<Comp
             return Ok(Computed { tables: HashMap::new(), path_sl: None, notes, routing });
         }
     };
-    let routing = RoutingRun { engine, auto, elapsed: started.elapsed(), ..RoutingRun::default() };
+    let quick = effort == ibsm_routing::Effort::Quick;
+    let routing = RoutingRun { engine, auto, elapsed: started.elapsed(), quick, ..RoutingRun::default() };
     // The engine's tables move into the plan: at 50,000 LIDs and 4,000
     // switches each copy is 200 MB.
     // One layer (nue on one VL) is no layering: every path on SL 0 is

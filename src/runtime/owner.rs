@@ -88,6 +88,9 @@ pub(super) struct Owner<T: Transport + Clone> {
     /// A trap burst being gathered: when its first trap came, and when the
     /// reaction is queued unless another trap comes first.
     pub(super) react_due: Option<(Duration, Duration)>,
+    /// A reaction routed quickly around a loss: the next light sweep that
+    /// finds the fabric quiet routes it again in full.
+    pub(super) rebalance_wanted: bool,
     /// Cables that bounce too often, held down (`sm.flap_*`).
     pub(super) flaps: crate::subnet::flaps::FlapDamper,
     /// Traps the I/O thread's rate limit dropped, by source, as last
@@ -209,6 +212,7 @@ impl<T: Transport + Clone> Owner<T> {
             lid_names: std::cell::RefCell::new(None),
             traps_logged: (Duration::ZERO, 0),
             pending_react: None,
+            rebalance_wanted: false,
             react_due: None,
             flaps,
             trap_drops: Default::default(),
@@ -269,7 +273,12 @@ impl<T: Transport + Clone> Owner<T> {
             self.election.handle(now, crate::election::Event::SweepWanted);
             return;
         }
-        let settle = trigger != crate::subnet::Trigger::LightSweep;
+        let settle = matches!(
+            trigger,
+            crate::subnet::Trigger::LinkStateTrap
+                | crate::subnet::Trigger::PortChangeTrap
+                | crate::subnet::Trigger::FlapDamping
+        );
         match &mut self.pending_react {
             Some((_, waiting)) => {
                 waiting.extend(suspects);

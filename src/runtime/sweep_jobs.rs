@@ -206,6 +206,14 @@ impl<T: Transport + Clone> Owner<T> {
                         let suspects = crate::sweep::react::switch_suspects(found.changed, found.silent);
                         self.react_to(Trigger::LightSweep, suspects);
                     }
+                    None if self.rebalance_wanted => {
+                        info!(
+                            change = "none",
+                            elapsed_ms, "light sweep done; routing again in full after a quick reaction"
+                        );
+                        self.rebalance_wanted = false;
+                        self.react_to(Trigger::Rebalance, Vec::new());
+                    }
                     None => {
                         info!(change = "none", elapsed_ms, "light sweep done");
                         self.next_sweep = self.interval().map(|i| now + i);
@@ -229,6 +237,11 @@ impl<T: Transport + Clone> Owner<T> {
         let status = &self.options.status;
         match result {
             Ok(Reaction::Programmed(report)) => {
+                // Set by a quick run, cleared by any full one (a rebalance,
+                // or a later reaction that ran the engines in full).
+                if report.routing.engine.is_some() && !report.routing.untouched && report.routing.repaired_lids == 0 {
+                    self.rebalance_wanted = report.routing.quick;
+                }
                 if let SweepKind::Reaction { changes, .. } = &report.kind {
                     status.reaction(&trigger.to_string(), changes, elapsed, report.program.sets() as u64);
                     let newly = self.flaps.observe(now, changes);

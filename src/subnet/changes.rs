@@ -23,6 +23,10 @@ pub enum Trigger {
     /// A flapping cable was put on hold, or its hold ended: its ends are
     /// looked at again.
     FlapDamping,
+    /// The last reaction routed quickly around a loss
+    /// ([`crate::subnet::RoutingRun::quick`]) and the fabric has been quiet
+    /// since: routed again with every balance search.
+    Rebalance,
 }
 
 impl fmt::Display for Trigger {
@@ -32,6 +36,7 @@ impl fmt::Display for Trigger {
             Trigger::PortChangeTrap => "trap 144",
             Trigger::LightSweep => "light sweep",
             Trigger::FlapDamping => "flap damping",
+            Trigger::Rebalance => "rebalance",
         })
     }
 }

@@ -219,6 +219,11 @@ pub struct RoutingRun {
     /// (`crate::program::routes::LastRun`), and its tables were taken
     /// again; `engine` and `auto` are that run's.
     pub remembered: bool,
+    /// The engines ran without their balance searches
+    /// ([`ibsm_routing::Effort::Quick`]): a loss the tables could not be
+    /// repaired around, routed for speed. The runtime routes again with
+    /// every search once the fabric is quiet.
+    pub quick: bool,
 }
 
 impl RoutingRun {

@@ -402,6 +402,11 @@ pub fn nue_with_stats(fabric: &RoutingFabric, options: &EngineOptions) -> Result
     crate::error::disconnected_or_ok(fabric, routes).map(|r| (r, stats))
 }
 
+/// The refinement's work per entry at [`crate::Effort::Quick`]: a tenth
+/// of the full budget. On the 6x6 mesh it takes Nue's busiest link from
+/// 432 to 312 in 30 ms (the full run: 262 in 235 ms).
+const QUICK_WORK_PER_ENTRY: u64 = 400;
+
 /// Where a one-VL routing started before refinement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Start {
@@ -425,6 +430,15 @@ enum Start {
 fn refined_on_one_vl(fabric: &RoutingFabric, options: &EngineOptions, own: Routes, stats: &mut NueStats) -> Routes {
     if fabric.components().count() != 1 {
         return own;
+    }
+    if options.effort == crate::options::Effort::Quick {
+        return match crate::refine::refine_within(fabric, &own, QUICK_WORK_PER_ENTRY) {
+            Some((refined, run)) => {
+                stats.refined = run.moves;
+                refined
+            }
+            None => own,
+        };
     }
     // Cheap at any size: O(LIDs x switches) and one credit-loop check.
     let dragonfly = crate::dragonfly::route_one_vl(fabric);
