@@ -746,6 +746,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             sets = report.program.sets(),
             lft_blocks = report.program.lft_blocks,
             routes_kept = report.routing.intact_kept,
+            routed_quickly = report.routing.quick,
             elapsed_ms = report.elapsed.as_millis() as u64,
             "reaction done"
         );

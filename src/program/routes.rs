@@ -590,7 +590,7 @@ mod tests {
         ];
         for (fabric, engine, reason) in cases {
             let v = view(fabric);
-            let c = compute(&v, &default_chain(), 8).unwrap();
+            let c = compute(&v, &default_chain(), 8, ibsm_routing::Effort::Full).unwrap();
             assert_eq!(c.routing.engine, Some(engine));
             let auto = c.routing.auto.as_ref().expect("auto chose");
             assert_eq!((auto.engine, auto.reason.as_str()), (engine, reason));
@@ -601,7 +601,7 @@ mod tests {
         // tables are the ones programmed.
         let spec = RandomSpec { switches: 16, extra_links: 20, max_hosts_per_switch: 3, max_lmc: 0 };
         let v = view(testfab::random_connected(7, spec));
-        let c = compute(&v, &default_chain(), 8).unwrap();
+        let c = compute(&v, &default_chain(), 8, ibsm_routing::Effort::Full).unwrap();
         let auto = c.routing.auto.as_ref().unwrap();
         assert!(matches!(c.routing.engine, Some(EngineKind::UpDn | EngineKind::Nue)), "{}", auto.reason);
         assert_eq!(
@@ -620,22 +620,22 @@ mod tests {
     fn explicit_chains_are_obeyed_and_auto_may_only_end_one() {
         let v = view(testfab::grid(&[5, 5], &[true, true], 1, 1));
         // minhop leaves credit loops on a torus; asked for, it is used.
-        let c = compute(&v, &["minhop".into()], 8).unwrap();
+        let c = compute(&v, &["minhop".into()], 8, ibsm_routing::Effort::Full).unwrap();
         assert_eq!((c.routing.engine, c.routing.auto.is_none()), (Some(EngineKind::MinHop), true));
         assert!(c.notes.is_empty(), "{:?}", c.notes);
         // ftree refuses and auto takes over: the refusal is the operator's
         // engine, so it is a note.
-        let c = compute(&v, &["ftree".into(), "auto".into()], 8).unwrap();
+        let c = compute(&v, &["ftree".into(), "auto".into()], 8, ibsm_routing::Effort::Full).unwrap();
         assert_eq!(c.routing.engine, Some(EngineKind::Dor));
         assert!(c.notes.len() == 1 && c.notes[0].starts_with("ftree passed over: "), "{:?}", c.notes);
         // An empty chain is auto too.
         // An empty chain is auto too; on one VL the torus is dor's no more.
-        let c = compute(&v, &[], 1).unwrap();
+        let c = compute(&v, &[], 1, ibsm_routing::Effort::Full).unwrap();
         assert!(c.routing.auto.is_some());
         assert!(matches!(c.routing.engine, Some(EngineKind::UpDn | EngineKind::Nue)), "{:?}", c.routing);
-        let e = compute(&v, &["auto".into(), "minhop".into()], 8).err().unwrap();
+        let e = compute(&v, &["auto".into(), "minhop".into()], 8, ibsm_routing::Effort::Full).err().unwrap();
         assert!(e.to_string().contains("`auto` must be the last engine"), "{e}");
-        let e = compute(&v, &["lash".into()], 8).err().unwrap();
+        let e = compute(&v, &["lash".into()], 8, ibsm_routing::Effort::Full).err().unwrap();
         assert!(e.to_string().contains("unknown routing engine `lash` (known: auto, minhop"), "{e}");
     }
 
