@@ -108,10 +108,14 @@ pub(super) fn flap_policy(sm: &crate::config::SmConfig) -> crate::subnet::flaps:
     }
 }
 
-/// A trap's reaction waits this long for more traps of the same burst (a
-/// spine that goes down makes every leaf trap within a few ms): one change
-/// set, not one reaction per trap against a subnet only partly told.
-pub(super) const TRAP_SETTLE: Duration = Duration::from_millis(10);
+/// A trap's reaction waits this long after the last trap for more of the
+/// same burst: one change set, not one reaction per trap against a subnet
+/// only partly told. The wait restarts with every trap, so a burst of any
+/// length coalesces as long as its traps come closer than this. On ibsim a
+/// whole switch's neighbours trap within 0.2 ms, and at 10 ms the wait was
+/// half of a cable-down reaction's 20 ms; a trap that comes later still
+/// gets its own reaction, which reads only what it names.
+pub(super) const TRAP_SETTLE: Duration = Duration::from_millis(3);
 /// ... but never longer than this after the burst's first trap.
 pub(super) const TRAP_SETTLE_MAX: Duration = Duration::from_millis(100);
 
