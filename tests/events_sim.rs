@@ -897,3 +897,76 @@ fn a_loss_that_cannot_be_repaired_is_routed_quickly_then_in_full() {
     }
     assert!(quick_seen, "no interior switch of {spec} left a loss the repair could not route around");
 }
+
+/// The service side of a quick routing: after a loss routed quickly, the
+/// first light sweep that finds the fabric quiet has it routed again in
+/// full (trigger "rebalance"), with no heavy sweep, and every host still
+/// reached.
+#[tokio::test(flavor = "current_thread")]
+async fn the_service_rebalances_a_quick_routing_once_the_fabric_is_quiet() {
+    use ibsm::config::Config;
+    use ibsm::runtime::status::StatusBoard;
+    use ibsm::runtime::{run, RunOptions};
+
+    let spec = "mesh2d:6x6,hosts=2";
+    let topo = Topology::from_spec_or_file(spec).unwrap();
+    // The interior switch whose loss the repair cannot route around
+    // (`a_loss_that_cannot_be_repaired_is_routed_quickly_then_in_full`).
+    let gone = topo.switches().find(|&s| topo.node(s).name == "sw1-1").expect("sw1-1");
+    let fabric = FabricBuilder::new(&topo).seed(9).build_shared().unwrap();
+    fabric.lock().unwrap().pace_to_real_time();
+    let sm_host = topo.hosts().next().unwrap();
+    let dev = SimDevice::attach(&fabric, sm_host, 1).unwrap();
+    dev.set_is_sm(true);
+    let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
+    let (transport, unsolicited) = MadTransport::spawn(dev, txn);
+    let mut config = Config::default();
+    config.sm.sweep_interval_s = 1;
+    let status = StatusBoard::new();
+    let options = RunOptions { persist_lids: false, status: status.clone(), ..RunOptions::default() };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let service = tokio::spawn(run(transport, unsolicited, config, options, async {
+        let _ = stop_rx.await;
+    }));
+    let wait = |what: &'static str, cond: Box<dyn Fn() -> bool>| async move {
+        for _ in 0..600 {
+            if cond() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("waited 30 s for {what}");
+    };
+    let st = status.clone();
+    wait("bring-up", Box::new(move || st.status().heavy_sweep.is_some())).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let heavy_before = status.status().heavy_sweep.map_or(0, |h| h.count);
+
+    for l in topo.trunks().filter(|l| l.a.node == gone || l.b.node == gone) {
+        fabric.lock().unwrap().link_down(l.a).unwrap();
+    }
+    let st = status.clone();
+    wait(
+        "a reaction to the switch gone",
+        Box::new(move || st.status().reaction.is_some_and(|r| r.changes.contains("gone"))),
+    )
+    .await;
+    let st = status.clone();
+    wait("the rebalance", Box::new(move || st.status().reaction.is_some_and(|r| r.trigger == "rebalance"))).await;
+    let r = status.status().reaction.unwrap();
+    assert_eq!(r.taken, "programmed", "{r:?}");
+    assert_eq!(status.status().heavy_sweep.map_or(0, |h| h.count), heavy_before, "no heavy sweep");
+    {
+        let f = fabric.lock().unwrap();
+        let live: Vec<NodeIdx> = topo.switches().filter(|&s| s != gone).collect();
+        for &sw in &live {
+            for h in topo.hosts().filter(|&h| topo.neighbor(PortRef { node: h, port: 1 }).unwrap().node != gone) {
+                let lid = f.lid_of(PortRef { node: h, port: 1 }).unwrap();
+                let path = f.trace_lid_route(sw, lid).unwrap_or_else(|e| panic!("LID {lid} from {sw:?}: {e}"));
+                assert_eq!(path.last().map(|p| p.node), Some(h));
+            }
+        }
+    }
+    stop_tx.send(()).unwrap();
+    service.await.unwrap().expect("service ends cleanly");
+}

@@ -161,7 +161,8 @@ pub struct ReactionStatus {
     pub trigger: String,
     /// What changed, counted by kind ("1 links down").
     pub changes: String,
-    /// What the SM did: "programmed", "nothing changed" or "heavy sweep".
+    /// What the SM did: "programmed" (changes found, or tables written),
+    /// "nothing changed" or "heavy sweep".
     pub taken: String,
     /// Why a heavy sweep was taken; null when the change was programmed.
     pub why: Option<String>,
@@ -376,7 +377,9 @@ impl StatusBoard {
                 duration_s: duration.as_secs_f64(),
                 trigger: trigger.to_string(),
                 changes: changes.summary(),
-                taken: match (&why, changes.changes.is_empty()) {
+                // A rebalance changes nothing in the fabric and may still
+                // write tables.
+                taken: match (&why, changes.changes.is_empty() && sets == 0) {
                     (Some(_), _) => "heavy sweep",
                     (None, true) => "nothing changed",
                     (None, false) => "programmed",
