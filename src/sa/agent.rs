@@ -307,7 +307,7 @@ impl SaAgent {
             Received::RmppControl { tid } => {
                 let key = SendKey::new(&dgram.addr, tid);
                 if self.sends.handle_mad(now, &key, &dgram.mad) {
-                    self.reap_sends();
+                    self.reap_sends(now);
                 } else {
                     self.stats.drops.stray_rmpp += 1;
                 }
@@ -356,7 +356,7 @@ impl SaAgent {
         if resent {
             self.stats.rmpp.resent += 1;
         }
-        self.reap_sends();
+        self.reap_sends(now);
         Some(d)
     }
 
@@ -388,7 +388,7 @@ impl SaAgent {
             });
         }
         self.sends.handle_timeout(now);
-        self.reap_sends();
+        self.reap_sends(now);
         let (again, given_up) = self.reports.expire(now, self.cfg.report_timeout(), self.cfg.report_retries);
         self.stats.reports.given_up += given_up as u64;
         if given_up > 0 {

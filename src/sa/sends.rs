@@ -30,7 +30,7 @@ use crate::datagram::{Datagram, MadAddress};
 use crate::mad::notice::trap;
 use crate::mad::sa::{sa_status, PathRecordRepr, SaRecord, SA_DATA_LEN};
 use crate::mad::{Method, NoticeRepr};
-use crate::rmpp::{RmppConfig, RmppSender, TransferState};
+use crate::rmpp::{RmppConfig, RmppError, RmppSender, TransferState};
 use crate::subnet::snapshot::Snapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -65,10 +65,12 @@ pub(crate) enum SendError {
 }
 
 /// How transfers ended, for the stats.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Ended {
     pub completed: u64,
     pub failed: u64,
+    /// Each failed transfer: to whom, and why.
+    pub failures: Vec<(SendKey, RmppError)>,
 }
 
 #[derive(Debug, Default)]
@@ -180,7 +182,11 @@ impl Sends {
                 self.bytes -= s.bytes;
                 match s.sender.state() {
                     TransferState::Done => ended.completed += 1,
-                    _ => ended.failed += 1,
+                    TransferState::Failed(e) => {
+                        ended.failed += 1;
+                        ended.failures.push((k, e.clone()));
+                    }
+                    TransferState::Active => ended.failed += 1,
                 }
             }
         }
@@ -378,11 +384,16 @@ impl SaAgent {
         }
     }
 
-    pub(super) fn reap_sends(&mut self) {
+    pub(super) fn reap_sends(&mut self, now: Duration) {
         let ended = self.sends.reap();
         self.stats.rmpp.completed += ended.completed;
         self.stats.rmpp.failed += ended.failed;
         self.stats.rmpp.in_flight = self.sends.len() as u64;
+        for (key, why) in ended.failures {
+            self.gate(now, Level::INFO, "rmpp_answer_failed", || {
+                format!("a multi-MAD answer to LID {} (TID {:#x}) ended unsent: {why}", key.lid, key.tid)
+            });
+        }
     }
 
     pub(super) fn count_ok(&mut self, req: &Request<'_>, n: usize) {
@@ -535,7 +546,7 @@ mod tests {
         ack[3] = 0x12;
         RmppHeaderRepr::ack(1, 1).emit_bytes(&mut ack).unwrap();
         assert!(s.handle_mad(now, &ka, &ack));
-        assert_eq!(s.reap(), Ended { completed: 1, failed: 0 });
+        assert_eq!(s.reap(), Ended { completed: 1, failed: 0, failures: Vec::new() });
         let (next, _) = s.poll_transmit(now).expect("B's segment still goes out");
         assert_eq!(next.addr, b);
     }

@@ -1420,3 +1420,88 @@ fn untrusted_requesters_see_only_the_ports_they_share_a_partition_with() {
         assert_eq!(dlids, lids.into(), "{label}");
     }
 }
+
+/// Malformed RMPP at the SA (issue 22, bad input). An ACK granting a
+/// window of 0 (NewWindowLast below the segment it ACKs) ends that answer
+/// with an ABORT carrying "NewWindowLast too small", counted as failed;
+/// the SA serves the next query as before.
+#[test]
+fn an_ack_with_a_window_of_zero_aborts_the_answer() {
+    use crate::mad::rmpp::{RmppHeaderRepr, RmppStatus, RmppType};
+    let mut a = agent();
+    let table = query(0x12, &pir_key(), 0, 0, sm_lid());
+    a.handle_mad(Duration::ZERO, &table);
+    let first = a.poll_transmit(Duration::ZERO).expect("the first segment");
+    assert_eq!(first.mad[26] & 0x07, 0x03, "active and first, not last");
+    let mut ack = first.clone();
+    ack.mad[3] = table.mad[3];
+    RmppHeaderRepr::ack(1, 0).emit_bytes(&mut ack.mad).unwrap();
+    a.handle_mad(Duration::ZERO, &ack);
+    let out = drain(&mut a, Duration::ZERO);
+    let abort =
+        out.iter().map(|d| RmppHeaderRepr::parse_bytes(&d.mad).unwrap()).find(|h| h.rmpp_type == RmppType::Abort);
+    assert_eq!(abort.map(|h| h.status), Some(RmppStatus::NewWindowLastTooSmall), "{out:?}");
+    assert_eq!((a.stats().rmpp.failed, a.stats().rmpp.in_flight), (1, 0));
+    // The next query is served.
+    let whole = fetch_at(&mut a, &table, Duration::from_millis(1));
+    assert_eq!(whole.parse::<PortInfoRecordRepr>().len(), a.records.as_ref().unwrap().port_info.len());
+}
+
+/// A multi-segment request whose segments come out of order: a segment
+/// past a gap is not taken, the SA ACKs what it holds in order, and once
+/// the missing segment and the rest come it answers once.
+#[test]
+fn a_request_segment_out_of_order_is_acked_back_to_the_gap() {
+    use crate::mad::rmpp::{RmppHeaderRepr, RmppType};
+    use crate::rmpp::{RmppConfig, RmppSender};
+    let mut a = agent();
+    let sm = sm_lid();
+    let master = snapshot(1, swept().clone()).master;
+    let gid = |g: Guid| index::gid(index::DEFAULT_SUBNET_PREFIX, g);
+    let hosts: Vec<(Guid, u16)> = other_hosts().into_iter().take(4).collect();
+    let mut mpr = MultiPathRecordRepr::parse_bytes(&[0u8; 24]).unwrap();
+    // Enough DGIDs (the same few, repeated) for three segments.
+    mpr.sgid_count = 1;
+    mpr.dgid_count = 30;
+    mpr.numb_path = 2;
+    mpr.gids = std::iter::once(gid(master)).chain((0..30).map(|i| gid(hosts[i % hosts.len()].0))).collect();
+    let mut payload = vec![0u8; 24 + 16 * mpr.gids.len()];
+    mpr.emit(&mut payload).unwrap();
+    let mask = multi_path_mask::SGID_COUNT | multi_path_mask::DGID_COUNT | multi_path_mask::NUMB_PATH;
+    let template = request(0x14, 0x003A, mask, 0, &[], sm);
+    let mut tx =
+        RmppSender::new(Duration::ZERO, &template.mad[..SA_DATA_OFFSET], payload, RmppConfig::default()).unwrap();
+    assert_eq!(tx.segments(), 3);
+    let deliver = |a: &mut SaAgent, mad: Vec<u8>| {
+        a.handle_mad(Duration::ZERO, &Datagram { addr: template.addr, mad });
+        drain(a, Duration::ZERO)
+    };
+    let ack_of = |out: &[Datagram]| -> Vec<u32> {
+        out.iter()
+            .map(|d| RmppHeaderRepr::parse_bytes(&d.mad).unwrap())
+            .filter(|h| h.rmpp_type == RmppType::Ack)
+            .map(|h| h.data1)
+            .collect()
+    };
+    // Segment 1 alone opens the window.
+    let one = tx.poll_transmit(Duration::ZERO).unwrap();
+    let out = deliver(&mut a, one);
+    assert_eq!(ack_of(&out), vec![1]);
+    tx.handle_mad(Duration::ZERO, &out[0].mad).unwrap();
+    let two = tx.poll_transmit(Duration::ZERO).unwrap();
+    let three = tx.poll_transmit(Duration::ZERO).unwrap();
+    // 3 before 2: not taken, ACKed back to 1, nothing answered.
+    let out = deliver(&mut a, three.clone());
+    assert_eq!(ack_of(&out), vec![1], "the ACK names the last segment in order");
+    assert_eq!(out.len(), 1, "no answer yet");
+    assert_eq!(a.stats().rmpp.requests_received, 0);
+    // 2, then 3 again: whole, answered once.
+    assert_eq!(ack_of(&deliver(&mut a, two)), Vec::<u32>::new(), "2 is inside the window: no ACK of its own");
+    let out = deliver(&mut a, three);
+    assert_eq!(ack_of(&out), vec![3]);
+    let answers: Vec<&Datagram> = out.iter().filter(|d| d.mad[3] == 0x94 && d.mad[25] != 2).collect();
+    assert_eq!(answers.len(), 1, "{out:?}");
+    assert_eq!(status_of(answers[0]), 0);
+    assert_eq!(a.stats().rmpp.requests_received, 1);
+    assert_eq!(a.stats().drops.segmented_requests, 0);
+}
