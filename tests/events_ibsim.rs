@@ -129,3 +129,47 @@ fn every_scenario_reacted_to_from_traps_alone() {
     }
     ibsim::terminate(&mut bed.daemon, Duration::from_secs(10));
 }
+
+/// A mesh switch whose loss the repair cannot route around, on ibsim: the
+/// reaction routes quickly, the next quiet light sweep (every second here)
+/// routes again in full, and the fabric is judged after each, and after
+/// the switch comes back.
+#[test]
+fn a_mesh_switch_lost_is_routed_quickly_then_rebalanced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (net, flags, host) = generated("mesh2d:6x6,hosts=2", dir.path());
+    let sim = Ibsim::start_with(&net, &flags);
+    sim.wait_for_sma(&host, Duration::from_secs(20));
+    let cache = tempfile::tempdir().unwrap();
+    let log = cache.path().join("ibsm.log");
+    let mut c = sim.client(Path::new(env!("CARGO_BIN_EXE_ibsm")), Some(&host));
+    c.args(["run", "--sweep-interval", "1", "--cache-dir"])
+        .arg(cache.path())
+        .arg("--log-file")
+        .arg(&log)
+        .env("IBSM_LOG", "info")
+        .stdin(Stdio::null());
+    let mut daemon = spawn_daemon(c, &cache.path().join("ibsm.out"));
+    wait_for_log_count(&mut daemon, &log, "SUBNET UP", 1, Duration::from_secs(60)).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let mut bed = Bed { fabric: Fabric { sim: &sim, host: host.clone() }, daemon, log: log.clone() };
+    bed.fabric.judge("bring-up");
+
+    // The quick tables are not judged here: the rebalance follows within
+    // a second, and tables read from 35 switches one by one while it writes
+    // would mix states the fabric never held (events_sim judges them).
+    let heavy = bed.count("heavy sweep next");
+    sim.console("Unlink \"sw1-1\"");
+    wait_for_log_count(&mut bed.daemon, &log, "routed_quickly=true", 1, Duration::from_secs(30))
+        .expect("the loss routed quickly");
+    wait_for_log_count(&mut bed.daemon, &log, "trigger=rebalance", 1, Duration::from_secs(30))
+        .expect("a rebalance at a quiet light sweep");
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(bed.count("heavy sweep next"), heavy, "the loss fell back to a heavy sweep");
+    bed.fabric.judge("rebalanced");
+    bed.scenario("switch back", &["ReLink \"sw1-1\""]);
+    for line in std::fs::read_to_string(&log).unwrap().lines().filter(|l| l.contains("reaction done")) {
+        eprintln!("{line}");
+    }
+    ibsim::terminate(&mut bed.daemon, Duration::from_secs(10));
+}
