@@ -38,10 +38,11 @@ pub enum Effort {
     /// Every search: a start, a heavy sweep.
     #[default]
     Full,
-    /// No search: up*/down* from the detected roots only, Nue's own
-    /// tables unrefined. For a fabric that just lost a part its tables
-    /// could not be repaired around: traffic waits on these tables, and
-    /// the part's return brings back the tables of the last full run.
+    /// No search: up*/down* from the detected roots only, Nue from its own
+    /// tables alone (no up*/down* or dragonfly start), refined on a tenth
+    /// of the budget. For a fabric that just lost a part its tables could
+    /// not be repaired around: traffic waits on these tables, and the
+    /// part's return brings back the tables of the last full run.
     Quick,
 }
 

@@ -526,8 +526,10 @@ impl<D: SmpDriver> SubnetManager<D> {
                         return (view, Ok(kept), last_runs);
                     }
                 }
-                // A fabric back in the shape the last engine run routed (a
-                // cable or a switch back) takes that run's tables again.
+                // A fabric back in the shape one of the last two full engine
+                // runs routed (a cable or a switch back) takes that run's
+                // tables again.
+                //
                 // A loss the old tables could not be repaired around is
                 // routed without the balance searches: the traffic the loss
                 // cut waits on these tables (a 6x6 mesh's switch: 1 ms, not

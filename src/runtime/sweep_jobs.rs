@@ -171,6 +171,8 @@ impl<T: Transport + Clone> Owner<T> {
                 self.election.handle(now, Event::DiscoveryFailed { why: e.to_string() });
             }
             SweepDone::Programmed(Ok(report)) => {
+                // A heavy sweep routes in full: no rebalance left to do.
+                self.rebalance_wanted = report.routing.quick;
                 self.election.handle(now, Event::Programmed);
                 return self.on_programmed(*report);
             }
