@@ -67,6 +67,23 @@ impl Bed<'_> {
     }
 }
 
+/// `ibsm run` as a daemon on `host`, light sweeps every `sweep_interval`
+/// seconds ("0": off), its cache and log in `cache`; returns once the
+/// subnet is up.
+fn start_ibsm(sim: &Ibsim, host: &str, sweep_interval: &str, cache: &Path) -> (KillOnDrop, std::path::PathBuf) {
+    let log = cache.join("ibsm.log");
+    let mut c = sim.client(Path::new(env!("CARGO_BIN_EXE_ibsm")), Some(host));
+    c.args(["run", "--sweep-interval", sweep_interval, "--cache-dir"])
+        .arg(cache)
+        .arg("--log-file")
+        .arg(&log)
+        .env("IBSM_LOG", "info")
+        .stdin(Stdio::null());
+    let mut daemon = spawn_daemon(c, &cache.join("ibsm.out"));
+    wait_for_log_count(&mut daemon, &log, "SUBNET UP", 1, Duration::from_secs(60)).unwrap();
+    (daemon, log)
+}
+
 fn guid_of(net: &Path, name: &str) -> u64 {
     let topo = ibsm::topology::Topology::from_spec_or_file(net.to_str().unwrap()).unwrap();
     let node = topo.nodes.iter().find(|n| n.name == name).unwrap_or_else(|| panic!("no node {name}"));
@@ -82,16 +99,7 @@ fn every_scenario_reacted_to_from_traps_alone() {
     sim.console("Unlink \"leaf5\"");
     sim.wait_for_sma(&host, Duration::from_secs(20));
     let cache = tempfile::tempdir().unwrap();
-    let log = cache.path().join("ibsm.log");
-    let mut c = sim.client(Path::new(env!("CARGO_BIN_EXE_ibsm")), Some(&host));
-    c.args(["run", "--sweep-interval", "0", "--cache-dir"])
-        .arg(cache.path())
-        .arg("--log-file")
-        .arg(&log)
-        .env("IBSM_LOG", "info")
-        .stdin(Stdio::null());
-    let mut daemon = spawn_daemon(c, &cache.path().join("ibsm.out"));
-    wait_for_log_count(&mut daemon, &log, "SUBNET UP", 1, Duration::from_secs(60)).unwrap();
+    let (daemon, log) = start_ibsm(&sim, &host, "0", cache.path());
     // The sweeps that follow bring-up (PortStateChange raised by the SM's
     // own activations) settle.
     std::thread::sleep(Duration::from_secs(2));
@@ -141,16 +149,7 @@ fn a_mesh_switch_lost_is_routed_quickly_then_rebalanced() {
     let sim = Ibsim::start_with(&net, &flags);
     sim.wait_for_sma(&host, Duration::from_secs(20));
     let cache = tempfile::tempdir().unwrap();
-    let log = cache.path().join("ibsm.log");
-    let mut c = sim.client(Path::new(env!("CARGO_BIN_EXE_ibsm")), Some(&host));
-    c.args(["run", "--sweep-interval", "1", "--cache-dir"])
-        .arg(cache.path())
-        .arg("--log-file")
-        .arg(&log)
-        .env("IBSM_LOG", "info")
-        .stdin(Stdio::null());
-    let mut daemon = spawn_daemon(c, &cache.path().join("ibsm.out"));
-    wait_for_log_count(&mut daemon, &log, "SUBNET UP", 1, Duration::from_secs(60)).unwrap();
+    let (daemon, log) = start_ibsm(&sim, &host, "1", cache.path());
     std::thread::sleep(Duration::from_secs(3));
     let mut bed = Bed { fabric: Fabric { sim: &sim, host: host.clone() }, daemon, log: log.clone() };
     bed.fabric.judge("bring-up");

@@ -540,28 +540,9 @@ fn every_kind_of_fabric_reacts_to_a_trunk_down() {
 /// the ports end ACTIVE with every route traced.
 #[tokio::test(flavor = "current_thread")]
 async fn the_service_reacts_to_traps_without_a_heavy_sweep() {
-    use ibsm::config::Config;
-    use ibsm::runtime::status::StatusBoard;
-    use ibsm::runtime::{run, RunOptions};
-
     let topo = Topology::from_spec_or_file(FAT_TREE).unwrap();
-    let fabric = FabricBuilder::new(&topo).seed(4).build_shared().unwrap();
-    // Traps travel while the SM is idle: the clock must move with real time.
-    fabric.lock().unwrap().pace_to_real_time();
-    let sm_host = topo.hosts().next().unwrap();
-    let dev = SimDevice::attach(&fabric, sm_host, 1).unwrap();
-    dev.set_is_sm(true);
-    let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
-    let (transport, unsolicited) = MadTransport::spawn(dev, txn);
-    let mut config = Config::default();
     // No light sweeps: only traps can start a reaction here.
-    config.sm.sweep_interval_s = 0;
-    let status = StatusBoard::new();
-    let options = RunOptions { persist_lids: false, status: status.clone(), ..RunOptions::default() };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let service = tokio::spawn(run(transport, unsolicited, config, options, async {
-        let _ = stop_rx.await;
-    }));
+    let Service { fabric, status, stop: stop_tx, task: service } = start_service(&topo, 4, 0);
     let bed_check = |what: &str| {
         let f = fabric.lock().unwrap();
         let active =
@@ -570,15 +551,7 @@ async fn the_service_reacts_to_traps_without_a_heavy_sweep() {
         let _ = what;
         active
     };
-    let wait = |what: &'static str, cond: Box<dyn Fn() -> bool>| async move {
-        for _ in 0..600 {
-            if cond() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("waited 30 s for {what}");
-    };
+    let wait = |what: &'static str, cond: Box<dyn Fn() -> bool>| wait_for(what, cond);
     for _ in 0..600 {
         if bed_check("bring-up") && status.status().heavy_sweep.is_some() {
             break;
@@ -634,6 +607,49 @@ async fn the_service_reacts_to_traps_without_a_heavy_sweep() {
     stop_tx.send(()).unwrap();
     let report = service.await.unwrap().expect("service ends cleanly");
     assert!(report.subnet_up());
+}
+
+/// The service on `topo`'s in-process fabric, from its first host. The
+/// fabric is paced to real time, so traps travel while the SM idles;
+/// light sweeps every `sweep_interval_s` (0: off).
+struct Service {
+    fabric: SharedFabric,
+    status: ibsm::runtime::status::StatusBoard,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<SweepReport, ibsm::runtime::RunError>>,
+}
+
+fn start_service(topo: &Topology, seed: u64, sweep_interval_s: u64) -> Service {
+    use ibsm::config::Config;
+    use ibsm::runtime::status::StatusBoard;
+    use ibsm::runtime::{run, RunOptions};
+    let fabric = FabricBuilder::new(topo).seed(seed).build_shared().unwrap();
+    fabric.lock().unwrap().pace_to_real_time();
+    let sm_host = topo.hosts().next().unwrap();
+    let dev = SimDevice::attach(&fabric, sm_host, 1).unwrap();
+    dev.set_is_sm(true);
+    let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
+    let (transport, unsolicited) = MadTransport::spawn(dev, txn);
+    let mut config = Config::default();
+    config.sm.sweep_interval_s = sweep_interval_s;
+    let status = StatusBoard::new();
+    let options = RunOptions { persist_lids: false, status: status.clone(), ..RunOptions::default() };
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(transport, unsolicited, config, options, async {
+        let _ = stop_rx.await;
+    }));
+    Service { fabric, status, stop, task }
+}
+
+/// Waits up to 30 s, in 50 ms steps, for `cond`.
+async fn wait_for(what: &str, cond: impl Fn() -> bool) {
+    for _ in 0..600 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("waited 30 s for {what}");
 }
 
 /// What one scenario spent, printed (not asserted beyond the bounds below):
@@ -904,39 +920,13 @@ fn a_loss_that_cannot_be_repaired_is_routed_quickly_then_in_full() {
 /// reached.
 #[tokio::test(flavor = "current_thread")]
 async fn the_service_rebalances_a_quick_routing_once_the_fabric_is_quiet() {
-    use ibsm::config::Config;
-    use ibsm::runtime::status::StatusBoard;
-    use ibsm::runtime::{run, RunOptions};
-
     let spec = "mesh2d:6x6,hosts=2";
     let topo = Topology::from_spec_or_file(spec).unwrap();
     // The interior switch whose loss the repair cannot route around
     // (`a_loss_that_cannot_be_repaired_is_routed_quickly_then_in_full`).
     let gone = topo.switches().find(|&s| topo.node(s).name == "sw1-1").expect("sw1-1");
-    let fabric = FabricBuilder::new(&topo).seed(9).build_shared().unwrap();
-    fabric.lock().unwrap().pace_to_real_time();
-    let sm_host = topo.hosts().next().unwrap();
-    let dev = SimDevice::attach(&fabric, sm_host, 1).unwrap();
-    dev.set_is_sm(true);
-    let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
-    let (transport, unsolicited) = MadTransport::spawn(dev, txn);
-    let mut config = Config::default();
-    config.sm.sweep_interval_s = 1;
-    let status = StatusBoard::new();
-    let options = RunOptions { persist_lids: false, status: status.clone(), ..RunOptions::default() };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let service = tokio::spawn(run(transport, unsolicited, config, options, async {
-        let _ = stop_rx.await;
-    }));
-    let wait = |what: &'static str, cond: Box<dyn Fn() -> bool>| async move {
-        for _ in 0..600 {
-            if cond() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("waited 30 s for {what}");
-    };
+    let Service { fabric, status, stop: stop_tx, task: service } = start_service(&topo, 9, 1);
+    let wait = |what: &'static str, cond: Box<dyn Fn() -> bool>| wait_for(what, cond);
     let st = status.clone();
     wait("bring-up", Box::new(move || st.status().heavy_sweep.is_some())).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
