@@ -46,7 +46,8 @@
 //!
 //! Cost: per LID, a walk along the old and the new route from each switch
 //! whose entry changes (bounded by the diameter), and two linear passes
-//! over components (Tarjan), one per LID and one over the blocks.
+//! over components (Tarjan's, from petgraph), one per LID and one over the
+//! blocks.
 
 use std::collections::{HashMap, HashSet};
 
@@ -162,54 +163,22 @@ impl Tables<'_> {
 }
 
 /// Strongly connected components of a graph given by successor lists:
-/// each vertex's component number (Tarjan, iterative; linear time).
+/// each vertex's component number (petgraph's Tarjan; linear time).
 fn components(succ: &[Vec<usize>]) -> Vec<usize> {
-    const UNSEEN: usize = usize::MAX;
-    let n = succ.len();
-    let (mut index, mut low, mut comp) = (vec![UNSEEN; n], vec![0; n], vec![UNSEEN; n]);
-    let (mut next_index, mut next_comp) = (0, 0);
-    let mut stack: Vec<usize> = Vec::new();
-    let mut on_stack = vec![false; n];
-    for root in 0..n {
-        if index[root] != UNSEEN {
-            continue;
+    use petgraph::graph::{DiGraph, NodeIndex};
+    let mut g: DiGraph<(), ()> = DiGraph::with_capacity(succ.len(), succ.iter().map(Vec::len).sum());
+    for _ in succ {
+        g.add_node(());
+    }
+    for (v, next) in succ.iter().enumerate() {
+        for &w in next {
+            g.add_edge(NodeIndex::new(v), NodeIndex::new(w), ());
         }
-        // (vertex, how many of its successors are done)
-        let mut calls: Vec<(usize, usize)> = vec![(root, 0)];
-        index[root] = next_index;
-        low[root] = next_index;
-        next_index += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        while let Some(&mut (v, ref mut done)) = calls.last_mut() {
-            if let Some(&w) = succ[v].get(*done) {
-                *done += 1;
-                if index[w] == UNSEEN {
-                    index[w] = next_index;
-                    low[w] = next_index;
-                    next_index += 1;
-                    stack.push(w);
-                    on_stack[w] = true;
-                    calls.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-                continue;
-            }
-            calls.pop();
-            if let Some(&(parent, _)) = calls.last() {
-                low[parent] = low[parent].min(low[v]);
-            }
-            if low[v] == index[v] {
-                while let Some(w) = stack.pop() {
-                    on_stack[w] = false;
-                    comp[w] = next_comp;
-                    if w == v {
-                        break;
-                    }
-                }
-                next_comp += 1;
-            }
+    }
+    let mut comp = vec![0; succ.len()];
+    for (c, members) in petgraph::algo::tarjan_scc(&g).into_iter().enumerate() {
+        for v in members {
+            comp[v.index()] = c;
         }
     }
     comp

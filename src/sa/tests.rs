@@ -1127,6 +1127,23 @@ fn path_records_by_get_get_table_and_get_multi() {
     assert_eq!((paths[0].slid, paths[0].dlid), (sm, host_lid));
 }
 
+/// A MultiPathRecord GetMulti from LID `lid`: the master's port as the one
+/// SGID, `dgids` as DGIDs, `numb_path` paths. Its header (to segment by)
+/// and its payload.
+fn multi_path_from_master(dgids: &[Guid], numb_path: u8, lid: u16) -> (Datagram, Vec<u8>) {
+    let master = snapshot(1, swept().clone()).master;
+    let gid = |g: Guid| index::gid(index::DEFAULT_SUBNET_PREFIX, g);
+    let mut mpr = MultiPathRecordRepr::parse_bytes(&[0u8; 24]).unwrap();
+    mpr.sgid_count = 1;
+    mpr.dgid_count = dgids.len() as u8;
+    mpr.numb_path = numb_path;
+    mpr.gids = std::iter::once(gid(master)).chain(dgids.iter().map(|&g| gid(g))).collect();
+    let mut payload = vec![0u8; 24 + 16 * mpr.gids.len()];
+    mpr.emit(&mut payload).unwrap();
+    let mask = multi_path_mask::SGID_COUNT | multi_path_mask::DGID_COUNT | multi_path_mask::NUMB_PATH;
+    (request(0x14, 0x003A, mask, 0, &[], lid), payload)
+}
+
 /// A MultiPathRecord naming more GIDs than one MAD holds, sent in two
 /// RMPP segments by the project's own sender: the SA ACKs them,
 /// reassembles the request and answers every GID it named. A segment of
@@ -1137,20 +1154,11 @@ fn a_multi_segment_request_is_reassembled_and_answered() {
     use crate::rmpp::{RmppConfig, RmppSender};
     let mut a = agent();
     let sm = sm_lid();
-    let master = snapshot(1, swept().clone()).master;
-    let gid = |g: Guid| index::gid(index::DEFAULT_SUBNET_PREFIX, g);
     let hosts: Vec<(Guid, u16)> = other_hosts().into_iter().take(12).collect();
-    let mut mpr = MultiPathRecordRepr::parse_bytes(&[0u8; 24]).unwrap();
-    mpr.sgid_count = 1;
-    mpr.dgid_count = hosts.len() as u8;
-    mpr.numb_path = 3;
-    mpr.gids = std::iter::once(gid(master)).chain(hosts.iter().map(|h| gid(h.0))).collect();
-    let mut payload = vec![0u8; 24 + 16 * mpr.gids.len()];
-    mpr.emit(&mut payload).unwrap();
+    let dgids: Vec<Guid> = hosts.iter().map(|h| h.0).collect();
+    let (template, payload) = multi_path_from_master(&dgids, 3, sm);
     assert!(payload.len() > MAD_SIZE - SA_DATA_OFFSET, "more than one MAD holds");
     let payload_again = payload.clone();
-    let mask = multi_path_mask::SGID_COUNT | multi_path_mask::DGID_COUNT | multi_path_mask::NUMB_PATH;
-    let template = request(0x14, 0x003A, mask, 0, &[], sm);
     let mut tx =
         RmppSender::new(Duration::ZERO, &template.mad[..SA_DATA_OFFSET], payload, RmppConfig::default()).unwrap();
     assert_eq!(tx.segments(), 2);
@@ -1456,19 +1464,10 @@ fn a_request_segment_out_of_order_is_acked_back_to_the_gap() {
     use crate::rmpp::{RmppConfig, RmppSender};
     let mut a = agent();
     let sm = sm_lid();
-    let master = snapshot(1, swept().clone()).master;
-    let gid = |g: Guid| index::gid(index::DEFAULT_SUBNET_PREFIX, g);
     let hosts: Vec<(Guid, u16)> = other_hosts().into_iter().take(4).collect();
-    let mut mpr = MultiPathRecordRepr::parse_bytes(&[0u8; 24]).unwrap();
     // Enough DGIDs (the same few, repeated) for three segments.
-    mpr.sgid_count = 1;
-    mpr.dgid_count = 30;
-    mpr.numb_path = 2;
-    mpr.gids = std::iter::once(gid(master)).chain((0..30).map(|i| gid(hosts[i % hosts.len()].0))).collect();
-    let mut payload = vec![0u8; 24 + 16 * mpr.gids.len()];
-    mpr.emit(&mut payload).unwrap();
-    let mask = multi_path_mask::SGID_COUNT | multi_path_mask::DGID_COUNT | multi_path_mask::NUMB_PATH;
-    let template = request(0x14, 0x003A, mask, 0, &[], sm);
+    let dgids: Vec<Guid> = (0..30).map(|i| hosts[i % hosts.len()].0).collect();
+    let (template, payload) = multi_path_from_master(&dgids, 2, sm);
     let mut tx =
         RmppSender::new(Duration::ZERO, &template.mad[..SA_DATA_OFFSET], payload, RmppConfig::default()).unwrap();
     assert_eq!(tx.segments(), 3);
