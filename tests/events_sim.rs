@@ -533,6 +533,42 @@ fn every_kind_of_fabric_reacts_to_a_trunk_down() {
     }
 }
 
+/// A torus routed on two VLs (dor's datelines) loses a cable: dor still
+/// routes it, the opened ring the way round that still has its cables, so
+/// only the routes that crossed the cable move, with no quick run to
+/// rebalance later; the cable's return brings the whole torus's tables
+/// back.
+#[test]
+fn a_torus_cable_down_is_routed_round_by_dor() {
+    let spec = "torus2d:6x6,hosts=1";
+    let mut bed = Bed::new(spec);
+    let lfts = |bed: &Bed| -> Vec<Vec<u8>> {
+        let f = bed.fabric.lock().unwrap();
+        bed.topo.switches().map(|s| f.lft(s).unwrap().to_vec()).collect()
+    };
+    let tables_before = lfts(&bed);
+    for n in [0, 7, 40] {
+        let (a, _) = bed.trunks()[n];
+        bed.fabric.lock().unwrap().link_down(a).unwrap();
+        let (report, _) = bed.react();
+        let what = format!("{spec}, trunk {n} down");
+        assert_eq!(report.routing.engine, Some(ibsm_routing::engine::EngineKind::Dor), "{what}: {:?}", report.routing);
+        assert!(!report.routing.quick, "{what}: {:?}", report.routing);
+        assert!(report.routes.path_sl.is_some(), "{what}: the datelines' SLs stay");
+        // A 6-ring's cable: only its ring's six switches change entries,
+        // each in at most its two blocks (72 LIDs).
+        assert!(report.program.lft_blocks <= 12, "{what}: {} LFT blocks", report.program.lft_blocks);
+        bed.check_routes(&what);
+        bed.check_credit_loops(&report, &what);
+        bed.fabric.lock().unwrap().link_up(a).unwrap();
+        let (report, _) = bed.react();
+        bed.check_routes(&what);
+        bed.check_credit_loops(&report, &what);
+        assert!(lfts(&bed) == tables_before, "{what}: the whole torus's tables are back");
+        assert!(report.program.lft_blocks <= 12, "{what}: {} LFT blocks back", report.program.lft_blocks);
+    }
+}
+
 /// The whole SM as a service: a cable unplugged and plugged back raises
 /// trap 128 at both switches; the master reacts to each burst with one
 /// bounded change set (no rediscovery: no NodeInfo Get but the probe of

@@ -219,6 +219,12 @@ fn a_torus_cable_down_and_up_never_loops_or_drops_in_between() {
     check("torus2d:4x4,hosts=1", 3);
 }
 
+/// On two VLs: dor routes round the cable, and back.
+#[test]
+fn a_dateline_torus_cable_down_and_up_never_loops_or_drops_in_between() {
+    check("torus2d:6x6,hosts=1", 5);
+}
+
 #[test]
 fn a_random_fabric_cable_down_and_up_never_loops_or_drops_in_between() {
     check("random:switches=16,degree=4,hosts=2,seed=3", 2);

@@ -82,6 +82,33 @@
 //! [`RoutingError::TooFewVls`] (needed 2) refuses a torus with datelines
 //! when only one VL is available.
 //!
+//! ## Cables missing
+//! A torus that loses a cable still routes in dimension order: the ring
+//! the cable closed is now a line, and the paths along it go the way round
+//! that still has its cables. Routing does not change anywhere else, so a
+//! cable down moves only the routes that crossed it, and the routes are a
+//! function of the fabric alone (a restart, or another SM, routes the
+//! degraded torus the same way).
+//! - Finding the shape: every switch of a torus has two neighbours per
+//!   dimension, so each missing cable leaves its two ends one neighbour
+//!   short of the rest. When plain detection fails, the short switches are
+//!   paired up (at most [`MAX_MISSING`] cables; only pairs not cabled and
+//!   within three hops, as two ends of one cable are round a square), the
+//!   pairs added as uncabled neighbours, and detection runs on that. It is
+//!   taken if it finds a grid where each added pair lies on a ring and no
+//!   ring has two: a line missing a cable, or a ring missing two, is cut
+//!   in two, and a dimension order cannot cross the cut. [`Shape::missing`]
+//!   names the pairs.
+//! - Deadlock freedom: a path along an opened ring takes no dateline bit,
+//!   so it stays on VL 0 there; no other path uses that ring's cables
+//!   (a path corrects each dimension on one ring), so the ring's VL 1 is
+//!   empty and its VL 0 dependencies follow the line from the gap round to
+//!   the gap, which never closes. The order by (dimension, VL) and then
+//!   along each ring's open line still orders every dependency, opened
+//!   rings ordered from their gap instead of their dateline.
+//! - A switch gone is not routed this way: paths turn at it from one
+//!   dimension into the next, and no dimension order avoids it.
+//!
 //! ## Parallel cables
 //! Between two neighbours the route to each LID takes the least loaded of
 //! the parallel cables, a route to an end port charging it one plus the
@@ -90,7 +117,9 @@
 //! ## Cost
 //! With S switches, E links, degree at most 2D for D dimensions: shape
 //! detection O(S·D³) after a degree check that refuses high-radix fabrics
-//! (fat trees) in O(S + E); routing O(S²·D + L·S) for L destination LIDs.
+//! (fat trees) in O(S + E), times the pairings tried when cables are
+//! missing (at most 128); routing O(S²·D + L·S) for L
+//! destination LIDs, O(S²·D²) with cables missing.
 
 use crate::error::RoutingError;
 use crate::fabric::{PortEnd, RoutingFabric, SwitchId};
@@ -127,6 +156,9 @@ pub struct Shape {
     pub switches: Vec<SwitchId>,
     /// `coords[i * dims.len() + k]` is coordinate `k` of `switches[i]`.
     pub coords: Vec<u32>,
+    /// Neighbour pairs of the grid with no cable between them (see
+    /// "Cables missing" in the module documentation), by switch.
+    pub missing: Vec<(SwitchId, SwitchId)>,
 }
 
 impl Shape {
@@ -172,26 +204,43 @@ impl Shape {
         } else {
             "mesh/torus"
         };
-        format!("{} {kind}", sizes.join("x"))
+        let shape = format!("{} {kind}", sizes.join("x"));
+        match self.missing.len() {
+            0 => shape,
+            1 => format!("{shape} with 1 cable missing"),
+            m => format!("{shape} with {m} cables missing"),
+        }
     }
 }
 
 /// The simple switch graph of one connected part: local indices, sorted
 /// neighbour lists with link ids.
+#[derive(Clone)]
 struct Simple {
     nodes: Vec<SwitchId>,
     /// `adj[v]` = (neighbour, link id), sorted by neighbour.
     adj: Vec<Vec<(u32, u32)>>,
     links: Vec<(u32, u32)>,
+    /// Link ids of the neighbour pairs added where no cable runs.
+    extra: Vec<u32>,
 }
 
 impl Simple {
-    fn build(f: &RoutingFabric, nodes: Vec<SwitchId>, local: &[u32]) -> Simple {
+    /// The part's switches `nodes` (`local`: fabric switch index → index
+    /// in `nodes`), linked as cabled, plus the uncabled pairs `added`.
+    fn build(f: &RoutingFabric, nodes: Vec<SwitchId>, local: &[u32], added: &[(u32, u32)]) -> Simple {
         let mut adj: Vec<Vec<(u32, u32)>> = Vec::with_capacity(nodes.len());
         let mut links = Vec::new();
         for (v, &s) in nodes.iter().enumerate() {
             let mut ns: Vec<u32> =
                 f.switch_neighbors(s).iter().map(|e| local[e.neighbor.index()]).filter(|&n| n != v as u32).collect();
+            for &(a, b) in added {
+                if a == v as u32 {
+                    ns.push(b);
+                } else if b == v as u32 {
+                    ns.push(a);
+                }
+            }
             ns.sort_unstable();
             ns.dedup();
             adj.push(ns.into_iter().map(|n| (n, NONE)).collect());
@@ -208,12 +257,19 @@ impl Simple {
                 }
             }
         }
-        Simple { nodes, adj, links }
+        let mut extra: Vec<u32> = added.iter().filter_map(|&(a, b)| Simple::find(&adj, a, b)).collect();
+        extra.sort_unstable();
+        extra.dedup();
+        Simple { nodes, adj, links, extra }
+    }
+
+    fn find(adj: &[Vec<(u32, u32)>], a: u32, b: u32) -> Option<u32> {
+        let l = &adj[a as usize];
+        l.binary_search_by_key(&b, |x| x.0).ok().map(|i| l[i].1)
     }
 
     fn link(&self, a: u32, b: u32) -> Option<u32> {
-        let l = &self.adj[a as usize];
-        l.binary_search_by_key(&b, |x| x.0).ok().map(|i| l[i].1)
+        Simple::find(&self.adj, a, b)
     }
 }
 
@@ -265,16 +321,145 @@ pub fn shapes(f: &RoutingFabric) -> Result<Vec<Shape>, RoutingError> {
                 }
             }
         }
-        out.push(detect(f, Simple::build(f, nodes, &local), &local)?);
+        let g = Simple::build(f, nodes, &local, &[]);
+        let shape = match detect(f, g.clone(), &local) {
+            Ok(shape) => shape,
+            Err(whole) => detect_with_gaps(f, &g, &local).ok_or(whole)?,
+        };
+        out.push(shape);
     }
     Ok(out)
+}
+
+/// Most cables a part may miss and still be routed in dimension order.
+pub const MAX_MISSING: usize = 4;
+
+/// Most completions [`detect_with_gaps`] tries: the ways to pair up eight
+/// cable ends are 105, and the distance rule leaves far fewer.
+const MAX_COMPLETIONS: usize = 128;
+
+/// A torus with cables missing: the part as it would be with uncabled
+/// neighbour pairs added back, when that is a grid whose missing cables
+/// each open a ring and leave every ring whole but for one. `None` when no
+/// such completion exists (see "Cables missing" in the module
+/// documentation).
+fn detect_with_gaps(f: &RoutingFabric, g: &Simple, local: &[u32]) -> Option<Shape> {
+    let n = g.nodes.len();
+    let top = g.adj.iter().map(Vec::len).max()?;
+    // A ring switch's neighbours: two per dimension, the same at every
+    // switch; each missing cable takes one from both of its ends.
+    let mut ends: Vec<u32> = Vec::new();
+    for v in 0..n {
+        for _ in g.adj[v].len()..top {
+            ends.push(v as u32);
+        }
+    }
+    if ends.is_empty() || ends.len() % 2 == 1 || ends.len() > 2 * MAX_MISSING || n < 5 {
+        return None;
+    }
+    // Two ends of one missing cable in a grid of rings are three hops
+    // apart round a square (two round a 3-ring).
+    let near = |a: u32, b: u32| -> bool {
+        let mut seen = vec![a];
+        let mut layer = vec![a];
+        for _ in 0..3 {
+            let mut next = Vec::new();
+            for &u in &layer {
+                for &(w, _) in &g.adj[u as usize] {
+                    if w == b {
+                        return true;
+                    }
+                    if !seen.contains(&w) {
+                        seen.push(w);
+                        next.push(w);
+                    }
+                }
+            }
+            layer = next;
+        }
+        false
+    };
+    let mut tried = 0;
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    let mut used = vec![false; ends.len()];
+    complete(&ends, &mut used, &mut pairs, &mut tried, &|a, b| g.link(a, b).is_none() && near(a, b), &mut |pairs| {
+        let shape = detect(f, Simple::build(f, g.nodes.clone(), local, pairs), local).ok()?;
+        gaps_are_routable(&shape).then_some(shape)
+    })
+}
+
+/// Uncabled neighbour pairs, by index in the part.
+type Pairing = [(u32, u32)];
+
+/// Pairs up the unused entries of `ends` in every way `fits` allows,
+/// first found first, until `found` accepts one (at most
+/// [`MAX_COMPLETIONS`] complete pairings are offered).
+fn complete(
+    ends: &[u32],
+    used: &mut [bool],
+    pairs: &mut Vec<(u32, u32)>,
+    tried: &mut usize,
+    fits: &dyn Fn(u32, u32) -> bool,
+    found: &mut dyn FnMut(&Pairing) -> Option<Shape>,
+) -> Option<Shape> {
+    let Some(i) = used.iter().position(|&u| !u) else {
+        *tried += 1;
+        return found(pairs);
+    };
+    used[i] = true;
+    for j in i + 1..ends.len() {
+        if *tried >= MAX_COMPLETIONS {
+            break;
+        }
+        let (a, b) = (ends[i], ends[j]);
+        let pair = (a.min(b), a.max(b));
+        if used[j] || a == b || pairs.contains(&pair) || !fits(a, b) {
+            continue;
+        }
+        used[j] = true;
+        pairs.push(pair);
+        let done = complete(ends, used, pairs, tried, fits, found);
+        pairs.pop();
+        used[j] = false;
+        if done.is_some() {
+            used[i] = false;
+            return done;
+        }
+    }
+    used[i] = false;
+    None
+}
+
+/// Whether every missing cable of `shape` lies on a ring, at most one to a
+/// ring: the ring is then a line, routed the way round that still has its
+/// cables. A line missing a cable is cut in two, which no dimension order
+/// crosses.
+fn gaps_are_routable(shape: &Shape) -> bool {
+    let d = shape.dims.len();
+    let index: std::collections::HashMap<SwitchId, usize> =
+        shape.switches.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+    let mut rings_opened: Vec<(usize, Vec<u32>)> = Vec::new();
+    for &(a, b) in &shape.missing {
+        let (ca, cb) = (shape.coord(index[&a]), shape.coord(index[&b]));
+        let Some(k) = (0..d).find(|&k| ca[k] != cb[k]) else { return false };
+        if !shape.dims[k].ring {
+            return false;
+        }
+        let mut fiber = ca.to_vec();
+        fiber[k] = 0;
+        if rings_opened.contains(&(k, fiber.clone())) {
+            return false;
+        }
+        rings_opened.push((k, fiber));
+    }
+    true
 }
 
 fn detect(f: &RoutingFabric, g: Simple, local: &[u32]) -> Result<Shape, RoutingError> {
     let n = g.nodes.len();
     let guid = |v: u32| f.switch(g.nodes[v as usize]).guid;
     if n == 1 {
-        return Ok(Shape { dims: Vec::new(), switches: g.nodes, coords: Vec::new() });
+        return Ok(Shape { dims: Vec::new(), switches: g.nodes, coords: Vec::new(), missing: Vec::new() });
     }
     // Every factor has at least two switches, so there are at most log2(n)
     // of them and a switch has at most two neighbours per factor.
@@ -535,7 +720,12 @@ fn detect(f: &RoutingFabric, g: Simple, local: &[u32]) -> Result<Shape, RoutingE
             coords[v * d + rank[k]] = coord[v * d + k];
         }
     }
-    Ok(Shape { dims, switches: g.nodes, coords })
+    let missing = g.extra.iter().map(|&l| {
+        let (a, b) = g.links[l as usize];
+        (g.nodes[a as usize], g.nodes[b as usize])
+    });
+    let missing = missing.collect();
+    Ok(Shape { dims, switches: g.nodes, coords, missing })
 }
 
 /// Routes a mesh, torus or hypercube in dimension order; see the module
@@ -672,6 +862,20 @@ fn route_part(
             }
         }
     }
+    // The ring each missing cable opens, by the grid index of the ring's
+    // coordinate-0 switch and the dimension: the coordinate the cable
+    // leaves plus-wards.
+    let mut gap = vec![NONE; n * d];
+    let index_of: std::collections::HashMap<SwitchId, usize> =
+        shape.switches.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+    for &(a, b) in &shape.missing {
+        let (ca, cb) = (shape.coord(index_of[&a]), shape.coord(index_of[&b]));
+        let k = (0..d).find(|&k| ca[k] != cb[k]).expect("a missing cable joins grid neighbours");
+        let from = if (ca[k] + 1) % shape.dims[k].size == cb[k] { ca[k] } else { cb[k] };
+        let mut ring0 = ca.to_vec();
+        ring0[k] = 0;
+        gap[grid_index(&ring0) * d + k] = from;
+    }
     let per_switch = f.end_ports_per_switch();
     let hosts: Vec<u64> = shape.switches.iter().map(|&s| per_switch[s.index()]).collect();
 
@@ -683,6 +887,9 @@ fn route_part(
     let mut by_dist: Vec<u32> = (0..n as u32).collect();
     // Scratch: the coordinates of a next switch, and a destination's LIDs.
     let mut neighbour: Vec<u32> = Vec::with_capacity(d);
+    // Where a path corrects dimension k: the coordinates it has by then
+    // (the destination's below k, the source's from k), with k's zeroed.
+    let mut ring0: Vec<u32> = Vec::with_capacity(d);
     let mut dests: Vec<(u32, u8, bool)> = Vec::new();
     for t in 0..n {
         let ct = shape.coord(t);
@@ -696,7 +903,27 @@ fn route_part(
                     continue;
                 }
                 let dim = shape.dims[k];
-                let (up, steps, wraps) = if dim.ring {
+                let opened = if shape.missing.is_empty() {
+                    NONE
+                } else {
+                    ring0.clear();
+                    ring0.extend_from_slice(&ct[..k]);
+                    ring0.extend_from_slice(&cs[k..]);
+                    ring0[k] = 0;
+                    gap[grid_index(&ring0) * d + k]
+                };
+                let (up, steps, wraps) = if dim.ring && opened != NONE {
+                    // An opened ring is a line from the coordinate after
+                    // the gap round to the one before it: the way that
+                    // does not cross the gap, on VL 0 all along.
+                    let fwd = (ct[k] + dim.size - cs[k]) % dim.size;
+                    let crosses = (opened + dim.size - cs[k]) % dim.size < fwd;
+                    if crosses {
+                        (false, dim.size - fwd, false)
+                    } else {
+                        (true, fwd, false)
+                    }
+                } else if dim.ring {
                     let fwd = (ct[k] + dim.size - cs[k]) % dim.size;
                     let back = dim.size - fwd;
                     if fwd <= back {
@@ -876,6 +1103,143 @@ mod tests {
             assert!(!vl1[0][(k - 2) as usize] && !vl1[1][1], "k {k}");
             assert!(vl1[0][(k - 1) as usize] && vl1[1][0], "k {k}: the dateline hops ride VL 1");
         }
+    }
+
+    /// The switches whose path to `lid` crosses cable `link` (either way).
+    fn crossing(f: &RoutingFabric, r: &Routes, link: &crate::fabric::Link, lid: u16) -> Vec<bool> {
+        let ends = |e: PortEnd| match e {
+            PortEnd::Switch(s, p) => Some((s, p)),
+            PortEnd::End(_) => None,
+        };
+        let (a, b) = (ends(link.a).unwrap(), ends(link.b).unwrap());
+        f.switch_ids()
+            .map(|mut s| {
+                for _ in 0..f.num_switches() {
+                    let p = r.port(s, lid);
+                    if (s, p) == a || (s, p) == b {
+                        return true;
+                    }
+                    match f.switch_ports(s).get(usize::from(p)).copied().flatten() {
+                        Some(PortEnd::Switch(n, _)) => s = n,
+                        _ => return false,
+                    }
+                }
+                false
+            })
+            .collect()
+    }
+
+    fn switch_cables(f: &RoutingFabric) -> Vec<usize> {
+        let both = |l: &crate::fabric::Link| matches!((l.a, l.b), (PortEnd::Switch(..), PortEnd::Switch(..)));
+        f.links().iter().enumerate().filter(|(_, l)| both(l)).map(|(i, _)| i).collect()
+    }
+
+    fn assert_deadlock_free_and_whole(f: &RoutingFabric, r: &Routes) {
+        let rep = validate(f, r);
+        assert!(rep.is_clean() && rep.fully_connected(), "{rep}");
+        let cdg = crate::cdg::analyze_cdg(f, r, crate::cdg::CdgScope { include_switches: true });
+        assert!(cdg.deadlock_free(), "{cdg}");
+    }
+
+    /// Every single cable of a 6x6 and a 5x3x4 torus unplugged in turn:
+    /// dor still applies, its routes are whole and deadlock free on its two
+    /// VLs, and the only entries that change are those whose old path
+    /// crossed the cable.
+    #[test]
+    fn a_torus_missing_a_cable_routes_round_it_and_moves_only_what_crossed_it() {
+        for (sizes, wrap) in [(&[6u8, 6][..], &[true, true][..]), (&[5, 3, 7], &[true, true, true])] {
+            let whole = testfab::grid(sizes, wrap, 1, 1);
+            let options = EngineOptions { max_vls: 2, ..Default::default() };
+            let before = dor(&whole, &options).unwrap();
+            for cut in switch_cables(&whole) {
+                let f = testfab::without_links(&whole, &[cut]);
+                let shape = shape_of(&f);
+                assert_eq!(shape.missing.len(), 1, "{sizes:?} without cable {cut}");
+                assert!(shape.describe().ends_with("torus with 1 cable missing"), "{}", shape.describe());
+                let after = dor(&f, &options).unwrap();
+                assert_deadlock_free_and_whole(&f, &after);
+                let link = &whole.links()[cut];
+                for lid in 1..=f.max_lid() {
+                    let crossed = crossing(&whole, &before, link, lid);
+                    for s in f.switch_ids() {
+                        if before.port(s, lid) != after.port(s, lid) {
+                            assert!(crossed[s.index()], "{sizes:?} without cable {cut}: {s:?} moved LID {lid}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_torus_missing_one_cable_on_each_of_four_rings_still_routes() {
+        let whole = testfab::grid(&[5, 6, 5], &[true; 3], 1, 1);
+        let cables = switch_cables(&whole);
+        let options = EngineOptions { max_vls: 2, ..Default::default() };
+        // Cables of four different rings: the generator cables each
+        // switch's plus neighbours in turn, dimension by dimension.
+        let name = |e: PortEnd| match e {
+            PortEnd::Switch(s, _) => whole.switch(s).name.clone(),
+            PortEnd::End(_) => unreachable!(),
+        };
+        let mut rings: Vec<(String, u8)> = Vec::new();
+        let mut cut = Vec::new();
+        for &i in &cables {
+            let l = &whole.links()[i];
+            let (a, b) = (name(l.a), name(l.b));
+            let (ca, cb): (Vec<&str>, Vec<&str>) = (a.split('-').collect(), b.split('-').collect());
+            let k = (0..3).find(|&k| ca[k + 1] != cb[k + 1]).unwrap() as u8;
+            let mut ring = ca.clone();
+            ring[k as usize + 1] = "*";
+            let ring = (ring.join("-"), k);
+            if cut.len() < 4 && !rings.contains(&ring) && i % 7 == 0 {
+                rings.push(ring);
+                cut.push(i);
+            }
+        }
+        assert_eq!(cut.len(), 4);
+        let f = testfab::without_links(&whole, &cut);
+        assert_eq!(shape_of(&f).missing.len(), 4);
+        assert_deadlock_free_and_whole(&f, &dor(&f, &options).unwrap());
+    }
+
+    #[test]
+    fn a_ring_cut_twice_or_a_line_cut_is_no_grid() {
+        let options = EngineOptions { max_vls: 2, ..Default::default() };
+        // Both cables of a 6-ring's first switch along dimension 0: the
+        // ring falls in two.
+        let whole = testfab::grid(&[6, 6], &[true, true], 1, 1);
+        let first = whole.switch_ids().next().unwrap();
+        let mut cut = Vec::new();
+        for (i, l) in whole.links().iter().enumerate() {
+            let touches = [l.a, l.b].iter().any(|e| matches!(e, PortEnd::Switch(s, p) if *s == first && *p <= 2));
+            if touches {
+                cut.push(i);
+            }
+        }
+        assert_eq!(cut.len(), 2);
+        let e = dor(&testfab::without_links(&whole, &cut), &options).unwrap_err();
+        assert!(matches!(e, RoutingError::NotApplicable { engine: "dor", .. }), "{e}");
+        // A 4x4 torus is a hypercube of 2-switch lines: a cable gone cuts one.
+        let cube = testfab::grid(&[4, 4], &[true, true], 1, 1);
+        let e = dor(&testfab::without_links(&cube, &switch_cables(&cube)[..1]), &options).unwrap_err();
+        assert!(matches!(e, RoutingError::NotApplicable { engine: "dor", .. }), "{e}");
+        // A switch gone from a torus.
+        let mut b = RoutingFabric::builder();
+        for s in whole.switches().iter().skip(1) {
+            b.add_switch(s.clone()).unwrap();
+        }
+        let id = |e: PortEnd| match e {
+            PortEnd::Switch(s, p) if s != first => Some(PortEnd::Switch(SwitchId(s.0 - 1), p)),
+            _ => None,
+        };
+        for l in whole.links() {
+            if let (Some(a), Some(z)) = (id(l.a), id(l.b)) {
+                b.connect(a, z).unwrap();
+            }
+        }
+        let e = dor(&b.build().unwrap(), &options).unwrap_err();
+        assert!(matches!(e, RoutingError::NotApplicable { engine: "dor", .. }), "{e}");
     }
 
     #[test]

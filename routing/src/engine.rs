@@ -51,6 +51,13 @@ impl EngineKind {
 
     /// Whether the engine's tables are free of credit loops by construction
     /// (on every VL, given the SLs it returns).
+    /// Whether [`crate::Effort::Quick`] changes this engine's tables (the
+    /// engines that search for balance); the others route the same at any
+    /// effort.
+    pub fn searches_for_balance(self) -> bool {
+        matches!(self, EngineKind::UpDn | EngineKind::Nue)
+    }
+
     pub fn claims_deadlock_freedom(self) -> bool {
         matches!(
             self,

@@ -550,7 +550,7 @@ impl<D: SmpDriver> SubnetManager<D> {
                     }
                     None => {
                         let fresh = routes::compute(&view, &chain, vls, effort);
-                        let run = fresh.as_ref().ok().filter(|_| effort == ibsm_routing::Effort::Full);
+                        let run = fresh.as_ref().ok().filter(|c| !c.routing.quick);
                         if let Some(run) = run.and_then(|c| routes::LastRun::of(print, &view, c)) {
                             last_runs.insert(0, run);
                             last_runs.truncate(2);

@@ -149,7 +149,9 @@ pub fn compute(
             return Ok(Computed { tables: HashMap::new(), path_sl: None, notes, routing });
         }
     };
-    let quick = effort == ibsm_routing::Effort::Quick;
+    // A quick effort the chosen engine ignores (ftree, dor) gave the
+    // tables a full one would: nothing to rebalance.
+    let quick = effort == ibsm_routing::Effort::Quick && engine.is_some_and(|e| e.searches_for_balance());
     let routing = RoutingRun { engine, auto, elapsed: started.elapsed(), quick, ..RoutingRun::default() };
     // The engine's tables move into the plan: at 50,000 LIDs and 4,000
     // switches each copy is 200 MB.
