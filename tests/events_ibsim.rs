@@ -172,3 +172,36 @@ fn a_mesh_switch_lost_is_routed_quickly_then_rebalanced() {
     }
     ibsim::terminate(&mut bed.daemon, Duration::from_secs(10));
 }
+
+/// A torus cable down on ibsim: dor routes round it on its two VLs, with
+/// no quick run, and moves only what crossed the cable; then back.
+#[test]
+fn a_torus_cable_down_is_routed_round_by_dor() {
+    let dir = tempfile::tempdir().unwrap();
+    let (net, flags, host) = generated("torus2d:6x6,hosts=2", dir.path());
+    let sim = Ibsim::start_with(&net, &flags);
+    sim.wait_for_sma(&host, Duration::from_secs(20));
+    let cache = tempfile::tempdir().unwrap();
+    let (daemon, log) = start_ibsm(&sim, &host, "0", cache.path());
+    std::thread::sleep(Duration::from_secs(2));
+    let mut bed = Bed { fabric: Fabric { sim: &sim, host: host.clone() }, daemon, log: log.clone() };
+    bed.fabric.judge("bring-up");
+    let last_reaction = || {
+        let text = std::fs::read_to_string(&log).unwrap();
+        text.lines().filter(|l| l.contains("reaction done")).last().unwrap().to_string()
+    };
+    let blocks = |line: &str| -> usize {
+        let at = line.find("lft_blocks=").expect("lft_blocks in the reaction line") + "lft_blocks=".len();
+        line[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    for (label, command) in [("cable down", "Unlink \"sw0-1\"[3]"), ("cable up", "ReLink \"sw0-1\"[3]")] {
+        bed.scenario(label, &[command]);
+        let line = last_reaction();
+        assert!(line.contains("routed_quickly=false"), "{label}: {line}");
+        // One ring of six switches, two blocks each (108 LIDs).
+        assert!(blocks(&line) <= 12, "{label}: {line}");
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("6x6 torus with 1 cable missing"), "dor routed the torus as it was left");
+    ibsim::terminate(&mut bed.daemon, Duration::from_secs(10));
+}
