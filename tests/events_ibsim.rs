@@ -188,7 +188,7 @@ fn a_torus_cable_down_is_routed_round_by_dor() {
     bed.fabric.judge("bring-up");
     let last_reaction = || {
         let text = std::fs::read_to_string(&log).unwrap();
-        text.lines().filter(|l| l.contains("reaction done")).last().unwrap().to_string()
+        text.lines().rev().find(|l| l.contains("reaction done")).unwrap().to_string()
     };
     let blocks = |line: &str| -> usize {
         let at = line.find("lft_blocks=").expect("lft_blocks in the reaction line") + "lft_blocks=".len();

@@ -471,8 +471,8 @@ impl<D: SmpDriver> SubnetManager<D> {
 
         // Routes.
         // The engines run where they do not hold up the SA and the
-        // election (the runtime's blocking pool); the fabric view moves
-        // there and back.
+        // election (the runtime's background thread, idle class); the
+        // fabric view moves there and back.
         let (view, vls) = planner::routing_input(&subnet, &addressed.ranges, &self.config)?;
         // A fabric this SM did not program (a start, a takeover) may hold
         // routes that can stay: read what the switches hold first.

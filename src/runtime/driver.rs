@@ -68,43 +68,23 @@ impl<T: Transport> SmpDriver for SmpClient<T> {
         self.transport().stats().txn.totals().retries
     }
 
-    /// On tokio's blocking pool: the owner task and the SA task share one
-    /// thread, which keeps answering from the last snapshot while routes
-    /// are computed. Outside a runtime (a test's plain executor) inline.
+    /// On a thread of its own in the idle scheduling class
+    /// ([`super::background`]): the SA keeps answering from the last
+    /// snapshot while routes are computed, and is not delayed by them.
+    /// Outside a runtime (a test's plain executor) inline.
     async fn compute<R, W>(&self, work: W) -> R
     where
         R: Send + 'static,
         W: FnOnce() -> R + Send + 'static,
     {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return work() };
-        let work = move || {
-            lower_own_priority();
-            work()
-        };
-        match runtime.spawn_blocking(work).await {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return work();
+        }
+        match super::background::spawn("ibsm-route", work).await {
             Ok(r) => r,
             // The work panicked: as it would have inline.
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
-    }
-}
-
-/// Nice value of the threads routing and the SA's snapshot builds run on: below the owner, the SA and
-/// the I/O thread, so that on a small machine a long routing run takes the
-/// CPU they leave rather than delaying their answers.
-const ROUTING_NICE: libc::c_int = 10;
-
-/// Lowers the calling thread's priority (Linux: `setpriority` on a thread
-/// ID touches that thread only). A thread of the blocking pool keeps it; a
-/// failure only means routing competes at normal priority.
-#[allow(unsafe_code)]
-pub(super) fn lower_own_priority() {
-    // SAFETY: gettid takes no arguments and cannot fail; setpriority reads
-    // only its integer arguments.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        if libc::getpriority(libc::PRIO_PROCESS, tid) < ROUTING_NICE {
-            libc::setpriority(libc::PRIO_PROCESS, tid, ROUTING_NICE);
+            Err(super::background::Failed::Panicked(payload)) => std::panic::resume_unwind(payload),
+            Err(super::background::Failed::Cancelled) => panic!("the runtime shut down while routing"),
         }
     }
 }

@@ -39,6 +39,7 @@
 //! with its result, so nothing is locked.
 
 pub mod backend;
+mod background;
 pub mod dispatch;
 pub mod driver;
 pub mod metrics;

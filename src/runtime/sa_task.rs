@@ -37,6 +37,7 @@ use std::future::Future;
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, warn};
 
+use super::background::{Background, Failed};
 use super::metrics::Metrics;
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
 use crate::mad::{AttributeId, DrPath, NoticeRepr, PortInfoRepr, SmInfoRepr, SmpAttribute};
@@ -318,7 +319,7 @@ async fn run<T: Transport>(
     let mut mcast_published = tokio::time::Instant::now();
     // The snapshot being built off the thread, and whether a newer one
     // was published meanwhile (only the newest is built next).
-    let mut building: Option<tokio::task::JoinHandle<PreparedSnapshot>> = None;
+    let mut building: Option<Background<PreparedSnapshot>> = None;
     let mut newer = false;
     let mut fair = FairQueue::new(FAIR_SHARE, SA_QUEUE);
     loop {
@@ -618,22 +619,19 @@ impl<T: Transport> Transport for AtMaster<T> {
     }
 }
 
-/// Builds `snap`'s indexes for the agent on tokio's blocking pool.
-fn build_off_thread(agent: &mut SaAgent, snap: Arc<Snapshot>) -> tokio::task::JoinHandle<PreparedSnapshot> {
-    let build = agent.prepare(snap);
-    tokio::task::spawn_blocking(move || {
-        super::driver::lower_own_priority();
-        build()
-    })
+/// Builds `snap`'s indexes for the agent on a thread in the idle
+/// scheduling class ([`super::background`]).
+fn build_off_thread(agent: &mut SaAgent, snap: Arc<Snapshot>) -> Background<PreparedSnapshot> {
+    super::background::spawn("ibsm-sa-build", agent.prepare(snap))
 }
 
 /// Installs what a build made; a build that panicked panics here, as it
 /// would have inline.
-fn install(agent: &mut SaAgent, now: Duration, built: Result<PreparedSnapshot, tokio::task::JoinError>) {
+fn install(agent: &mut SaAgent, now: Duration, built: Result<PreparedSnapshot, Failed>) {
     match built {
         Ok(prepared) => agent.install(now, prepared),
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => warn!(error = %e, "building the SA's snapshot was cancelled"),
+        Err(Failed::Panicked(payload)) => std::panic::resume_unwind(payload),
+        Err(Failed::Cancelled) => warn!("building the SA's snapshot was cancelled"),
     }
 }
 
