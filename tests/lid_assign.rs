@@ -16,7 +16,7 @@ const SWITCH: PortRole = PortRole::SwitchPort0 { enhanced: false };
 const ESP0: PortRole = PortRole::SwitchPort0 { enhanced: true };
 
 fn port(guid: u64, role: PortRole, lid: u16, lmc: u8) -> SweptPort {
-    SweptPort { guid: Guid(guid), role, lid: Lid(lid), lmc, group: Guid(guid) }
+    SweptPort { guid: Guid(guid), role, lid: Lid(lid), lmc }
 }
 fn ca(guid: u64, lid: u16) -> SweptPort {
     port(guid, PortRole::EndPort, lid, 0)
@@ -52,28 +52,6 @@ fn apply(ports: &[SweptPort], a: &LidAssignment) -> Vec<SweptPort> {
 }
 fn changed(a: &LidAssignment) -> Vec<u64> {
     a.changes.iter().map(|c| c.guid.0).collect()
-}
-
-/// Fresh LIDs go to the SM's port, then switch by switch (by GUID), each
-/// switch before the end ports cabled to it; an end port cabled to no
-/// switch is a group of its own.
-#[test]
-fn fresh_lids_number_each_switch_with_its_end_ports() {
-    let on = |p: SweptPort, switch: u64| SweptPort { group: Guid(switch), ..p };
-    let ports = vec![
-        on(ca(0x102, 0), 0x20),
-        on(ca(0x100, 0), 0x20),
-        sw(0x20, 0),
-        on(ca(0x103, 0), 0x10),
-        ca(0x5, 0),
-        on(ca(0x101, 0), 0x10),
-        sw(0x10, 0),
-    ];
-    let a = assign_lids(&ports, &Guid2Lid::new(), Guid(0x100), &lmc(0));
-    let mut by_lid: Vec<(u16, u64)> = bases(&a).into_iter().map(|(g, l)| (l, g)).collect();
-    by_lid.sort_unstable();
-    let order: Vec<u64> = by_lid.into_iter().map(|(_, g)| g).collect();
-    assert_eq!(order, [0x100, 0x5, 0x10, 0x101, 0x103, 0x20, 0x102]);
 }
 
 /// The ibsim fabric of fixtures/guid2lid (net.2sw2path4hca2port): the SM
@@ -439,9 +417,9 @@ fn fifty_thousand_ports() {
         let lid = Lid(i as u16 + 1);
         file.insert(g, LidRange::single(lid).unwrap()).unwrap();
         match i % 49 {
-            0..=9 => ports.push(SweptPort { guid: g, role: PortRole::EndPort, lid: Lid(0), lmc: 0, group: g }),
+            0..=9 => ports.push(SweptPort { guid: g, role: PortRole::EndPort, lid: Lid(0), lmc: 0 }),
             10..=18 => {}
-            _ => ports.push(SweptPort { guid: g, role: PortRole::EndPort, lid, lmc: 0, group: g }),
+            _ => ports.push(SweptPort { guid: g, role: PortRole::EndPort, lid, lmc: 0 }),
         }
     }
     let t = Instant::now();

@@ -28,8 +28,7 @@ use crate::types::Guid;
 #[derive(Debug, Clone, ClapArgs)]
 pub struct LidArgs {
     /// `node-order` (1, 2, 3... in the file's node order), `sm` (ibsm's LID
-    /// manager on a cold fabric: SM port first, then switch by switch, each
-    /// switch's end ports after it),
+    /// manager on a cold fabric: SM port first, then GUID order),
     /// `guid2lid=FILE` (an OpenSM/ibsm guid2lid file, the rest as `sm`) or
     /// `dump=FILE` (the LIDs an lfts dump or ibroute output names).
     /// Default: node-order for `route`, the analysed dump for `analyze`.

@@ -19,14 +19,7 @@
 //! 3. **Fresh.** Everyone else gets the first free range aligned to `2^LMC`.
 //!
 //! The SM's own port goes first in phases 2 and 3 (it gets LID 1 on a new
-//! fabric), then the ports switch by switch: each switch (by GUID) with
-//! the end ports cabled to it (by GUID) right after it, end ports cabled
-//! to no switch after (their [`SweptPort::group`]). A switch's LID and its
-//! hosts' LIDs then share an LFT block: when the switch goes, clearing
-//! its LIDs touches one block on each other switch, not two or three
-//! spread across the table (a 6x6 mesh's switch: 70 blocks in GUID
-//! order). The order is a function of the cabling alone, as routes are,
-//! not of where the SM sits or what discovery met first. Ports that are absent from the
+//! fabric), then ports in ascending GUID order. Ports that are absent from the
 //! sweep keep their guid2lid entries, and those LIDs stay reserved: a new port
 //! never takes them while any other LID is free. Only when the unicast space
 //! is exhausted are reservations reclaimed, lowest GUID first (the file
@@ -69,10 +62,6 @@ pub struct SweptPort {
     pub lid: Lid,
     /// PortInfo.LMC.
     pub lmc: u8,
-    /// Which switch the port is numbered with when it gets fresh LIDs:
-    /// a switch's own node GUID; an end port's switch neighbour's node
-    /// GUID; the port's own GUID when it is cabled to no switch.
-    pub group: Guid,
 }
 
 /// The configuration the LID manager obeys. The default is OpenSM's: LMC 0,
@@ -311,10 +300,7 @@ pub fn assign_lids(ports: &[SweptPort], persisted: &Guid2Lid, sm_port: Guid, pol
     let index_of = |g: Guid| ps.binary_search_by_key(&g, |p| p.guid).ok();
     let lmc: Vec<u8> = ps.iter().map(|p| policy.lmc_for(p.role)).collect();
     let sm_idx = index_of(sm_port);
-    // Switch by switch, each switch's own port before its end ports.
-    let mut by_group: Vec<usize> = (0..n).filter(|&i| Some(i) != sm_idx).collect();
-    by_group.sort_by_key(|&i| (ps[i].group, ps[i].role == PortRole::EndPort, ps[i].guid));
-    let order: Vec<usize> = sm_idx.into_iter().chain(by_group).collect();
+    let order: Vec<usize> = sm_idx.into_iter().chain((0..n).filter(|&i| Some(i) != sm_idx)).collect();
 
     let mut space = Space::new();
     let mut got: Vec<Option<(LidRange, Phase)>> = vec![None; n];

@@ -56,13 +56,7 @@ pub(super) fn address(
         };
         let guid = node.port_guid(port);
         port_of_guid.insert(guid, (id, port));
-        let group = if node.is_switch() {
-            node.guid()
-        } else {
-            let far = node.ports.get(port as usize).and_then(|p| p.remote).map(|(far, _)| subnet.node(far));
-            far.filter(|f| f.is_switch()).map_or(guid, |f| f.guid())
-        };
-        swept.push(SweptPort { guid, role, lid: info.lid, lmc: info.lmc, group });
+        swept.push(SweptPort { guid, role, lid: info.lid, lmc: info.lmc });
     }
     let policy = LidPolicy::new(config.lmc)
         .map_err(|e| SweepError::Lid(e.to_string()))?

@@ -133,20 +133,8 @@ pub fn route_view(topo: &Topology, plan: &LidPlan) -> Result<RouteView, RouteVie
         }
         LidPlan::Sm { sm_port, persisted, lmc } => {
             let policy = LidPolicy::new(*lmc).map_err(|_| RouteViewError::BadLmc(*lmc))?;
-            // Grouped as the SM groups them: each end port with the switch
-            // it is cabled to.
-            let group = |p: &PortRef, m: &Member| match topo.node(p.node).kind {
-                NodeKind::Switch => topo.node(p.node).node_guid,
-                _ => idx
-                    .neighbor(*p)
-                    .map(|far| topo.node(far.node))
-                    .filter(|far| far.kind == NodeKind::Switch)
-                    .map_or(m.guid, |far| far.node_guid),
-            };
-            let swept: Vec<SweptPort> = members
-                .iter()
-                .map(|(p, m)| SweptPort { guid: m.guid, role: m.role, lid: Lid(0), lmc: 0, group: group(p, m) })
-                .collect();
+            let swept: Vec<SweptPort> =
+                members.iter().map(|(_, m)| SweptPort { guid: m.guid, role: m.role, lid: Lid(0), lmc: 0 }).collect();
             let sm = match sm_port {
                 Some(g) => {
                     if !members.iter().any(|(_, m)| m.guid == *g) {
