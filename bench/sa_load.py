@@ -69,10 +69,21 @@ def run_diag(sock, host, work, *args, timeout=120):
 
 
 def ca_lids(sock, host, work):
+    return sorted(set(ca_lid_by_name(sock, host, work).values()))
+
+
+def ca_lid_by_name(sock, host, work):
+    """{host name: LID} of every CA port, from `ibnetdiscover -p`."""
     code, text = run_diag(sock, host, work, "ibnetdiscover", "-p")
     if code != 0:
         raise SystemExit(f"ibnetdiscover failed: {text[:300]}")
-    return sorted({int(l.split()[1]) for l in text.splitlines() if l.startswith("CA ")})
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("CA "):
+            m = re.search(r"\( '([^']*)'", line)
+            if m:
+                out[m.group(1)] = int(line.split()[1])
+    return out
 
 
 def write_pairs(lids, path, n, seed=1):
@@ -171,8 +182,9 @@ def wait_sa(sock, host, work, cap=20.0):
     raise SystemExit("the SA does not answer saquery -c")
 
 
-def flood(sock, hosts, work, ibsm, kind, concurrency, duration, pairs, timeout_ms):
-    """Runs one `ibsm sa flood` per host at once; returns their JSON reports."""
+def flood(sock, hosts, work, ibsm, kind, concurrency, duration, pairs, timeout_ms, each_once=False):
+    """Runs one `ibsm sa flood` per host at once; returns their JSON reports.
+    `pairs`: one pairs file for all, or a list of one per host."""
     procs = []
     for i, host in enumerate(hosts):
         cwd = os.path.join(work, f"flood-{kind}-{i}")
@@ -180,7 +192,9 @@ def flood(sock, hosts, work, ibsm, kind, concurrency, duration, pairs, timeout_m
         cmd = [ibsm, "sa", "flood", "--kind", kind, "--concurrency", str(concurrency), "--duration", str(duration),
                "--timeout-ms", str(timeout_ms), "--json"]
         if kind == "path":
-            cmd += ["--pairs-file", pairs]
+            cmd += ["--pairs-file", pairs[i] if isinstance(pairs, list) else pairs]
+        if each_once:
+            cmd += ["--each-once"]
         env = sim_env(sock, host, {"LD_PRELOAD": UMAD2SIM})
         p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         PROCS.append(p)
@@ -211,6 +225,8 @@ def combine(reports):
         "qps": sum(r["qps"] for r in ok),
         "p50": p50s[len(p50s) // 2] if p50s else None,
         "p99": max((r["latency_ms"]["p99"] for r in ok if r["answered"]), default=None),
+        "max": max((r["latency_ms"]["max"] for r in ok if r["answered"]), default=None),
+        "last_answer_s": max(r["elapsed_s"] for r in ok),
         "records": (min(r["records_min"] for r in ok), max(r["records_max"] for r in ok)),
         "failures": {k: sum(r["failures"].get(k, 0) for r in ok) for r in ok for k in r["failures"]},
         "failed_clients": [r["failed"] for r in reports if "failed" in r],
@@ -254,6 +270,24 @@ def bench_sm(kind, args, sock, hosts, work, cache, pairs):
     if cpu0 is not None and cpu1 is not None:
         r["cpu_s"] = cpu1 - cpu0
         r["cpu_share"] = (cpu1 - cpu0) / max(t1 - t0, 1e-9)
+    # An MPI start-up: every client resolves its path to every CA once,
+    # all at once.
+    storm_pairs = []
+    for i, host in enumerate(flood_hosts):
+        path = os.path.join(work, f"storm-{i}")
+        if not os.path.exists(path):
+            lids = ca_lid_by_name(sock, diag_host, work)
+            own = lids[host]
+            with open(path, "w") as f:
+                for lid in sorted(set(lids.values()) - {own}):
+                    f.write(f"{own} {lid}\n")
+        storm_pairs.append(path)
+    cpu0 = cpu_seconds(sm.proc.pid)
+    r["storm"] = combine(flood(sock, flood_hosts, work, args.ibsm, "path", args.concurrency, 120, storm_pairs,
+                               args.timeout_ms, each_once=True))
+    cpu1 = cpu_seconds(sm.proc.pid)
+    if cpu0 is not None and cpu1 is not None:
+        r["storm"]["cpu_s"] = cpu1 - cpu0
     # One query at a time: the SA's answer time with nothing queued.
     r["path1"] = combine(flood(sock, flood_hosts[:1], work, args.ibsm, "path", 1, min(args.duration, 5.0), pairs,
                                args.timeout_ms))
@@ -300,6 +334,21 @@ def report(name, spec, args, res, sim):
           f"| {ratio(i1.get('qps'), o1.get('qps'))} |")
     print(f"| one client, 1 in flight: p50 latency (ms) | {fmt(o1.get('p50'), 3)} | {fmt(i1.get('p50'), 3)} "
           f"| {ratio(i1.get('p50'), o1.get('p50'))} |")
+    print()
+    os_, is_ = o["storm"], i["storm"]
+    print(f"| MPI start-up storm ({is_.get('clients')} clients x every CA, {args.concurrency} in flight each) "
+          f"| OpenSM | ibsm | ibsm/OpenSM |")
+    print("|---|---|---|---|")
+    for label, key, d in [("queries", "sent", 0), ("answered", "answered", 0), ("lost (timeouts)", "lost", 0),
+                          ("errors", "errors", 0), ("time to the last answer (s, slowest client)", "last_answer_s", 3),
+                          ("p50 latency (ms, median client)", "p50", 3), ("p99 latency (ms, worst client)", "p99", 3),
+                          ("max latency (ms)", "max", 3)]:
+        a, b = os_.get(key), is_.get(key)
+        print(f"| {label} | {fmt(a, d)} | {fmt(b, d)} | "
+              f"{ratio(b, a) if key in ('last_answer_s', 'p50', 'p99', 'max') else ''} |")
+    so = os_.get("cpu_s") / max(os_.get("answered", 0), 1) * 1e6 if os_.get("cpu_s") is not None else None
+    si = is_.get("cpu_s") / max(is_.get("answered", 0), 1) * 1e6 if is_.get("cpu_s") is not None else None
+    print(f"| SM CPU µs per answer | {fmt(so, 1)} | {fmt(si, 1)} | {ratio(si, so)} |")
     print()
     on, inn = o["nodes"], i["nodes"]
     print("| GetTable NodeRecord (1 client x 4) | OpenSM | ibsm |")

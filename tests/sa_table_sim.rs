@@ -134,10 +134,23 @@ async fn whole_tables_of_a_648_host_fabric_with_and_without_loss() {
     };
     let pairs: Vec<(u16, u16)> =
         lids.iter().zip(lids.iter().rev()).map(|(&a, &b)| (a, b)).filter(|(a, b)| a != b).collect();
-    let plan =
-        FloodPlan { kind: FloodKind::Path, pairs, duration: Duration::from_secs(5), concurrency: 32, pace: None };
+    let plan = FloodPlan {
+        kind: FloodKind::Path,
+        pairs,
+        duration: Duration::from_secs(5),
+        concurrency: 32,
+        pace: None,
+        each_once: false,
+    };
     let report = flood(&client, &plan).await;
     eprintln!("{}", report.render(false).trim());
     assert!(report.answered > 0 && report.sent == report.answered, "{report:?}");
     assert_eq!((report.lost, report.errors), (0, 0), "{report:?}");
+    // Each pair once, as an MPI job's start asks: exactly the pairs, every
+    // one answered, well before the cap.
+    let once = FloodPlan { each_once: true, duration: Duration::from_secs(600), ..plan.clone() };
+    let report = flood(&client, &once).await;
+    let asked = once.pairs.len() as u64;
+    assert_eq!((report.sent, report.answered, report.lost), (asked, asked, 0), "{report:?}");
+    assert!(report.elapsed_s < 600.0, "{report:?}");
 }

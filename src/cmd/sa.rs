@@ -489,6 +489,17 @@ pub struct FloodArgs {
     /// A file of `<SLID> <DLID>` lines.
     #[arg(long, value_name = "FILE")]
     pub pairs_file: Option<PathBuf>,
+    /// Ask each pair once, then stop (--duration still caps it): an MPI
+    /// job's start, every rank resolving its peers once.
+    #[arg(long)]
+    pub each_once: bool,
+    /// With --sim: an MPI start-up storm, `CLIENTSxDESTS`. CLIENTS hosts
+    /// spread over the fabric each ask, once, a PathRecord from themselves
+    /// to each of the DESTS hosts after them, the clients' queries
+    /// interleaved as they would reach the SA together; the report's time
+    /// is the time to the last answer.
+    #[arg(long, value_name = "CLIENTSxDESTS", value_parser = parse_storm)]
+    pub storm: Option<(usize, usize)>,
     /// How long one query waits for its answer before it counts as lost.
     #[arg(long, default_value = "1000")]
     pub timeout_ms: u64,
@@ -511,6 +522,19 @@ pub struct FloodPlan {
     pub concurrency: usize,
     /// A pause after each answer, per slot: a paced probe (`None`: flood).
     pub pace: Option<Duration>,
+    /// Each pair once, then stop.
+    pub each_once: bool,
+}
+
+/// `CLIENTSxDESTS`, both at least 1.
+fn parse_storm(s: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("`{s}`: expected CLIENTSxDESTS, such as 1024x1023");
+    let (c, d) = s.split_once('x').ok_or_else(bad)?;
+    let (c, d): (usize, usize) = (c.parse().map_err(|_| bad())?, d.parse().map_err(|_| bad())?);
+    if c == 0 || d == 0 {
+        return Err(bad());
+    }
+    Ok((c, d))
 }
 
 /// What a flood saw.
@@ -603,6 +627,9 @@ pub async fn flood<T: Transport>(client: &SaClient<T>, plan: &FloodPlan) -> Floo
         let mut t = Tally::default();
         while tokio::time::Instant::now() < deadline {
             let i = next.fetch_add(1, Ordering::Relaxed);
+            if plan.each_once && i >= plan.pairs.len() {
+                break;
+            }
             let t0 = tokio::time::Instant::now();
             t.sent += 1;
             let got: Result<u64, SaError> = match plan.kind {
@@ -703,6 +730,7 @@ pub async fn run_flood(args: &FloodArgs) -> Result<FloodReport, String> {
         duration: Duration::from_secs_f64(args.duration.max(0.0)),
         concurrency: args.concurrency,
         pace: args.pace_ms.map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
+        each_once: args.each_once,
     };
     Ok(flood(&client, &plan).await)
 }
@@ -799,6 +827,20 @@ mod sim {
         Datagram { addr: MadAddress::gsi(Lid(from), 0), mad }
     }
 
+    /// `clients` of the hosts `lids`, evenly spread, each to the `dests`
+    /// hosts after it (wrapping round), in rounds: every client's first
+    /// query, then every client's second, and so on.
+    fn storm_pairs(lids: &[u16], clients: usize, dests: usize) -> Vec<(u16, u16)> {
+        let n = lids.len();
+        let step = (n / clients.max(1)).max(1);
+        let sources: Vec<usize> = (0..clients.min(n)).map(|c| c * step).collect();
+        let mut pairs = Vec::with_capacity(sources.len() * dests);
+        for j in 1..=dests.min(n.saturating_sub(1)) {
+            pairs.extend(sources.iter().map(|&s| (lids[s], lids[(s + j) % n])));
+        }
+        pairs
+    }
+
     pub async fn flood(args: &FloodArgs) -> Result<FloodReport, String> {
         let spec = args.port.sim.as_deref().unwrap_or("builtin");
         let spec = if spec == "builtin" { backend::BUILTIN_TOPOLOGY } else { spec };
@@ -807,12 +849,17 @@ mod sim {
             FloodKind::Path => 1,
             FloodKind::Nodes => snap.sweep.subnet.nodes.len() as u64,
         };
-        let pairs = match flood_pairs(args)? {
-            p if !p.is_empty() => p,
+        let pairs = match (args.storm, flood_pairs(args)?) {
+            (Some((clients, dests)), _) => storm_pairs(&lids, clients, dests),
+            (None, p) if !p.is_empty() => p,
             // Every host to the host half the fabric away.
             _ => (0..lids.len()).map(|i| (lids[i], lids[(i + lids.len() / 2) % lids.len()])).collect(),
         };
-        let from = *lids.last().ok_or("no host")?;
+        if pairs.is_empty() {
+            return Err(format!("{spec} has too few hosts for a storm"));
+        }
+        let flood_from = *lids.last().ok_or("no host")?;
+        let each_once = args.each_once || args.storm.is_some();
 
         let mut agent = SaAgent::new(SaConfig::default(), sm_guid);
         let start = Instant::now();
@@ -822,9 +869,12 @@ mod sim {
         let deadline = Duration::from_secs_f64(args.duration.max(0.0));
         let mut t = Tally::default();
         let mut tid = 0u64;
-        while now() < deadline {
+        while if each_once { (tid as usize) < pairs.len() } else { now() < deadline } {
+            let pair = pairs[tid as usize % pairs.len()];
             tid += 1;
-            let d = query(args.kind, tid, from, pairs[tid as usize % pairs.len()]);
+            // A storm's queries come from their own sources.
+            let from = if args.storm.is_some() { pair.0 } else { flood_from };
+            let d = query(args.kind, tid, from, pair);
             let t0 = Instant::now();
             agent.handle_mad(now(), &d);
             // The answer (a GetTable's first RMPP window too) is what the
@@ -856,8 +906,14 @@ mod sim {
             }
         }
         let elapsed = start.elapsed().as_secs_f64();
+        let kind = match args.storm {
+            Some((clients, dests)) => {
+                format!("path storm, {clients} clients x {dests} destinations (SA core, one thread)")
+            }
+            None => format!("{:?} (SA core, one thread)", args.kind).to_lowercase(),
+        };
         Ok(FloodReport {
-            kind: format!("{:?} (SA core, one thread)", args.kind).to_lowercase(),
+            kind,
             concurrency: 1,
             elapsed_s: elapsed,
             sent: t.sent,
