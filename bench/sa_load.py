@@ -133,6 +133,23 @@ def metrics(addr):
     return out
 
 
+def answer_buckets(before, after):
+    """{upper bound in ms: answers} of ibsm_sa_answer_seconds between two
+    scrapes: how long the SM itself held each answer (its queue included),
+    apart from ibsim's and the client's part of the latency."""
+    cum = {}
+    for (name, labels), v in after.items():
+        if name == "ibsm_sa_answer_seconds_bucket":
+            le = re.search(r'le="([^"]+)"', labels).group(1)
+            cum[float(le) if le != "+Inf" else float("inf")] = v - before.get((name, labels), 0)
+    out, prev = {}, 0
+    for le in sorted(cum):
+        if cum[le] - prev:
+            out[le * 1000] = cum[le] - prev
+        prev = cum[le]
+    return out
+
+
 def sweeps(m):
     return (m.get(("ibsm_sweeps_total", '{kind="light"}'), 0), m.get(("ibsm_sweeps_total", '{kind="heavy"}'), 0))
 
@@ -283,11 +300,16 @@ def bench_sm(kind, args, sock, hosts, work, cache, pairs):
                     f.write(f"{own} {lid}\n")
         storm_pairs.append(path)
     cpu0 = cpu_seconds(sm.proc.pid)
+    h0 = metrics(METRICS) if kind == "ibsm" else {}
     r["storm"] = combine(flood(sock, flood_hosts, work, args.ibsm, "path", args.concurrency, 120, storm_pairs,
                                args.timeout_ms, each_once=True))
     cpu1 = cpu_seconds(sm.proc.pid)
     if cpu0 is not None and cpu1 is not None:
         r["storm"]["cpu_s"] = cpu1 - cpu0
+    if kind == "ibsm":
+        # /metrics is rendered at most once a second and reused meanwhile.
+        time.sleep(2.5)
+        r["storm"]["sa_inside"] = answer_buckets(h0, metrics(METRICS))
     # One query at a time: the SA's answer time with nothing queued.
     r["path1"] = combine(flood(sock, flood_hosts[:1], work, args.ibsm, "path", 1, min(args.duration, 5.0), pairs,
                                args.timeout_ms))
@@ -349,6 +371,8 @@ def report(name, spec, args, res, sim):
     so = os_.get("cpu_s") / max(os_.get("answered", 0), 1) * 1e6 if os_.get("cpu_s") is not None else None
     si = is_.get("cpu_s") / max(is_.get("answered", 0), 1) * 1e6 if is_.get("cpu_s") is not None else None
     print(f"| SM CPU µs per answer | {fmt(so, 1)} | {fmt(si, 1)} | {ratio(si, so)} |")
+    inside = ", ".join(f"≤{le:g} ms: {n:.0f}" for le, n in sorted(is_.get("sa_inside", {}).items()))
+    print(f"| ibsm: answers by time inside the SM (ibsm_sa_answer_seconds) | | {inside} | |")
     print()
     on, inn = o["nodes"], i["nodes"]
     print("| GetTable NodeRecord (1 client x 4) | OpenSM | ibsm |")
