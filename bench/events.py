@@ -6,7 +6,8 @@ For each SM in turn a fresh ibsim runs the fabric and the SM runs as a
 daemon with periodic sweeps off (`opensm -s 0`, `ibsm run --sweep-interval
 0`), so only the traps ibsim sends on a link change start a reaction. Once
 the subnet is up and quiet, each scenario drives ibsim's console (Unlink,
-ReLink) and waits until the SM has sent nothing for --quiet seconds. It
+ReLink), or sends the SM SIGHUP (a heavy sweep of an unchanged fabric, for
+both SMs), and waits until the SM has sent nothing for --quiet seconds. It
 reports, per scenario and SM:
 
 - SMPs sent reacting: every SMP the SM wrote between the console command
@@ -34,6 +35,7 @@ import json
 import os
 import random
 import re
+import signal
 import shutil
 import struct
 import subprocess
@@ -126,6 +128,9 @@ def probe_report(p):
             "lost": r["lost"] + r["errors"]}
 
 
+HEAVY_SWEEP = "<SIGHUP to the SM>"
+
+
 def scenarios(net, sm_host):
     """(name, console commands): a switch-to-switch cable of a switch the
     SM does not hang off (the sixth such switch), and the switch with the
@@ -148,6 +153,10 @@ def scenarios(net, sm_host):
         ("cable up", [f'ReLink "{cable_sw}"[{port}]']),
         ("spine down", [f'Unlink "{hub}"']),
         ("spine up", [f'ReLink "{hub}"']),
+        # Not the console: the SM itself is sent SIGHUP, on which both
+        # OpenSM and ibsm sweep the whole fabric again (a heavy sweep) on a
+        # fabric that did not change.
+        ("heavy sweep (SIGHUP)", [HEAVY_SWEEP]),
     ]
 
 
@@ -199,7 +208,10 @@ def run_sm(kind, spec, ibsm, shim, quiet, work, pace_ms):
             before = read_live(live)
             t0 = time.monotonic()
             for c in commands:
-                sim.stdin.write(c + "\n")
+                if c == HEAVY_SWEEP:
+                    sm.send_signal(signal.SIGHUP)
+                else:
+                    sim.stdin.write(c + "\n")
             sim.stdin.flush()
             after, last = wait_quiet(live, quiet)
             sa = probe_report(probe)
