@@ -497,7 +497,7 @@ pub struct FloodArgs {
     /// spread over the fabric each ask, once, a PathRecord from themselves
     /// to each of the DESTS hosts after them, the clients' queries
     /// interleaved as they would reach the SA together; the report's time
-    /// is the time to the last answer.
+    /// is the time to the last answer (--duration still caps it).
     #[arg(long, value_name = "CLIENTSxDESTS", value_parser = parse_storm)]
     pub storm: Option<(usize, usize)>,
     /// How long one query waits for its answer before it counts as lost.
@@ -719,6 +719,9 @@ pub async fn run_flood(args: &FloodArgs) -> Result<FloodReport, String> {
     if args.port.sim.is_some() {
         return sim::flood(args).await;
     }
+    if args.storm.is_some() {
+        return Err("--storm runs in-process (--sim); on a fabric, run one --each-once client per host".into());
+    }
     let pairs = flood_pairs(args)?;
     if args.kind == FloodKind::Path && pairs.is_empty() {
         return Err("no paths to ask for: give --src-to-dst SLID:DLID or --pairs-file FILE".into());
@@ -830,7 +833,7 @@ mod sim {
     /// `clients` of the hosts `lids`, evenly spread, each to the `dests`
     /// hosts after it (wrapping round), in rounds: every client's first
     /// query, then every client's second, and so on.
-    fn storm_pairs(lids: &[u16], clients: usize, dests: usize) -> Vec<(u16, u16)> {
+    pub(super) fn storm_pairs(lids: &[u16], clients: usize, dests: usize) -> Vec<(u16, u16)> {
         let n = lids.len();
         let step = (n / clients.max(1)).max(1);
         let sources: Vec<usize> = (0..clients.min(n)).map(|c| c * step).collect();
@@ -842,6 +845,9 @@ mod sim {
     }
 
     pub async fn flood(args: &FloodArgs) -> Result<FloodReport, String> {
+        if args.storm.is_some() && args.kind != FloodKind::Path {
+            return Err("--storm asks PathRecords: it takes no --kind but path".into());
+        }
         let spec = args.port.sim.as_deref().unwrap_or("builtin");
         let spec = if spec == "builtin" { backend::BUILTIN_TOPOLOGY } else { spec };
         let (snap, lids, sm_guid) = swept(spec, args.port.seed, args.port.sm_node.as_deref()).await?;
@@ -869,7 +875,7 @@ mod sim {
         let deadline = Duration::from_secs_f64(args.duration.max(0.0));
         let mut t = Tally::default();
         let mut tid = 0u64;
-        while if each_once { (tid as usize) < pairs.len() } else { now() < deadline } {
+        while now() < deadline && (!each_once || (tid as usize) < pairs.len()) {
             let pair = pairs[tid as usize % pairs.len()];
             tid += 1;
             // A storm's queries come from their own sources.
@@ -1034,6 +1040,19 @@ mod tests {
         assert!(parse_pairs("1 70000\n", "f").unwrap_err().starts_with("f:1: `1 70000` is not two LIDs"));
         assert_eq!(parse_pair("1:0x20"), Ok((1, 32)));
         assert!(parse_pair("1-2").is_err());
+    }
+
+    #[test]
+    fn a_storm_interleaves_its_clients_each_to_the_hosts_after_it() {
+        assert_eq!(parse_storm("1024x1023"), Ok((1024, 1023)));
+        for bad in ["0x5", "5x0", "5", "ax3"] {
+            assert!(parse_storm(bad).is_err(), "{bad}");
+        }
+        let lids = [10, 11, 12, 13, 14, 15];
+        // Clients at 10, 12 and 14, two destinations each, round by round.
+        assert_eq!(sim::storm_pairs(&lids, 3, 2), vec![(10, 11), (12, 13), (14, 15), (10, 12), (12, 14), (14, 10)]);
+        // More destinations than other hosts: each host once.
+        assert_eq!(sim::storm_pairs(&lids[..3], 1, 9), vec![(10, 11), (10, 12)]);
     }
 
     #[test]
