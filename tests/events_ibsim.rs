@@ -67,6 +67,38 @@ impl Bed<'_> {
     }
 }
 
+impl Bed<'_> {
+    /// Prints the reactions the daemon logged and stops it.
+    fn finish(mut self) {
+        for line in std::fs::read_to_string(&self.log).unwrap().lines().filter(|l| l.contains("reaction done")) {
+            eprintln!("{line}");
+        }
+        ibsim::terminate(&mut self.daemon, Duration::from_secs(10));
+    }
+}
+
+/// ibsim running a generated `spec`, and `ibsm run` as a daemon on its SM
+/// host (light sweeps every `sweep_interval` seconds, "0": off), let
+/// settle for `settle` after the subnet came up.
+struct Started {
+    sim: Ibsim,
+    host: String,
+    daemon: KillOnDrop,
+    log: std::path::PathBuf,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+fn start_fabric(spec: &str, sweep_interval: &str, settle: Duration) -> Started {
+    let dir = tempfile::tempdir().unwrap();
+    let (net, flags, host) = generated(spec, dir.path());
+    let sim = Ibsim::start_with(&net, &flags);
+    sim.wait_for_sma(&host, Duration::from_secs(20));
+    let cache = tempfile::tempdir().unwrap();
+    let (daemon, log) = start_ibsm(&sim, &host, sweep_interval, cache.path());
+    std::thread::sleep(settle);
+    Started { sim, host, daemon, log, _dirs: (dir, cache) }
+}
+
 /// `ibsm run` as a daemon on `host`, light sweeps every `sweep_interval`
 /// seconds ("0": off), its cache and log in `cache`; returns once the
 /// subnet is up.
@@ -132,10 +164,7 @@ fn every_scenario_reacted_to_from_traps_alone() {
     ];
     let lids = bed.scenario("ten cables down", &ten);
     assert!(!lids.contains_key(&guid_of(&net, "leaf2-h1")), "a host cut off is not in the fabric");
-    for line in std::fs::read_to_string(&log).unwrap().lines().filter(|l| l.contains("reaction done")) {
-        eprintln!("{line}");
-    }
-    ibsim::terminate(&mut bed.daemon, Duration::from_secs(10));
+    bed.finish();
 }
 
 /// A mesh switch whose loss the repair cannot route around, on ibsim: the
@@ -144,13 +173,7 @@ fn every_scenario_reacted_to_from_traps_alone() {
 /// the switch comes back.
 #[test]
 fn a_mesh_switch_lost_is_routed_quickly_then_rebalanced() {
-    let dir = tempfile::tempdir().unwrap();
-    let (net, flags, host) = generated("mesh2d:6x6,hosts=2", dir.path());
-    let sim = Ibsim::start_with(&net, &flags);
-    sim.wait_for_sma(&host, Duration::from_secs(20));
-    let cache = tempfile::tempdir().unwrap();
-    let (daemon, log) = start_ibsm(&sim, &host, "1", cache.path());
-    std::thread::sleep(Duration::from_secs(3));
+    let Started { sim, host, daemon, log, _dirs } = start_fabric("mesh2d:6x6,hosts=2", "1", Duration::from_secs(3));
     let mut bed = Bed { fabric: Fabric { sim: &sim, host: host.clone() }, daemon, log: log.clone() };
     bed.fabric.judge("bring-up");
 
@@ -167,23 +190,14 @@ fn a_mesh_switch_lost_is_routed_quickly_then_rebalanced() {
     assert_eq!(bed.count("heavy sweep next"), heavy, "the loss fell back to a heavy sweep");
     bed.fabric.judge("rebalanced");
     bed.scenario("switch back", &["ReLink \"sw1-1\""]);
-    for line in std::fs::read_to_string(&log).unwrap().lines().filter(|l| l.contains("reaction done")) {
-        eprintln!("{line}");
-    }
-    ibsim::terminate(&mut bed.daemon, Duration::from_secs(10));
+    bed.finish();
 }
 
 /// A torus cable down on ibsim: dor routes round it on its two VLs, with
 /// no quick run, and moves only what crossed the cable; then back.
 #[test]
 fn a_torus_cable_down_is_routed_round_by_dor() {
-    let dir = tempfile::tempdir().unwrap();
-    let (net, flags, host) = generated("torus2d:6x6,hosts=2", dir.path());
-    let sim = Ibsim::start_with(&net, &flags);
-    sim.wait_for_sma(&host, Duration::from_secs(20));
-    let cache = tempfile::tempdir().unwrap();
-    let (daemon, log) = start_ibsm(&sim, &host, "0", cache.path());
-    std::thread::sleep(Duration::from_secs(2));
+    let Started { sim, host, daemon, log, _dirs } = start_fabric("torus2d:6x6,hosts=2", "0", Duration::from_secs(2));
     let mut bed = Bed { fabric: Fabric { sim: &sim, host: host.clone() }, daemon, log: log.clone() };
     bed.fabric.judge("bring-up");
     let last_reaction = || {
@@ -203,5 +217,5 @@ fn a_torus_cable_down_is_routed_round_by_dor() {
     }
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("6x6 torus with 1 cable missing"), "dor routed the torus as it was left");
-    ibsim::terminate(&mut bed.daemon, Duration::from_secs(10));
+    bed.finish();
 }
