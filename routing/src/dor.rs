@@ -168,6 +168,30 @@ impl Shape {
         &self.coords[i * d..(i + 1) * d]
     }
 
+    /// Each missing cable as the ring it opens: its dimension, the grid
+    /// coordinates of the ring's coordinate-0 switch, and the coordinate
+    /// the cable leaves plus-wards. `None` for a pair that is no ring's
+    /// neighbours (a line's, or no grid neighbours at all).
+    fn opened_rings(&self) -> Vec<Option<OpenedRing>> {
+        let d = self.dims.len();
+        let index: std::collections::HashMap<SwitchId, usize> =
+            self.switches.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+        self.missing
+            .iter()
+            .map(|&(a, b)| {
+                let (ca, cb) = (self.coord(*index.get(&a)?), self.coord(*index.get(&b)?));
+                let dim = (0..d).find(|&k| ca[k] != cb[k])?;
+                if !self.dims[dim].ring {
+                    return None;
+                }
+                let from = if (ca[dim] + 1) % self.dims[dim].size == cb[dim] { ca[dim] } else { cb[dim] };
+                let mut ring = ca.to_vec();
+                ring[dim] = 0;
+                Some(OpenedRing { dim, ring, from })
+            })
+            .collect()
+    }
+
     /// Dimensions whose datelines take an SL bit.
     pub fn datelines(&self) -> usize {
         self.dims.iter().filter(|d| d.has_dateline()).count()
@@ -211,6 +235,16 @@ impl Shape {
             m => format!("{shape} with {m} cables missing"),
         }
     }
+}
+
+/// A ring of a [`Shape`] that a missing cable made a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct OpenedRing {
+    dim: usize,
+    /// The coordinates of the ring's switch at coordinate 0 of `dim`.
+    ring: Vec<u32>,
+    /// The cable missing runs from this coordinate to the next.
+    from: u32,
 }
 
 /// The simple switch graph of one connected part: local indices, sorted
@@ -435,22 +469,12 @@ fn complete(
 /// cables. A line missing a cable is cut in two, which no dimension order
 /// crosses.
 fn gaps_are_routable(shape: &Shape) -> bool {
-    let d = shape.dims.len();
-    let index: std::collections::HashMap<SwitchId, usize> =
-        shape.switches.iter().enumerate().map(|(i, &s)| (s, i)).collect();
-    let mut rings_opened: Vec<(usize, Vec<u32>)> = Vec::new();
-    for &(a, b) in &shape.missing {
-        let (ca, cb) = (shape.coord(index[&a]), shape.coord(index[&b]));
-        let Some(k) = (0..d).find(|&k| ca[k] != cb[k]) else { return false };
-        if !shape.dims[k].ring {
-            return false;
+    let mut opened: Vec<OpenedRing> = Vec::new();
+    for ring in shape.opened_rings() {
+        match ring {
+            Some(r) if !opened.iter().any(|o| (o.dim, &o.ring) == (r.dim, &r.ring)) => opened.push(r),
+            _ => return false,
         }
-        let mut fiber = ca.to_vec();
-        fiber[k] = 0;
-        if rings_opened.contains(&(k, fiber.clone())) {
-            return false;
-        }
-        rings_opened.push((k, fiber));
     }
     true
 }
@@ -866,15 +890,9 @@ fn route_part(
     // coordinate-0 switch and the dimension: the coordinate the cable
     // leaves plus-wards.
     let mut gap = vec![NONE; n * d];
-    let index_of: std::collections::HashMap<SwitchId, usize> =
-        shape.switches.iter().enumerate().map(|(i, &s)| (s, i)).collect();
-    for &(a, b) in &shape.missing {
-        let (ca, cb) = (shape.coord(index_of[&a]), shape.coord(index_of[&b]));
-        let k = (0..d).find(|&k| ca[k] != cb[k]).expect("a missing cable joins grid neighbours");
-        let from = if (ca[k] + 1) % shape.dims[k].size == cb[k] { ca[k] } else { cb[k] };
-        let mut ring0 = ca.to_vec();
-        ring0[k] = 0;
-        gap[grid_index(&ring0) * d + k] = from;
+    for opened in shape.opened_rings() {
+        let OpenedRing { dim, ring, from } = opened.expect("detection kept only cables that open a ring");
+        gap[grid_index(&ring) * d + dim] = from;
     }
     let per_switch = f.end_ports_per_switch();
     let hosts: Vec<u64> = shape.switches.iter().map(|&s| per_switch[s.index()]).collect();
@@ -1141,7 +1159,7 @@ mod tests {
         assert!(cdg.deadlock_free(), "{cdg}");
     }
 
-    /// Every single cable of a 6x6 and a 5x3x4 torus unplugged in turn:
+    /// Every single cable of a 6x6 and a 5x3x7 torus unplugged in turn:
     /// dor still applies, its routes are whole and deadlock free on its two
     /// VLs, and the only entries that change are those whose old path
     /// crossed the cable.
