@@ -57,6 +57,7 @@ mod owner;
 mod perfmgr_task;
 mod publish;
 mod reload;
+mod sa_inline;
 mod sa_link;
 mod side_jobs;
 mod signals;

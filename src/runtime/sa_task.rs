@@ -39,6 +39,7 @@ use tracing::{debug, error, warn};
 
 use super::background::{Background, Failed};
 use super::metrics::Metrics;
+use super::sa_inline::{lock, InlineSa, SharedAgent};
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
 use crate::mad::{AttributeId, DrPath, NoticeRepr, PortInfoRepr, SmInfoRepr, SmpAttribute};
 use crate::program::guids::AliasTable;
@@ -197,6 +198,7 @@ pub fn spawn<T: Transport + Clone>(
     let (copy_tx, copy) = watch::channel(None);
     let (lids_tx, copy_lids) = watch::channel(Arc::default());
     let (mad_tx, mads) = mpsc::channel(SA_INTAKE);
+    let mad_tx_for_inline = mad_tx.clone();
     if !transport.divert(crate::mad::MgmtClass::SubnAdm, mad_tx) {
         debug!("the transport cannot divert SA MADs: the owner task forwards them");
     }
@@ -207,6 +209,12 @@ pub fn spawn<T: Transport + Clone>(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
             ^ own_port.0.rotate_left(17);
     agent.enable_sync(sm_key, seed);
+    let agent: SharedAgent = Arc::new(std::sync::Mutex::new(agent));
+    let started = tokio::time::Instant::now();
+    let inline = InlineSa::new(agent.clone(), mad_tx_for_inline, started.into_std(), metrics.clone());
+    if transport.serve_inline(crate::mad::MgmtClass::SubnAdm, Box::new(inline)) {
+        debug!("SA Gets are answered on the transport's receiver thread");
+    }
     // Off the owner's runtime, a snapshot's indexes are built on a
     // blocking thread while the SA answers from the one it has; in virtual
     // time inline, so the paused clock does not run meanwhile.
@@ -216,7 +224,7 @@ pub fn spawn<T: Transport + Clone>(
     };
     let feed = Feed { snapshots, intake };
     let task = run(
-        agent,
+        (agent, started),
         transport,
         Inputs { owner: rx, mads },
         serving_rx,
@@ -294,7 +302,7 @@ enum Intake {
 const MAD_BURST: usize = 256;
 
 async fn run<T: Transport>(
-    mut agent: SaAgent,
+    (shared, started): (SharedAgent, tokio::time::Instant),
     transport: T,
     Inputs { owner: mut input, mut mads }: Inputs,
     mut serving: watch::Receiver<Serving>,
@@ -302,7 +310,6 @@ async fn run<T: Transport>(
     metrics: Option<Metrics>,
     (ToProgram { aliases, mcast }, copied): (ToProgram, Copied),
 ) {
-    let started = tokio::time::Instant::now();
     // Counters reach Prometheus at most once a second, not per MAD.
     let mut export = tokio::time::interval(METRICS_PERIOD);
     export.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -310,12 +317,14 @@ async fn run<T: Transport>(
     let mut published = snapshots.subscribe();
     // A snapshot published before the task started still counts.
     if let Some(s) = snapshots.latest() {
-        agent.new_snapshot(now(), s);
+        lock(&shared).new_snapshot(now(), s);
     }
     let mut send_failures = 0u64;
     let mut lids_version = 0u64;
-    let mut alias_version = agent.alias_version();
-    let mut mcast_version = agent.multicast().version();
+    let (mut alias_version, mut mcast_version) = {
+        let agent = lock(&shared);
+        (agent.alias_version(), agent.multicast().version())
+    };
     let mut mcast_published = tokio::time::Instant::now();
     // The snapshot being built off the thread, and whether a newer one
     // was published meanwhile (only the newest is built next).
@@ -323,31 +332,36 @@ async fn run<T: Transport>(
     let mut newer = false;
     let mut fair = FairQueue::new(FAIR_SHARE, SA_QUEUE);
     loop {
-        // Joins, leaves, ports gone or the partitions' groups changed the
-        // multicast groups: the SM routes them.
-        let mcast_due = (input.is_empty() && mads.is_empty() && fair.is_empty())
-            || mcast_published.elapsed() >= MCAST_PUBLISH_PERIOD;
-        if agent.multicast().version() != mcast_version && mcast_due {
-            mcast_version = agent.multicast().version();
-            mcast_published = tokio::time::Instant::now();
-            mcast.send_replace(Arc::new(agent.multicast().mcast_table()));
-        }
-        // A Set or Delete of GUIDInfoRecords (or ports gone, or a
-        // takeover's import) changed the aliases: the SM programs them.
-        if agent.alias_version() != alias_version {
-            alias_version = agent.alias_version();
-            aliases.send_replace(Arc::new(agent.alias_table()));
-        }
-        transmit(&mut agent, &transport, now(), &mut send_failures);
-        // The standby's copy: when it was last current, and the old
-        // master's LIDs, for a takeover.
-        let as_of = agent.sync_current_as_of().map(|d| started + d);
-        copied.current.send_if_modified(|c| std::mem::replace(c, as_of) != as_of);
-        if agent.sync_lids_version() != lids_version {
-            lids_version = agent.sync_lids_version();
-            copied.lids.send_replace(Arc::new(agent.sync_lids()));
-        }
-        let wake = agent.poll_timeout();
+        // The agent is locked for each step, never across an await: the
+        // receiver thread answers Gets with it in between (`sa_inline`).
+        let wake = {
+            let mut agent = lock(&shared);
+            // Joins, leaves, ports gone or the partitions' groups changed the
+            // multicast groups: the SM routes them.
+            let mcast_due = (input.is_empty() && mads.is_empty() && fair.is_empty())
+                || mcast_published.elapsed() >= MCAST_PUBLISH_PERIOD;
+            if agent.multicast().version() != mcast_version && mcast_due {
+                mcast_version = agent.multicast().version();
+                mcast_published = tokio::time::Instant::now();
+                mcast.send_replace(Arc::new(agent.multicast().mcast_table()));
+            }
+            // A Set or Delete of GUIDInfoRecords (or ports gone, or a
+            // takeover's import) changed the aliases: the SM programs them.
+            if agent.alias_version() != alias_version {
+                alias_version = agent.alias_version();
+                aliases.send_replace(Arc::new(agent.alias_table()));
+            }
+            transmit(&mut agent, &transport, now(), &mut send_failures);
+            // The standby's copy: when it was last current, and the old
+            // master's LIDs, for a takeover.
+            let as_of = agent.sync_current_as_of().map(|d| started + d);
+            copied.current.send_if_modified(|c| std::mem::replace(c, as_of) != as_of);
+            if agent.sync_lids_version() != lids_version {
+                lids_version = agent.sync_lids_version();
+                copied.lids.send_replace(Arc::new(agent.sync_lids()));
+            }
+            agent.poll_timeout()
+        };
         let sleep = async {
             match wake {
                 Some(at) => tokio::time::sleep_until(started + at).await,
@@ -357,27 +371,32 @@ async fn run<T: Transport>(
         let waiting = !fair.is_empty();
         tokio::select! {
             Some(first) = mads.recv() => {
+                let mut agent = lock(&shared);
                 queue_fairly(&mut agent, &mut fair, &mut mads, Some(first), now());
                 serve_in_turn(&mut agent, &transport, (&mut fair, &mut mads), now, metrics.as_ref(), &mut send_failures);
             }
             _ = std::future::ready(()), if waiting => {
+                let mut agent = lock(&shared);
                 queue_fairly(&mut agent, &mut fair, &mut mads, None, now());
                 serve_in_turn(&mut agent, &transport, (&mut fair, &mut mads), now, metrics.as_ref(), &mut send_failures);
             }
-            got = input.recv() => match got {
-                Some(SaInput::Mad(d)) => agent.handle_mad(now(), &d),
-                Some(SaInput::Trap { notice, from }) => agent.handle_trap(now(), &notice, from),
-                Some(SaInput::SmInfo(info)) => agent.set_sm_info(info),
-                Some(SaInput::Mirror(read)) => agent.handle_mirror(now(), read),
-                Some(SaInput::McastTables(tables)) => agent.update_mcast_tables(tables),
-                Some(SaInput::Master(lid)) => agent.set_master_lid(lid),
-                Some(SaInput::PeerSm(port)) => agent.add_sync_peer(port),
-                Some(SaInput::LidMap(lids)) => agent.set_lid_map(lids),
-                None => {
+            got = input.recv() => {
+                let Some(got) = got else {
                     debug!("SA task ends: the owner is gone");
                     return;
+                };
+                let mut agent = lock(&shared);
+                match got {
+                    SaInput::Mad(d) => agent.handle_mad(now(), &d),
+                    SaInput::Trap { notice, from } => agent.handle_trap(now(), &notice, from),
+                    SaInput::SmInfo(info) => agent.set_sm_info(info),
+                    SaInput::Mirror(read) => agent.handle_mirror(now(), read),
+                    SaInput::McastTables(tables) => agent.update_mcast_tables(tables),
+                    SaInput::Master(lid) => agent.set_master_lid(lid),
+                    SaInput::PeerSm(port) => agent.add_sync_peer(port),
+                    SaInput::LidMap(lids) => agent.set_lid_map(lids),
                 }
-            },
+            }
             changed = serving.changed() => {
                 if changed.is_err() {
                     return;
@@ -387,8 +406,10 @@ async fn run<T: Transport>(
                 // being built), so a takeover finds its ports in the new
                 // master's fabric.
                 if let Some(build) = building.take() {
-                    install(&mut agent, now(), build.await);
+                    let built = build.await;
+                    install(&mut lock(&shared), now(), built);
                 }
+                let mut agent = lock(&shared);
                 if std::mem::take(&mut newer) || published.has_changed().unwrap_or(false) {
                     take_newest(&mut agent, &mut published, &snapshots, now());
                 }
@@ -400,29 +421,32 @@ async fn run<T: Transport>(
                     continue;
                 }
                 match intake {
-                    Intake::Inline => take_newest(&mut agent, &mut published, &snapshots, now()),
+                    Intake::Inline => take_newest(&mut lock(&shared), &mut published, &snapshots, now()),
                     Intake::OffThread if building.is_some() => {
                         published.borrow_and_update();
                         newer = true;
                     }
                     Intake::OffThread => {
                         published.borrow_and_update();
-                        building = snapshots.latest().map(|s| build_off_thread(&mut agent, s));
+                        building = snapshots.latest().map(|s| build_off_thread(&mut lock(&shared), s));
                     }
                 }
             }
             built = async { building.as_mut().expect("guarded").await }, if building.is_some() => {
                 building = None;
+                let mut agent = lock(&shared);
                 install(&mut agent, now(), built);
                 if std::mem::take(&mut newer) {
                     building = snapshots.latest().map(|s| build_off_thread(&mut agent, s));
                 }
             }
-            _ = sleep => agent.handle_timeout(now()),
+            _ = sleep => lock(&shared).handle_timeout(now()),
             _ = export.tick(), if metrics.is_some() => {
                 if let Some(m) = &metrics {
+                    let agent = lock(&shared);
                     m.sa(agent.stats());
                     m.mirror_lag(agent.sync_lag(now()));
+                    drop(agent);
                     // The MADs in flight and queued stay live between sweeps.
                     m.transport(&transport.stats());
                 }

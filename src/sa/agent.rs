@@ -22,6 +22,10 @@ use crate::mad::{Method, NoticeRepr, SmInfoRepr};
 use crate::subnet::snapshot::Snapshot;
 use crate::types::{Guid, Lid};
 
+/// What [`SaAgent::answer_get`] leaves to [`SaAgent::handle_mad`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotAGet;
+
 /// A snapshot with the SA's indexes and records built from it, ready for
 /// [`SaAgent::install`].
 pub struct PreparedSnapshot {
@@ -325,6 +329,40 @@ impl SaAgent {
         }
     }
 
+    /// Whether `mad` is a request [`Self::answer_get`] takes, from its
+    /// header alone: a SubnAdmGet of the SA's class version (not a sync
+    /// MAD, which shares the class).
+    pub fn is_get(mad: &[u8]) -> bool {
+        mad.len() >= crate::mad::MAD_HEADER_LEN
+            && mad[2] == wire::SA_CLASS_VERSION
+            && Method::from(mad[3]) == Method::Get
+            && !crate::mad::sm_sync::is_sync_mad(mad)
+    }
+
+    /// A SubnAdmGet, handled as [`Self::handle_mad`] would and its one
+    /// answer (or refusal) handed back rather than queued, for a caller
+    /// that sends it from its own thread: a Get is answered in one MAD,
+    /// with no transfer, Report or change to publish after it. `Ok(None)`:
+    /// dropped (not serving and silent, a wrong SM_Key), counted as
+    /// `handle_mad` counts it. Anything but a well-formed Get is `Err`,
+    /// untouched, for `handle_mad`.
+    pub fn answer_get(&mut self, now: Duration, dgram: &Datagram) -> Result<Option<Datagram>, NotAGet> {
+        if !Self::is_get(&dgram.mad) {
+            return Err(NotAGet);
+        }
+        let Received::Request(request) = wire::classify(dgram) else { return Err(NotAGet) };
+        if request.method != Method::Get {
+            return Err(NotAGet);
+        }
+        self.stats.received += 1;
+        let queued = self.out.len();
+        if self.may_answer(now, dgram, &request) {
+            self.handle_request(now, &request);
+        }
+        debug_assert!(self.out.len() <= queued + 1, "a Get is answered in one MAD");
+        Ok(if self.out.len() > queued { self.out.pop_back() } else { None })
+    }
+
     /// A trap the SM received (from the port at `from`): Reports to the
     /// subscribers that match it. A Notice from an SMP has no IssuerGID;
     /// it is filled in from the issuer's port.
@@ -472,6 +510,12 @@ impl SaAgent {
 
     /// A MAD from `from` was dropped unread: the requester held more than
     /// its share of the SA's queue (a flood; `super::fair`).
+    /// Requests dropped because the SA's queue was full, by a caller that
+    /// answers on its own thread.
+    pub fn count_queue_full(&mut self, dropped: u64) {
+        self.stats.drops.queue_full += dropped;
+    }
+
     pub fn count_share_drop(&mut self, now: Duration, from: Lid) {
         self.stats.drops.requester_share += 1;
         let n = self.stats.drops.requester_share;

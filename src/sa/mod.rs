@@ -93,7 +93,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub use crate::config::sa::{NotServing, SaConfig};
-pub use agent::PreparedSnapshot;
+pub use agent::{NotAGet, PreparedSnapshot};
 pub use mirror::MirrorRead;
 pub use state_sync::LidEntry;
 pub use stats::SaStats;

@@ -61,7 +61,8 @@ pub struct Drops {
     pub report_cap: u64,
     /// Reports to a subscriber with `max_reports_per_subscriber` waiting.
     pub report_subscriber_cap: u64,
-    /// Answers with no room in `max_queued`.
+    /// Answers with no room in `max_queued`, and requests the receiver
+    /// thread had to hand to the SA task when its queue was full.
     pub queue_full: u64,
     /// MADs dropped before they were read because their requester held
     /// more than its share of the SA's queue (`super::fair`).

@@ -1504,3 +1504,49 @@ fn a_request_segment_out_of_order_is_acked_back_to_the_gap() {
     assert_eq!(a.stats().rmpp.requests_received, 1);
     assert_eq!(a.stats().drops.segmented_requests, 0);
 }
+
+#[test]
+fn a_get_answered_in_place_is_the_answer_handle_mad_queues_and_nothing_else_is_taken() {
+    let (mut by_queue, mut in_place) = (agent(), agent());
+    let sm = sm_lid();
+    let (_, host_lid) = other_host();
+    let path = PathRecordRepr { slid: sm, dlid: host_lid, ..Default::default() };
+    let gets = [
+        query(0x01, &path, path_mask::SLID | path_mask::DLID, 0, sm),
+        // Too many records, an unknown GID, a NodeRecord, a bad SM_Key.
+        query(0x01, &path, path_mask::SLID, 0, sm),
+        query(
+            0x01,
+            &PathRecordRepr { dgid: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99], ..path },
+            path_mask::DGID,
+            0,
+            sm,
+        ),
+        request(0x01, 0x0011, 0, 0, &[], host_lid),
+        request(0x01, 0x0011, 0, SA_KEY + 1, &[], host_lid),
+    ];
+    for q in &gets {
+        assert!(SaAgent::is_get(&q.mad));
+        by_queue.handle_mad(Duration::ZERO, q);
+        let queued = drain(&mut by_queue, Duration::ZERO);
+        let answered = in_place.answer_get(Duration::ZERO, q).expect("a Get is taken");
+        assert_eq!(
+            answered.iter().map(|d| &d.mad).collect::<Vec<_>>(),
+            queued.iter().map(|d| &d.mad).collect::<Vec<_>>()
+        );
+        assert!(drain(&mut in_place, Duration::ZERO).is_empty(), "nothing left queued");
+    }
+    assert_eq!(in_place.stats().drops.bad_sm_key, 1);
+    assert_eq!(in_place.stats().received, by_queue.stats().received);
+    // A GetTable, a Set, a response and a sync MAD are handle_mad's.
+    let others = [
+        query(0x12, &path, path_mask::SLID, 0, sm),
+        request(0x02, 0x0031, 0, 0, &[], host_lid),
+        request(0x81, 0x0011, 0, 0, &[], host_lid),
+        request(0x01, crate::mad::sm_sync::SM_SYNC_ATTRIBUTE, 0, 0, &[], host_lid),
+    ];
+    for q in &others {
+        assert!(in_place.answer_get(Duration::ZERO, q).is_err(), "{:x?}", &q.mad[..4]);
+    }
+    assert_eq!(in_place.stats().received, by_queue.stats().received, "what is not taken is not counted");
+}

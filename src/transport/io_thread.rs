@@ -50,7 +50,8 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::txn::{Received, RequestKind, Transactions, TxnConfig, TxnError};
 use super::{
-    Arrived, Datagram, DeviceError, LocalPort, MadDevice, MadKey, MadSummary, Transport, TransportError, TransportStats,
+    Arrived, Datagram, DeviceError, InlineServer, LocalPort, MadDevice, MadKey, MadSummary, Transport, TransportError,
+    TransportStats,
 };
 use crate::exchange::trap_gate::TrapGate;
 use crate::mad::{MadHeader, MgmtClass, MAD_HEADER_LEN};
@@ -90,6 +91,12 @@ const RECEIVED_QUEUE: usize = 256;
 const RECEIVER_SLICE: Duration = Duration::from_millis(20);
 /// The receiver thread's pause while its queue is full.
 const RECEIVER_HOLD_OFF: Duration = Duration::from_micros(200);
+/// MADs the receiver thread reads without waiting, one after another, while
+/// an inline server has requests to answer, before it answers some.
+const RECEIVER_DRAIN: usize = 256;
+/// Requests an inline server answers between two reads of the device: a
+/// few microseconds each, so an SMP response read next waits little.
+const INLINE_BURST: usize = 8;
 /// With a receiver thread and nothing in flight, the I/O thread's wait for
 /// an input; any input ends it at once.
 const WOKEN_IDLE_WAIT: Duration = Duration::from_secs(1);
@@ -121,6 +128,10 @@ struct Diversions {
     taken: Mutex<HashMap<MadKey, u64>>,
     /// MADs a full agent queue refused.
     dropped: std::sync::atomic::AtomicU64,
+    /// A class's inline server ([`Transport::serve_inline`]), until the
+    /// receiver thread takes it to run; `inline_offered` says one waits.
+    inline: Mutex<Option<(u8, Box<dyn InlineServer>)>>,
+    inline_offered: AtomicBool,
 }
 
 /// What became of a MAD offered to its class's agent.
@@ -163,21 +174,38 @@ impl Diversions {
     }
 
     /// The receiver thread's part: a well-formed request of a diverted
-    /// class goes to its agent from here, counted as the transaction
-    /// layer counts an unsolicited MAD; anything else is given back.
-    fn take_request(&self, d: Datagram) -> Option<Datagram> {
+    /// class goes to its inline server, if it takes it, or to its agent
+    /// from here, counted as the transaction layer counts an unsolicited
+    /// MAD; anything else is given back.
+    fn take_request(&self, d: Datagram, inline: Option<&mut (u8, Box<dyn InlineServer>)>) -> Option<Datagram> {
         let Ok(h) = MadHeader::new_checked(&d.mad[..d.mad.len().min(MAD_HEADER_LEN)]) else { return Some(d) };
         if h.method().is_response() {
             return Some(d);
         }
         let key = MadKey::of(&h);
-        match self.offer(d) {
-            Offered::Declined(d) => Some(d),
-            Offered::Taken | Offered::Dropped => {
-                *self.taken.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default() += 1;
-                None
-            }
+        let d = match inline {
+            Some((class, server)) if *class == u8::from(h.mgmt_class()) => server.take(d),
+            _ => Some(d),
+        };
+        let taken = match d {
+            None => true,
+            Some(d) => match self.offer(d) {
+                Offered::Declined(d) => return Some(d),
+                Offered::Taken | Offered::Dropped => true,
+            },
+        };
+        if taken {
+            *self.taken.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default() += 1;
         }
+        None
+    }
+
+    /// The inline server waiting for the receiver thread, if any.
+    fn take_inline(&self) -> Option<(u8, Box<dyn InlineServer>)> {
+        if !self.inline_offered.swap(false, Ordering::SeqCst) {
+            return None;
+        }
+        self.inline.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
@@ -333,16 +361,7 @@ impl Transport for MadTransport {
     fn send(&self, dgram: Datagram) -> Result<(), TransportError> {
         if let Some(direct) = &self.direct {
             // From this thread: the I/O thread is not woken for an answer.
-            let mut d = lock_direct(direct);
-            let Some(sender) = d.sender.as_mut() else { return Err(TransportError::Closed) };
-            if let Err(error) = sender.send(&dgram) {
-                d.errors += 1;
-                return Err(TransportError::Device { mad: Some(Box::new(MadSummary::of(&dgram))), error });
-            }
-            if let Ok(h) = MadHeader::new_checked(&dgram.mad[..dgram.mad.len().min(MAD_HEADER_LEN)]) {
-                *d.sent.entry(MadKey::of(&h)).or_default() += 1;
-            }
-            return Ok(());
+            return send_direct(direct, &dgram);
         }
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             return Err(TransportError::Busy { mad: Box::new(MadSummary::of(&dgram)) });
@@ -377,6 +396,17 @@ impl Transport for MadTransport {
 
     fn divert(&self, class: MgmtClass, sink: tokio::sync::mpsc::Sender<Arrived>) -> bool {
         self.diversions.add(class.into(), sink);
+        true
+    }
+
+    fn serve_inline(&self, class: MgmtClass, server: Box<dyn InlineServer>) -> bool {
+        // A device that sends from any thread also reads on a thread of
+        // its own (`MadDevice::sender`), where the server runs.
+        if self.direct.is_none() {
+            return false;
+        }
+        *self.diversions.inline.lock().unwrap_or_else(|p| p.into_inner()) = Some((class.into(), server));
+        self.diversions.inline_offered.store(true, Ordering::SeqCst);
         true
     }
 }
@@ -453,9 +483,10 @@ impl<D: MadDevice> IoLoop<D> {
                 let stop = Arc::new(AtomicBool::new(false));
                 let (queued, stopping) = (self.received_queued.clone(), stop.clone());
                 let diversions = self.diversions.clone();
-                let receiver = std::thread::Builder::new()
-                    .name("ibsm-mad-recv".into())
-                    .spawn(move || receive_until_stopped(reader, to_self, queued, diversions, stopping));
+                let answers = direct.clone();
+                let receiver = std::thread::Builder::new().name("ibsm-mad-recv".into()).spawn(move || {
+                    Receiving { reader, to: to_self, queued, diversions, answers, stop: stopping }.run()
+                });
                 match receiver {
                     Ok(receiver) => {
                         self.run_woken();
@@ -753,42 +784,92 @@ impl<D: MadDevice> IoLoop<D> {
     }
 }
 
-/// The receiver thread: waits on the device in slices of
-/// [`RECEIVER_SLICE`] (so it sees `stop` soon), hands a diverted class's
-/// requests to their agent and each other MAD to the I/O thread, and holds
-/// off while [`RECEIVED_QUEUE`] wait there untaken (the device queues them
-/// meanwhile).
-fn receive_until_stopped(
-    mut reader: Box<dyn super::DeviceReceiver>,
+/// The receiver thread's ends: the device's reading half, the I/O
+/// thread's channel (and how much waits in it), the diversions, and the
+/// device's sending half for an inline server's answers.
+struct Receiving {
+    reader: Box<dyn super::DeviceReceiver>,
     to: SyncSender<Input>,
     queued: Arc<AtomicUsize>,
     diversions: Arc<Diversions>,
+    answers: Option<Direct>,
     stop: Arc<AtomicBool>,
-) {
-    while !stop.load(Ordering::SeqCst) {
-        if queued.load(Ordering::SeqCst) >= RECEIVED_QUEUE {
-            std::thread::sleep(RECEIVER_HOLD_OFF);
-            continue;
-        }
-        match reader.recv(RECEIVER_SLICE) {
-            Ok(Some(d)) => {
-                let Some(d) = diversions.take_request(d) else { continue };
-                queued.fetch_add(1, Ordering::SeqCst);
-                if to.send(Input::Received(d)).is_err() {
-                    return;
-                }
+}
+
+impl Receiving {
+    /// Waits on the device in slices of [`RECEIVER_SLICE`] (so it sees
+    /// `stop` soon), hands a diverted class's requests to their inline
+    /// server or agent and each other MAD to the I/O thread, and holds off
+    /// while [`RECEIVED_QUEUE`] wait there untaken (the device queues them
+    /// meanwhile). While an inline server has requests waiting, it reads
+    /// without waiting until the device is empty (or [`RECEIVER_DRAIN`]
+    /// in a row), then lets the server answer [`INLINE_BURST`] of them.
+    fn run(mut self) {
+        let mut inline: Option<(u8, Box<dyn InlineServer>)> = None;
+        let mut read_in_a_row = 0usize;
+        while !self.stop.load(Ordering::SeqCst) {
+            if let Some(taken) = self.diversions.take_inline().filter(|_| self.answers.is_some()) {
+                inline = Some(taken);
             }
-            Ok(None) => {}
-            Err(error) => {
-                let closed = matches!(error, DeviceError::Closed);
-                if to.send(Input::ReceiveFailed(error)).is_err() || closed {
-                    return;
+            let answering = inline.as_ref().is_some_and(|(_, s)| s.waiting());
+            let room = self.queued.load(Ordering::SeqCst) < RECEIVED_QUEUE;
+            if room && (!answering || read_in_a_row < RECEIVER_DRAIN) {
+                let wait = if answering { Duration::ZERO } else { RECEIVER_SLICE };
+                match self.reader.recv(wait) {
+                    Ok(Some(d)) => {
+                        read_in_a_row += 1;
+                        let Some(d) = self.diversions.take_request(d, inline.as_mut()) else { continue };
+                        self.queued.fetch_add(1, Ordering::SeqCst);
+                        if self.to.send(Input::Received(d)).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        let closed = matches!(error, DeviceError::Closed);
+                        if self.to.send(Input::ReceiveFailed(error)).is_err() || closed {
+                            return;
+                        }
+                        // Don't spin on a persistent error.
+                        std::thread::sleep(BUSY_POLL);
+                    }
                 }
-                // Don't spin on a persistent error.
-                std::thread::sleep(BUSY_POLL);
+            } else if !answering {
+                std::thread::sleep(RECEIVER_HOLD_OFF);
+                continue;
+            }
+            read_in_a_row = 0;
+            if let (Some((_, server)), Some(direct)) = (inline.as_mut(), self.answers.as_ref()) {
+                // A failed write is counted with the device's errors; the
+                // requester asks again.
+                let mut send = |d: Datagram| {
+                    let _ = send_direct(direct, &d);
+                };
+                for _ in 0..INLINE_BURST {
+                    if !server.waiting() {
+                        break;
+                    }
+                    server.serve_one(&mut send);
+                }
             }
         }
     }
+}
+
+/// Writes `d` from the calling thread, counted as the I/O thread counts
+/// its own sends.
+fn send_direct(direct: &Direct, d: &Datagram) -> Result<(), TransportError> {
+    let mut sends = lock_direct(direct);
+    let Some(sender) = sends.sender.as_mut() else { return Err(TransportError::Closed) };
+    if let Err(error) = sender.send(d) {
+        sends.errors += 1;
+        return Err(TransportError::Device { mad: Some(Box::new(MadSummary::of(d))), error });
+    }
+    if let Ok(h) = MadHeader::new_checked(&d.mad[..d.mad.len().min(MAD_HEADER_LEN)]) {
+        *sends.sent.entry(MadKey::of(&h)).or_default() += 1;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1310,6 +1391,100 @@ mod tests {
             !closed_while_reading.load(Ordering::SeqCst),
             "the device closed while its receiver or sender was live"
         );
+    }
+
+    /// An inline server that answers each Get it takes with a GetResp,
+    /// lowest requester first, and notes how many it held when it first
+    /// answered. Its first `take` waits until the test lets it go.
+    struct HeldServer {
+        gate: Option<std::sync::mpsc::Receiver<()>>,
+        held: std::collections::BTreeMap<u16, std::collections::VecDeque<Datagram>>,
+        taken: usize,
+        log: Arc<Mutex<Vec<(usize, u16)>>>,
+    }
+
+    impl InlineServer for HeldServer {
+        fn take(&mut self, d: Datagram) -> Option<Datagram> {
+            if d.mad[3] != u8::from(Method::Get) {
+                return Some(d);
+            }
+            if let Some(gate) = self.gate.take() {
+                gate.recv().unwrap();
+            }
+            self.taken += 1;
+            self.held.entry(d.addr.lid.0).or_default().push_back(d);
+            None
+        }
+        fn waiting(&self) -> bool {
+            !self.held.is_empty()
+        }
+        fn serve_one(&mut self, send: &mut dyn FnMut(Datagram)) {
+            let mut first = self.held.first_entry().unwrap();
+            let mut d = first.get_mut().pop_front().unwrap();
+            if first.get().is_empty() {
+                first.remove();
+            }
+            self.log.lock().unwrap().push((self.taken, d.addr.lid.0));
+            d.mad[3] = u8::from(Method::GetResp);
+            send(d);
+        }
+    }
+
+    #[test]
+    fn an_inline_server_answers_on_the_receiver_thread_after_reading_all_that_waits() {
+        let (wire, reader) = std::sync::mpsc::channel();
+        let sent_directly = Arc::new(AtomicUsize::new(0));
+        let closed_while_reading = Arc::new(AtomicBool::new(false));
+        let dev = ThreadedDevice {
+            started: std::time::Instant::now(),
+            wire: wire.clone(),
+            reader: Some(reader),
+            reading: Arc::new(AtomicBool::new(false)),
+            sending: Arc::new(AtomicBool::new(false)),
+            sent_directly: sent_directly.clone(),
+            closed_while_reading: closed_while_reading.clone(),
+        };
+        let (t, _unsol) = MadTransport::spawn(dev, TxnConfig::default());
+        let (sink, mut sa) = tokio::sync::mpsc::channel(16);
+        assert!(t.divert(MgmtClass::SubnAdm, sink));
+        let (open_gate, gate) = std::sync::mpsc::channel();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let server = HeldServer { gate: Some(gate), held: Default::default(), taken: 0, log: log.clone() };
+        assert!(t.serve_inline(MgmtClass::SubnAdm, Box::new(server)));
+        let from = |lid: u16, method: Method| {
+            let mut d = sa_get();
+            d.addr.lid = Lid(lid);
+            d.mad[3] = u8::from(method);
+            d
+        };
+        // The first Get holds the server in `take` while a flood from LID 7,
+        // one Get from LID 3 and a Set arrive behind it.
+        wire.send(from(7, Method::Get)).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        for _ in 0..40 {
+            wire.send(from(7, Method::Get)).unwrap();
+        }
+        wire.send(from(3, Method::Get)).unwrap();
+        wire.send(from(3, Method::Set)).unwrap();
+        open_gate.send(()).unwrap();
+        // The Set goes to the class's channel.
+        let set =
+            rt().block_on(async { tokio::time::timeout(Duration::from_secs(5), sa.recv()).await.unwrap().unwrap() });
+        assert_eq!(set.dgram.mad[3], u8::from(Method::Set));
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while sent_directly.load(Ordering::SeqCst) < 42 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(sent_directly.load(Ordering::SeqCst), 42, "every Get answered from the receiver thread");
+        let log = log.lock().unwrap().clone();
+        // Everything was read before the first answer, so the server could
+        // put LID 3's one Get before the flood that came first.
+        assert_eq!(log[0], (42, 3), "{log:?}");
+        assert!(sa.try_recv().is_err(), "no Get reached the channel");
+        let totals = t.stats().txn.totals();
+        assert_eq!((totals.unsolicited, totals.sent), (43, 42));
+        drop(t);
+        assert!(!closed_while_reading.load(Ordering::SeqCst));
     }
 
     #[test]

@@ -69,6 +69,26 @@ pub trait DeviceReceiver: Send + 'static {
     fn recv(&mut self, wait: Duration) -> Result<Option<Datagram>, DeviceError>;
 }
 
+/// Requests of one class answered on the transport's receiver thread
+/// itself, where the device allows it ([`Transport::serve_inline`]): the
+/// SA's single-MAD queries then go from the read to the answer's write on
+/// one thread, with no hand to another thread and back.
+///
+/// The receiver reads every MAD already waiting before it answers any, and
+/// answers a few at a time between reads, so the server may order what it
+/// took (by requester, for fairness) and a flood cannot hold back the
+/// SMP responses the same thread reads.
+pub trait InlineServer: Send + 'static {
+    /// A well-formed request of the class, just read: taken, to be answered
+    /// by [`Self::serve_one`] (or dropped and counted by the server), or
+    /// given back for the class's channel ([`Transport::divert`]).
+    fn take(&mut self, d: Datagram) -> Option<Datagram>;
+    /// Whether a request taken waits for its answer.
+    fn waiting(&self) -> bool;
+    /// Answers one waiting request; what it sends goes to `send`.
+    fn serve_one(&mut self, send: &mut dyn FnMut(Datagram));
+}
+
 /// Counters of a transport: the transaction layer's and the I/O thread's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TransportStats {
@@ -111,6 +131,15 @@ pub trait Transport: Send + Sync + 'static {
     /// forwarding those MADs itself.
     fn divert(&self, class: crate::mad::MgmtClass, sink: tokio::sync::mpsc::Sender<Arrived>) -> bool {
         let _ = (class, sink);
+        false
+    }
+    /// From now on offers every request of `class` to `server` on the
+    /// receiver thread first (see [`InlineServer`]); what it gives back
+    /// goes the way [`Self::divert`] set. `false` (and `server` dropped)
+    /// where the device has no receiver thread and sender of its own (the
+    /// in-process fabric, test fakes).
+    fn serve_inline(&self, class: crate::mad::MgmtClass, server: Box<dyn InlineServer>) -> bool {
+        let _ = (class, server);
         false
     }
 }
