@@ -18,7 +18,11 @@ ibsim, ibsm keeping OpenSM's LIDs):
   4. ibsm only: its sweeps while flooded. It runs with `--sweep-interval 1`
      and its Prometheus endpoint; light and heavy sweep counts
      (`ibsm_sweeps_total`) are read over an idle window and over the flood
-     window of the same length.
+     window of the same length;
+  5. fairness: the other clients ask one PathRecord at a time, first alone,
+     then while the first client floods with 256 in flight (the most an
+     ibsim window holds); their rate and latency in both, the flooder's
+     rate, and ibsm's SA drops in that window.
 
 Reported per SM: answered queries per second (all clients), lost, errors,
 p50 (median of the clients' p50s) and p99 (the worst client's), the SM
@@ -202,9 +206,15 @@ def wait_sa(sock, host, work, cap=20.0):
 def flood(sock, hosts, work, ibsm, kind, concurrency, duration, pairs, timeout_ms, each_once=False):
     """Runs one `ibsm sa flood` per host at once; returns their JSON reports.
     `pairs`: one pairs file for all, or a list of one per host."""
+    procs = flood_start(sock, hosts, work, ibsm, kind, concurrency, duration, pairs, timeout_ms, each_once)
+    return flood_collect(procs, duration)
+
+
+def flood_start(sock, hosts, work, ibsm, kind, concurrency, duration, pairs, timeout_ms, each_once=False, tag=""):
+    """Starts one `ibsm sa flood` per host; `flood_collect` reads them."""
     procs = []
     for i, host in enumerate(hosts):
-        cwd = os.path.join(work, f"flood-{kind}-{i}")
+        cwd = os.path.join(work, f"flood-{kind}{tag}-{i}")
         os.makedirs(cwd, exist_ok=True)
         cmd = [ibsm, "sa", "flood", "--kind", kind, "--concurrency", str(concurrency), "--duration", str(duration),
                "--timeout-ms", str(timeout_ms), "--json"]
@@ -216,6 +226,10 @@ def flood(sock, hosts, work, ibsm, kind, concurrency, duration, pairs, timeout_m
         p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         PROCS.append(p)
         procs.append(p)
+    return procs
+
+
+def flood_collect(procs, duration):
     reports = []
     for p in procs:
         out, err = p.communicate(timeout=duration + 120)
@@ -315,9 +329,39 @@ def bench_sm(kind, args, sock, hosts, work, cache, pairs):
                                args.timeout_ms))
     r["nodes"] = combine(flood(sock, flood_hosts[:1], work, args.ibsm, "nodes", 4, min(args.duration, 5.0), pairs,
                                args.timeout_ms))
+    r["fair"] = fairness(sm, kind, args, sock, flood_hosts, work, pairs)
     r["running"] = sm.proc.poll() is None
     sm.stop()
     return r
+
+
+FLOODER_IN_FLIGHT = 256
+
+
+def fairness(sm, kind, args, sock, flood_hosts, work, pairs):
+    """One client floods with FLOODER_IN_FLIGHT queries in flight (the most
+    an ibsim window holds) while the others ask one at a time: what the
+    others get, beside what they get alone."""
+    flooder, others = flood_hosts[0], flood_hosts[1:]
+    span = min(args.duration, 5.0)
+    alone = combine(flood(sock, others, work, args.ibsm, "path", 1, span, pairs, args.timeout_ms))
+    d0 = metrics(METRICS) if kind == "ibsm" else {}
+    cpu0 = cpu_seconds(sm.proc.pid)
+    big = flood_start(sock, [flooder], work, args.ibsm, "path", FLOODER_IN_FLIGHT, span + 1.0, pairs,
+                      args.timeout_ms, tag="-flooder")
+    time.sleep(0.5)
+    small = combine(flood(sock, others, work, args.ibsm, "path", 1, span, pairs, args.timeout_ms))
+    loud = combine(flood_collect(big, span + 1.0))
+    cpu1 = cpu_seconds(sm.proc.pid)
+    out = {"alone": alone, "flooded": small, "flooder": loud}
+    if cpu0 is not None and cpu1 is not None:
+        out["cpu_s"] = cpu1 - cpu0
+    if kind == "ibsm":
+        time.sleep(2.5)
+        d1 = metrics(METRICS)
+        out["drops"] = {re.sub(r'.*what="([^"]*)".*', r"\1", k[1]): v - d0.get(k, 0) for k, v in d1.items()
+                        if k[0] == "ibsm_sa_events_total" and 'kind="drop"' in k[1] and v - d0.get(k, 0)}
+    return out
 
 
 def sim_figure(args, spec):
@@ -327,6 +371,10 @@ def sim_figure(args, spec):
     if p.returncode != 0:
         return {"failed": p.stderr.strip()[:300]}
     return json.loads(p.stdout)
+
+
+def chosen_others(args):
+    return range(args.clients - 1)
 
 
 def report(name, spec, args, res, sim):
@@ -382,6 +430,28 @@ def report(name, spec, args, res, sim):
     print(f"| p99 latency (ms) | {fmt(on.get('p99'), 3)} | {fmt(inn.get('p99'), 3)} |")
     print(f"| errors | {on.get('errors')} {dict(on.get('failures', {}))} | {inn.get('errors')} "
           f"{dict(inn.get('failures', {}))} |")
+    print()
+    fo, fi = o["fair"], i["fair"]
+    print(f"| One client floods ({FLOODER_IN_FLIGHT} in flight), {len(chosen_others(args))} others ask one at a time "
+          f"| OpenSM | ibsm | ibsm/OpenSM |")
+    print("|---|---|---|---|")
+    for label, part, key, d in [("others alone: answered per second (all)", "alone", "qps", 0),
+                                ("others alone: p50 / p99 latency (ms)", "alone", ("p50", "p99"), 3),
+                                ("others while flooded: answered per second (all)", "flooded", "qps", 0),
+                                ("others while flooded: p50 latency (ms, median client)", "flooded", "p50", 3),
+                                ("others while flooded: p99 latency (ms, worst client)", "flooded", "p99", 3),
+                                ("others while flooded: max latency (ms)", "flooded", "max", 3),
+                                ("others while flooded: lost", "flooded", "lost", 0),
+                                ("flooder: answered per second", "flooder", "qps", 0),
+                                ("flooder: lost", "flooder", "lost", 0)]:
+        if isinstance(key, tuple):
+            a = " / ".join(fmt(fo[part].get(k), d) for k in key)
+            b = " / ".join(fmt(fi[part].get(k), d) for k in key)
+            print(f"| {label} | {a} | {b} | |")
+            continue
+        a, b = fo[part].get(key), fi[part].get(key)
+        print(f"| {label} | {fmt(a, d)} | {fmt(b, d)} | {ratio(b, a) if key in ('qps', 'p50', 'p99', 'max') else ''} |")
+    print(f"| ibsm: SA drops during the flood | | {fi.get('drops') or 'none'} | |")
     print()
     print(f"ibsm sweeps (light, heavy) with --sweep-interval 1: idle {args.duration:g} s {i.get('idle_sweeps')}, "
           f"flooded {args.duration:g} s {i.get('flood_sweeps')}; SA drops: {i.get('sa_drops') or 'none'}")

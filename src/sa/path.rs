@@ -322,15 +322,37 @@ pub(crate) fn evaluate(index: &PathIndex, c: &Constraints, cfg: &PathConfig, ask
     })
 }
 
+/// LIDs in a row: one a query names, or the 2^LMC of a port.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LidRun {
+    first: u16,
+    len: u16,
+}
+
+impl LidRun {
+    pub(crate) fn one(lid: u16) -> Self {
+        LidRun { first: lid, len: 1 }
+    }
+
+    /// Every LID end port `e` answers to.
+    pub(crate) fn of(e: &EndPort) -> Self {
+        LidRun { first: e.base_lid.0, len: 1 << e.lmc.min(7) }
+    }
+
+    fn at(self, i: u16) -> Lid {
+        Lid(self.first.wrapping_add(i))
+    }
+}
+
 /// (SLID, DLID, Preference) in OpenSM's order: the diagonal first (both
 /// offsets equal, Preference 0), then every other pair (Preference 2).
-pub(crate) fn lid_pairs<'a>(slids: &'a [Lid], dlids: &'a [Lid]) -> impl Iterator<Item = (Lid, Lid, u8)> + 'a {
-    let diag = slids.len().min(dlids.len());
-    let first = (0..diag).map(move |i| (slids[i], dlids[i], 0));
-    let rest = (0..slids.len())
-        .flat_map(move |s| (0..dlids.len()).map(move |d| (s, d)))
+pub(crate) fn lid_pairs(slids: LidRun, dlids: LidRun) -> impl Iterator<Item = (Lid, Lid, u8)> {
+    let diag = slids.len.min(dlids.len);
+    let first = (0..diag).map(move |i| (slids.at(i), dlids.at(i), 0));
+    let rest = (0..slids.len)
+        .flat_map(move |s| (0..dlids.len).map(move |d| (s, d)))
         .filter(|&(s, d)| s != d)
-        .map(move |(s, d)| (slids[s], dlids[d], 2));
+        .map(move |(s, d)| (slids.at(s), dlids.at(d), 2));
     first.chain(rest)
 }
 
@@ -383,7 +405,9 @@ pub fn path_records(
     requester_lid: Lid,
     cfg: &PathConfig,
 ) -> Result<Vec<PathRecordRepr>, u16> {
-    collect(index, query, mask, requester_lid, cfg, None, usize::MAX)
+    let mut out = Vec::new();
+    collect(index, query, mask, requester_lid, cfg, None, &mut out)?;
+    Ok(out)
 }
 
 /// The one PathRecord a SubnAdmGet asks for: NumbPath is 1 per port pair
@@ -399,16 +423,59 @@ pub fn path_record_get(
 ) -> Result<PathRecordRepr, u16> {
     // Two records are enough to know the answer is TOO_MANY_RECORDS: a
     // Get without a destination stops walking there, not at every port.
-    let mut records = collect(index, query, mask, requester_lid, cfg, Some(1), 2)?;
-    match records.len() {
-        0 => Err(sa_status::NO_RECORDS),
-        1 => Ok(records.remove(0)),
-        _ => Err(sa_status::TOO_MANY_RECORDS),
+    let mut records = TwoAtMost::default();
+    collect(index, query, mask, requester_lid, cfg, Some(1), &mut records)?;
+    match records {
+        TwoAtMost { first: None, .. } => Err(sa_status::NO_RECORDS),
+        TwoAtMost { first: Some(r), second: None } => Ok(r),
+        TwoAtMost { .. } => Err(sa_status::TOO_MANY_RECORDS),
     }
 }
 
-/// The records of a query, at most `per_pair` per port pair, and no more
-/// than `most` in all: gathering stops there (a Get needs two to refuse).
+/// Where [`collect`] puts the records it finds, until it is full.
+trait Found {
+    fn count(&self) -> usize;
+    fn full(&self) -> bool;
+    fn keep(&mut self, r: PathRecordRepr);
+}
+
+impl Found for Vec<PathRecordRepr> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn full(&self) -> bool {
+        false
+    }
+    fn keep(&mut self, r: PathRecordRepr) {
+        self.push(r);
+    }
+}
+
+/// A Get's records: the first two, on the stack.
+#[derive(Default)]
+struct TwoAtMost {
+    first: Option<PathRecordRepr>,
+    second: Option<PathRecordRepr>,
+}
+
+impl Found for TwoAtMost {
+    fn count(&self) -> usize {
+        usize::from(self.first.is_some()) + usize::from(self.second.is_some())
+    }
+    fn full(&self) -> bool {
+        self.second.is_some()
+    }
+    fn keep(&mut self, r: PathRecordRepr) {
+        if self.first.is_none() {
+            self.first = Some(r);
+        } else {
+            self.second.get_or_insert(r);
+        }
+    }
+}
+
+/// The records of a query into `out`, at most `per_pair` per port pair,
+/// until `out` is full: gathering stops there (a Get needs two to refuse).
 fn collect(
     index: &PathIndex,
     q: &PathRecordRepr,
@@ -416,57 +483,58 @@ fn collect(
     requester_lid: Lid,
     cfg: &PathConfig,
     per_pair: Option<usize>,
-    most: usize,
-) -> Result<Vec<PathRecordRepr>, u16> {
+    out: &mut impl Found,
+) -> Result<(), u16> {
     if unknown_components(PathRecordRepr::COMPONENTS, mask) != 0 {
         return Err(sa_status::REQ_INVALID);
     }
     let c = Constraints::from_path_query(q, mask)?;
     let has = |bit: u64| mask & bit != 0;
     if has(pm::DGID) && q.dgid[0] == 0xFF {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let src = match side(index, has(pm::SGID).then_some(&q.sgid), has(pm::SLID).then_some(q.slid))? {
         Side::Port(e) => e,
-        Side::NotFound => return Ok(Vec::new()),
+        Side::NotFound => return Ok(()),
         Side::Unspecified => match index.end_by_lid(requester_lid) {
             Some(e) => e,
-            None => return Ok(Vec::new()),
+            None => return Ok(()),
         },
     };
-    let dsts: Vec<u32> = match side(index, has(pm::DGID).then_some(&q.dgid), has(pm::DLID).then_some(q.dlid))? {
-        Side::Port(e) => vec![e],
-        Side::NotFound => return Ok(Vec::new()),
-        Side::Unspecified => (0..index.ends().len() as u32).collect(),
+    // A range, not a list: the common query names one port, and builds
+    // nothing to find it.
+    let dsts = match side(index, has(pm::DGID).then_some(&q.dgid), has(pm::DLID).then_some(q.dlid))? {
+        Side::Port(e) => e..e + 1,
+        Side::NotFound => return Ok(()),
+        Side::Unspecified => 0..index.ends().len() as u32,
     };
     let requester = index.end_by_lid(requester_lid);
     let limit = per_pair.or(c.numb_path.map(usize::from)).unwrap_or(usize::MAX);
-    let slids: Vec<Lid> = if has(pm::SLID) { vec![Lid(q.slid)] } else { index.end(src).lids().collect() };
+    let slids = if has(pm::SLID) { LidRun::one(q.slid) } else { LidRun::of(index.end(src)) };
     let sgid = if has(pm::SGID) { q.sgid } else { index.end(src).gid() };
-    let mut out = Vec::new();
     for dst in dsts {
-        if out.len() >= most {
+        if out.full() {
             break;
         }
         if !requester_may_see(index, cfg, requester, src, dst) {
             continue;
         }
-        let dlids: Vec<Lid> = if has(pm::DLID) { vec![Lid(q.dlid)] } else { index.end(dst).lids().collect() };
+        let dlids = if has(pm::DLID) { LidRun::one(q.dlid) } else { LidRun::of(index.end(dst)) };
         let dgid = if has(pm::DGID) { q.dgid } else { index.end(dst).gid() };
         let mut taken = 0;
-        for (slid, dlid, preference) in lid_pairs(&slids, &dlids) {
+        for (slid, dlid, preference) in lid_pairs(slids, dlids) {
             if taken >= limit {
                 break;
             }
             let ask = Ask { src, dst, slid, dlid, preference, sgid, dgid };
             if let Some(r) = evaluate(index, &c, cfg, &ask) {
-                if out.len() >= cfg.max_records {
+                if out.count() >= cfg.max_records {
                     return Err(sa_status::NO_RESOURCES);
                 }
-                out.push(r);
+                out.keep(r);
                 taken += 1;
             }
         }
     }
-    Ok(out)
+    Ok(())
 }

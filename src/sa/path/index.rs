@@ -156,6 +156,55 @@ pub struct PathIndex {
     /// unread port's, or where ranges overlap: ports with one GUID); empty
     /// in a fabric of distinct GUIDs, so a lookup costs one index.
     sa_lid_fixups: HashMap<u16, u32>,
+    /// Every route from a switch a CA is cabled to, walked once per
+    /// snapshot ([`RouteTable`]).
+    routes: RouteTable,
+}
+
+/// The most cells a [`RouteTable`] may hold (4 bytes each): 64 MiB, which
+/// the 11,664-host fat tree (648 leaf switches, 13,000 LIDs) fits in half.
+/// A larger fabric's queries walk the tables.
+const ROUTE_TABLE_CELLS: usize = 16 << 20;
+
+/// Where a route goes from each switch that CAs are cabled to, for every
+/// LID: a PathRecord between two CAs is then its two cables and two table
+/// cells, with no walk through the forwarding tables (the walk stays the
+/// definition, and answers what the table does not hold: a route that is
+/// broken, a source at a switch's port 0).
+///
+/// A cell packs the route from the switch on: [`CELL_OK`], then the links
+/// crossed (bits 0-7), the smallest MTU (8-15) and the slowest rate
+/// (16-23). Zero: broken, or too long; the walk says why. Rates of one
+/// speed with different codes keep the walk's choice: both take the first
+/// link, in route order, of the slowest speed ([`rate::slower`] keeps its
+/// first argument on a tie).
+#[derive(Debug, Clone, Default)]
+struct RouteTable {
+    /// Per node: its row, or [`NONE`].
+    row_of: Vec<u32>,
+    /// Row by row, `width` cells each: one per LID below the top one.
+    cells: Vec<u32>,
+    width: usize,
+}
+
+const CELL_OK: u32 = 1 << 31;
+
+fn cell(hops: u8, mtu: u8, rate: u8) -> u32 {
+    CELL_OK | u32::from(hops) | u32::from(mtu) << 8 | u32::from(rate) << 16
+}
+
+/// (hops, MTU, rate) of a cell that is not zero.
+fn uncell(c: u32) -> (u8, u8, u8) {
+    (c as u8, (c >> 8) as u8, (c >> 16) as u8)
+}
+
+/// A switch's first step toward a LID, for [`RouteTable::build`].
+enum Step {
+    /// The route ends here or at the next port: its cell (0 if broken).
+    Ends(u32),
+    /// On to switch `next` (its node), across a link that carries `mtu`
+    /// and `rate`.
+    Next { next: u32, mtu: u8, rate: u8 },
 }
 
 /// The default P_Key, full member: what a port whose table the sweep does
@@ -309,7 +358,9 @@ impl PathIndex {
             sa_by_guid: Vec::new(),
             unread,
             sa_lid_fixups: HashMap::new(),
+            routes: RouteTable::default(),
         };
+        index.routes = RouteTable::build(&index);
         index.index_sa_ports(&sa_order);
         index.set_aliases(
             report.program.alias_guids.iter().flat_map(|(&port, held)| held.values().map(move |&alias| (alias, port))),
@@ -516,6 +567,39 @@ impl PathIndex {
     /// switch itself. A loopback (`dlid` is the source's own) crosses
     /// nothing. O(hops).
     pub fn route(&self, src: u32, dlid: Lid) -> Result<Route, Broken> {
+        self.route_by_table(src, dlid).map_or_else(|| self.walk(src, dlid, &mut |_, _| {}), Ok)
+    }
+
+    /// [`Self::route`] from the route table, for a CA whose cable reaches
+    /// a switch with a row: `None` where the walk must answer.
+    fn route_by_table(&self, src: u32, dlid: Lid) -> Option<Route> {
+        let s = self.ends[src as usize];
+        if s.is_switch || s.owns(dlid) {
+            return None;
+        }
+        let mut route = Route { dest: src, hops: 0, mtu: rate::MTU_MAX, rate: rate::RATE_MAX };
+        let (switch, _) = self.cross(s.node, s.port, &mut route, &mut |_, _| {}).ok()?;
+        let row = *self.routes.row_of.get(switch as usize)?;
+        if row == NONE {
+            return None;
+        }
+        let c = *self.routes.cells.get(row as usize * self.routes.width + usize::from(dlid.0))?;
+        if c == 0 {
+            return None;
+        }
+        let (hops, mtu, rate) = uncell(c);
+        let hops = route.hops.checked_add(hops).filter(|&h| h <= MAX_HOPS)?;
+        Some(Route {
+            dest: self.end_by_lid(dlid)?,
+            hops,
+            mtu: route.mtu.min(mtu),
+            rate: rate::slower(route.rate, rate),
+        })
+    }
+
+    /// The walk alone, to check the table against.
+    #[cfg(test)]
+    pub(crate) fn route_walked(&self, src: u32, dlid: Lid) -> Result<Route, Broken> {
         self.walk(src, dlid, &mut |_, _| {})
     }
 
@@ -594,6 +678,111 @@ impl PathIndex {
     }
 }
 
+impl RouteTable {
+    /// One row per switch a CA is cabled to, when they fit
+    /// [`ROUTE_TABLE_CELLS`]. For each LID, every switch's route is found
+    /// once: followed through the forwarding tables until a switch already
+    /// known or the end, then each switch on the way takes the route
+    /// from the next plus its own link. O(switches × LIDs).
+    fn build(index: &PathIndex) -> RouteTable {
+        let width = index.by_lid.len();
+        let mut row_of = vec![NONE; index.nodes.len()];
+        let mut rows = 0u32;
+        for e in index.ends.iter().filter(|e| !e.is_switch) {
+            let far = index.link_end(e.node, e.port).and_then(|l| l.remote).map(|(n, _)| n);
+            if let Some(n) = far.filter(|&n| index.is_switch(n)) {
+                if row_of[n as usize] == NONE {
+                    row_of[n as usize] = rows;
+                    rows += 1;
+                }
+            }
+        }
+        if rows == 0 || (rows as usize).saturating_mul(width) > ROUTE_TABLE_CELLS {
+            return RouteTable::default();
+        }
+        let mut cells = vec![0u32; rows as usize * width];
+        const UNKNOWN: u32 = u32::MAX;
+        const ON_THE_WAY: u32 = u32::MAX - 1;
+        let mut known = vec![UNKNOWN; index.nodes.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        // Switches on the way, each with the link to the next (none: the
+        // route ends at it).
+        let mut way: Vec<(u32, Option<(u8, u8)>)> = Vec::new();
+        for lid in 1..width {
+            let dest = index.end_by_lid(Lid(lid as u16));
+            for &n in &touched {
+                known[n as usize] = UNKNOWN;
+            }
+            touched.clear();
+            for start in (0..index.nodes.len() as u32).filter(|&n| row_of[n as usize] != NONE) {
+                let mut node = start;
+                // Along the forwarding tables to a switch whose route is
+                // known (on this way already: a loop, no route) or ends.
+                let mut after = loop {
+                    match known[node as usize] {
+                        UNKNOWN => {}
+                        ON_THE_WAY => break 0,
+                        c => break c,
+                    }
+                    known[node as usize] = ON_THE_WAY;
+                    touched.push(node);
+                    match index.first_step(node, Lid(lid as u16), dest) {
+                        Step::Ends(c) => {
+                            way.push((node, None));
+                            break c;
+                        }
+                        Step::Next { next, mtu, rate } => {
+                            way.push((node, Some((mtu, rate))));
+                            node = next;
+                        }
+                    }
+                };
+                // Back along the way: each switch's route is its link, then
+                // the next one's.
+                while let Some((n, link)) = way.pop() {
+                    if let (Some((mtu, rate)), true) = (link, after != 0) {
+                        let (hops, m, r) = uncell(after);
+                        after = if hops < MAX_HOPS { cell(hops + 1, mtu.min(m), rate::slower(rate, r)) } else { 0 };
+                    }
+                    known[n as usize] = after;
+                    let row = row_of[n as usize];
+                    if row != NONE {
+                        cells[row as usize * width + lid] = after;
+                    }
+                }
+            }
+        }
+        RouteTable { row_of, cells, width }
+    }
+}
+
+impl PathIndex {
+    /// Where switch `node` sends `lid` (the walk's step, see
+    /// [`Self::route`]): the end of the route (a cell: its port 0, or the
+    /// CA port one link on), or the next switch and the link to it.
+    fn first_step(&self, node: u32, lid: Lid, dest: Option<u32>) -> Step {
+        let entry = &self.nodes[node as usize];
+        let Some(table) = entry.switch.as_ref().filter(|sw| !sw.lft.is_empty()) else { return Step::Ends(0) };
+        let out = table.lft.get(lid.0 as usize).copied().unwrap_or(0xFF);
+        if out == 0 {
+            let d = dest.filter(|&d| self.ends[d as usize].node == node && self.ends[d as usize].port == 0);
+            return Step::Ends(d.map_or(0, |d| cell(0, self.ends[d as usize].mtu_cap, rate::RATE_MAX)));
+        }
+        if out as usize >= entry.ports.len() {
+            return Step::Ends(0);
+        }
+        let mut link = Route { dest: 0, hops: 0, mtu: rate::MTU_MAX, rate: rate::RATE_MAX };
+        let Ok((far_node, far_port)) = self.cross(node, out, &mut link, &mut |_, _| {}) else { return Step::Ends(0) };
+        if self.is_switch(far_node) {
+            return Step::Next { next: far_node, mtu: link.mtu, rate: link.rate };
+        }
+        match self.arrive(dest, far_node, far_port, link) {
+            Ok(r) => Step::Ends(cell(1, r.mtu, r.rate)),
+            Err(_) => Step::Ends(0),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, HashMap};
@@ -642,6 +831,58 @@ mod tests {
         assert_eq!(index.ports().collect::<Vec<_>>(), ports.values().copied().collect::<Vec<_>>(), "{what}");
         let in_service: Vec<PortAt> = ports.values().filter(|p| p.active).copied().collect();
         assert_eq!(index.ports_in_service().collect::<Vec<_>>(), in_service, "{what}");
+    }
+
+    /// Every route the table gives is the walk's, and the walk's errors
+    /// stay the walk's; returns how many routes the table gave.
+    fn table_matches_walk(report: &SweepReport, what: &str) -> usize {
+        let index = PathIndex::build(report);
+        assert!(!index.routes.cells.is_empty(), "{what}: a table is built");
+        let mut by_table = 0;
+        for src in 0..index.ends.len() as u32 {
+            for lid in 0..index.by_lid.len() as u16 + 2 {
+                assert_eq!(index.route(src, Lid(lid)), index.route_walked(src, Lid(lid)), "{what}: {src} to LID {lid}");
+                by_table += usize::from(index.route_by_table(src, Lid(lid)).is_some());
+            }
+        }
+        by_table
+    }
+
+    #[test]
+    fn the_route_table_answers_as_the_walk_through_loops_holes_and_links_down() {
+        let base = swept();
+        let cas = base.subnet.lid_ports().filter(|&(id, _)| !base.subnet.node(id).is_switch()).count();
+        let all = table_matches_walk(base, "as swept");
+        // CA to CA routes, every one (the rest are loopback or to switches).
+        assert!(all >= cas * (cas - 1), "{all} routes from the table");
+
+        // Two switches that send one LID to each other, a LID one switch
+        // sends nowhere, a cable between switches down.
+        let mut r = base.clone();
+        let (a, pa, b, pb) = r
+            .subnet
+            .ids()
+            .filter(|&id| r.subnet.node(id).is_switch())
+            .find_map(|id| {
+                r.subnet.node(id).ports.iter().enumerate().find_map(|(p, slot)| {
+                    let (far, fp) = slot.remote?;
+                    r.subnet.node(far).is_switch().then_some((id, p as u8, far, fp))
+                })
+            })
+            .unwrap();
+        let lids: Vec<u16> = r.lids.ranges.values().map(|range| range.base().0).collect();
+        let (ga, gb) = (r.subnet.node(a).guid(), r.subnet.node(b).guid());
+        let mut la = r.routes.lfts[&ga].as_ref().clone();
+        let mut lb = r.routes.lfts[&gb].as_ref().clone();
+        la[lids[0] as usize] = pa;
+        lb[lids[0] as usize] = pb;
+        la[lids[1] as usize] = 0xFF;
+        r.routes.lfts.insert(ga, Arc::new(la));
+        r.routes.lfts.insert(gb, Arc::new(lb));
+        let with_holes = table_matches_walk(&r, "a loop and a hole");
+        assert!(with_holes < all);
+        r.subnet.node_mut(a).ports[pa as usize].info.as_mut().unwrap().port_state = PortState::Down;
+        assert!(table_matches_walk(&r, "a cable down too") < with_holes);
     }
 
     /// The SA's lookups answer as its own maps did, also for the ports

@@ -30,7 +30,7 @@
 
 use std::collections::HashSet;
 
-use super::{evaluate, lid_pairs, Ask, Constraints, PathConfig, PathIndex};
+use super::{evaluate, lid_pairs, Ask, Constraints, LidRun, PathConfig, PathIndex};
 use crate::mad::sa::{multi_path_mask as mm, path_mask as pm, sa_status, unknown_components};
 use crate::mad::sa::{MultiPathRecordRepr, PathRecordRepr, SaRecord};
 use crate::types::Lid;
@@ -134,10 +134,9 @@ pub fn multipath_records(
             if !super::requester_may_see(index, cfg, requester, src, dst) {
                 continue;
             }
-            let slids: Vec<Lid> = index.end(src).lids().collect();
-            let dlids: Vec<Lid> = index.end(dst).lids().collect();
+            let (slids, dlids) = (LidRun::of(index.end(src)), LidRun::of(index.end(dst)));
             let mut found = Vec::new();
-            for (slid, dlid, preference) in lid_pairs(&slids, &dlids) {
+            for (slid, dlid, preference) in lid_pairs(slids, dlids) {
                 if found.len() >= max_paths {
                     break;
                 }

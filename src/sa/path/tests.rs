@@ -831,8 +831,12 @@ fn a_get_to_everyone_stops_at_two_records() {
     let me = index.end(end_of(&index, &s.topo, p(H2, 1))).base_lid;
     let cfg = PathConfig::default();
     let q = PathRecordRepr::default();
-    assert_eq!(collect(&index, &q, 0, me, &cfg, Some(1), 2).unwrap().len(), 2);
-    assert_eq!(collect(&index, &q, 0, me, &cfg, Some(1), usize::MAX).unwrap().len(), index.ends().len());
+    let mut two = TwoAtMost::default();
+    collect(&index, &q, 0, me, &cfg, Some(1), &mut two).unwrap();
+    assert_eq!(two.count(), 2);
+    let mut all = Vec::new();
+    collect(&index, &q, 0, me, &cfg, Some(1), &mut all).unwrap();
+    assert_eq!(all.len(), index.ends().len());
     assert_eq!(path_record_get(&index, &q, 0, me, &cfg), Err(sa_status::TOO_MANY_RECORDS));
     // Even with the cap on records below what everyone would take.
     let small = PathConfig { max_records: 3, ..cfg };
