@@ -597,6 +597,12 @@ impl PathIndex {
         })
     }
 
+    /// How many switches have a row in the route table.
+    #[cfg(test)]
+    pub(crate) fn route_table_rows(&self) -> usize {
+        self.routes.cells.len().checked_div(self.routes.width).unwrap_or(0)
+    }
+
     /// The walk alone, to check the table against.
     #[cfg(test)]
     pub(crate) fn route_walked(&self, src: u32, dlid: Lid) -> Result<Route, Broken> {

@@ -920,3 +920,30 @@ mod never_panics {
         }
     }
 }
+
+/// The route table answers as the walk on other kinds of fabric: a torus
+/// (dor), a mesh, a random graph and a dragonfly, with two LIDs per port.
+#[test]
+fn the_route_table_answers_as_the_walk_on_every_kind_of_fabric() {
+    for spec in [
+        "torus2d:4x4,hosts=1",
+        "mesh2d:3x4,hosts=2",
+        "random:switches=10,degree=3,hosts=12,seed=3",
+        "dragonfly:routers=3,hosts=2,global=1,groups=4",
+    ] {
+        let topo = Topology::from_spec_or_file(spec).unwrap();
+        let s = sweep(topo, SmConfig { lmc: 1, ..SmConfig::default() }, |_| {});
+        let index = PathIndex::build(&s.report);
+        assert!(index.route_table_rows() > 0, "{spec}: a route table");
+        let top = index.ends().iter().map(|e| e.base_lid.0 + 2).max().unwrap();
+        let mut routed = 0;
+        for src in 0..index.ends().len() as u32 {
+            for lid in 0..top + 2 {
+                let walked = index.route_walked(src, Lid(lid));
+                assert_eq!(index.route(src, Lid(lid)), walked, "{spec}: end {src} to LID {lid}");
+                routed += usize::from(walked.is_ok());
+            }
+        }
+        assert!(routed > index.ends().len() * index.ends().len(), "{spec}: {routed} routes");
+    }
+}
