@@ -264,7 +264,10 @@ async fn the_last_joins_and_registrations_survive_a_failover_with_no_reregister(
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_stream_carries_them_through_one_to_ten_percent_loss() {
-    for (seed, loss) in [(52, 0.01), (53, 0.05), (54, 0.10)] {
+    // Seeds whose draws drop a message that carries changes at 5% and
+    // 10%: the stream packs records (two memberships, nine LIDs to a
+    // message), so it sends few enough that some draws drop only Beats.
+    for (seed, loss) in [(52, 0.01), (57, 0.05), (67, 0.10)] {
         let after = failover(seed, Stream::Lossy(loss)).await;
         let what = format!("{}% loss", loss * 100.0);
         assert_served(&after, &what);

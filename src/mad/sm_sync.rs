@@ -22,10 +22,12 @@
 //!        64-71   Sequence: a Change's or Reset's own number; a Hello's
 //!                next number expected (all below it are held); a Beat's
 //!                next number the master will give
-//!        72      Kind: 1 Hello, 2 Change, 3 Reset, 4 Beat
+//!        72      Kind: 1 Hello, 2 Change, 3 Reset, 4 Beat, 5 Changes
 //!        73      Table (Change): 1 ServiceRecord, 2 InformInfoRecord,
 //!                3 GUIDInfoRecord, 4 MCMemberRecord, 5 a LID assignment
-//!                (guid2lid: port GUID 8 bytes, base LID 2, LMC 1)
+//!                (guid2lid: port GUID 8 bytes, base LID 2, LMC 1);
+//!                Flags (Hello): bit 0, the standby takes Changes;
+//!                Count (Changes): how many, 1-28
 //!        74      Op (Change): 1 add, 2 remove
 //!        75      Part (Change): 0 a whole record, 1 its first part (the
 //!                rest comes with the next number), 2 its last part
@@ -34,6 +36,12 @@
 //!        80-223  the record as the SA emits it (IBA 15.2.5), or a part
 //!       224-255  reserved, 0
 //! ```
+//!
+//! Changes (kind 5) packs several whole records, numbered from Sequence
+//! on, into bytes 80-223: each is Table (1 byte), Op (1), Length (2), then
+//! the record. Two MCMemberRecords fit, or nine LID assignments, where a
+//! Change carries one. A master sends them only to a standby whose Hello
+//! says it takes them, so a standby of an older ibsm still gets Changes.
 //!
 //! Bytes 224-255 stay unused because ibsim's libumad2sim hands a receiver
 //! only the first 224 bytes of every MAD (its receive buffer is a
@@ -48,6 +56,12 @@ pub const SM_SYNC_ATTRIBUTE: u16 = 0xFF5C;
 pub const SM_SYNC_MAD_LEN: usize = 256;
 /// The most of a record one Change carries.
 pub const MAX_RECORD_LEN: usize = field::RECORD_END - field::RECORD;
+/// What each record of a Changes takes beyond its bytes: Table, Op, Length.
+pub const PACKED_HEADER_LEN: usize = 4;
+/// The most records one Changes carries (1-byte records, as none is).
+pub const MAX_PACKED: usize = MAX_RECORD_LEN / (PACKED_HEADER_LEN + 1);
+/// A Hello's flag: this standby takes Changes.
+const TAKES_PACKS: u8 = 1;
 
 mod field {
     use std::ops::Range;
@@ -116,16 +130,34 @@ pub enum SyncOp {
 pub enum SyncBody {
     /// Standby to master: "send me your stream; I hold every Change of
     /// `epoch` below `next`" (epoch 0: nothing held). Also its
-    /// acknowledgement.
-    Hello { next: u64 },
+    /// acknowledgement. `packs`: it takes Changes.
+    Hello { next: u64, packs: bool },
     /// Master to standby: one record added or removed, number `seq` (or
     /// a part of it).
     Change { seq: u64, table: SyncTable, op: SyncOp, part: SyncPart, record: Vec<u8> },
     /// Master to standby: forget the copy; the Changes after `seq` (adds)
     /// rebuild it.
     Reset { seq: u64 },
+    /// Master to standby: whole records added or removed, numbered `seq`,
+    /// `seq + 1`, and on.
+    Changes { seq: u64, records: Vec<PackedChange> },
     /// Master to standby: "I am here; my next number is `next`".
     Beat { next: u64 },
+}
+
+/// One record of a [`SyncBody::Changes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackedChange {
+    pub table: SyncTable,
+    pub op: SyncOp,
+    pub record: Vec<u8>,
+}
+
+impl PackedChange {
+    /// The bytes it takes in a Changes.
+    pub fn packed_len(record_len: usize) -> usize {
+        PACKED_HEADER_LEN + record_len
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,6 +176,7 @@ fn kind(body: &SyncBody) -> u8 {
         SyncBody::Change { .. } => 2,
         SyncBody::Reset { .. } => 3,
         SyncBody::Beat { .. } => 4,
+        SyncBody::Changes { .. } => 5,
     }
 }
 
@@ -177,16 +210,12 @@ impl SyncMadRepr {
         }
         let seq = be64(&mad[field::SEQ]);
         let body = match mad[field::KIND] {
-            1 => SyncBody::Hello { next: seq },
+            1 => SyncBody::Hello { next: seq, packs: mad[field::TABLE] & TAKES_PACKS != 0 },
             2 => {
                 let Some(table) = SyncTable::from_wire(mad[field::TABLE]) else {
                     return forbidden("Table", mad[field::TABLE].into());
                 };
-                let op = match mad[field::OP] {
-                    1 => SyncOp::Add,
-                    2 => SyncOp::Remove,
-                    v => return forbidden("Op", v.into()),
-                };
+                let op = parse_op(mad[field::OP])?;
                 let len = u16::from_be_bytes([mad[field::LEN.start], mad[field::LEN.start + 1]]) as usize;
                 if len == 0 || len > MAX_RECORD_LEN {
                     return forbidden("Length", len as u64);
@@ -201,6 +230,7 @@ impl SyncMadRepr {
             }
             3 => SyncBody::Reset { seq },
             4 => SyncBody::Beat { next: seq },
+            5 => SyncBody::Changes { seq, records: parse_packed(mad)? },
             other => return forbidden("Kind", other.into()),
         };
         Ok(SyncMadRepr {
@@ -229,7 +259,30 @@ impl SyncMadRepr {
         mad[field::SM_KEY].copy_from_slice(&self.sm_key.to_be_bytes());
         mad[field::EPOCH].copy_from_slice(&self.epoch.to_be_bytes());
         let seq = match &self.body {
-            SyncBody::Hello { next } | SyncBody::Beat { next } => *next,
+            SyncBody::Hello { next, packs } => {
+                mad[field::TABLE] = if *packs { TAKES_PACKS } else { 0 };
+                *next
+            }
+            SyncBody::Beat { next } => *next,
+            SyncBody::Changes { seq, records } => {
+                if records.is_empty() || records.len() > MAX_PACKED {
+                    return Err(WireError::Forbidden { what: WHAT, field: "Count", value: records.len() as u64 });
+                }
+                mad[field::TABLE] = records.len() as u8;
+                let mut at = field::RECORD;
+                for r in records {
+                    let end = at + PackedChange::packed_len(r.record.len());
+                    if r.record.is_empty() || end > field::RECORD_END {
+                        return Err(WireError::Forbidden { what: WHAT, field: "Length", value: r.record.len() as u64 });
+                    }
+                    mad[at] = r.table as u8;
+                    mad[at + 1] = r.op as u8;
+                    mad[at + 2..at + 4].copy_from_slice(&(r.record.len() as u16).to_be_bytes());
+                    mad[at + 4..end].copy_from_slice(&r.record);
+                    at = end;
+                }
+                *seq
+            }
             SyncBody::Reset { seq } => *seq,
             SyncBody::Change { seq, table, op, part, record } => {
                 if record.is_empty() || record.len() > MAX_RECORD_LEN {
@@ -248,6 +301,45 @@ impl SyncMadRepr {
     }
 }
 
+fn parse_op(v: u8) -> WireResult<SyncOp> {
+    match v {
+        1 => Ok(SyncOp::Add),
+        2 => Ok(SyncOp::Remove),
+        v => Err(WireError::Forbidden { what: WHAT, field: "Op", value: v.into() }),
+    }
+}
+
+/// The records of a Changes: Count of them, each whole, within bytes
+/// 80-223 (the rest of that room must be zero, so one message has one
+/// spelling).
+fn parse_packed(mad: &[u8]) -> WireResult<Vec<PackedChange>> {
+    let forbidden = |field, value: u64| WireError::Forbidden { what: WHAT, field, value };
+    let count = usize::from(mad[field::TABLE]);
+    if count == 0 || count > MAX_PACKED {
+        return Err(forbidden("Count", count as u64));
+    }
+    let mut records = Vec::with_capacity(count);
+    let mut at = field::RECORD;
+    for _ in 0..count {
+        if at + PACKED_HEADER_LEN > field::RECORD_END {
+            return Err(forbidden("Count", count as u64));
+        }
+        let table = SyncTable::from_wire(mad[at]).ok_or_else(|| forbidden("Table", mad[at].into()))?;
+        let op = parse_op(mad[at + 1])?;
+        let len = usize::from(u16::from_be_bytes([mad[at + 2], mad[at + 3]]));
+        let end = at + PACKED_HEADER_LEN + len;
+        if len == 0 || end > field::RECORD_END {
+            return Err(forbidden("Length", len as u64));
+        }
+        records.push(PackedChange { table, op, record: mad[at + PACKED_HEADER_LEN..end].to_vec() });
+        at = end;
+    }
+    if mad[at..field::RECORD_END].iter().any(|&b| b != 0) {
+        return Err(forbidden("Padding", (at - field::RECORD) as u64));
+    }
+    Ok(records)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,7 +347,7 @@ mod tests {
     fn sample() -> Vec<SyncMadRepr> {
         let m = |body| SyncMadRepr { transaction_id: 0x1234, sm_key: 7, epoch: 0xabcd, body };
         vec![
-            m(SyncBody::Hello { next: 5 }),
+            m(SyncBody::Hello { next: 5, packs: false }),
             m(SyncBody::Change {
                 seq: 9,
                 table: SyncTable::McMembers,
@@ -279,6 +371,15 @@ mod tests {
             }),
             m(SyncBody::Reset { seq: 1 }),
             m(SyncBody::Beat { next: 11 }),
+            m(SyncBody::Hello { next: 6, packs: true }),
+            m(SyncBody::Changes {
+                seq: 12,
+                records: vec![
+                    PackedChange { table: SyncTable::McMembers, op: SyncOp::Add, record: vec![4; 52] },
+                    PackedChange { table: SyncTable::McMembers, op: SyncOp::Remove, record: vec![5; 52] },
+                    PackedChange { table: SyncTable::Lids, op: SyncOp::Add, record: vec![6; 11] },
+                ],
+            }),
         ]
     }
 
@@ -291,6 +392,39 @@ mod tests {
             assert_eq!(SyncMadRepr::parse(&mad).unwrap(), r);
             assert!(mad[224..].iter().all(|&b| b == 0), "bytes ibsim drops stay unused");
         }
+    }
+
+    #[test]
+    fn malformed_packs_name_the_field() {
+        let good = sample().last().unwrap().emit().unwrap();
+        // The third record starts at 80 + 2 * 56 = 192.
+        type Spoil = Box<dyn Fn(&mut Vec<u8>)>;
+        let cases: Vec<(Spoil, &str)> = vec![
+            (Box::new(|m| m[73] = 0), "Count"),
+            (Box::new(|m| m[73] = 4), "Table"),
+            (Box::new(|m| m[73] = 200), "Count"),
+            (Box::new(|m| m[192] = 9), "Table"),
+            (Box::new(|m| m[193] = 0), "Op"),
+            (Box::new(|m| m[194..196].copy_from_slice(&40u16.to_be_bytes())), "Length"),
+            (Box::new(|m| m[194..196].fill(0)), "Length"),
+            (Box::new(|m| m[223] = 1), "Padding"),
+        ];
+        for (spoil, says) in cases {
+            let mut mad = good.clone();
+            spoil(&mut mad);
+            let e = SyncMadRepr::parse(&mad).unwrap_err().to_string();
+            assert!(e.contains(says), "{e} should name {says}");
+        }
+        let m = |records| SyncMadRepr {
+            transaction_id: 1,
+            sm_key: 0,
+            epoch: 1,
+            body: SyncBody::Changes { seq: 1, records },
+        };
+        let member = |n| PackedChange { table: SyncTable::McMembers, op: SyncOp::Add, record: vec![n; 52] };
+        assert!(m(vec![]).emit().is_err(), "no records");
+        assert!(m(vec![member(1), member(2), member(3)]).emit().is_err(), "three members overflow");
+        assert!(m(vec![member(1), member(2)]).emit().is_ok());
     }
 
     #[test]

@@ -243,7 +243,7 @@ impl SaAgent {
             return;
         }
         match (msg.body, self.serving == Serving::Master) {
-            (SyncBody::Hello { next }, true) => {
+            (SyncBody::Hello { next, packs }, true) => {
                 if !self.known_sm(from) {
                     self.stats.sync.rejected_peer += 1;
                     self.gate(now, Level::WARN, "sync_not_peer", || {
@@ -255,7 +255,7 @@ impl SaAgent {
                     return;
                 }
                 if let Some(src) = self.sync.source.as_mut() {
-                    src.on_hello(now, from, msg.epoch, next, &mut self.stats.sync);
+                    src.on_hello(now, from, msg.epoch, next, packs, &mut self.stats.sync);
                 }
                 // A first standby: the look skipped while nobody was fed
                 // happens now, not a batch later.
@@ -642,7 +642,8 @@ mod tests {
         assert_eq!(p.held(SyncTable::Services), 1, "nothing already held was lost");
 
         // The master takes Hellos only from SMs it knows.
-        let hello = SyncMadRepr { transaction_id: 1, sm_key: KEY, epoch: 0, body: SyncBody::Hello { next: 0 } };
+        let hello =
+            SyncMadRepr { transaction_id: 1, sm_key: KEY, epoch: 0, body: SyncBody::Hello { next: 0, packs: true } };
         let now = p.now;
         p.m.handle_mad(now, &Datagram { addr: MadAddress::gsi(Lid(host_lid), 0), mad: hello.emit().unwrap() });
         assert_eq!(p.m.stats().sync.rejected_peer, 1);

@@ -45,7 +45,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncOp, SyncPart, SyncTable, MAX_RECORD_LEN};
+use crate::mad::sm_sync::{PackedChange, SyncBody, SyncMadRepr, SyncOp, SyncPart, SyncTable, MAX_RECORD_LEN};
 use crate::types::Lid;
 
 /// A standby's Hello (and acknowledgement when idle) period.
@@ -147,6 +147,8 @@ struct Peer {
     resend_check: Duration,
     last_heard: Duration,
     next_beat: Duration,
+    /// Its Hello says it takes Changes (several records a message).
+    packs: bool,
 }
 
 impl Peer {
@@ -158,6 +160,7 @@ impl Peer {
             resend_check: Duration::MAX,
             last_heard: now,
             next_beat: now + BEAT,
+            packs: false,
         }
     }
 
@@ -302,10 +305,11 @@ impl Source {
 
     /// A standby's Hello from `from`, already checked to be a known SM
     /// with the right key: its acknowledgement, or its first word.
-    pub fn on_hello(&mut self, now: Duration, from: Lid, epoch: u64, next: u64, stats: &mut SyncStats) {
+    pub fn on_hello(&mut self, now: Duration, from: Lid, epoch: u64, next: u64, packs: bool, stats: &mut SyncStats) {
         let fresh = !self.peers.contains_key(&from);
         let peer = self.peers.entry(from).or_insert_with(|| Peer::new(now));
         peer.last_heard = now;
+        peer.packs = packs;
         let reset_waiting = matches!(peer.queue.front(), Some(Pending { item: Item::Reset, .. }));
         let claims_unsent = epoch == self.epoch && next > peer.next_seq;
         if fresh || claims_unsent || (epoch != self.epoch && !reset_waiting) {
@@ -338,16 +342,36 @@ impl Source {
                 None => None,
             };
             if let Some(i) = next {
-                let p = &mut peer.queue[i];
-                match p.sent_at {
-                    None if matches!(p.item, Item::Change { .. }) => stats.changes_sent += 1,
-                    Some(_) if matches!(p.item, Item::Change { .. }) => stats.changes_resent += 1,
-                    _ => {}
+                let packed = if peer.packs { pack_from(peer, i) } else { 1 };
+                if i + packed > peer.sent {
+                    // The records packed behind a new one are sent now too.
+                    peer.sent = i + packed;
                 }
-                p.sent_at = Some(now);
+                for p in peer.queue.range_mut(i..i + packed) {
+                    match p.sent_at {
+                        None if matches!(p.item, Item::Change { .. }) => stats.changes_sent += 1,
+                        Some(_) if matches!(p.item, Item::Change { .. }) => stats.changes_resent += 1,
+                        _ => {}
+                    }
+                    p.sent_at = Some(now);
+                }
                 peer.resend_check = peer.resend_check.min(now + RESEND_AFTER);
+                let p = &peer.queue[i];
                 let body = match &p.item {
                     Item::Reset => SyncBody::Reset { seq: p.seq },
+                    Item::Change { .. } if packed > 1 => SyncBody::Changes {
+                        seq: p.seq,
+                        records: peer
+                            .queue
+                            .range(i..i + packed)
+                            .filter_map(|p| match &p.item {
+                                Item::Change { table, op, record, .. } => {
+                                    Some(PackedChange { table: *table, op: *op, record: record.to_vec() })
+                                }
+                                Item::Reset => None,
+                            })
+                            .collect(),
+                    },
                     Item::Change { table, op, part, record } => {
                         SyncBody::Change { seq: p.seq, table: *table, op: *op, part: *part, record: record.to_vec() }
                     }
@@ -376,6 +400,28 @@ impl Source {
             .flatten()
             .min()
     }
+}
+
+/// How many queue entries from `i` on go in one message: whole records
+/// that fit one Changes together, all within the window (one when the
+/// entry at `i` is a Reset or a part).
+fn pack_from(peer: &Peer, i: usize) -> usize {
+    let whole = |p: &Pending| match &p.item {
+        Item::Change { part: SyncPart::Whole, record, .. } => Some(record.len()),
+        _ => None,
+    };
+    let mut room = MAX_RECORD_LEN;
+    let mut n = 0;
+    for p in peer.queue.iter().skip(i).take(WINDOW.saturating_sub(i).max(1)) {
+        let Some(len) = whole(p) else { break };
+        let need = PackedChange::packed_len(len);
+        if need > room || n == crate::mad::sm_sync::MAX_PACKED {
+            break;
+        }
+        room -= need;
+        n += 1;
+    }
+    n.max(1)
 }
 
 fn message(tid: u64, sm_key: u64, epoch: u64, body: SyncBody) -> SyncMadRepr {
@@ -479,22 +525,13 @@ impl Copy {
                 self.drain_early(stats);
             }
             SyncBody::Change { seq, table, op, part, record } => {
-                if epoch != self.epoch || !self.reset_seen || seq < self.next {
-                    // Another stream's, or one held already: the Hello
-                    // this prompts tells the master what we hold.
-                    stats.duplicates += 1;
-                    return true;
+                self.on_change(epoch, seq, (table, op, part, record.into()), stats);
+            }
+            SyncBody::Changes { seq, records } => {
+                for (k, r) in records.into_iter().enumerate() {
+                    let early = (r.table, r.op, SyncPart::Whole, r.record.into());
+                    self.on_change(epoch, seq.saturating_add(k as u64), early, stats);
                 }
-                if seq > self.next {
-                    stats.out_of_order += 1;
-                    if self.early.len() < EARLY_CAP {
-                        self.early.insert(seq, (table, op, part, record.into()));
-                    }
-                    return true;
-                }
-                self.apply(table, op, part, record.into(), stats);
-                self.next += 1;
-                self.drain_early(stats);
             }
             SyncBody::Beat { next } => {
                 if epoch == self.epoch {
@@ -508,6 +545,26 @@ impl Copy {
             }
         }
         true
+    }
+
+    /// Change number `seq`: applied if it is the next, kept if it came
+    /// early, counted if it is another stream's or held already (the
+    /// Hello this prompts tells the master what we hold).
+    fn on_change(&mut self, epoch: u64, seq: u64, (table, op, part, record): Early, stats: &mut SyncStats) {
+        if epoch != self.epoch || !self.reset_seen || seq < self.next {
+            stats.duplicates += 1;
+            return;
+        }
+        if seq > self.next {
+            stats.out_of_order += 1;
+            if self.early.len() < EARLY_CAP {
+                self.early.insert(seq, (table, op, part, record));
+            }
+            return;
+        }
+        self.apply(table, op, part, record, stats);
+        self.next += 1;
+        self.drain_early(stats);
     }
 
     fn apply(&mut self, table: SyncTable, op: SyncOp, part: SyncPart, record: Arc<[u8]>, stats: &mut SyncStats) {
@@ -558,7 +615,7 @@ impl Copy {
         let streaming = self.heard.is_some_and(|at| now.saturating_sub(at) < HELLO_IDLE);
         self.next_hello = now + if streaming { HELLO } else { HELLO_IDLE };
         self.tid += 1;
-        let body = SyncBody::Hello { next: self.next };
+        let body = SyncBody::Hello { next: self.next, packs: true };
         Some(Outgoing { to, mad: message(self.tid, self.sm_key, self.epoch, body) })
     }
 
@@ -630,6 +687,11 @@ mod tests {
         s: SyncStats,
         c: SyncStats,
         sent: u64,
+        /// The standby's Hellos reach the master saying it takes Changes
+        /// (an older ibsm's do not).
+        packs: bool,
+        /// Messages the master sent, and how many of them were Changes.
+        from_master: (u64, u64),
     }
 
     impl Pair {
@@ -643,6 +705,8 @@ mod tests {
                 s: SyncStats::default(),
                 c: SyncStats::default(),
                 sent: 0,
+                packs: true,
+                from_master: (0, 0),
             }
         }
 
@@ -654,12 +718,14 @@ mod tests {
                     if lose(self.sent) {
                         continue;
                     }
-                    let SyncBody::Hello { next } = o.mad.body else { panic!() };
-                    self.src.on_hello(self.now, B, o.mad.epoch, next, &mut self.s);
+                    let SyncBody::Hello { next, packs } = o.mad.body else { panic!() };
+                    self.src.on_hello(self.now, B, o.mad.epoch, next, packs && self.packs, &mut self.s);
                 }
                 while let Some(o) = self.src.poll_transmit(self.now, &mut self.s) {
                     assert_eq!(o.to, B);
                     self.sent += 1;
+                    self.from_master.0 += 1;
+                    self.from_master.1 += u64::from(matches!(o.mad.body, SyncBody::Changes { .. }));
                     if lose(self.sent) {
                         continue;
                     }
@@ -690,6 +756,29 @@ mod tests {
         assert_eq!(held(&p.copy), vec![2, 3, 4]);
         assert_eq!(p.s.resyncs, 1);
         assert_eq!(p.s.changes_resent, 0);
+    }
+
+    /// Members go two to a message to a standby that takes Changes, one
+    /// to a message to one that does not, and both copies end the same.
+    #[test]
+    fn changes_pack_for_a_standby_that_takes_them() {
+        let members: Vec<u8> = (0..60).map(|k| k * 2).collect();
+        let mut counts = Vec::new();
+        for packs in [true, false] {
+            let mut p = Pair::new();
+            p.packs = packs;
+            p.src.observe(all(&members[..1]), &mut p.s);
+            p.run(30, Duration::from_millis(10), &|_| false);
+            let before = p.from_master;
+            p.src.observe(all(&members), &mut p.s);
+            p.run(3, Duration::from_millis(1), &|_| false);
+            assert_eq!(held(&p.copy), members, "packs {packs}");
+            assert_eq!(p.s.changes_sent, 60, "every record counted once");
+            counts.push((p.from_master.0 - before.0, p.from_master.1 - before.1));
+        }
+        let (packed, unpacked) = (counts[0], counts[1]);
+        assert!(packed.0 <= 35 && packed.1 >= 29, "59 members in {packed:?} (messages, Changes) and Beats");
+        assert!(unpacked.0 >= 59 && unpacked.1 == 0, "one a message: {unpacked:?}");
     }
 
     #[test]
@@ -785,7 +874,7 @@ mod tests {
         assert!(p.c.duplicates >= 1);
         // A Hello claiming numbers never sent resyncs that standby.
         let resyncs = p.s.resyncs;
-        p.src.on_hello(p.now, B, 77, 1_000_000, &mut p.s);
+        p.src.on_hello(p.now, B, 77, 1_000_000, true, &mut p.s);
         assert_eq!(p.s.resyncs, resyncs + 1);
         p.run(30, Duration::from_millis(10), &|_| false);
         assert_eq!(held(&p.copy), vec![1, 2]);
@@ -822,7 +911,7 @@ mod cost {
         };
         let mut src = Source::new(1, 1);
         let mut stats = SyncStats::default();
-        src.on_hello(Duration::ZERO, Lid(2), 0, 0, &mut stats);
+        src.on_hello(Duration::ZERO, Lid(2), 0, 0, true, &mut stats);
         let first: RecordSet = (0..60_000).map(record).collect();
         src.observe([None, None, None, Some(first), None], &mut stats);
         let started = std::time::Instant::now();
