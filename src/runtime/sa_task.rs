@@ -15,7 +15,10 @@
 //!
 //! A query never passes through the owner task: the I/O thread hands SA
 //! MADs to this task's own queue, so a sweep, a reaction or an election
-//! step in progress does not delay an answer. The daemon runs the task on
+//! step in progress does not delay an answer. A SubnAdmGet does not come
+//! here at all while the agent is free: the transport's receiver thread
+//! answers it (`super::sa_inline`), the agent shared behind a mutex this
+//! task holds for one step at a time. The daemon runs the task on
 //! a thread of its own ([`SaPlacement::OwnThread`]): the owner's work
 //! between awaits (discovery answers, building a snapshot) then shares no
 //! thread with it either. Tests in virtual time keep it on the owner's

@@ -20,9 +20,11 @@
 //! Loop policy, with a device that gives a receiver
 //! ([`MadDevice::receiver`], libibumad): a second thread waits on the
 //! device and hands each MAD over the command channel, as OpenSM's umad
-//! receiver thread does, so the I/O thread sleeps on that one channel
-//! until a command or a MAD arrives or the next transaction deadline
-//! passes. Nothing polls: a query is taken, and an answer sent, as soon as
+//! receiver thread does (a diverted class's requests go to its agent's
+//! channel, or to its [`InlineServer`], which answers them on this thread
+//! and writes the answers through the device's sender), so the I/O
+//! thread sleeps on that one channel until a command or a MAD arrives or
+//! the next transaction deadline passes. Nothing polls: a query is taken, and an answer sent, as soon as
 //! it is there. Such a device also gives a sender ([`MadDevice::sender`]):
 //! [`Transport::send`] (answers, which no transaction tracks) then writes
 //! from the caller's thread, counted beside the thread's own sends, and
@@ -202,7 +204,9 @@ impl Diversions {
 
     /// The inline server waiting for the receiver thread, if any.
     fn take_inline(&self) -> Option<(u8, Box<dyn InlineServer>)> {
-        if !self.inline_offered.swap(false, Ordering::SeqCst) {
+        // A load first: this runs once per MAD read, and a swap would
+        // write the shared flag each time.
+        if !self.inline_offered.load(Ordering::Relaxed) || !self.inline_offered.swap(false, Ordering::SeqCst) {
             return None;
         }
         self.inline.lock().unwrap_or_else(|p| p.into_inner()).take()
