@@ -1288,6 +1288,27 @@ mod tests {
         }
     }
 
+    impl ThreadedDevice {
+        /// The device, the wire into it, how many MADs were sent through
+        /// its sender, and whether it closed while a half was still live.
+        #[allow(clippy::type_complexity)]
+        fn new() -> (Self, std::sync::mpsc::Sender<Datagram>, Arc<AtomicUsize>, Arc<AtomicBool>) {
+            let (wire, reader) = std::sync::mpsc::channel();
+            let sent_directly = Arc::new(AtomicUsize::new(0));
+            let closed_while_reading = Arc::new(AtomicBool::new(false));
+            let dev = ThreadedDevice {
+                started: std::time::Instant::now(),
+                wire: wire.clone(),
+                reader: Some(reader),
+                reading: Arc::new(AtomicBool::new(false)),
+                sending: Arc::new(AtomicBool::new(false)),
+                sent_directly: sent_directly.clone(),
+                closed_while_reading: closed_while_reading.clone(),
+            };
+            (dev, wire, sent_directly, closed_while_reading)
+        }
+    }
+
     impl Drop for ThreadedDevice {
         fn drop(&mut self) {
             if self.reading.load(Ordering::SeqCst) || self.sending.load(Ordering::SeqCst) {
@@ -1336,18 +1357,7 @@ mod tests {
 
     #[test]
     fn a_receiver_thread_wakes_the_io_thread_and_both_halves_end_before_the_device_closes() {
-        let (wire, reader) = std::sync::mpsc::channel();
-        let closed_while_reading = Arc::new(AtomicBool::new(false));
-        let sent_directly = Arc::new(AtomicUsize::new(0));
-        let dev = ThreadedDevice {
-            started: std::time::Instant::now(),
-            wire: wire.clone(),
-            reader: Some(reader),
-            reading: Arc::new(AtomicBool::new(false)),
-            sending: Arc::new(AtomicBool::new(false)),
-            sent_directly: sent_directly.clone(),
-            closed_while_reading: closed_while_reading.clone(),
-        };
+        let (dev, wire, sent_directly, closed_while_reading) = ThreadedDevice::new();
         let (t, mut unsol) = MadTransport::spawn(dev, TxnConfig::default());
         rt().block_on(async {
             // Requests in a row and at once: each answer comes through the
@@ -1436,18 +1446,7 @@ mod tests {
 
     #[test]
     fn an_inline_server_answers_on_the_receiver_thread_after_reading_all_that_waits() {
-        let (wire, reader) = std::sync::mpsc::channel();
-        let sent_directly = Arc::new(AtomicUsize::new(0));
-        let closed_while_reading = Arc::new(AtomicBool::new(false));
-        let dev = ThreadedDevice {
-            started: std::time::Instant::now(),
-            wire: wire.clone(),
-            reader: Some(reader),
-            reading: Arc::new(AtomicBool::new(false)),
-            sending: Arc::new(AtomicBool::new(false)),
-            sent_directly: sent_directly.clone(),
-            closed_while_reading: closed_while_reading.clone(),
-        };
+        let (dev, wire, sent_directly, closed_while_reading) = ThreadedDevice::new();
         let (t, _unsol) = MadTransport::spawn(dev, TxnConfig::default());
         let (sink, mut sa) = tokio::sync::mpsc::channel(16);
         assert!(t.divert(MgmtClass::SubnAdm, sink));
