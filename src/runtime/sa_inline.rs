@@ -129,3 +129,72 @@ impl InlineServer for InlineSa {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datagram::MadAddress;
+    use crate::sa::SaConfig;
+    use crate::types::Guid;
+
+    /// An SA request from `lid`: a Get of a NodeRecord, or another method.
+    fn request(method: u8, lid: u16) -> Datagram {
+        let mut mad = vec![0u8; 256];
+        mad[..4].copy_from_slice(&[1, 0x03, 2, method]);
+        mad[8..16].copy_from_slice(&u64::from(lid).to_be_bytes());
+        mad[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
+        Datagram { addr: MadAddress::gsi(Lid(lid), 0), mad }
+    }
+
+    /// An SA with no snapshot answers every Get BUSY: enough to see where
+    /// each Get is answered.
+    fn server() -> (InlineSa, SharedAgent, mpsc::Receiver<Arrived>) {
+        let agent: SharedAgent = Arc::new(Mutex::new(SaAgent::new(SaConfig::default(), Guid(1))));
+        let (tx, rx) = mpsc::channel(4);
+        (InlineSa::new(agent.clone(), tx, Instant::now(), None), agent, rx)
+    }
+
+    #[test]
+    fn gets_are_answered_here_in_turn_and_handed_over_while_the_agent_is_held() {
+        let (mut sa, agent, mut handed) = server();
+        assert!(sa.take(request(0x02, 5)).is_some(), "a Set is the SA task's");
+        assert!(sa.take(request(0x12, 5)).is_some(), "a GetTable too");
+        assert!(!sa.waiting());
+        // Three Gets from LID 5, then one from LID 6: LID 6 is second.
+        for _ in 0..3 {
+            assert!(sa.take(request(0x01, 5)).is_none());
+        }
+        assert!(sa.take(request(0x01, 6)).is_none());
+        let mut sent = Vec::new();
+        for _ in 0..2 {
+            sa.serve_one(&mut |d| sent.push(d));
+        }
+        let to: Vec<u16> = sent.iter().map(|d| d.addr.lid.0).collect();
+        assert_eq!(to, vec![5, 6], "requesters in turn");
+        assert!(sent.iter().all(|d| d.mad[3] == 0x81 && d.mad[4..6] == [0, 1]), "GetResp, BUSY");
+        // While the SA task holds the agent, the next Get goes to its queue.
+        let held = lock(&agent);
+        sa.serve_one(&mut |d| sent.push(d));
+        drop(held);
+        assert_eq!(sent.len(), 2, "nothing answered here");
+        assert_eq!(handed.try_recv().unwrap().dgram.addr.lid, Lid(5));
+        sa.serve_one(&mut |d| sent.push(d));
+        assert_eq!(sent.len(), 3);
+        assert!(!sa.waiting());
+        assert_eq!(lock(&agent).stats().received, 3, "the handed-over Get is the SA task's to count");
+    }
+
+    #[test]
+    fn a_flood_fills_only_its_share_and_the_drops_are_counted() {
+        let (mut sa, agent, _handed) = server();
+        for _ in 0..FAIR_SHARE + 10 {
+            assert!(sa.take(request(0x01, 9)).is_none());
+        }
+        assert!(sa.take(request(0x01, 10)).is_none());
+        let mut to = Vec::new();
+        sa.serve_one(&mut |d| to.push(d.addr.lid.0));
+        sa.serve_one(&mut |d| to.push(d.addr.lid.0));
+        assert_eq!(to, vec![9, 10], "the other requester is not behind the flood");
+        assert_eq!(lock(&agent).stats().drops.requester_share, 10);
+    }
+}
