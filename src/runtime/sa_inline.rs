@@ -74,6 +74,16 @@ impl InlineSa {
     }
 }
 
+impl InlineSa {
+    /// To the SA task's queue; a full queue drops it, counted at the next
+    /// look at the agent.
+    fn hand_over(&mut self, a: Arrived) {
+        if self.handover.try_send(a).is_err() {
+            self.handover_dropped += 1;
+        }
+    }
+}
+
 /// How many share drops wait to be counted before more are forgotten.
 const SHARE_DROPS_KEPT: usize = 1024;
 
@@ -102,10 +112,7 @@ impl InlineServer for InlineSa {
             let Ok(mut agent) = self.agent.try_lock() else {
                 // The SA task holds it (a snapshot install, a long answer):
                 // it answers this one after.
-                if self.handover.try_send(a).is_err() {
-                    self.handover_dropped += 1;
-                }
-                return;
+                return self.hand_over(a);
             };
             for from in self.share_drops.drain(..) {
                 agent.count_share_drop(now, from);
@@ -117,12 +124,7 @@ impl InlineServer for InlineSa {
             Ok(Some(reply)) => send(reply),
             Ok(None) => {}
             // `take` keeps only Gets; a malformed one is the SA task's to count.
-            Err(crate::sa::NotAGet) => {
-                if self.handover.try_send(a).is_err() {
-                    self.handover_dropped += 1;
-                }
-                return;
-            }
+            Err(crate::sa::NotAGet) => return self.hand_over(a),
         }
         if let Some(m) = &self.metrics {
             m.sa_answer(a.at.elapsed());

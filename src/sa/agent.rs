@@ -351,9 +351,6 @@ impl SaAgent {
             return Err(NotAGet);
         }
         let Received::Request(request) = wire::classify(dgram) else { return Err(NotAGet) };
-        if request.method != Method::Get {
-            return Err(NotAGet);
-        }
         self.stats.received += 1;
         let queued = self.out.len();
         if self.may_answer(now, dgram, &request) {

@@ -24,8 +24,8 @@
 //! channel, or to its [`InlineServer`], which answers them on this thread
 //! and writes the answers through the device's sender), so the I/O
 //! thread sleeps on that one channel until a command or a MAD arrives or
-//! the next transaction deadline passes. Nothing polls: a query is taken, and an answer sent, as soon as
-//! it is there. Such a device also gives a sender ([`MadDevice::sender`]):
+//! the next transaction deadline passes. Nothing polls: a query is taken,
+//! and an answer sent, as soon as it is there. Such a device also gives a sender ([`MadDevice::sender`]):
 //! [`Transport::send`] (answers, which no transaction tracks) then writes
 //! from the caller's thread, counted beside the thread's own sends, and
 //! the I/O thread is not woken for it.
@@ -189,16 +189,12 @@ impl Diversions {
             Some((class, server)) if *class == u8::from(h.mgmt_class()) => server.take(d),
             _ => Some(d),
         };
-        let taken = match d {
-            None => true,
-            Some(d) => match self.offer(d) {
-                Offered::Declined(d) => return Some(d),
-                Offered::Taken | Offered::Dropped => true,
-            },
-        };
-        if taken {
-            *self.taken.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default() += 1;
+        if let Some(d) = d {
+            if let Offered::Declined(d) = self.offer(d) {
+                return Some(d);
+            }
         }
+        *self.taken.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default() += 1;
         None
     }
 

@@ -707,6 +707,8 @@ impl RouteTable {
             return RouteTable::default();
         }
         let mut cells = vec![0u32; rows as usize * width];
+        // Listed once: the loop below starts from each for every LID.
+        let starts: Vec<u32> = (0..index.nodes.len() as u32).filter(|&n| row_of[n as usize] != NONE).collect();
         const UNKNOWN: u32 = u32::MAX;
         const ON_THE_WAY: u32 = u32::MAX - 1;
         let mut known = vec![UNKNOWN; index.nodes.len()];
@@ -720,7 +722,7 @@ impl RouteTable {
                 known[n as usize] = UNKNOWN;
             }
             touched.clear();
-            for start in (0..index.nodes.len() as u32).filter(|&n| row_of[n as usize] != NONE) {
+            for &start in &starts {
                 let mut node = start;
                 // Along the forwarding tables to a switch whose route is
                 // known (on this way already: a loop, no route) or ends.
