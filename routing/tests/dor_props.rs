@@ -1,6 +1,7 @@
 //! Property tests for dor: on any mesh, torus or hypercube (numbered in any
 //! order) the tables are valid, minimal and acyclic per VL, or the VL
-//! shortfall is named; on random fabrics dor routes validly or refuses.
+//! shortfall is named; on random fabrics dor routes validly (minimally,
+//! unless cables of a torus are missing) or refuses.
 
 #[path = "nue_cdg.rs"]
 mod cdg;
@@ -60,7 +61,12 @@ proptest! {
         match dor(&f, &EngineOptions::default()) {
             Ok(r) => {
                 let rep = validate(&f, &r);
-                prop_assert!(rep.is_clean() && rep.fully_connected() && rep.all_minimal(), "{}", rep);
+                prop_assert!(rep.is_clean() && rep.fully_connected(), "{}", rep);
+                // A torus with cables missing is routed round each gap, the
+                // long way along its opened ring ("Cables missing" in
+                // dor's module doc); a whole grid's routes are minimal.
+                let gaps = shapes(&f).map_or(0, |s| s.iter().map(|p| p.missing.len()).sum::<usize>());
+                prop_assert!(gaps > 0 || rep.all_minimal(), "{}", rep);
                 prop_assert!(cdg::cyclic_layers(&f, &r).iter().all(|c| !c));
             }
             Err(RoutingError::NotApplicable { engine: "dor", .. } | RoutingError::TooFewVls { engine: "dor", .. }) => {}
