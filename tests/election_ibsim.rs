@@ -835,7 +835,8 @@ fn three_ibsm_one_standby_takes_over() {
 /// host brings IPoIB up and registers a ServiceRecord; A is SIGKILLed
 /// 100 ms after its last answer. B serves the joins (the host's port in
 /// each of its groups, read one record per saquery) and the service, and
-/// says it took over with a current copy (no ClientReregister).
+/// says it took over with a current copy (no ClientReregister), with the
+/// MFTs as A left them (no block read).
 #[test]
 fn ibsm_failover_serves_the_masters_last_joins_and_registrations() {
     let net = Net::start();
@@ -882,6 +883,24 @@ fn ibsm_failover_serves_the_masters_last_joins_and_registrations() {
     assert!(services[0].field("ServiceName").contains("sync-ibsim"), "{services:#?}");
     assert!(b.count("a current copy of the old master's SA state: no ClientReregister") == 1, "{}", b.tail());
     assert!(b.count("SA state taken over from the mirror: 1 services") == 1, "{}", b.tail());
+    // The MFTs stay as A left them: A streamed its digest of each
+    // switch's table, B's trees match, and B reads no block.
+    let log = std::fs::read_to_string(&b.log).unwrap_or_default();
+    let field = |line: &str, name: &str| -> usize {
+        let at = line.find(&format!(" {name}=")).map(|i| i + name.len() + 2);
+        at.and_then(|i| line[i..].split(' ').next()?.parse().ok()).unwrap_or(0)
+    };
+    let passes: Vec<(usize, usize)> = log
+        .lines()
+        .filter(|l| l.contains("multicast forwarding programmed"))
+        .map(|l| (field(l, "reads"), field(l, "vouched")))
+        .collect();
+    assert!(
+        passes.iter().any(|&(_, vouched)| vouched > 0),
+        "B took no switch's MFT on A's digest: {passes:?}\n{}",
+        b.tail()
+    );
+    assert!(passes.iter().all(|&(reads, _)| reads == 0), "B read MFT blocks: {passes:?}\n{}", b.tail());
     let after = net.programmed();
     assert_eq!(after.lids, before.lids, "LIDs changed in the takeover");
     net.assert_all_active("after the takeover");

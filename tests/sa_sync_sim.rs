@@ -264,18 +264,28 @@ async fn the_last_joins_and_registrations_survive_a_failover_with_no_reregister(
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_stream_carries_them_through_one_to_ten_percent_loss() {
-    // Seeds whose draws drop a message that carries changes at 5% and
-    // 10%: the stream packs records (two memberships, nine LIDs to a
-    // message), so it sends few enough that some draws drop only Beats.
-    for (seed, loss) in [(52, 0.01), (57, 0.05), (67, 0.10)] {
-        let after = failover(seed, Stream::Lossy(loss)).await;
+    // The stream packs records (two memberships, nine LIDs to a message),
+    // so it sends few enough that some draws drop only Beats: at 5% and
+    // 10% the seeds go on from the first until one drops a message that
+    // carries changes (each run is checked whole), so that a change of
+    // how many messages the stream sends cannot leave the resends untried.
+    for (first_seed, loss) in [(52, 0.01), (57, 0.05), (67, 0.10)] {
         let what = format!("{}% loss", loss * 100.0);
-        assert_served(&after, &what);
-        assert_eq!(after.reregistered, vec![0; 16], "{what}: no host port got ClientReregister");
-        assert_eq!(after.mft_fault, None, "{what}");
-        assert_eq!(after.entries_changed, 0, "{what}");
+        let mut resent = Vec::new();
+        for seed in first_seed..first_seed + 20 {
+            let after = failover(seed, Stream::Lossy(loss)).await;
+            let what = format!("{what}, seed {seed}");
+            assert_served(&after, &what);
+            assert_eq!(after.reregistered, vec![0; 16], "{what}: no host port got ClientReregister");
+            assert_eq!(after.mft_fault, None, "{what}");
+            assert_eq!(after.entries_changed, 0, "{what}");
+            resent.push(after.resent);
+            if loss < 0.05 || after.resent.is_some_and(|n| n > 0.0) {
+                break;
+            }
+        }
         if loss >= 0.05 {
-            assert!(after.resent.is_some_and(|n| n > 0.0), "{what}: nothing was resent: {:?}", after.resent);
+            assert!(resent.iter().any(|r| r.is_some_and(|n| n > 0.0)), "{what}: nothing was resent: {resent:?}");
         }
     }
 }

@@ -25,8 +25,10 @@
 //!        72      Kind: 1 Hello, 2 Change, 3 Reset, 4 Beat, 5 Changes
 //!        73      Table (Change): 1 ServiceRecord, 2 InformInfoRecord,
 //!                3 GUIDInfoRecord, 4 MCMemberRecord, 5 a LID assignment
-//!                (guid2lid: port GUID 8 bytes, base LID 2, LMC 1);
-//!                Flags (Hello): bit 0, the standby takes Changes;
+//!                (guid2lid: port GUID 8 bytes, base LID 2, LMC 1), 6 a
+//!                switch's MFT digest (switch GUID 8 bytes, digest 8);
+//!                Flags (Hello): bit 0, the standby takes Changes; bit 1,
+//!                it takes table 6;
 //!                Count (Changes): how many, 1-28
 //!        74      Op (Change): 1 add, 2 remove
 //!        75      Part (Change): 0 a whole record, 1 its first part (the
@@ -60,8 +62,9 @@ pub const MAX_RECORD_LEN: usize = field::RECORD_END - field::RECORD;
 pub const PACKED_HEADER_LEN: usize = 4;
 /// The most records one Changes carries (1-byte records, as none is).
 pub const MAX_PACKED: usize = MAX_RECORD_LEN / (PACKED_HEADER_LEN + 1);
-/// A Hello's flag: this standby takes Changes.
+/// A Hello's flags: this standby takes Changes, and table 6.
 const TAKES_PACKS: u8 = 1;
+const TAKES_MFT_DIGESTS: u8 = 2;
 
 mod field {
     use std::ops::Range;
@@ -93,14 +96,29 @@ pub enum SyncTable {
     GuidInfo = 3,
     McMembers = 4,
     Lids = 5,
+    /// What the master knows a switch's MulticastForwardingTable holds,
+    /// as a digest: a new master whose own multicast routes give the same
+    /// digest writes that switch without reading it first.
+    MftDigests = 6,
 }
 
 /// Bytes of a [`SyncTable::Lids`] record.
 pub const LID_RECORD_LEN: usize = 11;
+/// Bytes of a [`SyncTable::MftDigests`] record.
+pub const MFT_DIGEST_RECORD_LEN: usize = 16;
+
+/// How many tables the stream carries.
+pub const SYNC_TABLES: usize = 6;
 
 impl SyncTable {
-    pub const ALL: [SyncTable; 5] =
-        [SyncTable::Services, SyncTable::Subscriptions, SyncTable::GuidInfo, SyncTable::McMembers, SyncTable::Lids];
+    pub const ALL: [SyncTable; SYNC_TABLES] = [
+        SyncTable::Services,
+        SyncTable::Subscriptions,
+        SyncTable::GuidInfo,
+        SyncTable::McMembers,
+        SyncTable::Lids,
+        SyncTable::MftDigests,
+    ];
 
     pub fn index(self) -> usize {
         self as usize - 1
@@ -130,8 +148,8 @@ pub enum SyncOp {
 pub enum SyncBody {
     /// Standby to master: "send me your stream; I hold every Change of
     /// `epoch` below `next`" (epoch 0: nothing held). Also its
-    /// acknowledgement. `packs`: it takes Changes.
-    Hello { next: u64, packs: bool },
+    /// acknowledgement, and what it understands.
+    Hello { next: u64, takes: Takes },
     /// Master to standby: one record added or removed, number `seq` (or
     /// a part of it).
     Change { seq: u64, table: SyncTable, op: SyncOp, part: SyncPart, record: Vec<u8> },
@@ -143,6 +161,35 @@ pub enum SyncBody {
     Changes { seq: u64, records: Vec<PackedChange> },
     /// Master to standby: "I am here; my next number is `next`".
     Beat { next: u64 },
+}
+
+/// What a standby's Hello says it understands beyond the first version
+/// of the stream: a master sends it nothing else, so an older standby
+/// keeps its stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Takes {
+    /// Changes (several records a message).
+    pub packs: bool,
+    /// Records of [`SyncTable::MftDigests`].
+    pub mft_digests: bool,
+}
+
+impl Takes {
+    /// Everything this version understands.
+    pub const ALL: Takes = Takes { packs: true, mft_digests: true };
+
+    /// Whether records of `table` may be sent.
+    pub fn table(self, table: SyncTable) -> bool {
+        table != SyncTable::MftDigests || self.mft_digests
+    }
+
+    fn from_wire(flags: u8) -> Takes {
+        Takes { packs: flags & TAKES_PACKS != 0, mft_digests: flags & TAKES_MFT_DIGESTS != 0 }
+    }
+
+    fn to_wire(self) -> u8 {
+        (if self.packs { TAKES_PACKS } else { 0 }) | (if self.mft_digests { TAKES_MFT_DIGESTS } else { 0 })
+    }
 }
 
 /// One record of a [`SyncBody::Changes`].
@@ -210,7 +257,7 @@ impl SyncMadRepr {
         }
         let seq = be64(&mad[field::SEQ]);
         let body = match mad[field::KIND] {
-            1 => SyncBody::Hello { next: seq, packs: mad[field::TABLE] & TAKES_PACKS != 0 },
+            1 => SyncBody::Hello { next: seq, takes: Takes::from_wire(mad[field::TABLE]) },
             2 => {
                 let Some(table) = SyncTable::from_wire(mad[field::TABLE]) else {
                     return forbidden("Table", mad[field::TABLE].into());
@@ -259,8 +306,8 @@ impl SyncMadRepr {
         mad[field::SM_KEY].copy_from_slice(&self.sm_key.to_be_bytes());
         mad[field::EPOCH].copy_from_slice(&self.epoch.to_be_bytes());
         let seq = match &self.body {
-            SyncBody::Hello { next, packs } => {
-                mad[field::TABLE] = if *packs { TAKES_PACKS } else { 0 };
+            SyncBody::Hello { next, takes } => {
+                mad[field::TABLE] = takes.to_wire();
                 *next
             }
             SyncBody::Beat { next } => *next,
@@ -347,7 +394,7 @@ mod tests {
     fn sample() -> Vec<SyncMadRepr> {
         let m = |body| SyncMadRepr { transaction_id: 0x1234, sm_key: 7, epoch: 0xabcd, body };
         vec![
-            m(SyncBody::Hello { next: 5, packs: false }),
+            m(SyncBody::Hello { next: 5, takes: Takes::default() }),
             m(SyncBody::Change {
                 seq: 9,
                 table: SyncTable::McMembers,
@@ -371,7 +418,15 @@ mod tests {
             }),
             m(SyncBody::Reset { seq: 1 }),
             m(SyncBody::Beat { next: 11 }),
-            m(SyncBody::Hello { next: 6, packs: true }),
+            m(SyncBody::Hello { next: 6, takes: Takes::ALL }),
+            m(SyncBody::Change {
+                seq: 12,
+                table: SyncTable::MftDigests,
+                op: SyncOp::Add,
+                part: SyncPart::Whole,
+                record: vec![7; 16],
+            }),
+            m(SyncBody::Hello { next: 7, takes: Takes { packs: false, mft_digests: true } }),
             m(SyncBody::Changes {
                 seq: 12,
                 records: vec![

@@ -254,6 +254,19 @@ impl<D: SmpDriver> SubnetManager<D> {
         self.mcast.membership_changed(&self.driver, table).await
     }
 
+    /// What this SM knows its switches' MFTs hold, as digests by switch
+    /// GUID ([`super::mfts::digest`]), for the standbys.
+    pub fn mft_digests(&self) -> Vec<(Guid, u64)> {
+        self.mcast.digests()
+    }
+
+    /// At a takeover with a current copy: the old master's MFT digests
+    /// (`crate::sa::sync`). A switch whose routes give the same digest is
+    /// written without reading its blocks first.
+    pub fn vouch_mfts(&mut self, digests: impl IntoIterator<Item = (Guid, u64)>) {
+        self.mcast.vouch(digests);
+    }
+
     /// Where the next sweeps have switches enforce partitions (OpenSM's
     /// `part_enforce`; default both).
     pub fn set_part_enforce(&mut self, part_enforce: crate::partition::PartEnforce) {

@@ -118,12 +118,38 @@ pub struct McastState {
     routes: Option<McastRoutes>,
     routed: Arc<McastTable>,
     memo: MftMemo,
+    /// What the memo knows each switch holds, as [`super::mfts::digest`]s, for
+    /// the switches the passes looked at: what a master streams to its
+    /// standbys.
+    digests: HashMap<Guid, u64>,
+    /// After a takeover: the old master's digests of what its switches
+    /// held. A switch the memo knows nothing of whose wanted blocks give
+    /// the same digest is taken to hold them, unread (once each).
+    vouched: HashMap<Guid, u64>,
 }
 
 impl McastState {
     /// A takeover: another master may have written any block.
     pub fn forget_tables(&mut self) {
         self.memo.clear();
+        self.digests.clear();
+    }
+
+    /// After a takeover with a current copy of the old master's state:
+    /// its digests of what each switch's MFT held (replacing any given
+    /// before). A switch whose wanted blocks give its digest is written
+    /// without reading; any other is read first, as without them.
+    pub fn vouch(&mut self, digests: impl IntoIterator<Item = (Guid, u64)>) {
+        self.vouched = digests.into_iter().collect();
+    }
+
+    /// What this SM knows its switches' MFTs hold, as digests by switch
+    /// GUID, in GUID order: switches with SMPs outstanding or failed, and
+    /// those never looked at, are left out.
+    pub fn digests(&self) -> Vec<(Guid, u64)> {
+        let mut v: Vec<(Guid, u64)> = self.digests.iter().map(|(g, d)| (*g, *d)).collect();
+        v.sort_unstable();
+        v
     }
 
     /// Each switch's MLID -> ports, by node GUID, as routed.
@@ -234,7 +260,10 @@ impl McastState {
                 });
             live.insert(node.guid(), node.quarantined.is_none() && !reset);
         }
-        self.memo.retain(|g| live.get(&g).copied().unwrap_or(false));
+        let live = |g: &Guid| live.get(g).copied().unwrap_or(false);
+        self.memo.retain(|g| live(&g));
+        self.digests.retain(|g, _| live(g));
+        self.vouched.retain(|g, _| live(g));
     }
 
     /// Reads what must be known, then removals everywhere, then additions
@@ -258,6 +287,11 @@ impl McastState {
             let w = wanted_blocks(routes.table(id), sw.num_ports, sw.mcast_cap);
             for p in &w.problems {
                 report.problems.push(format!("switch {} ({}): {p}", sw.guid, sw.name));
+            }
+            if self.memo.switch(sw.guid).is_none() && self.vouched.get(&sw.guid) == Some(&w.digest()) {
+                self.vouched.remove(&sw.guid);
+                self.memo.adopt(sw.guid, &w);
+                report.mft_vouched += 1;
             }
             wanted.push((id, sw.guid, sw.path, w));
         }
@@ -341,6 +375,12 @@ impl McastState {
             }
         }
         report.retry = !failed.is_empty();
+        for (id, g, _, w) in &wanted {
+            match self.memo.digest_of(*g, w.positions).filter(|_| !failed.contains(id)) {
+                Some(d) => self.digests.insert(*g, d),
+                None => self.digests.remove(g),
+            };
+        }
         self.dirty.extend(failed);
     }
 

@@ -145,6 +145,39 @@ pub fn wanted_blocks(table: &BTreeMap<u16, PortSet>, num_ports: u8, cap: u16) ->
     out
 }
 
+impl MftWanted {
+    /// [`digest`] of the blocks wanted.
+    pub fn digest(&self) -> u64 {
+        digest(self.blocks.iter().map(|(k, m)| (*k, m)))
+    }
+}
+
+/// A digest of a switch's non-zero (block, position) pairs, in key order:
+/// 64-bit FNV-1a over each pair's block, position and 32 masks, all
+/// big-endian. Two SMs that agree on the digest agree on the contents
+/// (short of a collision, about 2^-64 for unrelated tables): a new master
+/// compares its own routes' digest with the one the old master streamed
+/// (`crate::sa::sync`) instead of reading the blocks. Defined here, not by
+/// `std`'s hasher, so that SMs of different builds compute the same.
+pub fn digest<'a>(pairs: impl IntoIterator<Item = (MftKey, &'a MftMasks)>) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = OFFSET;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(PRIME);
+        }
+    };
+    for (key, masks) in pairs {
+        eat(&key.block.to_be_bytes());
+        eat(&[key.position]);
+        for m in masks {
+            eat(&m.to_be_bytes());
+        }
+    }
+    h
+}
+
 /// One switch as far as the SM knows it (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SwitchMft {
@@ -208,6 +241,29 @@ impl MftMemo {
         let s = self.switches.entry(switch).or_default();
         s.cleared = true;
         s.zero.clear();
+    }
+
+    /// Takes `switch`'s MFT to hold exactly `wanted` in the wanted blocks
+    /// (every other position of them zero), without reading: for a caller
+    /// that has it on another SM's word that the switch holds that (the
+    /// old master's digest, [`digest`]). Blocks not wanted stay unknown.
+    pub fn adopt(&mut self, switch: Guid, wanted: &MftWanted) {
+        let mut s = SwitchMft { held: wanted.blocks.clone(), ..SwitchMft::default() };
+        for block in wanted.blocks.keys().map(|k| k.block).collect::<BTreeSet<_>>() {
+            let zero = (0..wanted.positions).map(|p| MftKey::new(block, p)).filter(|k| !s.held.contains_key(k));
+            s.zero.extend(zero);
+        }
+        self.switches.insert(switch, s);
+    }
+
+    /// [`digest`] of what `switch` (with `positions` positions) holds,
+    /// when the memo knows every position of each block it holds masks
+    /// in; `None` otherwise, or when it knows nothing of the switch.
+    pub fn digest_of(&self, switch: Guid, positions: u8) -> Option<u64> {
+        let s = self.switches.get(&switch)?;
+        let blocks: BTreeSet<u16> = s.held.keys().map(|k| k.block).collect();
+        let whole = blocks.iter().all(|&b| (0..positions).all(|p| s.holds(MftKey::new(b, p)).is_some()));
+        whole.then(|| digest(s.held()))
     }
 
     /// Forgets `switch` (its MFT may have been reset, or it is gone): its
@@ -458,6 +514,49 @@ mod tests {
         // A switch forgotten (rebooted) is read again.
         memo.forget(guid);
         assert_eq!(mft_sets(guid, &w, &memo).reads.len(), 2);
+    }
+
+    #[test]
+    fn a_digest_the_old_master_vouched_for_stands_in_for_the_reads() {
+        let guid = Guid(0x30);
+        let table: BTreeMap<u16, PortSet> = [(0xC000, ports(&[1, 17])), (0xC041, ports(&[3]))].into_iter().collect();
+        let w = wanted_blocks(&table, 24, 1024);
+        // The old master wrote it all and knows every position of its
+        // blocks: its digest is the wanted blocks' digest.
+        let mut old = MftMemo::default();
+        old.assume_cleared(guid);
+        program(&mut old, guid, &w);
+        assert_eq!(old.digest_of(guid, w.positions), Some(w.digest()));
+        // A master that only read one position of a block it holds masks
+        // in cannot vouch for the switch.
+        let mut partial = MftMemo::default();
+        partial.apply_read(guid, MftKey::new(0, 0), &MftBlockRepr { port_masks: w.blocks[&MftKey::new(0, 0)] });
+        assert_eq!(partial.digest_of(guid, w.positions), None);
+        assert_eq!(MftMemo::default().digest_of(guid, w.positions), None);
+        // Another port, another MLID or another block: another digest.
+        for other in [
+            [(0xC000, ports(&[1, 18])), (0xC041, ports(&[3]))],
+            [(0xC000, ports(&[1, 17])), (0xC042, ports(&[3]))],
+            [(0xC000, ports(&[1, 17])), (0xC061, ports(&[3]))],
+        ] {
+            let table: BTreeMap<u16, PortSet> = other.into_iter().collect();
+            assert_ne!(wanted_blocks(&table, 24, 1024).digest(), w.digest(), "{table:?}");
+        }
+        // The new master adopts the switch: no read, no Set, and the memo
+        // is what the old master's was for those blocks.
+        let mut new = MftMemo::default();
+        new.adopt(guid, &w);
+        assert!(mft_sets(guid, &w, &new).is_empty());
+        assert_eq!(new.digest_of(guid, w.positions), Some(w.digest()));
+        for key in (0..w.positions).flat_map(|p| [MftKey::new(0, p), MftKey::new(2, p)]) {
+            assert_eq!(new.switch(guid).unwrap().holds(key), old.switch(guid).unwrap().holds(key), "{key:?}");
+        }
+        // A group that goes is cleared with one Set, as the old master would.
+        let fewer: BTreeMap<u16, PortSet> = [(0xC000, ports(&[1, 17]))].into_iter().collect();
+        let plan = mft_sets(guid, &wanted_blocks(&fewer, 24, 1024), &new);
+        assert!(plan.reads.is_empty());
+        assert_eq!(plan.removals.len(), 1);
+        assert_eq!(plan.removals[0].key, MftKey::new(2, 0));
     }
 
     #[test]

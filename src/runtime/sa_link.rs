@@ -47,6 +47,34 @@ impl<T: Transport + Clone> Owner<T> {
         }
     }
 
+    /// The master's MFT digests to the SA, when they changed, for the
+    /// standbys.
+    pub(super) fn tell_sa_mft_digests(&mut self) {
+        let Some(sm) = self.sm.as_ref() else { return };
+        let digests = sm.mft_digests();
+        if self.sa_mft_digests.as_deref() != Some(&digests) {
+            let digests = std::sync::Arc::new(digests);
+            self.sa_mft_digests = Some(digests.clone());
+            self.hand_to_sa(sa_task::SaInput::MftDigests(digests));
+        }
+    }
+
+    /// At a takeover with a current copy: the old master's MFT digests,
+    /// as the state stream copied them, so that switches its routes leave
+    /// as they were are written without reading their blocks first. With
+    /// a stale copy none is taken: the old master may have written since.
+    pub(super) fn adopt_old_masters_mft_digests(
+        &self,
+        sm: &mut crate::program::SubnetManager<crate::transport::SmpClient<T>>,
+        mode: MasterMode,
+    ) {
+        let copied = if mode == MasterMode::Takeover { self.sa.copy_mft_digests() } else { Default::default() };
+        if !copied.is_empty() {
+            info!(switches = copied.len(), "takeover: the old master's MFT digests adopted from the state stream");
+        }
+        sm.vouch_mfts(copied.iter().copied());
+    }
+
     /// At a takeover: the old master's guid2lid, as the state stream
     /// copied it, over this SM's own, so a port away now comes back to the
     /// LID the old master gave it.

@@ -108,6 +108,9 @@ pub enum SaInput {
     LidMap(Arc<Vec<crate::sa::LidEntry>>),
     /// Switches' multicast tables a pass between sweeps changed.
     McastTables(Vec<(Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>)>),
+    /// What the master knows its switches' MFTs hold, as digests, for the
+    /// standbys.
+    MftDigests(Arc<Vec<crate::sa::MftDigest>>),
 }
 
 /// The owner's end: queue MADs, tell the role. Dropping it ends the task.
@@ -122,6 +125,8 @@ pub struct SaHandle {
     copy: watch::Receiver<Option<tokio::time::Instant>>,
     /// The old master's guid2lid as the copy holds it.
     copy_lids: watch::Receiver<Arc<Vec<crate::sa::LidEntry>>>,
+    /// The old master's MFT digests as the copy holds them.
+    copy_mft_digests: watch::Receiver<Arc<Vec<crate::sa::MftDigest>>>,
     /// The SA's own thread, joined when the handle drops: the transport
     /// handle it holds must be gone before the SM's run returns, or the
     /// port could still be open (and its receiver reading) while the
@@ -165,6 +170,12 @@ impl SaHandle {
         self.copy_lids.borrow().clone()
     }
 
+    /// The old master's MFT digests as this SM's copy holds them (empty:
+    /// none).
+    pub fn copy_mft_digests(&self) -> Arc<Vec<crate::sa::MftDigest>> {
+        self.copy_mft_digests.borrow().clone()
+    }
+
     /// Tells the SA what it may answer now (only a change wakes it).
     pub fn set_serving(&self, serving: Serving) {
         self.serving.send_if_modified(|s| {
@@ -200,6 +211,7 @@ pub fn spawn<T: Transport + Clone>(
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
     let (copy_tx, copy) = watch::channel(None);
     let (lids_tx, copy_lids) = watch::channel(Arc::default());
+    let (mft_digests_tx, copy_mft_digests) = watch::channel(Arc::default());
     let (mad_tx, mads) = mpsc::channel(SA_INTAKE);
     let mad_tx_for_inline = mad_tx.clone();
     if !transport.divert(crate::mad::MgmtClass::SubnAdm, mad_tx) {
@@ -233,7 +245,7 @@ pub fn spawn<T: Transport + Clone>(
         serving_rx,
         feed,
         metrics,
-        (to_program, Copied { current: copy_tx, lids: lids_tx }),
+        (to_program, Copied { current: copy_tx, lids: lids_tx, mft_digests: mft_digests_tx }),
     );
     let mut thread = None;
     match placement {
@@ -263,7 +275,7 @@ pub fn spawn<T: Transport + Clone>(
             }
         }
     }
-    SaHandle { input: Some(input), serving, dropped: 0, copy, copy_lids, thread }
+    SaHandle { input: Some(input), serving, dropped: 0, copy, copy_lids, copy_mft_digests, thread }
 }
 
 /// The SA task's two queues: the owner's inputs, and the SA MADs the
@@ -279,6 +291,8 @@ struct Copied {
     current: watch::Sender<Option<tokio::time::Instant>>,
     /// The old master's guid2lid in it.
     lids: watch::Sender<Arc<Vec<crate::sa::LidEntry>>>,
+    /// The old master's MFT digests in it.
+    mft_digests: watch::Sender<Arc<Vec<crate::sa::MftDigest>>>,
 }
 
 /// Where the SA task's snapshots come from, and how it takes them in.
@@ -323,7 +337,7 @@ async fn run<T: Transport>(
         lock(&shared).new_snapshot(now(), s);
     }
     let mut send_failures = 0u64;
-    let mut lids_version = 0u64;
+    let (mut lids_version, mut mft_digests_version) = (0u64, 0u64);
     let (mut alias_version, mut mcast_version) = {
         let agent = lock(&shared);
         (agent.alias_version(), agent.multicast().version())
@@ -356,12 +370,16 @@ async fn run<T: Transport>(
             }
             transmit(&mut agent, &transport, now(), &mut send_failures);
             // The standby's copy: when it was last current, and the old
-            // master's LIDs, for a takeover.
+            // master's LIDs and MFT digests, for a takeover.
             let as_of = agent.sync_current_as_of().map(|d| started + d);
             copied.current.send_if_modified(|c| std::mem::replace(c, as_of) != as_of);
             if agent.sync_lids_version() != lids_version {
                 lids_version = agent.sync_lids_version();
                 copied.lids.send_replace(Arc::new(agent.sync_lids()));
+            }
+            if agent.sync_mft_digests_version() != mft_digests_version {
+                mft_digests_version = agent.sync_mft_digests_version();
+                copied.mft_digests.send_replace(Arc::new(agent.sync_mft_digests()));
             }
             agent.poll_timeout()
         };
@@ -398,6 +416,7 @@ async fn run<T: Transport>(
                     SaInput::Master(lid) => agent.set_master_lid(lid),
                     SaInput::PeerSm(port) => agent.add_sync_peer(port),
                     SaInput::LidMap(lids) => agent.set_lid_map(lids),
+                    SaInput::MftDigests(digests) => agent.set_mft_digests(digests),
                 }
             }
             changed = serving.changed() => {

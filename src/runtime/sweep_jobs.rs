@@ -66,7 +66,9 @@ impl<T: Transport + Clone> Owner<T> {
                 };
                 let mode = if takeover {
                     self.adopt_old_masters_lids(&mut sm);
-                    self.takeover_mode()
+                    let mode = self.takeover_mode();
+                    self.adopt_old_masters_mft_digests(&mut sm, mode);
+                    mode
                 } else if self.took_charge {
                     MasterMode::Continuing
                 } else {
@@ -110,6 +112,9 @@ impl<T: Transport + Clone> Owner<T> {
         if matches!(done, SweepDone::Programmed(Ok(_)) | SweepDone::Reacted(Ok(_), ..)) {
             self.tell_sa_lids();
         }
+        if matches!(done, SweepDone::Programmed(_) | SweepDone::Reacted(..) | SweepDone::McastProgrammed(_)) {
+            self.tell_sa_mft_digests();
+        }
         match done {
             SweepDone::McastProgrammed(Some(mut p)) => {
                 if let Some(m) = &self.options.metrics {
@@ -129,11 +134,12 @@ impl<T: Transport + Clone> Owner<T> {
                 for problem in &p.problems {
                     warn!(%problem, "multicast");
                 }
-                if p.mft_sets + p.failures > 0 {
+                if p.mft_sets + p.failures + p.mft_vouched > 0 {
                     info!(
                         groups = p.groups,
                         sets = p.mft_sets,
                         reads = p.mft_reads,
+                        vouched = p.mft_vouched,
                         failures = p.failures,
                         "multicast forwarding programmed"
                     );

@@ -14,7 +14,7 @@ use super::sync::{Copy, Outgoing, RecordSet, Source};
 use super::{MirrorRead, SaAgent, Serving};
 use crate::datagram::{Datagram, MadAddress};
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
-use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncTable, LID_RECORD_LEN};
+use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncTable, LID_RECORD_LEN, MFT_DIGEST_RECORD_LEN, SYNC_TABLES};
 use crate::types::{Guid, Lid};
 
 /// Registrations changed: the stream looks at them this much later, so a
@@ -42,7 +42,7 @@ pub(super) struct StateSync {
     /// While not.
     copy: Copy,
     /// The registrations' versions the source last looked at.
-    seen: Option<[u64; 5]>,
+    seen: Option<[u64; SYNC_TABLES]>,
     /// When the source looks again.
     due: Option<Duration>,
     /// Times this SM became master (each a new epoch).
@@ -55,6 +55,10 @@ pub(super) struct StateSync {
     /// changes of it.
     lids: Arc<Vec<LidEntry>>,
     lids_version: u64,
+    /// The master's digests of what each switch's MFT holds, as its SM
+    /// last told (`set_mft_digests`), and changes of them.
+    mft_digests: Arc<Vec<MftDigest>>,
+    mft_digests_version: u64,
     /// The multicast records last shown to the source, by group and
     /// member (`None`: the record of a group without members): a join
     /// compares one record again, not its group's.
@@ -63,6 +67,10 @@ pub(super) struct StateSync {
 
 /// One guid2lid entry: port GUID, base LID, LMC.
 pub type LidEntry = (crate::types::Guid, u16, u8);
+
+/// One switch's MFT digest: switch GUID, digest
+/// (`crate::program::mfts::digest`).
+pub type MftDigest = (crate::types::Guid, u64);
 
 /// A group's records by member (`None`: the group's own record).
 type GroupRecords = HashMap<Option<Guid>, Arc<[u8]>>;
@@ -92,6 +100,20 @@ fn lid_entry(r: &[u8]) -> Option<LidEntry> {
     })
 }
 
+fn mft_digest_record(&(guid, digest): &MftDigest) -> Arc<[u8]> {
+    let mut r = [0u8; MFT_DIGEST_RECORD_LEN];
+    r[..8].copy_from_slice(&guid.0.to_be_bytes());
+    r[8..].copy_from_slice(&digest.to_be_bytes());
+    Arc::from(&r[..])
+}
+
+fn mft_digest_entry(r: &[u8]) -> Option<MftDigest> {
+    (r.len() == MFT_DIGEST_RECORD_LEN).then(|| {
+        let be = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
+        (crate::types::Guid(be(&r[..8])), be(&r[8..]))
+    })
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Settings {
     sm_key: u64,
@@ -111,6 +133,8 @@ impl Default for StateSync {
             peer_sms: Default::default(),
             lids: Arc::default(),
             lids_version: 0,
+            mft_digests: Arc::default(),
+            mft_digests_version: 0,
             mc_shown: Default::default(),
         }
     }
@@ -179,6 +203,35 @@ impl SaAgent {
         v
     }
 
+    /// The master's digests of its switches' MFTs (`[sm]`'s multicast
+    /// pass computes them), streamed to standbys: a new master whose
+    /// routes give a switch the same digest writes it without reading.
+    pub fn set_mft_digests(&mut self, digests: Arc<Vec<MftDigest>>) {
+        if digests != self.sync.mft_digests {
+            self.sync.mft_digests = digests;
+            self.sync.mft_digests_version += 1;
+        }
+    }
+
+    /// A number that changes with the old master's MFT digests in the
+    /// standby's copy ([`Self::sync_mft_digests`]).
+    pub fn sync_mft_digests_version(&self) -> u64 {
+        self.sync.copy.version(SyncTable::MftDigests)
+    }
+
+    /// The old master's MFT digests as the standby's copy holds them, in
+    /// GUID order (one per switch: a copy caught between a remove and an
+    /// add of one switch's keeps neither).
+    pub fn sync_mft_digests(&self) -> Vec<MftDigest> {
+        let t = &self.sync.copy.tables()[SyncTable::MftDigests.index()];
+        let mut v: Vec<MftDigest> = t.iter().filter_map(|r| mft_digest_entry(r)).collect();
+        v.sort_unstable();
+        let twice: std::collections::HashSet<crate::types::Guid> =
+            v.windows(2).filter(|w| w[0].0 == w[1].0).map(|w| w[0].0).collect();
+        v.retain(|(g, _)| !twice.contains(g));
+        v
+    }
+
     /// The last moment the standby's copy held everything its master had
     /// (`None`: never, or the stream is off).
     pub fn sync_current_as_of(&self) -> Option<Duration> {
@@ -243,7 +296,7 @@ impl SaAgent {
             return;
         }
         match (msg.body, self.serving == Serving::Master) {
-            (SyncBody::Hello { next, packs }, true) => {
+            (SyncBody::Hello { next, takes }, true) => {
                 if !self.known_sm(from) {
                     self.stats.sync.rejected_peer += 1;
                     self.gate(now, Level::WARN, "sync_not_peer", || {
@@ -255,7 +308,7 @@ impl SaAgent {
                     return;
                 }
                 if let Some(src) = self.sync.source.as_mut() {
-                    src.on_hello(now, from, msg.epoch, next, packs, &mut self.stats.sync);
+                    src.on_hello(now, from, msg.epoch, next, takes, &mut self.stats.sync);
                 }
                 // A first standby: the look skipped while nobody was fed
                 // happens now, not a batch later.
@@ -305,13 +358,14 @@ impl SaAgent {
         self.sync.peer_sms.contains(&port.guid) || snap.sweep.subnet.remote_sms.iter().any(|r| r.port_guid == port.guid)
     }
 
-    fn sync_versions(&self) -> [u64; 5] {
+    fn sync_versions(&self) -> [u64; SYNC_TABLES] {
         [
             self.services.version(),
             self.subscriptions.version(),
             self.aliases.version(),
             self.mcast.version(),
             self.sync.lids_version,
+            self.sync.mft_digests_version,
         ]
     }
 
@@ -331,7 +385,7 @@ impl SaAgent {
             return;
         }
         self.sync.seen = Some(v);
-        let mut changed: [bool; 5] = std::array::from_fn(|i| seen.is_none_or(|s| s[i] != v[i]));
+        let mut changed: [bool; SYNC_TABLES] = std::array::from_fn(|i| seen.is_none_or(|s| s[i] != v[i]));
         // Multicast: only the memberships and groups touched.
         let touched = self.mcast.take_touched();
         let mc = SyncTable::McMembers.index();
@@ -395,9 +449,9 @@ impl SaAgent {
 
     /// The registrations of the tables `which` names as record sets, as a
     /// trusted GetTable shows them.
-    fn sync_tables(&mut self, which: [bool; 5]) -> [Option<RecordSet>; 5] {
+    fn sync_tables(&mut self, which: [bool; SYNC_TABLES]) -> [Option<RecordSet>; SYNC_TABLES] {
         let wanted = |t: SyncTable| which[t.index()];
-        let mut t: [Option<RecordSet>; 5] = Default::default();
+        let mut t: [Option<RecordSet>; SYNC_TABLES] = Default::default();
         if wanted(SyncTable::Services) {
             t[SyncTable::Services.index()] =
                 Some(self.services.records_by_owner().map(|(_, r)| Arc::from(r)).collect());
@@ -435,6 +489,9 @@ impl SaAgent {
         }
         if wanted(SyncTable::Lids) {
             t[SyncTable::Lids.index()] = Some(self.sync.lids.iter().map(lid_record).collect());
+        }
+        if wanted(SyncTable::MftDigests) {
+            t[SyncTable::MftDigests.index()] = Some(self.sync.mft_digests.iter().map(mft_digest_record).collect());
         }
         t
     }
@@ -642,8 +699,12 @@ mod tests {
         assert_eq!(p.held(SyncTable::Services), 1, "nothing already held was lost");
 
         // The master takes Hellos only from SMs it knows.
-        let hello =
-            SyncMadRepr { transaction_id: 1, sm_key: KEY, epoch: 0, body: SyncBody::Hello { next: 0, packs: true } };
+        let hello = SyncMadRepr {
+            transaction_id: 1,
+            sm_key: KEY,
+            epoch: 0,
+            body: SyncBody::Hello { next: 0, takes: crate::mad::sm_sync::Takes::ALL },
+        };
         let now = p.now;
         p.m.handle_mad(now, &Datagram { addr: MadAddress::gsi(Lid(host_lid), 0), mad: hello.emit().unwrap() });
         assert_eq!(p.m.stats().sync.rejected_peer, 1);

@@ -19,7 +19,10 @@
 //! - The master sees its registrations as four sets of records, each the
 //!   bytes its SA emits (ServiceRecords, InformInfoRecords, GUIDInfoRecord
 //!   blocks, MCMemberRecords: one per member, one per group without
-//!   members). A change is a record added or removed ([`Source::observe`]
+//!   members), and two its SM keeps: its LID assignments, and a digest of
+//!   what each switch's MulticastForwardingTable holds (a new master whose
+//!   trees give the same digest writes that switch unread; only to a
+//!   standby whose Hello says it takes them). A change is a record added or removed ([`Source::observe`]
 //!   compares the sets), so applying one twice does nothing new.
 //! - Each standby gets its own numbered stream, within the master's epoch
 //!   (a new one each time an SM becomes master). A Hello carries the
@@ -45,7 +48,9 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::mad::sm_sync::{PackedChange, SyncBody, SyncMadRepr, SyncOp, SyncPart, SyncTable, MAX_RECORD_LEN};
+use crate::mad::sm_sync::{
+    PackedChange, SyncBody, SyncMadRepr, SyncOp, SyncPart, SyncTable, Takes, MAX_RECORD_LEN, SYNC_TABLES,
+};
 use crate::types::Lid;
 
 /// A standby's Hello (and acknowledgement when idle) period.
@@ -147,8 +152,8 @@ struct Peer {
     resend_check: Duration,
     last_heard: Duration,
     next_beat: Duration,
-    /// Its Hello says it takes Changes (several records a message).
-    packs: bool,
+    /// What its Hello says it understands: it gets nothing else.
+    takes: Takes,
 }
 
 impl Peer {
@@ -160,7 +165,7 @@ impl Peer {
             resend_check: Duration::MAX,
             last_heard: now,
             next_beat: now + BEAT,
-            packs: false,
+            takes: Takes::default(),
         }
     }
 
@@ -196,7 +201,7 @@ pub struct Outgoing {
 pub struct Source {
     epoch: u64,
     sm_key: u64,
-    tables: [RecordSet; 5],
+    tables: [RecordSet; SYNC_TABLES],
     peers: HashMap<Lid, Peer>,
     tid: u64,
 }
@@ -218,7 +223,7 @@ impl Source {
 
     /// Takes the tables given (`None`: unchanged) as they stand; every
     /// difference from the last look becomes a Change for each standby.
-    pub fn observe(&mut self, current: [Option<RecordSet>; 5], stats: &mut SyncStats) {
+    pub fn observe(&mut self, current: [Option<RecordSet>; SYNC_TABLES], stats: &mut SyncStats) {
         let mut changes = Vec::new();
         for (i, new) in current.into_iter().enumerate() {
             let Some(new) = new else { continue };
@@ -271,6 +276,11 @@ impl Source {
     fn queue_all(&mut self, item: Item, stats: &mut SyncStats) {
         let mut overflowed = Vec::new();
         for (&lid, peer) in self.peers.iter_mut() {
+            if let Item::Change { table, .. } = &item {
+                if !peer.takes.table(*table) {
+                    continue;
+                }
+            }
             if peer.queue.len() >= QUEUE_CAP {
                 overflowed.push(lid);
                 continue;
@@ -294,6 +304,9 @@ impl Source {
         peer.next_seq += 1;
         for (i, set) in self.tables.iter().enumerate() {
             let table = SyncTable::ALL[i];
+            if !peer.takes.table(table) {
+                continue;
+            }
             for r in set {
                 for item in changes(table, SyncOp::Add, r) {
                     peer.queue.push_back(Pending { seq: peer.next_seq, item, sent_at: None });
@@ -305,11 +318,13 @@ impl Source {
 
     /// A standby's Hello from `from`, already checked to be a known SM
     /// with the right key: its acknowledgement, or its first word.
-    pub fn on_hello(&mut self, now: Duration, from: Lid, epoch: u64, next: u64, packs: bool, stats: &mut SyncStats) {
+    pub fn on_hello(&mut self, now: Duration, from: Lid, epoch: u64, next: u64, takes: Takes, stats: &mut SyncStats) {
         let fresh = !self.peers.contains_key(&from);
         let peer = self.peers.entry(from).or_insert_with(|| Peer::new(now));
         peer.last_heard = now;
-        peer.packs = packs;
+        // What it takes changes only with the process behind the LID, and
+        // a new process holds another epoch: a resync follows.
+        peer.takes = takes;
         let reset_waiting = matches!(peer.queue.front(), Some(Pending { item: Item::Reset, .. }));
         let claims_unsent = epoch == self.epoch && next > peer.next_seq;
         if fresh || claims_unsent || (epoch != self.epoch && !reset_waiting) {
@@ -342,7 +357,7 @@ impl Source {
                 None => None,
             };
             if let Some(i) = next {
-                let packed = if peer.packs { pack_from(peer, i) } else { 1 };
+                let packed = if peer.takes.packs { pack_from(peer, i) } else { 1 };
                 if i + packed > peer.sent {
                     // The records packed behind a new one are sent now too.
                     peer.sent = i + packed;
@@ -439,12 +454,12 @@ pub struct Copy {
     epoch: u64,
     /// The next number this copy lacks.
     next: u64,
-    tables: [RecordSet; 5],
+    tables: [RecordSet; SYNC_TABLES],
     early: BTreeMap<u64, Early>,
     /// The first part of a record whose last part is next.
     partial: Option<(SyncTable, SyncOp, Vec<u8>)>,
     /// Changes applied, by table.
-    versions: [u64; 5],
+    versions: [u64; SYNC_TABLES],
     /// A Reset of this epoch was applied.
     reset_seen: bool,
     /// The master's next number at its last Beat, and when it came.
@@ -468,7 +483,7 @@ impl Copy {
             tables: Default::default(),
             early: BTreeMap::new(),
             partial: None,
-            versions: [0; 5],
+            versions: [0; SYNC_TABLES],
             reset_seen: false,
             beat: None,
             synced_at: None,
@@ -615,7 +630,7 @@ impl Copy {
         let streaming = self.heard.is_some_and(|at| now.saturating_sub(at) < HELLO_IDLE);
         self.next_hello = now + if streaming { HELLO } else { HELLO_IDLE };
         self.tid += 1;
-        let body = SyncBody::Hello { next: self.next, packs: true };
+        let body = SyncBody::Hello { next: self.next, takes: Takes::ALL };
         Some(Outgoing { to, mad: message(self.tid, self.sm_key, self.epoch, body) })
     }
 
@@ -636,7 +651,7 @@ impl Copy {
     }
 
     /// The records held, by table.
-    pub fn tables(&self) -> &[RecordSet; 5] {
+    pub fn tables(&self) -> &[RecordSet; SYNC_TABLES] {
         &self.tables
     }
 
@@ -668,12 +683,12 @@ mod tests {
         r.into()
     }
 
-    fn all(members: &[u8]) -> [Option<RecordSet>; 5] {
+    fn all(members: &[u8]) -> [Option<RecordSet>; SYNC_TABLES] {
         tables(members).map(Some)
     }
 
-    fn tables(members: &[u8]) -> [RecordSet; 5] {
-        let mut t: [RecordSet; 5] = Default::default();
+    fn tables(members: &[u8]) -> [RecordSet; SYNC_TABLES] {
+        let mut t: [RecordSet; SYNC_TABLES] = Default::default();
         t[SyncTable::McMembers.index()] = members.iter().map(|&b| rec(b)).collect();
         t
     }
@@ -718,8 +733,9 @@ mod tests {
                     if lose(self.sent) {
                         continue;
                     }
-                    let SyncBody::Hello { next, packs } = o.mad.body else { panic!() };
-                    self.src.on_hello(self.now, B, o.mad.epoch, next, packs && self.packs, &mut self.s);
+                    let SyncBody::Hello { next, takes } = o.mad.body else { panic!() };
+                    let takes = Takes { packs: takes.packs && self.packs, ..takes };
+                    self.src.on_hello(self.now, B, o.mad.epoch, next, takes, &mut self.s);
                 }
                 while let Some(o) = self.src.poll_transmit(self.now, &mut self.s) {
                     assert_eq!(o.to, B);
@@ -874,7 +890,7 @@ mod tests {
         assert!(p.c.duplicates >= 1);
         // A Hello claiming numbers never sent resyncs that standby.
         let resyncs = p.s.resyncs;
-        p.src.on_hello(p.now, B, 77, 1_000_000, true, &mut p.s);
+        p.src.on_hello(p.now, B, 77, 1_000_000, Takes::ALL, &mut p.s);
         assert_eq!(p.s.resyncs, resyncs + 1);
         p.run(30, Duration::from_millis(10), &|_| false);
         assert_eq!(held(&p.copy), vec![1, 2]);
@@ -890,6 +906,45 @@ mod tests {
         p.now += PEER_SILENT;
         while p.src.poll_transmit(p.now, &mut p.s).is_some() {}
         assert_eq!(p.src.peers(), 0);
+    }
+
+    #[test]
+    fn mft_digests_go_only_to_a_standby_that_takes_them() {
+        let mut stats = SyncStats::default();
+        let mut src = Source::new(5, 9);
+        let (old, new) = (Lid(2), Lid(3));
+        let older = Takes { packs: true, mft_digests: false };
+        src.on_hello(Duration::ZERO, old, 0, 0, older, &mut stats);
+        src.on_hello(Duration::ZERO, new, 0, 0, Takes::ALL, &mut stats);
+        let mut t: [Option<RecordSet>; SYNC_TABLES] = Default::default();
+        t[SyncTable::McMembers.index()] = Some([rec(2)].into_iter().collect());
+        t[SyncTable::MftDigests.index()] = Some([Arc::from(&[7u8; 16][..])].into_iter().collect());
+        src.observe(t, &mut stats);
+        // What each got: after its Reset, the changes observed.
+        let tables_sent = |src: &mut Source, now: Duration, stats: &mut SyncStats| {
+            let mut by_peer: HashMap<Lid, Vec<SyncTable>> = HashMap::new();
+            while let Some(o) = src.poll_transmit(now, stats) {
+                let tables = by_peer.entry(o.to).or_default();
+                match o.mad.body {
+                    SyncBody::Change { table, .. } => tables.push(table),
+                    SyncBody::Changes { records, .. } => tables.extend(records.iter().map(|r| r.table)),
+                    _ => {}
+                }
+            }
+            by_peer
+        };
+        let sent = tables_sent(&mut src, Duration::ZERO, &mut stats);
+        assert_eq!(sent[&old], vec![SyncTable::McMembers]);
+        assert_eq!(sent[&new], vec![SyncTable::McMembers, SyncTable::MftDigests]);
+        // A full resync (each claims a number never sent) leaves them out
+        // for the older one too.
+        src.on_hello(Duration::from_millis(1), old, 5, 1_000, older, &mut stats);
+        src.on_hello(Duration::from_millis(1), new, 5, 1_000, Takes::ALL, &mut stats);
+        let sent = tables_sent(&mut src, Duration::from_millis(1), &mut stats);
+        assert_eq!(sent[&old], vec![SyncTable::McMembers]);
+        let mut got = sent[&new].clone();
+        got.sort();
+        assert_eq!(got, vec![SyncTable::McMembers, SyncTable::MftDigests]);
     }
 }
 
@@ -911,14 +966,14 @@ mod cost {
         };
         let mut src = Source::new(1, 1);
         let mut stats = SyncStats::default();
-        src.on_hello(Duration::ZERO, Lid(2), 0, 0, true, &mut stats);
+        src.on_hello(Duration::ZERO, Lid(2), 0, 0, Takes::ALL, &mut stats);
         let first: RecordSet = (0..60_000).map(record).collect();
-        src.observe([None, None, None, Some(first), None], &mut stats);
+        src.observe([None, None, None, Some(first), None, None], &mut stats);
         let started = std::time::Instant::now();
         let rounds = 20;
         for round in 0..rounds {
             let set: RecordSet = (0..60_000).map(|i| record(i + round)).collect();
-            src.observe([None, None, None, Some(set), None], &mut stats);
+            src.observe([None, None, None, Some(set), None, None], &mut stats);
         }
         eprintln!("one look at 60,000 members: {:.2?}", started.elapsed() / rounds);
     }

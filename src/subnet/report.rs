@@ -245,6 +245,9 @@ pub struct McastReport {
     /// MFT blocks read before writing (after a takeover, or for switches
     /// the SM knows nothing of).
     pub mft_reads: usize,
+    /// Switches whose MFT blocks were taken as the old master's digest
+    /// said, unread (after a takeover with a current copy).
+    pub mft_vouched: usize,
     /// MFT Sets the switches answered: removals then additions.
     pub mft_sets: usize,
     /// SwitchInfo Sets of MulticastFDBTop (switches that support it).
