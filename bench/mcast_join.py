@@ -41,10 +41,16 @@ broadcast group) and clients + 2 within ibsim's 10 clients.
 `--standby` adds a third run: ibsm again, with an ibsm standby (priority 0,
 on a host no client uses) fed by the master's state stream (`[sa]
 state_sync`) from before the flood: what the stream costs the master.
+`--takeover` (with `--standby`) then SIGKILLs that master after the join
+phase, in place of the leave phase: the standby takes over with the
+master's last joins, and the MFT Gets and Sets it writes (the shim's
+count), its log's multicast passes and `ibroute -M` on every switch
+before and after show whether it rewrote or reread what the old master
+left.
 
 usage: bench/mcast_join.py [--fabric ft648] [--clients 4] [--groups 1000]
                            [--concurrency 16] [--ibsm target/release/ibsm]
-                           [--standby]
+                           [--standby [--takeover]]
 """
 import argparse
 import atexit
@@ -211,6 +217,40 @@ def mft_spread(sock, host, work):
     }
 
 
+def takeover(master, standby, sock, hosts, work, args, spread_before):
+    """SIGKILL the master; the standby's MASTER, its multicast passes and
+    MFT SMPs until they went quiet, and the MFTs compared."""
+    t_kill = time.time()
+    master.stop()
+    deadline = t_kill + 120
+    while "SUBNET UP" not in standby.text():
+        if time.time() > deadline or standby.proc.poll() is not None:
+            return {"error": f"the standby did not take over; log in {standby.log}"}
+        time.sleep(0.05)
+    up = time.time() - t_kill
+    # Its multicast pass follows the SA's import of the copy, after SUBNET
+    # UP: quiet is counted from then.
+    last = wait_quiet(standby, time.time(), args.quiet)
+    t1 = time.time()
+    sets, gets, smps = mft_counts(standby.rec, t_kill, t1)
+    passes = []
+    for line in standby.text().splitlines():
+        t = line_time(line)
+        if "multicast forwarding programmed" in line and t is not None and t >= t_kill:
+            passes.append({k: int(v) for k, v in re.findall(r"\b(reads|sets|vouched|failures)=(\d+)", line)})
+    return {
+        "subnet_up": up,
+        "mft_sets": sets,
+        "mft_gets": gets,
+        "smps": smps,
+        "settled": (last - t_kill) if last is not None else None,
+        "passes": passes,
+        "spread_before": spread_before,
+        "spread_after": mft_spread(sock, hosts[-1], work),
+        "current_copy": "a current copy of the old master's SA state: no ClientReregister" in standby.text(),
+    }
+
+
 def wait_sa(sock, host, work, cap=30.0):
     deadline = time.time() + cap
     while time.time() < deadline:
@@ -312,7 +352,8 @@ def bench_sm(kind, args, spec, hosts, shim, work):
                 time.sleep(0.1)
         time.sleep(2.0)  # the SM's first light sweep and its own groups settle
         clients = hosts[1:-1]
-        for phase in ("join", "leave"):
+        phases = ("join",) if kind == "ibsm_standby" and args.takeover else ("join", "leave")
+        for phase in phases:
             t0 = time.time()
             cpu0 = (cpu_seconds(sm.proc.pid), cpu_seconds(sim.pid))
             c = combine(flood(sock, clients, work, args, phase))
@@ -334,6 +375,8 @@ def bench_sm(kind, args, spec, hosts, shim, work):
                   f"{c.get('errors')} errors, {c.get('lost')} lost, {c['mft_sets']} MFT Sets", file=sys.stderr,
                   flush=True)
         r["running"] = sm.proc.poll() is None
+        if standby is not None and args.takeover:
+            r["takeover"] = takeover(sm, standby, sock, hosts, work, args, r.get("spread"))
         if standby is not None:
             r["standby_running"] = standby.proc.poll() is None
             r["standby_log"] = standby.text()
@@ -402,6 +445,8 @@ def report(args, spec, res, load):
         print("| with an ibsm standby fed by the state stream | ibsm alone | ibsm + standby | ratio |")
         print("|---|---|---|---|")
         for phase, verb in (("join", "joins"), ("leave", "leaves")):
+            if phase not in s:
+                continue
             a, b = i[phase], s[phase]
             cpu = lambda r: r["sm_cpu"] / r["answered"] * 1000 if r.get("answered") and r.get("sm_cpu") else None
             print(f"| {verb} answered per second | {fmt(a.get('per_s'), 0)} | {fmt(b.get('per_s'), 0)} | "
@@ -413,6 +458,23 @@ def report(args, spec, res, load):
             print(f"| {verb}: lost | {a.get('lost')} | {b.get('lost')} | |")
         print(f"\nstandby running at the end: {s.get('standby_running')}; "
               f"master running: {s['running']}")
+        print()
+    t = (s or {}).get("takeover")
+    if t:
+        print("| the master SIGKILLed after the joins: the standby takes over | |")
+        print("|---|---|")
+        if t.get("error"):
+            print(f"| error | {t['error']} |")
+        else:
+            b, a = t.get("spread_before") or {}, t.get("spread_after") or {}
+            print(f"| kill to the standby's SUBNET UP (s) | {fmt(t['subnet_up'], 2)} |")
+            print(f"| took over with a current copy (no ClientReregister) | {t['current_copy']} |")
+            print(f"| MFT Gets / Sets by the new master (shim) | {t['mft_gets']} / {t['mft_sets']} |")
+            print(f"| SMPs by the new master until its MFT Sets went quiet | {t['smps']} |")
+            print(f"| its multicast passes (reads, sets, switches vouched for) | "
+                  f"{', '.join(str((p.get('reads'), p.get('sets'), p.get('vouched'))) for p in t['passes'])} |")
+            print(f"| MLIDs held / switch-MLID entries before | {b.get('mlids')} / {b.get('entries')} |")
+            print(f"| MLIDs held / switch-MLID entries after | {a.get('mlids')} / {a.get('entries')} |")
         print()
     print(f"bring-up: OpenSM {fmt(o['bring_up'], 2)} s, ibsm {fmt(i['bring_up'], 2)} s; "
           f"both SMs running at the end: {o['running'] and i['running']}; load average before/after: "
@@ -431,8 +493,12 @@ def main():
     ap.add_argument("--quiet", type=float, default=3.0, help="seconds without MFT Sets that end a phase")
     ap.add_argument("--ibsm", default=os.path.join(ROOT, "target", "release", "ibsm"))
     ap.add_argument("--standby", action="store_true", help="also ibsm with an ibsm standby fed by the state stream")
+    ap.add_argument("--takeover", action="store_true",
+                    help="with --standby: SIGKILL the master after the joins; what the standby writes")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     args = ap.parse_args()
+    if args.takeover and not args.standby:
+        raise SystemExit("--takeover needs --standby")
     args.ibsm = os.path.abspath(args.ibsm)
     if not 1 <= args.clients <= MAX_CLIENTS:
         raise SystemExit(f"ibsim serves 10 clients: 1 to {MAX_CLIENTS} join clients")

@@ -237,9 +237,10 @@ async fn a_takeover_keeps_the_multicast_groups_their_mlids_members_and_trees() {
     assert_eq!(after.after, after.before, "B's SA answers A's groups, MLIDs and members");
     assert_eq!(after.takeover_fault, None, "the MFTs still flood each group to exactly its members under B");
     assert_eq!(after.entries_changed, 0, "B rewrote no switch's entry for A's groups");
-    // A streamed its digest of every switch's MFT; B's trees give the
-    // same digests, so B neither reads a block nor writes one (without the
-    // digests it read the 6 switches' one block of 32 MLIDs each).
+    // A streamed its groups' roots and its digest of every switch's MFT;
+    // B's trees, rooted there, give the same digests, so B neither reads a
+    // block nor writes one (without the digests it read the 6 switches'
+    // one block of 32 MLIDs each).
     assert_eq!(after.takeover_mft_sets, 0, "MFT Sets during the takeover");
     assert_eq!(after.takeover_mft_gets, 0, "MFT Gets during the takeover");
     assert!(after.logs.contains("vouched=6"), "B took the 6 switches' MFTs on A's digests");

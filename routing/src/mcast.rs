@@ -88,7 +88,7 @@
 //! skips MLIDs beyond a switch's capacity.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
@@ -269,6 +269,8 @@ pub struct McastRoutes {
     /// Hop counts from member switches, computed on first use; empty = not
     /// yet. 255 = unreachable, longer paths saturate at 254.
     dist_rows: Vec<Vec<u8>>,
+    /// Roots to prefer for groups without a tree yet ([`Self::hint_roots`]).
+    root_hints: HashMap<u16, SwitchId>,
 }
 
 const UNREACHED: u8 = u8::MAX;
@@ -324,7 +326,20 @@ impl McastRoutes {
             port_base,
             isl,
             dist_rows: vec![Vec::new(); ns],
+            root_hints: HashMap::new(),
         }
+    }
+
+    /// Another router's roots for groups these routes have no tree for
+    /// yet: routing such a group prefers that root as it would its own
+    /// previous one (among the roots the cost model ties). A new master
+    /// given the old master's roots builds the trees the switches already
+    /// hold wherever the parent cables are forced (a two-level fat tree),
+    /// whatever order the groups came in. Used once per group; a hint for
+    /// a switch not in the fabric is ignored.
+    pub fn hint_roots(&mut self, hints: impl IntoIterator<Item = (u16, SwitchId)>) {
+        let ns = self.tables.len();
+        self.root_hints.extend(hints.into_iter().filter(|(_, s)| s.index() < ns));
     }
 
     /// Whether these routes were made for `fabric`.
@@ -480,10 +495,13 @@ impl McastRoutes {
     ) {
         let mlid = g.mlid;
         let mut old_switches = Vec::new();
-        let old_root = self.take_tree(mlid, |s, ports| {
-            b.old[s.index()] = ports;
-            old_switches.push(s);
-        });
+        let hinted = self.root_hints.remove(&mlid);
+        let old_root = self
+            .take_tree(mlid, |s, ports| {
+                b.old[s.index()] = ports;
+                old_switches.push(s);
+            })
+            .or(hinted);
 
         // Where the members hang off.
         let mut at: Vec<(McastMember, SwitchId, u8)> = Vec::with_capacity(g.members.len());
@@ -965,6 +983,35 @@ mod tests {
         assert!(r.link_load.iter().all(|&l| l == 0));
         assert!(r.tables.iter().all(BTreeMap::is_empty));
         assert!(r.remove_group(0xc000).is_empty());
+    }
+
+    #[test]
+    fn the_old_routers_roots_rebuild_its_trees_whatever_order_it_routed_in() {
+        // Routed as joins come: each group first with two members, grown
+        // in later passes in reverse MLID order. The history moves the
+        // load, so routing the finished groups at once in MLID order
+        // roots some elsewhere.
+        let f = FatTree::full(8, 2).build();
+        let groups = random_groups(&f, 24, 5);
+        let mut history = McastRoutes::new(&f);
+        let firsts: Vec<McastGroup> = groups.iter().map(|g| McastGroup::new(g.mlid, g.members[..2].to_vec())).collect();
+        history.route_groups(&f, &firsts).unwrap();
+        for g in groups.iter().rev() {
+            history.route_groups(&f, std::slice::from_ref(g)).unwrap();
+        }
+        verify_all(&f, &history, &groups);
+        let (at_once, _) = route_mcast(&f, &groups);
+        assert_ne!(at_once.tables, history.tables, "the history must matter for this test to");
+        // Given the old roots, a new router builds the same trees: on a
+        // two-level fat tree a tree is its root and its member leaves.
+        let mut hinted = McastRoutes::new(&f);
+        hinted.hint_roots(history.trees().map(|(mlid, t)| (mlid, t.root)));
+        hinted.route_groups(&f, &groups).unwrap();
+        assert_eq!(hinted.tables, history.tables);
+        assert_eq!(hinted.link_load, history.link_load);
+        // A hint is used once: a group routed again keeps its own tree.
+        hinted.hint_roots([(groups[0].mlid, SwitchId(0)), (groups[1].mlid, SwitchId(u32::MAX))]);
+        assert!(hinted.route_groups(&f, &groups[..2]).unwrap().touched.is_empty());
     }
 
     #[test]

@@ -26,9 +26,10 @@
 //!        73      Table (Change): 1 ServiceRecord, 2 InformInfoRecord,
 //!                3 GUIDInfoRecord, 4 MCMemberRecord, 5 a LID assignment
 //!                (guid2lid: port GUID 8 bytes, base LID 2, LMC 1), 6 a
-//!                switch's MFT digest (switch GUID 8 bytes, digest 8);
+//!                switch's MFT digest (switch GUID 8 bytes, digest 8), 7 a
+//!                multicast group's root (MLID 2 bytes, switch GUID 8);
 //!                Flags (Hello): bit 0, the standby takes Changes; bit 1,
-//!                it takes table 6;
+//!                it takes tables 6 and 7;
 //!                Count (Changes): how many, 1-28
 //!        74      Op (Change): 1 add, 2 remove
 //!        75      Part (Change): 0 a whole record, 1 its first part (the
@@ -62,9 +63,9 @@ pub const MAX_RECORD_LEN: usize = field::RECORD_END - field::RECORD;
 pub const PACKED_HEADER_LEN: usize = 4;
 /// The most records one Changes carries (1-byte records, as none is).
 pub const MAX_PACKED: usize = MAX_RECORD_LEN / (PACKED_HEADER_LEN + 1);
-/// A Hello's flags: this standby takes Changes, and table 6.
+/// A Hello's flags: this standby takes Changes, and tables 6 and 7.
 const TAKES_PACKS: u8 = 1;
-const TAKES_MFT_DIGESTS: u8 = 2;
+const TAKES_MCAST: u8 = 2;
 
 mod field {
     use std::ops::Range;
@@ -97,18 +98,77 @@ pub enum SyncTable {
     McMembers = 4,
     Lids = 5,
     /// What the master knows a switch's MulticastForwardingTable holds,
-    /// as a digest: a new master whose own multicast routes give the same
-    /// digest writes that switch without reading it first.
+    /// as a digest ([`MftDigestRecord`]): a new master whose own multicast
+    /// routes give the same digest writes that switch without reading it.
     MftDigests = 6,
+    /// Each multicast group's root switch ([`McastRootRecord`]): a new
+    /// master roots its trees there, so that they are the ones the
+    /// switches hold, whatever order the old master routed the groups in.
+    McastRoots = 7,
 }
 
 /// Bytes of a [`SyncTable::Lids`] record.
 pub const LID_RECORD_LEN: usize = 11;
-/// Bytes of a [`SyncTable::MftDigests`] record.
-pub const MFT_DIGEST_RECORD_LEN: usize = 16;
 
 /// How many tables the stream carries.
-pub const SYNC_TABLES: usize = 6;
+pub const SYNC_TABLES: usize = 7;
+
+/// A [`SyncTable::MftDigests`] record: switch GUID, digest (8 bytes each,
+/// big-endian).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MftDigestRecord {
+    pub switch_guid: u64,
+    pub digest: u64,
+}
+
+impl MftDigestRecord {
+    pub const LEN: usize = 16;
+
+    pub fn to_bytes(&self) -> [u8; Self::LEN] {
+        let mut r = [0u8; Self::LEN];
+        r[..8].copy_from_slice(&self.switch_guid.to_be_bytes());
+        r[8..].copy_from_slice(&self.digest.to_be_bytes());
+        r
+    }
+
+    pub fn parse(r: &[u8]) -> WireResult<Self> {
+        let r: &[u8; Self::LEN] = r.try_into().map_err(|_| record_length("MFT digest record", r.len(), Self::LEN))?;
+        Ok(MftDigestRecord { switch_guid: be64(&r[..8]), digest: be64(&r[8..]) })
+    }
+}
+
+/// A [`SyncTable::McastRoots`] record: MLID (2 bytes), root switch GUID
+/// (8), big-endian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct McastRootRecord {
+    pub mlid: u16,
+    pub root_guid: u64,
+}
+
+impl McastRootRecord {
+    pub const LEN: usize = 10;
+
+    pub fn to_bytes(&self) -> [u8; Self::LEN] {
+        let mut r = [0u8; Self::LEN];
+        r[..2].copy_from_slice(&self.mlid.to_be_bytes());
+        r[2..].copy_from_slice(&self.root_guid.to_be_bytes());
+        r
+    }
+
+    pub fn parse(r: &[u8]) -> WireResult<Self> {
+        let r: &[u8; Self::LEN] =
+            r.try_into().map_err(|_| record_length("multicast root record", r.len(), Self::LEN))?;
+        Ok(McastRootRecord { mlid: u16::from_be_bytes([r[0], r[1]]), root_guid: be64(&r[2..]) })
+    }
+}
+
+fn record_length(what: &'static str, len: usize, need: usize) -> WireError {
+    if len < need {
+        WireError::Truncated { what, len, need }
+    } else {
+        WireError::Oversized { what, len, max: need }
+    }
+}
 
 impl SyncTable {
     pub const ALL: [SyncTable; SYNC_TABLES] = [
@@ -118,6 +178,7 @@ impl SyncTable {
         SyncTable::McMembers,
         SyncTable::Lids,
         SyncTable::MftDigests,
+        SyncTable::McastRoots,
     ];
 
     pub fn index(self) -> usize {
@@ -170,25 +231,25 @@ pub enum SyncBody {
 pub struct Takes {
     /// Changes (several records a message).
     pub packs: bool,
-    /// Records of [`SyncTable::MftDigests`].
-    pub mft_digests: bool,
+    /// Records of [`SyncTable::MftDigests`] and [`SyncTable::McastRoots`].
+    pub mcast: bool,
 }
 
 impl Takes {
     /// Everything this version understands.
-    pub const ALL: Takes = Takes { packs: true, mft_digests: true };
+    pub const ALL: Takes = Takes { packs: true, mcast: true };
 
     /// Whether records of `table` may be sent.
     pub fn table(self, table: SyncTable) -> bool {
-        table != SyncTable::MftDigests || self.mft_digests
+        !matches!(table, SyncTable::MftDigests | SyncTable::McastRoots) || self.mcast
     }
 
     fn from_wire(flags: u8) -> Takes {
-        Takes { packs: flags & TAKES_PACKS != 0, mft_digests: flags & TAKES_MFT_DIGESTS != 0 }
+        Takes { packs: flags & TAKES_PACKS != 0, mcast: flags & TAKES_MCAST != 0 }
     }
 
     fn to_wire(self) -> u8 {
-        (if self.packs { TAKES_PACKS } else { 0 }) | (if self.mft_digests { TAKES_MFT_DIGESTS } else { 0 })
+        (if self.packs { TAKES_PACKS } else { 0 }) | (if self.mcast { TAKES_MCAST } else { 0 })
     }
 }
 
@@ -426,7 +487,7 @@ mod tests {
                 part: SyncPart::Whole,
                 record: vec![7; 16],
             }),
-            m(SyncBody::Hello { next: 7, takes: Takes { packs: false, mft_digests: true } }),
+            m(SyncBody::Hello { next: 7, takes: Takes { packs: false, mcast: true } }),
             m(SyncBody::Changes {
                 seq: 12,
                 records: vec![
@@ -436,6 +497,16 @@ mod tests {
                 ],
             }),
         ]
+    }
+
+    #[test]
+    fn multicast_records_survive_emit_and_parse_and_refuse_other_lengths() {
+        let d = MftDigestRecord { switch_guid: 0x0002_c903_0000_0001, digest: 0xfeed_face_0123_4567 };
+        assert_eq!(MftDigestRecord::parse(&d.to_bytes()).unwrap(), d);
+        let r = McastRootRecord { mlid: 0xc01f, root_guid: 0x0002_c903_0000_0002 };
+        assert_eq!(McastRootRecord::parse(&r.to_bytes()).unwrap(), r);
+        assert!(matches!(MftDigestRecord::parse(&[0; 15]), Err(WireError::Truncated { need: 16, .. })));
+        assert!(matches!(McastRootRecord::parse(&[0; 11]), Err(WireError::Oversized { max: 10, .. })));
     }
 
     #[test]

@@ -260,11 +260,17 @@ impl<D: SmpDriver> SubnetManager<D> {
         self.mcast.digests()
     }
 
-    /// At a takeover with a current copy: the old master's MFT digests
-    /// (`crate::sa::sync`). A switch whose routes give the same digest is
-    /// written without reading its blocks first.
-    pub fn vouch_mfts(&mut self, digests: impl IntoIterator<Item = (Guid, u64)>) {
-        self.mcast.vouch(digests);
+    /// Each multicast group's root switch, by MLID, for the standbys.
+    pub fn mcast_roots(&self) -> Vec<(u16, Guid)> {
+        self.mcast.roots()
+    }
+
+    /// At a takeover with a current copy: the old master's MFT digests and
+    /// multicast roots (`crate::sa::sync`). The groups are rooted where
+    /// the old master rooted them; a switch whose routes then give the
+    /// old master's digest is written without reading its blocks first.
+    pub fn vouch_mfts(&mut self, digests: Vec<(Guid, u64)>, roots: Vec<(u16, Guid)>) {
+        self.mcast.vouch(digests, roots);
     }
 
     /// Where the next sweeps have switches enforce partitions (OpenSM's

@@ -126,21 +126,40 @@ pub struct McastState {
     /// held. A switch the memo knows nothing of whose wanted blocks give
     /// the same digest is taken to hold them, unread (once each).
     vouched: HashMap<Guid, u64>,
+    /// After a takeover: the old master's roots, by MLID, for the next
+    /// routes made (`McastRoutes::hint_roots`).
+    root_hints: HashMap<u16, Guid>,
 }
 
 impl McastState {
-    /// A takeover: another master may have written any block.
+    /// A takeover: another master may have written any block, and its
+    /// trees, not this SM's from an earlier term, are what the switches
+    /// hold: the next sweep routes every group afresh.
     pub fn forget_tables(&mut self) {
         self.memo.clear();
         self.digests.clear();
+        self.routes = None;
     }
 
     /// After a takeover with a current copy of the old master's state:
-    /// its digests of what each switch's MFT held (replacing any given
-    /// before). A switch whose wanted blocks give its digest is written
-    /// without reading; any other is read first, as without them.
-    pub fn vouch(&mut self, digests: impl IntoIterator<Item = (Guid, u64)>) {
+    /// its digests of what each switch's MFT held, and its groups' roots
+    /// (replacing any given before). The next routes root each group where
+    /// the old master did, so that the trees are the ones the switches
+    /// hold; a switch whose wanted blocks then give its digest is written
+    /// without reading, any other is read first, as without them.
+    pub fn vouch(
+        &mut self,
+        digests: impl IntoIterator<Item = (Guid, u64)>,
+        roots: impl IntoIterator<Item = (u16, Guid)>,
+    ) {
         self.vouched = digests.into_iter().collect();
+        self.root_hints = roots.into_iter().collect();
+    }
+
+    /// Each routed group's root switch, by MLID, in MLID order.
+    pub fn roots(&self) -> Vec<(u16, Guid)> {
+        let Some(routes) = &self.routes else { return Vec::new() };
+        routes.trees().filter_map(|(mlid, t)| Some((mlid, self.switches.get(t.root.index())?.guid))).collect()
     }
 
     /// What this SM knows its switches' MFTs hold, as digests by switch
@@ -180,6 +199,12 @@ impl McastState {
             self.routes = Some(McastRoutes::new(&view.fabric));
         }
         let routes = self.routes.as_mut().expect("set above");
+        if !self.root_hints.is_empty() {
+            let fabric = &view.fabric;
+            let at: HashMap<u64, SwitchId> = fabric.switch_ids().map(|s| (fabric.switch(s).guid, s)).collect();
+            let hints = std::mem::take(&mut self.root_hints);
+            routes.hint_roots(hints.into_iter().filter_map(|(mlid, g)| Some((mlid, *at.get(&g.0)?))));
+        }
         // On a new fabric every group is routed; on the same one only the
         // groups whose members changed (their old trees are kept, and so
         // are the blocks).

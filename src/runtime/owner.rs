@@ -52,8 +52,9 @@ pub(super) struct Owner<T: Transport + Clone> {
     pub(super) sa_master: Option<crate::types::Lid>,
     /// The guid2lid the SA was last told of (`tell_sa_lids`).
     pub(super) sa_lids: Option<std::sync::Arc<Vec<crate::sa::LidEntry>>>,
-    /// The MFT digests the SA was last told of (`tell_sa_mft_digests`).
-    pub(super) sa_mft_digests: Option<std::sync::Arc<Vec<crate::sa::MftDigest>>>,
+    /// The multicast tables the SA was last told of (`tell_sa_mcast`):
+    /// MFT digests, roots.
+    pub(super) sa_mcast: [Option<super::sa_task::PublishedRecords>; 2],
     /// SMs the SA was told of (`tell_sa_peer`).
     pub(super) sa_peers: std::collections::HashSet<crate::types::Guid>,
     /// When this SM last became master (a takeover's copy must be
@@ -206,7 +207,7 @@ impl<T: Transport + Clone> Owner<T> {
             sa_master: None,
             sa_peers: Default::default(),
             sa_lids: None,
-            sa_mft_digests: None,
+            sa_mcast: [None, None],
             master_since: None,
             mirror: MirrorReads::default(),
             mcast_retry: None,

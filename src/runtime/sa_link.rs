@@ -2,6 +2,7 @@
 //! its SMInfo, whether to answer) and the reprogramming the SA's alias
 //! GUIDs and multicast groups ask of the sweep slot.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::{info, warn};
@@ -10,8 +11,19 @@ use super::owner::Owner;
 use super::owner::SweepWork;
 use super::sa_task;
 use crate::election::State;
+use crate::mad::sm_sync::{McastRootRecord, MftDigestRecord, SyncTable};
 use crate::subnet::MasterMode;
 use crate::transport::Transport;
+use crate::types::Guid;
+
+/// `entries` less every key that comes more than once, sorted by key.
+fn unique_by_key<T, K: Ord + Copy>(mut entries: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
+    entries.sort_by_key(|e| key(e));
+    let twice: std::collections::BTreeSet<K> =
+        entries.windows(2).filter(|w| key(&w[0]) == key(&w[1])).map(|w| key(&w[0])).collect();
+    entries.retain(|e| !twice.contains(&key(e)));
+    entries
+}
 
 impl<T: Transport + Clone> Owner<T> {
     /// Tells the SA the master the election names, when that changes: a
@@ -47,32 +59,64 @@ impl<T: Transport + Clone> Owner<T> {
         }
     }
 
-    /// The master's MFT digests to the SA, when they changed, for the
-    /// standbys.
-    pub(super) fn tell_sa_mft_digests(&mut self) {
+    /// The master's multicast tables to the SA, when they changed, for
+    /// the standbys: its digests of the switches' MFTs, its groups' roots.
+    pub(super) fn tell_sa_mcast(&mut self) {
         let Some(sm) = self.sm.as_ref() else { return };
-        let digests = sm.mft_digests();
-        if self.sa_mft_digests.as_deref() != Some(&digests) {
-            let digests = std::sync::Arc::new(digests);
-            self.sa_mft_digests = Some(digests.clone());
-            self.hand_to_sa(sa_task::SaInput::MftDigests(digests));
+        let digests: Vec<Arc<[u8]>> = sm
+            .mft_digests()
+            .into_iter()
+            .map(|(g, digest)| Arc::from(&MftDigestRecord { switch_guid: g.0, digest }.to_bytes()[..]))
+            .collect();
+        let roots: Vec<Arc<[u8]>> = sm
+            .mcast_roots()
+            .into_iter()
+            .map(|(mlid, g)| Arc::from(&McastRootRecord { mlid, root_guid: g.0 }.to_bytes()[..]))
+            .collect();
+        for (i, (table, records)) in
+            [(SyncTable::MftDigests, digests), (SyncTable::McastRoots, roots)].into_iter().enumerate()
+        {
+            if self.sa_mcast[i].as_deref() != Some(&records) {
+                let records = Arc::new(records);
+                self.sa_mcast[i] = Some(records.clone());
+                self.hand_to_sa(sa_task::SaInput::Published(table, records));
+            }
         }
     }
 
-    /// At a takeover with a current copy: the old master's MFT digests,
-    /// as the state stream copied them, so that switches its routes leave
-    /// as they were are written without reading their blocks first. With
-    /// a stale copy none is taken: the old master may have written since.
-    pub(super) fn adopt_old_masters_mft_digests(
+    /// At a takeover with a current copy: the old master's MFT digests
+    /// and multicast roots, as the state stream copied them, so that its
+    /// trees are rebuilt where they were and switches left as they were
+    /// are written without reading their blocks first. With a stale copy
+    /// none is taken: the old master may have written since.
+    pub(super) fn adopt_old_masters_mcast(
         &self,
         sm: &mut crate::program::SubnetManager<crate::transport::SmpClient<T>>,
         mode: MasterMode,
     ) {
-        let copied = if mode == MasterMode::Takeover { self.sa.copy_mft_digests() } else { Default::default() };
-        if !copied.is_empty() {
-            info!(switches = copied.len(), "takeover: the old master's MFT digests adopted from the state stream");
+        let copied = |table| if mode == MasterMode::Takeover { self.sa.copy_records(table) } else { Vec::new() };
+        let digests: Vec<(Guid, u64)> = copied(SyncTable::MftDigests)
+            .iter()
+            .filter_map(|r| MftDigestRecord::parse(r).ok())
+            .map(|d| (Guid(d.switch_guid), d.digest))
+            .collect();
+        // One per switch and per group: a copy caught between a remove and
+        // an add of one switch's keeps neither.
+        let digests = unique_by_key(digests, |d| d.0);
+        let roots: Vec<(u16, Guid)> = copied(SyncTable::McastRoots)
+            .iter()
+            .filter_map(|r| McastRootRecord::parse(r).ok())
+            .map(|r| (r.mlid, Guid(r.root_guid)))
+            .collect();
+        let roots = unique_by_key(roots, |r| r.0);
+        if !digests.is_empty() || !roots.is_empty() {
+            info!(
+                switches = digests.len(),
+                groups = roots.len(),
+                "takeover: the old master's MFT digests and multicast roots adopted from the state stream"
+            );
         }
-        sm.vouch_mfts(copied.iter().copied());
+        sm.vouch_mfts(digests, roots);
     }
 
     /// At a takeover: the old master's guid2lid, as the state stream

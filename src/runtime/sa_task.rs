@@ -44,6 +44,7 @@ use super::background::{Background, Failed};
 use super::metrics::Metrics;
 use super::sa_inline::{lock, InlineSa, SharedAgent};
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
+use crate::mad::sm_sync::SyncTable;
 use crate::mad::{AttributeId, DrPath, NoticeRepr, PortInfoRepr, SmInfoRepr, SmpAttribute};
 use crate::program::guids::AliasTable;
 use crate::program::mcast::McastTable;
@@ -108,10 +109,19 @@ pub enum SaInput {
     LidMap(Arc<Vec<crate::sa::LidEntry>>),
     /// Switches' multicast tables a pass between sweeps changed.
     McastTables(Vec<(Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>)>),
-    /// What the master knows its switches' MFTs hold, as digests, for the
-    /// standbys.
-    MftDigests(Arc<Vec<crate::sa::MftDigest>>),
+    /// Records the master's SM keeps for a new master (MFT digests,
+    /// multicast roots), encoded for the state stream.
+    Published(SyncTable, PublishedRecords),
 }
+
+/// One published table's records, encoded for the stream.
+pub type PublishedRecords = Arc<Vec<Arc<[u8]>>>;
+
+/// The tables of the old master's SM a standby's copy holds, by table.
+pub type CopiedRecords = std::collections::HashMap<SyncTable, Vec<Arc<[u8]>>>;
+
+/// The tables [`SaInput::Published`] carries.
+pub const PUBLISHED: [SyncTable; 2] = [SyncTable::MftDigests, SyncTable::McastRoots];
 
 /// The owner's end: queue MADs, tell the role. Dropping it ends the task.
 pub struct SaHandle {
@@ -125,8 +135,8 @@ pub struct SaHandle {
     copy: watch::Receiver<Option<tokio::time::Instant>>,
     /// The old master's guid2lid as the copy holds it.
     copy_lids: watch::Receiver<Arc<Vec<crate::sa::LidEntry>>>,
-    /// The old master's MFT digests as the copy holds them.
-    copy_mft_digests: watch::Receiver<Arc<Vec<crate::sa::MftDigest>>>,
+    /// The old master's published tables as the copy holds them.
+    copy_records: watch::Receiver<Arc<CopiedRecords>>,
     /// The SA's own thread, joined when the handle drops: the transport
     /// handle it holds must be gone before the SM's run returns, or the
     /// port could still be open (and its receiver reading) while the
@@ -170,10 +180,10 @@ impl SaHandle {
         self.copy_lids.borrow().clone()
     }
 
-    /// The old master's MFT digests as this SM's copy holds them (empty:
-    /// none).
-    pub fn copy_mft_digests(&self) -> Arc<Vec<crate::sa::MftDigest>> {
-        self.copy_mft_digests.borrow().clone()
+    /// The old master's records of `table` (one of [`PUBLISHED`]) as
+    /// this SM's copy holds them (empty: none).
+    pub fn copy_records(&self, table: SyncTable) -> Vec<Arc<[u8]>> {
+        self.copy_records.borrow().get(&table).cloned().unwrap_or_default()
     }
 
     /// Tells the SA what it may answer now (only a change wakes it).
@@ -211,7 +221,7 @@ pub fn spawn<T: Transport + Clone>(
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
     let (copy_tx, copy) = watch::channel(None);
     let (lids_tx, copy_lids) = watch::channel(Arc::default());
-    let (mft_digests_tx, copy_mft_digests) = watch::channel(Arc::default());
+    let (records_tx, copy_records) = watch::channel(Arc::default());
     let (mad_tx, mads) = mpsc::channel(SA_INTAKE);
     let mad_tx_for_inline = mad_tx.clone();
     if !transport.divert(crate::mad::MgmtClass::SubnAdm, mad_tx) {
@@ -245,7 +255,7 @@ pub fn spawn<T: Transport + Clone>(
         serving_rx,
         feed,
         metrics,
-        (to_program, Copied { current: copy_tx, lids: lids_tx, mft_digests: mft_digests_tx }),
+        (to_program, Copied { current: copy_tx, lids: lids_tx, records: records_tx }),
     );
     let mut thread = None;
     match placement {
@@ -275,7 +285,7 @@ pub fn spawn<T: Transport + Clone>(
             }
         }
     }
-    SaHandle { input: Some(input), serving, dropped: 0, copy, copy_lids, copy_mft_digests, thread }
+    SaHandle { input: Some(input), serving, dropped: 0, copy, copy_lids, copy_records, thread }
 }
 
 /// The SA task's two queues: the owner's inputs, and the SA MADs the
@@ -291,8 +301,8 @@ struct Copied {
     current: watch::Sender<Option<tokio::time::Instant>>,
     /// The old master's guid2lid in it.
     lids: watch::Sender<Arc<Vec<crate::sa::LidEntry>>>,
-    /// The old master's MFT digests in it.
-    mft_digests: watch::Sender<Arc<Vec<crate::sa::MftDigest>>>,
+    /// The old master's published tables in it.
+    records: watch::Sender<Arc<CopiedRecords>>,
 }
 
 /// Where the SA task's snapshots come from, and how it takes them in.
@@ -337,7 +347,8 @@ async fn run<T: Transport>(
         lock(&shared).new_snapshot(now(), s);
     }
     let mut send_failures = 0u64;
-    let (mut lids_version, mut mft_digests_version) = (0u64, 0u64);
+    let mut lids_version = 0u64;
+    let mut records_versions = [0u64; PUBLISHED.len()];
     let (mut alias_version, mut mcast_version) = {
         let agent = lock(&shared);
         (agent.alias_version(), agent.multicast().version())
@@ -370,16 +381,18 @@ async fn run<T: Transport>(
             }
             transmit(&mut agent, &transport, now(), &mut send_failures);
             // The standby's copy: when it was last current, and the old
-            // master's LIDs and MFT digests, for a takeover.
+            // master's LIDs and multicast tables, for a takeover.
             let as_of = agent.sync_current_as_of().map(|d| started + d);
             copied.current.send_if_modified(|c| std::mem::replace(c, as_of) != as_of);
             if agent.sync_lids_version() != lids_version {
                 lids_version = agent.sync_lids_version();
                 copied.lids.send_replace(Arc::new(agent.sync_lids()));
             }
-            if agent.sync_mft_digests_version() != mft_digests_version {
-                mft_digests_version = agent.sync_mft_digests_version();
-                copied.mft_digests.send_replace(Arc::new(agent.sync_mft_digests()));
+            let versions = PUBLISHED.map(|t| agent.sync_records_version(t));
+            if versions != records_versions {
+                records_versions = versions;
+                let records = PUBLISHED.iter().map(|&t| (t, agent.sync_records(t))).collect();
+                copied.records.send_replace(Arc::new(records));
             }
             agent.poll_timeout()
         };
@@ -416,7 +429,7 @@ async fn run<T: Transport>(
                     SaInput::Master(lid) => agent.set_master_lid(lid),
                     SaInput::PeerSm(port) => agent.add_sync_peer(port),
                     SaInput::LidMap(lids) => agent.set_lid_map(lids),
-                    SaInput::MftDigests(digests) => agent.set_mft_digests(digests),
+                    SaInput::Published(table, records) => agent.set_published(table, records),
                 }
             }
             changed = serving.changed() => {

@@ -67,7 +67,7 @@ impl<T: Transport + Clone> Owner<T> {
                 let mode = if takeover {
                     self.adopt_old_masters_lids(&mut sm);
                     let mode = self.takeover_mode();
-                    self.adopt_old_masters_mft_digests(&mut sm, mode);
+                    self.adopt_old_masters_mcast(&mut sm, mode);
                     mode
                 } else if self.took_charge {
                     MasterMode::Continuing
@@ -113,7 +113,7 @@ impl<T: Transport + Clone> Owner<T> {
             self.tell_sa_lids();
         }
         if matches!(done, SweepDone::Programmed(_) | SweepDone::Reacted(..) | SweepDone::McastProgrammed(_)) {
-            self.tell_sa_mft_digests();
+            self.tell_sa_mcast();
         }
         match done {
             SweepDone::McastProgrammed(Some(mut p)) => {

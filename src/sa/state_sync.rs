@@ -14,7 +14,7 @@ use super::sync::{Copy, Outgoing, RecordSet, Source};
 use super::{MirrorRead, SaAgent, Serving};
 use crate::datagram::{Datagram, MadAddress};
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
-use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncTable, LID_RECORD_LEN, MFT_DIGEST_RECORD_LEN, SYNC_TABLES};
+use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncTable, LID_RECORD_LEN, SYNC_TABLES};
 use crate::types::{Guid, Lid};
 
 /// Registrations changed: the stream looks at them this much later, so a
@@ -55,10 +55,11 @@ pub(super) struct StateSync {
     /// changes of it.
     lids: Arc<Vec<LidEntry>>,
     lids_version: u64,
-    /// The master's digests of what each switch's MFT holds, as its SM
-    /// last told (`set_mft_digests`), and changes of them.
-    mft_digests: Arc<Vec<MftDigest>>,
-    mft_digests_version: u64,
+    /// The master's multicast tables for a new master (its digests of
+    /// what each switch's MFT holds, its groups' roots), as its SM last
+    /// told (`set_published`).
+    mft_digests: Published,
+    mcast_roots: Published,
     /// The multicast records last shown to the source, by group and
     /// member (`None`: the record of a group without members): a join
     /// compares one record again, not its group's.
@@ -68,9 +69,13 @@ pub(super) struct StateSync {
 /// One guid2lid entry: port GUID, base LID, LMC.
 pub type LidEntry = (crate::types::Guid, u16, u8);
 
-/// One switch's MFT digest: switch GUID, digest
-/// (`crate::program::mfts::digest`).
-pub type MftDigest = (crate::types::Guid, u64);
+/// Records the master's SM publishes for its standbys, encoded as the
+/// stream carries them, and a number that changes with them.
+#[derive(Debug, Default)]
+struct Published {
+    records: Arc<Vec<Arc<[u8]>>>,
+    version: u64,
+}
 
 /// A group's records by member (`None`: the group's own record).
 type GroupRecords = HashMap<Option<Guid>, Arc<[u8]>>;
@@ -100,20 +105,6 @@ fn lid_entry(r: &[u8]) -> Option<LidEntry> {
     })
 }
 
-fn mft_digest_record(&(guid, digest): &MftDigest) -> Arc<[u8]> {
-    let mut r = [0u8; MFT_DIGEST_RECORD_LEN];
-    r[..8].copy_from_slice(&guid.0.to_be_bytes());
-    r[8..].copy_from_slice(&digest.to_be_bytes());
-    Arc::from(&r[..])
-}
-
-fn mft_digest_entry(r: &[u8]) -> Option<MftDigest> {
-    (r.len() == MFT_DIGEST_RECORD_LEN).then(|| {
-        let be = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
-        (crate::types::Guid(be(&r[..8])), be(&r[8..]))
-    })
-}
-
 #[derive(Debug, Clone, Copy)]
 struct Settings {
     sm_key: u64,
@@ -133,8 +124,8 @@ impl Default for StateSync {
             peer_sms: Default::default(),
             lids: Arc::default(),
             lids_version: 0,
-            mft_digests: Arc::default(),
-            mft_digests_version: 0,
+            mft_digests: Published::default(),
+            mcast_roots: Published::default(),
             mc_shown: Default::default(),
         }
     }
@@ -143,6 +134,14 @@ impl Default for StateSync {
 impl StateSync {
     pub fn mirror_read(&mut self, now: Duration) {
         self.mirror_read_at = Some(now);
+    }
+
+    fn published_mut(&mut self, table: SyncTable) -> Option<&mut Published> {
+        match table {
+            SyncTable::MftDigests => Some(&mut self.mft_digests),
+            SyncTable::McastRoots => Some(&mut self.mcast_roots),
+            _ => None,
+        }
     }
 }
 
@@ -203,33 +202,27 @@ impl SaAgent {
         v
     }
 
-    /// The master's digests of its switches' MFTs (`[sm]`'s multicast
-    /// pass computes them), streamed to standbys: a new master whose
-    /// routes give a switch the same digest writes it without reading.
-    pub fn set_mft_digests(&mut self, digests: Arc<Vec<MftDigest>>) {
-        if digests != self.sync.mft_digests {
-            self.sync.mft_digests = digests;
-            self.sync.mft_digests_version += 1;
+    /// Records the master's SM keeps for a new master, streamed to the
+    /// standbys with the SA state: [`SyncTable::MftDigests`] and
+    /// [`SyncTable::McastRoots`] (the multicast pass makes them; any other
+    /// table is ignored).
+    pub fn set_published(&mut self, table: SyncTable, records: Arc<Vec<Arc<[u8]>>>) {
+        let Some(p) = self.sync.published_mut(table) else { return };
+        if records != p.records {
+            p.records = records;
+            p.version += 1;
         }
     }
 
-    /// A number that changes with the old master's MFT digests in the
-    /// standby's copy ([`Self::sync_mft_digests`]).
-    pub fn sync_mft_digests_version(&self) -> u64 {
-        self.sync.copy.version(SyncTable::MftDigests)
+    /// A number that changes with `table`'s records in the standby's copy
+    /// ([`Self::sync_records`]).
+    pub fn sync_records_version(&self, table: SyncTable) -> u64 {
+        self.sync.copy.version(table)
     }
 
-    /// The old master's MFT digests as the standby's copy holds them, in
-    /// GUID order (one per switch: a copy caught between a remove and an
-    /// add of one switch's keeps neither).
-    pub fn sync_mft_digests(&self) -> Vec<MftDigest> {
-        let t = &self.sync.copy.tables()[SyncTable::MftDigests.index()];
-        let mut v: Vec<MftDigest> = t.iter().filter_map(|r| mft_digest_entry(r)).collect();
-        v.sort_unstable();
-        let twice: std::collections::HashSet<crate::types::Guid> =
-            v.windows(2).filter(|w| w[0].0 == w[1].0).map(|w| w[0].0).collect();
-        v.retain(|(g, _)| !twice.contains(g));
-        v
+    /// `table`'s records as the standby's copy holds them, in no order.
+    pub fn sync_records(&self, table: SyncTable) -> Vec<Arc<[u8]>> {
+        self.sync.copy.tables()[table.index()].iter().cloned().collect()
     }
 
     /// The last moment the standby's copy held everything its master had
@@ -365,7 +358,8 @@ impl SaAgent {
             self.aliases.version(),
             self.mcast.version(),
             self.sync.lids_version,
-            self.sync.mft_digests_version,
+            self.sync.mft_digests.version,
+            self.sync.mcast_roots.version,
         ]
     }
 
@@ -490,8 +484,11 @@ impl SaAgent {
         if wanted(SyncTable::Lids) {
             t[SyncTable::Lids.index()] = Some(self.sync.lids.iter().map(lid_record).collect());
         }
-        if wanted(SyncTable::MftDigests) {
-            t[SyncTable::MftDigests.index()] = Some(self.sync.mft_digests.iter().map(mft_digest_record).collect());
+        for table in [SyncTable::MftDigests, SyncTable::McastRoots] {
+            if wanted(table) {
+                let p = self.sync.published_mut(table).expect("a published table");
+                t[table.index()] = Some(p.records.iter().cloned().collect());
+            }
         }
         t
     }

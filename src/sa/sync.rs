@@ -909,16 +909,17 @@ mod tests {
     }
 
     #[test]
-    fn mft_digests_go_only_to_a_standby_that_takes_them() {
+    fn multicast_tables_go_only_to_a_standby_that_takes_them() {
         let mut stats = SyncStats::default();
         let mut src = Source::new(5, 9);
         let (old, new) = (Lid(2), Lid(3));
-        let older = Takes { packs: true, mft_digests: false };
+        let older = Takes { packs: true, mcast: false };
         src.on_hello(Duration::ZERO, old, 0, 0, older, &mut stats);
         src.on_hello(Duration::ZERO, new, 0, 0, Takes::ALL, &mut stats);
         let mut t: [Option<RecordSet>; SYNC_TABLES] = Default::default();
         t[SyncTable::McMembers.index()] = Some([rec(2)].into_iter().collect());
         t[SyncTable::MftDigests.index()] = Some([Arc::from(&[7u8; 16][..])].into_iter().collect());
+        t[SyncTable::McastRoots.index()] = Some([Arc::from(&[8u8; 10][..])].into_iter().collect());
         src.observe(t, &mut stats);
         // What each got: after its Reset, the changes observed.
         let tables_sent = |src: &mut Source, now: Duration, stats: &mut SyncStats| {
@@ -935,7 +936,7 @@ mod tests {
         };
         let sent = tables_sent(&mut src, Duration::ZERO, &mut stats);
         assert_eq!(sent[&old], vec![SyncTable::McMembers]);
-        assert_eq!(sent[&new], vec![SyncTable::McMembers, SyncTable::MftDigests]);
+        assert_eq!(sent[&new], vec![SyncTable::McMembers, SyncTable::MftDigests, SyncTable::McastRoots]);
         // A full resync (each claims a number never sent) leaves them out
         // for the older one too.
         src.on_hello(Duration::from_millis(1), old, 5, 1_000, older, &mut stats);
@@ -944,7 +945,7 @@ mod tests {
         assert_eq!(sent[&old], vec![SyncTable::McMembers]);
         let mut got = sent[&new].clone();
         got.sort();
-        assert_eq!(got, vec![SyncTable::McMembers, SyncTable::MftDigests]);
+        assert_eq!(got, vec![SyncTable::McMembers, SyncTable::MftDigests, SyncTable::McastRoots]);
     }
 }
 
@@ -968,12 +969,12 @@ mod cost {
         let mut stats = SyncStats::default();
         src.on_hello(Duration::ZERO, Lid(2), 0, 0, Takes::ALL, &mut stats);
         let first: RecordSet = (0..60_000).map(record).collect();
-        src.observe([None, None, None, Some(first), None, None], &mut stats);
+        src.observe([None, None, None, Some(first), None, None, None], &mut stats);
         let started = std::time::Instant::now();
         let rounds = 20;
         for round in 0..rounds {
             let set: RecordSet = (0..60_000).map(|i| record(i + round)).collect();
-            src.observe([None, None, None, Some(set), None, None], &mut stats);
+            src.observe([None, None, None, Some(set), None, None, None], &mut stats);
         }
         eprintln!("one look at 60,000 members: {:.2?}", started.elapsed() / rounds);
     }
