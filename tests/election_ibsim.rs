@@ -883,9 +883,9 @@ fn ibsm_failover_serves_the_masters_last_joins_and_registrations() {
     assert!(services[0].field("ServiceName").contains("sync-ibsim"), "{services:#?}");
     assert!(b.count("a current copy of the old master's SA state: no ClientReregister") == 1, "{}", b.tail());
     assert!(b.count("SA state taken over from the mirror: 1 services") == 1, "{}", b.tail());
-    // The MFTs stay as A left them: A streamed its groups' roots and its
-    // digest of each switch's table; B roots its trees there, they match
-    // the digests, and B reads no block.
+    // The MFTs stay as A left them: A streamed its groups' trees and its
+    // digest of each switch's table; B builds its trees along A's, they
+    // match the digests, and B reads no block.
     let log = std::fs::read_to_string(&b.log).unwrap_or_default();
     let field = |line: &str, name: &str| -> usize {
         let at = line.find(&format!(" {name}=")).map(|i| i + name.len() + 2);

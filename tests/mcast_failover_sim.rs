@@ -7,8 +7,8 @@
 //! B's SA then answers the same groups at the same MLIDs with the same
 //! members, every switch's MFT (read back with SubnGet) still floods from
 //! each member to exactly the members, no MFT block was read or written
-//! (A streamed its digests of the switches' MFTs, and B's trees match
-//! them), and a new
+//! (A streamed its trees and its digests of the switches' MFTs, and B's
+//! trees match them), and a new
 //! host's IPoIB joins keep every old member on the trees. The same run
 //! with B's mirroring off shows what the mirror prevents: the new host's
 //! join of the broadcast group cuts the old members off its tree.
@@ -237,10 +237,10 @@ async fn a_takeover_keeps_the_multicast_groups_their_mlids_members_and_trees() {
     assert_eq!(after.after, after.before, "B's SA answers A's groups, MLIDs and members");
     assert_eq!(after.takeover_fault, None, "the MFTs still flood each group to exactly its members under B");
     assert_eq!(after.entries_changed, 0, "B rewrote no switch's entry for A's groups");
-    // A streamed its groups' roots and its digest of every switch's MFT;
-    // B's trees, rooted there, give the same digests, so B neither reads a
-    // block nor writes one (without the digests it read the 6 switches'
-    // one block of 32 MLIDs each).
+    // A streamed its groups' trees and its digest of every switch's MFT;
+    // B's trees, built along A's, give the same digests, so B neither
+    // reads a block nor writes one (without the digests it read the 6
+    // switches' one block of 32 MLIDs each).
     assert_eq!(after.takeover_mft_sets, 0, "MFT Sets during the takeover");
     assert_eq!(after.takeover_mft_gets, 0, "MFT Gets during the takeover");
     assert!(after.logs.contains("vouched=6"), "B took the 6 switches' MFTs on A's digests");

@@ -58,7 +58,7 @@ pub use fabric::{
 pub use lft::{diff_blocks, Lft, LftBlock, LinearFdbTop, Routes, UNROUTED};
 pub use mcast::{
     route_mcast, verify_mcast, McastError, McastFault, McastGroup, McastMember, McastProblem, McastRoutes, McastTree,
-    McastUpdate, PortSet,
+    McastUpdate, PortSet, TreeHint,
 };
 pub use minhop::minhop;
 pub use options::{Effort, EngineOptions};

@@ -242,6 +242,17 @@ pub struct McastTree {
     pub root: SwitchId,
     /// Sorted by index.
     pub switches: Vec<SwitchId>,
+    /// Each switch's port towards the root, in `switches`' order (0 for
+    /// the root).
+    pub parent_ports: Vec<u8>,
+}
+
+/// Another router's tree for a group ([`McastRoutes::hint_trees`]): its
+/// root, and each other tree switch with its port towards the root.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TreeHint {
+    pub root: Option<SwitchId>,
+    pub parents: Vec<(SwitchId, u8)>,
 }
 
 /// What one [`McastRoutes::route_groups`] call changed.
@@ -269,8 +280,8 @@ pub struct McastRoutes {
     /// Hop counts from member switches, computed on first use; empty = not
     /// yet. 255 = unreachable, longer paths saturate at 254.
     dist_rows: Vec<Vec<u8>>,
-    /// Roots to prefer for groups without a tree yet ([`Self::hint_roots`]).
-    root_hints: HashMap<u16, SwitchId>,
+    /// Trees to prefer for groups without one yet ([`Self::hint_trees`]).
+    hints: HashMap<u16, TreeHint>,
 }
 
 const UNREACHED: u8 = u8::MAX;
@@ -304,7 +315,12 @@ struct Build {
     /// Per switch: the group's old ports, its new ports.
     old: Vec<PortSet>,
     new: Vec<PortSet>,
+    /// Per switch: a hinted tree's parent port (preferred as an old port
+    /// is, but not what the tables held).
+    prefer: Vec<PortSet>,
     in_tree: Vec<bool>,
+    /// Per switch: its port towards the root in the new tree.
+    parent: Vec<u8>,
 }
 
 impl McastRoutes {
@@ -326,20 +342,24 @@ impl McastRoutes {
             port_base,
             isl,
             dist_rows: vec![Vec::new(); ns],
-            root_hints: HashMap::new(),
+            hints: HashMap::new(),
         }
     }
 
-    /// Another router's roots for groups these routes have no tree for
-    /// yet: routing such a group prefers that root as it would its own
-    /// previous one (among the roots the cost model ties). A new master
-    /// given the old master's roots builds the trees the switches already
-    /// hold wherever the parent cables are forced (a two-level fat tree),
-    /// whatever order the groups came in. Used once per group; a hint for
-    /// a switch not in the fabric is ignored.
-    pub fn hint_roots(&mut self, hints: impl IntoIterator<Item = (u16, SwitchId)>) {
+    /// Another router's trees for groups these routes have none for yet:
+    /// routing such a group prefers that root and those parent cables as it
+    /// would its own previous tree's (among the choices the cost model
+    /// ties). A new master given the old master's trees builds the ones the
+    /// switches already hold, whatever order the old master routed the
+    /// groups in, as long as the members and cables are the same. Used
+    /// once per group; switches not in the fabric are ignored.
+    pub fn hint_trees(&mut self, hints: impl IntoIterator<Item = (u16, TreeHint)>) {
         let ns = self.tables.len();
-        self.root_hints.extend(hints.into_iter().filter(|(_, s)| s.index() < ns));
+        for (mlid, mut hint) in hints {
+            hint.root = hint.root.filter(|r| r.index() < ns);
+            hint.parents.retain(|(s, _)| s.index() < ns);
+            self.hints.insert(mlid, hint);
+        }
     }
 
     /// Whether these routes were made for `fabric`.
@@ -398,7 +418,13 @@ impl McastRoutes {
         let mut order: Vec<&McastGroup> = groups.iter().collect();
         order.sort_by_key(|g| g.mlid);
         let ns = fabric.num_switches();
-        let mut b = Build { old: vec![PortSet::EMPTY; ns], new: vec![PortSet::EMPTY; ns], in_tree: vec![false; ns] };
+        let mut b = Build {
+            old: vec![PortSet::EMPTY; ns],
+            new: vec![PortSet::EMPTY; ns],
+            prefer: vec![PortSet::EMPTY; ns],
+            in_tree: vec![false; ns],
+            parent: vec![0; ns],
+        };
         let mut touched = BTreeSet::new();
         let mut prev = None;
         for g in order {
@@ -495,13 +521,19 @@ impl McastRoutes {
     ) {
         let mlid = g.mlid;
         let mut old_switches = Vec::new();
-        let hinted = self.root_hints.remove(&mlid);
-        let old_root = self
-            .take_tree(mlid, |s, ports| {
-                b.old[s.index()] = ports;
-                old_switches.push(s);
-            })
-            .or(hinted);
+        let hint = self.hints.remove(&mlid);
+        let mut old_root = self.take_tree(mlid, |s, ports| {
+            b.old[s.index()] = ports;
+            old_switches.push(s);
+        });
+        let mut hinted = Vec::new();
+        if let (None, Some(hint)) = (old_root, hint) {
+            old_root = hint.root;
+            for (s, p) in hint.parents {
+                b.prefer[s.index()].insert(p);
+                hinted.push(s);
+            }
+        }
 
         // Where the members hang off.
         let mut at: Vec<(McastMember, SwitchId, u8)> = Vec::with_capacity(g.members.len());
@@ -562,7 +594,7 @@ impl McastRoutes {
                         .min_by_key(|e| {
                             let n = e.neighbor.index();
                             (
-                                !b.old[s.index()].contains(e.port),
+                                !(b.old[s.index()].contains(e.port) || b.prefer[s.index()].contains(e.port)),
                                 !b.in_tree[n],
                                 self.link_load[base + usize::from(e.port)],
                                 f.switch(e.neighbor).guid,
@@ -572,6 +604,7 @@ impl McastRoutes {
                         .expect("a switch at distance d > 0 has a neighbour at d - 1");
                     let n = best.neighbor;
                     b.new[s.index()].insert(best.port);
+                    b.parent[s.index()] = best.port;
                     b.new[n.index()].insert(best.remote_port);
                     if !b.in_tree[n.index()] {
                         b.in_tree[n.index()] = true;
@@ -601,14 +634,17 @@ impl McastRoutes {
                 touched.insert(s);
             }
         }
-        for &s in old_switches.iter().chain(&tree_switches) {
+        let parent_ports: Vec<u8> = tree_switches.iter().map(|s| b.parent[s.index()]).collect();
+        for &s in old_switches.iter().chain(&tree_switches).chain(&hinted) {
             let i = s.index();
             b.old[i] = PortSet::EMPTY;
             b.new[i] = PortSet::EMPTY;
+            b.prefer[i] = PortSet::EMPTY;
             b.in_tree[i] = false;
+            b.parent[i] = 0;
         }
         if let Some(root) = root.filter(|_| !tree_switches.is_empty()) {
-            self.trees.insert(mlid, McastTree { root, switches: tree_switches });
+            self.trees.insert(mlid, McastTree { root, switches: tree_switches, parent_ports });
         }
     }
 }
@@ -985,8 +1021,39 @@ mod tests {
         assert!(r.remove_group(0xc000).is_empty());
     }
 
+    fn hint_of(t: &McastTree) -> TreeHint {
+        let parents = t.switches.iter().zip(&t.parent_ports).filter(|(s, _)| **s != t.root);
+        TreeHint { root: Some(t.root), parents: parents.map(|(s, p)| (*s, *p)).collect() }
+    }
+
     #[test]
-    fn the_old_routers_roots_rebuild_its_trees_whatever_order_it_routed_in() {
+    fn a_torus_tree_follows_the_old_routers_parent_cables_not_only_its_root() {
+        // On a torus many cables tie on hop counts: the load the history
+        // left decides them, so the root alone does not rebuild a tree.
+        let f = testfab::grid(&[6, 6], &[true, true], 1, 2);
+        let groups = random_groups(&f, 40, 3);
+        let mut history = McastRoutes::new(&f);
+        let firsts: Vec<McastGroup> = groups.iter().map(|g| McastGroup::new(g.mlid, g.members[..2].to_vec())).collect();
+        history.route_groups(&f, &firsts).unwrap();
+        for g in groups.iter().rev() {
+            history.route_groups(&f, std::slice::from_ref(g)).unwrap();
+        }
+        verify_all(&f, &history, &groups);
+        let roots_only = |t: &McastTree| TreeHint { root: Some(t.root), parents: Vec::new() };
+        let mut by_root = McastRoutes::new(&f);
+        by_root.hint_trees(history.trees().map(|(mlid, t)| (mlid, roots_only(t))));
+        by_root.route_groups(&f, &groups).unwrap();
+        assert_ne!(by_root.tables, history.tables, "the history must matter beyond the roots for this test to");
+        let mut hinted = McastRoutes::new(&f);
+        hinted.hint_trees(history.trees().map(|(mlid, t)| (mlid, hint_of(t))));
+        hinted.route_groups(&f, &groups).unwrap();
+        assert_eq!(hinted.tables, history.tables);
+        assert_eq!(hinted.trees, history.trees);
+        verify_all(&f, &hinted, &groups);
+    }
+
+    #[test]
+    fn the_old_routers_trees_rebuild_whatever_order_it_routed_in() {
         // Routed as joins come: each group first with two members, grown
         // in later passes in reverse MLID order. The history moves the
         // load, so routing the finished groups at once in MLID order
@@ -1002,15 +1069,16 @@ mod tests {
         verify_all(&f, &history, &groups);
         let (at_once, _) = route_mcast(&f, &groups);
         assert_ne!(at_once.tables, history.tables, "the history must matter for this test to");
-        // Given the old roots, a new router builds the same trees: on a
-        // two-level fat tree a tree is its root and its member leaves.
+        // Given the old trees, a new router builds the same ones.
         let mut hinted = McastRoutes::new(&f);
-        hinted.hint_roots(history.trees().map(|(mlid, t)| (mlid, t.root)));
+        hinted.hint_trees(history.trees().map(|(mlid, t)| (mlid, hint_of(t))));
         hinted.route_groups(&f, &groups).unwrap();
         assert_eq!(hinted.tables, history.tables);
         assert_eq!(hinted.link_load, history.link_load);
+        assert_eq!(hinted.trees, history.trees);
         // A hint is used once: a group routed again keeps its own tree.
-        hinted.hint_roots([(groups[0].mlid, SwitchId(0)), (groups[1].mlid, SwitchId(u32::MAX))]);
+        let elsewhere = TreeHint { root: Some(SwitchId(0)), parents: vec![(SwitchId(u32::MAX), 1)] };
+        hinted.hint_trees([(groups[0].mlid, elsewhere.clone()), (groups[1].mlid, elsewhere)]);
         assert!(hinted.route_groups(&f, &groups[..2]).unwrap().touched.is_empty());
     }
 

@@ -27,7 +27,8 @@
 //!                3 GUIDInfoRecord, 4 MCMemberRecord, 5 a LID assignment
 //!                (guid2lid: port GUID 8 bytes, base LID 2, LMC 1), 6 a
 //!                switch's MFT digest (switch GUID 8 bytes, digest 8), 7 a
-//!                multicast group's root (MLID 2 bytes, switch GUID 8);
+//!                switch of a multicast group's tree (MLID 2 bytes, switch
+//!                GUID 8, its port towards the root 1: 0 at the root);
 //!                Flags (Hello): bit 0, the standby takes Changes; bit 1,
 //!                it takes tables 6 and 7;
 //!                Count (Changes): how many, 1-28
@@ -101,10 +102,11 @@ pub enum SyncTable {
     /// as a digest ([`MftDigestRecord`]): a new master whose own multicast
     /// routes give the same digest writes that switch without reading it.
     MftDigests = 6,
-    /// Each multicast group's root switch ([`McastRootRecord`]): a new
-    /// master roots its trees there, so that they are the ones the
-    /// switches hold, whatever order the old master routed the groups in.
-    McastRoots = 7,
+    /// Each multicast group's tree, a record per tree switch
+    /// ([`McastTreeRecord`]): a new master builds its trees along them, so
+    /// that they are the ones the switches hold, whatever order the old
+    /// master routed the groups in.
+    McastTrees = 7,
 }
 
 /// Bytes of a [`SyncTable::Lids`] record.
@@ -137,28 +139,31 @@ impl MftDigestRecord {
     }
 }
 
-/// A [`SyncTable::McastRoots`] record: MLID (2 bytes), root switch GUID
-/// (8), big-endian.
+/// A [`SyncTable::McastTrees`] record: MLID (2 bytes), switch GUID (8),
+/// big-endian, and the switch's port towards the tree's root (1; 0: the
+/// switch is the root).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct McastRootRecord {
+pub struct McastTreeRecord {
     pub mlid: u16,
-    pub root_guid: u64,
+    pub switch_guid: u64,
+    pub parent_port: u8,
 }
 
-impl McastRootRecord {
-    pub const LEN: usize = 10;
+impl McastTreeRecord {
+    pub const LEN: usize = 11;
 
     pub fn to_bytes(&self) -> [u8; Self::LEN] {
         let mut r = [0u8; Self::LEN];
         r[..2].copy_from_slice(&self.mlid.to_be_bytes());
-        r[2..].copy_from_slice(&self.root_guid.to_be_bytes());
+        r[2..10].copy_from_slice(&self.switch_guid.to_be_bytes());
+        r[10] = self.parent_port;
         r
     }
 
     pub fn parse(r: &[u8]) -> WireResult<Self> {
         let r: &[u8; Self::LEN] =
-            r.try_into().map_err(|_| record_length("multicast root record", r.len(), Self::LEN))?;
-        Ok(McastRootRecord { mlid: u16::from_be_bytes([r[0], r[1]]), root_guid: be64(&r[2..]) })
+            r.try_into().map_err(|_| record_length("multicast tree record", r.len(), Self::LEN))?;
+        Ok(McastTreeRecord { mlid: u16::from_be_bytes([r[0], r[1]]), switch_guid: be64(&r[2..10]), parent_port: r[10] })
     }
 }
 
@@ -178,7 +183,7 @@ impl SyncTable {
         SyncTable::McMembers,
         SyncTable::Lids,
         SyncTable::MftDigests,
-        SyncTable::McastRoots,
+        SyncTable::McastTrees,
     ];
 
     pub fn index(self) -> usize {
@@ -231,7 +236,7 @@ pub enum SyncBody {
 pub struct Takes {
     /// Changes (several records a message).
     pub packs: bool,
-    /// Records of [`SyncTable::MftDigests`] and [`SyncTable::McastRoots`].
+    /// Records of [`SyncTable::MftDigests`] and [`SyncTable::McastTrees`].
     pub mcast: bool,
 }
 
@@ -241,7 +246,7 @@ impl Takes {
 
     /// Whether records of `table` may be sent.
     pub fn table(self, table: SyncTable) -> bool {
-        !matches!(table, SyncTable::MftDigests | SyncTable::McastRoots) || self.mcast
+        !matches!(table, SyncTable::MftDigests | SyncTable::McastTrees) || self.mcast
     }
 
     fn from_wire(flags: u8) -> Takes {
@@ -503,10 +508,10 @@ mod tests {
     fn multicast_records_survive_emit_and_parse_and_refuse_other_lengths() {
         let d = MftDigestRecord { switch_guid: 0x0002_c903_0000_0001, digest: 0xfeed_face_0123_4567 };
         assert_eq!(MftDigestRecord::parse(&d.to_bytes()).unwrap(), d);
-        let r = McastRootRecord { mlid: 0xc01f, root_guid: 0x0002_c903_0000_0002 };
-        assert_eq!(McastRootRecord::parse(&r.to_bytes()).unwrap(), r);
+        let r = McastTreeRecord { mlid: 0xc01f, switch_guid: 0x0002_c903_0000_0002, parent_port: 35 };
+        assert_eq!(McastTreeRecord::parse(&r.to_bytes()).unwrap(), r);
         assert!(matches!(MftDigestRecord::parse(&[0; 15]), Err(WireError::Truncated { need: 16, .. })));
-        assert!(matches!(McastRootRecord::parse(&[0; 11]), Err(WireError::Oversized { max: 10, .. })));
+        assert!(matches!(McastTreeRecord::parse(&[0; 12]), Err(WireError::Oversized { max: 11, .. })));
     }
 
     #[test]

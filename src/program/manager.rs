@@ -260,17 +260,23 @@ impl<D: SmpDriver> SubnetManager<D> {
         self.mcast.digests()
     }
 
-    /// Each multicast group's root switch, by MLID, for the standbys.
-    pub fn mcast_roots(&self) -> Vec<(u16, Guid)> {
-        self.mcast.roots()
+    /// Every multicast group's tree as the standbys are told
+    /// ([`mcast::TreeEntry`]), in MLID order.
+    pub fn mcast_trees(&self) -> Vec<mcast::TreeEntry> {
+        self.mcast.tree_entries()
+    }
+
+    /// How the multicast trees changed since this was last asked.
+    pub fn take_mcast_tree_delta(&mut self) -> mcast::TreeDelta {
+        self.mcast.take_tree_delta()
     }
 
     /// At a takeover with a current copy: the old master's MFT digests and
-    /// multicast roots (`crate::sa::sync`). The groups are rooted where
-    /// the old master rooted them; a switch whose routes then give the
-    /// old master's digest is written without reading its blocks first.
-    pub fn vouch_mfts(&mut self, digests: Vec<(Guid, u64)>, roots: Vec<(u16, Guid)>) {
-        self.mcast.vouch(digests, roots);
+    /// multicast trees (`crate::sa::sync`). The groups are routed along the
+    /// old master's trees; a switch whose routes then give the old
+    /// master's digest is written without reading its blocks first.
+    pub fn vouch_mfts(&mut self, digests: Vec<(Guid, u64)>, trees: Vec<mcast::TreeEntry>) {
+        self.mcast.vouch(digests, trees);
     }
 
     /// Where the next sweeps have switches enforce partitions (OpenSM's

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use ibsm_routing::fabric::{EndPortId, SwitchId};
-use ibsm_routing::mcast::{McastGroup, McastMember, McastRoutes, PortSet};
+use ibsm_routing::mcast::{McastGroup, McastMember, McastRoutes, PortSet, TreeHint};
 
 use super::mfts::{mft_sets, wanted_blocks, MftKey, MftMemo, MftSet, MftSets};
 use super::routes::RoutingView;
@@ -126,9 +126,30 @@ pub struct McastState {
     /// held. A switch the memo knows nothing of whose wanted blocks give
     /// the same digest is taken to hold them, unread (once each).
     vouched: HashMap<Guid, u64>,
-    /// After a takeover: the old master's roots, by MLID, for the next
-    /// routes made (`McastRoutes::hint_roots`).
-    root_hints: HashMap<u16, Guid>,
+    /// After a takeover: the old master's trees, by MLID, for the next
+    /// routes made (`McastRoutes::hint_trees`).
+    tree_hints: HashMap<u16, Vec<(Guid, u8)>>,
+    /// Each group's tree as the standbys were last told (by MLID: switch
+    /// GUID and port towards the root, sorted), and what changed since.
+    told_trees: BTreeMap<u16, Vec<(Guid, u8)>>,
+    tree_delta: TreeDelta,
+}
+
+/// One switch of a group's tree as a master tells its standbys: MLID,
+/// switch GUID, the switch's port towards the root (0: it is the root).
+pub type TreeEntry = (u16, Guid, u8);
+
+/// How the trees changed since the standbys were last told.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TreeDelta {
+    pub removed: Vec<TreeEntry>,
+    pub added: Vec<TreeEntry>,
+}
+
+impl TreeDelta {
+    pub fn is_empty(&self) -> bool {
+        self.removed.is_empty() && self.added.is_empty()
+    }
 }
 
 impl McastState {
@@ -139,27 +160,69 @@ impl McastState {
         self.memo.clear();
         self.digests.clear();
         self.routes = None;
+        self.told_trees.clear();
+        self.tree_delta = TreeDelta::default();
     }
 
     /// After a takeover with a current copy of the old master's state:
-    /// its digests of what each switch's MFT held, and its groups' roots
-    /// (replacing any given before). The next routes root each group where
-    /// the old master did, so that the trees are the ones the switches
-    /// hold; a switch whose wanted blocks then give its digest is written
-    /// without reading, any other is read first, as without them.
-    pub fn vouch(
-        &mut self,
-        digests: impl IntoIterator<Item = (Guid, u64)>,
-        roots: impl IntoIterator<Item = (u16, Guid)>,
-    ) {
+    /// its digests of what each switch's MFT held, and its groups' trees
+    /// (replacing any given before). The next routes build each group
+    /// along the old master's tree where the members and cables allow, so
+    /// that the trees are the ones the switches hold; a switch whose wanted
+    /// blocks then give its digest is written without reading, any other
+    /// is read first, as without them.
+    pub fn vouch(&mut self, digests: Vec<(Guid, u64)>, trees: Vec<TreeEntry>) {
         self.vouched = digests.into_iter().collect();
-        self.root_hints = roots.into_iter().collect();
+        self.tree_hints.clear();
+        for (mlid, switch, parent) in trees {
+            self.tree_hints.entry(mlid).or_default().push((switch, parent));
+        }
     }
 
-    /// Each routed group's root switch, by MLID, in MLID order.
-    pub fn roots(&self) -> Vec<(u16, Guid)> {
-        let Some(routes) = &self.routes else { return Vec::new() };
-        routes.trees().filter_map(|(mlid, t)| Some((mlid, self.switches.get(t.root.index())?.guid))).collect()
+    /// Every group's tree as the standbys are told, in MLID order.
+    pub fn tree_entries(&self) -> Vec<TreeEntry> {
+        self.told_trees.iter().flat_map(|(&mlid, v)| v.iter().map(move |&(g, p)| (mlid, g, p))).collect()
+    }
+
+    /// How the trees changed since this was last asked.
+    pub fn take_tree_delta(&mut self) -> TreeDelta {
+        std::mem::take(&mut self.tree_delta)
+    }
+
+    /// Brings `told_trees` up to the routes for `mlids` (every group when
+    /// `None`), noting the difference in `tree_delta`. O(T log T) per
+    /// group of T tree switches.
+    fn track_trees(&mut self, mlids: Option<&[Lid]>) {
+        let Some(routes) = &self.routes else { return };
+        let switches = &self.switches;
+        let now_of = |mlid: u16| -> Vec<(Guid, u8)> {
+            let Some(t) = routes.tree(mlid) else { return Vec::new() };
+            let mut v: Vec<(Guid, u8)> = t
+                .switches
+                .iter()
+                .zip(&t.parent_ports)
+                .filter_map(|(s, p)| Some((switches.get(s.index())?.guid, *p)))
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let mlids: BTreeSet<u16> = match mlids {
+            Some(m) => m.iter().map(|l| l.0).collect(),
+            None => self.told_trees.keys().copied().chain(routes.trees().map(|(m, _)| m)).collect(),
+        };
+        for mlid in mlids {
+            let new = now_of(mlid);
+            let old = self.told_trees.remove(&mlid).unwrap_or_default();
+            if old != new {
+                let gone = old.iter().filter(|e| new.binary_search(e).is_err());
+                self.tree_delta.removed.extend(gone.map(|&(g, p)| (mlid, g, p)));
+                let came = new.iter().filter(|e| old.binary_search(e).is_err());
+                self.tree_delta.added.extend(came.map(|&(g, p)| (mlid, g, p)));
+            }
+            if !new.is_empty() {
+                self.told_trees.insert(mlid, new);
+            }
+        }
     }
 
     /// What this SM knows its switches' MFTs hold, as digests by switch
@@ -199,11 +262,22 @@ impl McastState {
             self.routes = Some(McastRoutes::new(&view.fabric));
         }
         let routes = self.routes.as_mut().expect("set above");
-        if !self.root_hints.is_empty() {
+        if !self.tree_hints.is_empty() {
             let fabric = &view.fabric;
             let at: HashMap<u64, SwitchId> = fabric.switch_ids().map(|s| (fabric.switch(s).guid, s)).collect();
-            let hints = std::mem::take(&mut self.root_hints);
-            routes.hint_roots(hints.into_iter().filter_map(|(mlid, g)| Some((mlid, *at.get(&g.0)?))));
+            let hints = std::mem::take(&mut self.tree_hints).into_iter().map(|(mlid, entries)| {
+                let mut hint = TreeHint::default();
+                for (g, parent) in entries {
+                    let Some(&s) = at.get(&g.0) else { continue };
+                    if parent == 0 {
+                        hint.root = Some(s);
+                    } else {
+                        hint.parents.push((s, parent));
+                    }
+                }
+                (mlid, hint)
+            });
+            routes.hint_trees(hints);
         }
         // On a new fabric every group is routed; on the same one only the
         // groups whose members changed (their old trees are kept, and so
@@ -235,6 +309,7 @@ impl McastState {
         route_changed(&view, &self.members_at, routes, &table, &changed, &mut report);
         self.view = Some(view);
         self.routed = table;
+        self.track_trees(if fresh { None } else { Some(&changed) });
         // Every switch: the sweep may have found switches reset or new,
         // whose tables must be read and written whatever changed.
         self.write(driver, None, &mut report).await;
@@ -262,6 +337,7 @@ impl McastState {
             .filter_map(|&id| Some((self.switches.get(id.index())?.guid, routes.table(id).clone())))
             .collect();
         self.routed = table;
+        self.track_trees(Some(&changed));
         // Only the switches whose entries moved (and those a failed SMP
         // left dirty): a join on a large fabric touches a handful of its
         // thousands.

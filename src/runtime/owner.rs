@@ -52,9 +52,11 @@ pub(super) struct Owner<T: Transport + Clone> {
     pub(super) sa_master: Option<crate::types::Lid>,
     /// The guid2lid the SA was last told of (`tell_sa_lids`).
     pub(super) sa_lids: Option<std::sync::Arc<Vec<crate::sa::LidEntry>>>,
-    /// The multicast tables the SA was last told of (`tell_sa_mcast`):
-    /// MFT digests, roots.
-    pub(super) sa_mcast: [Option<super::sa_task::PublishedRecords>; 2],
+    /// The MFT digests the SA was last told of (`tell_sa_mcast`).
+    pub(super) sa_mft_digests: Option<std::sync::Arc<Vec<(crate::types::Guid, u64)>>>,
+    /// A change of the multicast trees found the SA's queue full: the
+    /// whole table goes next.
+    pub(super) sa_trees_lost: bool,
     /// SMs the SA was told of (`tell_sa_peer`).
     pub(super) sa_peers: std::collections::HashSet<crate::types::Guid>,
     /// When this SM last became master (a takeover's copy must be
@@ -207,7 +209,8 @@ impl<T: Transport + Clone> Owner<T> {
             sa_master: None,
             sa_peers: Default::default(),
             sa_lids: None,
-            sa_mcast: [None, None],
+            sa_mft_digests: None,
+            sa_trees_lost: false,
             master_since: None,
             mirror: MirrorReads::default(),
             mcast_retry: None,

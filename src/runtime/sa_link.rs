@@ -11,7 +11,8 @@ use super::owner::Owner;
 use super::owner::SweepWork;
 use super::sa_task;
 use crate::election::State;
-use crate::mad::sm_sync::{McastRootRecord, MftDigestRecord, SyncTable};
+use crate::mad::sm_sync::{McastTreeRecord, MftDigestRecord, SyncTable};
+use crate::program::mcast::TreeEntry;
 use crate::subnet::MasterMode;
 use crate::transport::Transport;
 use crate::types::Guid;
@@ -59,33 +60,43 @@ impl<T: Transport + Clone> Owner<T> {
         }
     }
 
-    /// The master's multicast tables to the SA, when they changed, for
-    /// the standbys: its digests of the switches' MFTs, its groups' roots.
-    pub(super) fn tell_sa_mcast(&mut self) {
-        let Some(sm) = self.sm.as_ref() else { return };
-        let digests: Vec<Arc<[u8]>> = sm
-            .mft_digests()
-            .into_iter()
-            .map(|(g, digest)| Arc::from(&MftDigestRecord { switch_guid: g.0, digest }.to_bytes()[..]))
-            .collect();
-        let roots: Vec<Arc<[u8]>> = sm
-            .mcast_roots()
-            .into_iter()
-            .map(|(mlid, g)| Arc::from(&McastRootRecord { mlid, root_guid: g.0 }.to_bytes()[..]))
-            .collect();
-        for (i, (table, records)) in
-            [(SyncTable::MftDigests, digests), (SyncTable::McastRoots, roots)].into_iter().enumerate()
-        {
-            if self.sa_mcast[i].as_deref() != Some(&records) {
-                let records = Arc::new(records);
-                self.sa_mcast[i] = Some(records.clone());
-                self.hand_to_sa(sa_task::SaInput::Published(table, records));
-            }
+    /// The master's multicast tables to the SA, for the standbys: its
+    /// digests of the switches' MFTs when they changed, and how its trees
+    /// changed (all of them when `whole`, or when a change could not be
+    /// handed over).
+    pub(super) fn tell_sa_mcast(&mut self, whole: bool) {
+        let Some(sm) = self.sm.as_mut() else { return };
+        let digests = sm.mft_digests();
+        let delta = sm.take_mcast_tree_delta();
+        let whole = whole || self.sa_trees_lost;
+        let trees = whole.then(|| sm.mcast_trees());
+        if self.sa_mft_digests.as_deref() != Some(&digests) {
+            let records = digests
+                .iter()
+                .map(|&(g, digest)| Arc::from(&MftDigestRecord { switch_guid: g.0, digest }.to_bytes()[..]))
+                .collect();
+            self.sa_mft_digests = Some(Arc::new(digests));
+            self.hand_to_sa(sa_task::SaInput::Published(SyncTable::MftDigests, records));
         }
+        let record = |&(mlid, g, parent_port): &TreeEntry| -> Arc<[u8]> {
+            Arc::from(&McastTreeRecord { mlid, switch_guid: g.0, parent_port }.to_bytes()[..])
+        };
+        let input = match trees {
+            Some(all) => sa_task::SaInput::Published(SyncTable::McastTrees, all.iter().map(record).collect()),
+            None if delta.is_empty() => return,
+            None => sa_task::SaInput::PublishedChanges(
+                SyncTable::McastTrees,
+                delta.removed.iter().map(record).collect(),
+                delta.added.iter().map(record).collect(),
+            ),
+        };
+        // A change lost would leave the standbys' copy wrong for good: the
+        // whole table goes next time instead.
+        self.sa_trees_lost = !self.sa.offer(input);
     }
 
     /// At a takeover with a current copy: the old master's MFT digests
-    /// and multicast roots, as the state stream copied them, so that its
+    /// and multicast trees, as the state stream copied them, so that its
     /// trees are rebuilt where they were and switches left as they were
     /// are written without reading their blocks first. With a stale copy
     /// none is taken: the old master may have written since.
@@ -100,23 +111,23 @@ impl<T: Transport + Clone> Owner<T> {
             .filter_map(|r| MftDigestRecord::parse(r).ok())
             .map(|d| (Guid(d.switch_guid), d.digest))
             .collect();
-        // One per switch and per group: a copy caught between a remove and
-        // an add of one switch's keeps neither.
+        // One per switch, and per switch of a tree: a copy caught between
+        // a remove and an add of one keeps neither.
         let digests = unique_by_key(digests, |d| d.0);
-        let roots: Vec<(u16, Guid)> = copied(SyncTable::McastRoots)
+        let trees: Vec<TreeEntry> = copied(SyncTable::McastTrees)
             .iter()
-            .filter_map(|r| McastRootRecord::parse(r).ok())
-            .map(|r| (r.mlid, Guid(r.root_guid)))
+            .filter_map(|r| McastTreeRecord::parse(r).ok())
+            .map(|r| (r.mlid, Guid(r.switch_guid), r.parent_port))
             .collect();
-        let roots = unique_by_key(roots, |r| r.0);
-        if !digests.is_empty() || !roots.is_empty() {
+        let trees = unique_by_key(trees, |t| (t.0, t.1));
+        if !digests.is_empty() || !trees.is_empty() {
             info!(
                 switches = digests.len(),
-                groups = roots.len(),
-                "takeover: the old master's MFT digests and multicast roots adopted from the state stream"
+                tree_switches = trees.len(),
+                "takeover: the old master's MFT digests and multicast trees adopted from the state stream"
             );
         }
-        sm.vouch_mfts(digests, roots);
+        sm.vouch_mfts(digests, trees);
     }
 
     /// At a takeover: the old master's guid2lid, as the state stream

@@ -110,18 +110,17 @@ pub enum SaInput {
     /// Switches' multicast tables a pass between sweeps changed.
     McastTables(Vec<(Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>)>),
     /// Records the master's SM keeps for a new master (MFT digests,
-    /// multicast roots), encoded for the state stream.
-    Published(SyncTable, PublishedRecords),
+    /// multicast trees), encoded for the state stream: the whole table...
+    Published(SyncTable, Vec<Arc<[u8]>>),
+    /// ... or the records removed and added since.
+    PublishedChanges(SyncTable, Vec<Arc<[u8]>>, Vec<Arc<[u8]>>),
 }
-
-/// One published table's records, encoded for the stream.
-pub type PublishedRecords = Arc<Vec<Arc<[u8]>>>;
 
 /// The tables of the old master's SM a standby's copy holds, by table.
 pub type CopiedRecords = std::collections::HashMap<SyncTable, Vec<Arc<[u8]>>>;
 
 /// The tables [`SaInput::Published`] carries.
-pub const PUBLISHED: [SyncTable; 2] = [SyncTable::MftDigests, SyncTable::McastRoots];
+pub const PUBLISHED: [SyncTable; 2] = [SyncTable::MftDigests, SyncTable::McastTrees];
 
 /// The owner's end: queue MADs, tell the role. Dropping it ends the task.
 pub struct SaHandle {
@@ -430,6 +429,9 @@ async fn run<T: Transport>(
                     SaInput::PeerSm(port) => agent.add_sync_peer(port),
                     SaInput::LidMap(lids) => agent.set_lid_map(lids),
                     SaInput::Published(table, records) => agent.set_published(table, records),
+                    SaInput::PublishedChanges(table, removed, added) => {
+                        agent.change_published(table, removed, added)
+                    }
                 }
             }
             changed = serving.changed() => {

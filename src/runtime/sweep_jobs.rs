@@ -112,8 +112,12 @@ impl<T: Transport + Clone> Owner<T> {
         if matches!(done, SweepDone::Programmed(Ok(_)) | SweepDone::Reacted(Ok(_), ..)) {
             self.tell_sa_lids();
         }
-        if matches!(done, SweepDone::Programmed(_) | SweepDone::Reacted(..) | SweepDone::McastProgrammed(_)) {
-            self.tell_sa_mcast();
+        // A heavy sweep may have routed every group afresh: the whole
+        // trees table then, changes otherwise.
+        match &done {
+            SweepDone::Programmed(_) => self.tell_sa_mcast(true),
+            SweepDone::Reacted(..) | SweepDone::McastProgrammed(_) => self.tell_sa_mcast(false),
+            _ => {}
         }
         match done {
             SweepDone::McastProgrammed(Some(mut p)) => {

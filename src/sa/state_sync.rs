@@ -56,10 +56,10 @@ pub(super) struct StateSync {
     lids: Arc<Vec<LidEntry>>,
     lids_version: u64,
     /// The master's multicast tables for a new master (its digests of
-    /// what each switch's MFT holds, its groups' roots), as its SM last
-    /// told (`set_published`).
+    /// what each switch's MFT holds, its groups' trees), as its SM last
+    /// told (`set_published`, `change_published`).
     mft_digests: Published,
-    mcast_roots: Published,
+    mcast_trees: Published,
     /// The multicast records last shown to the source, by group and
     /// member (`None`: the record of a group without members): a join
     /// compares one record again, not its group's.
@@ -70,11 +70,12 @@ pub(super) struct StateSync {
 pub type LidEntry = (crate::types::Guid, u16, u8);
 
 /// Records the master's SM publishes for its standbys, encoded as the
-/// stream carries them, and a number that changes with them.
+/// stream carries them. Changes reach the source as they come (never a
+/// comparison of the whole table per look: the trees of a large fabric
+/// run to tens of thousands of records).
 #[derive(Debug, Default)]
 struct Published {
-    records: Arc<Vec<Arc<[u8]>>>,
-    version: u64,
+    records: RecordSet,
 }
 
 /// A group's records by member (`None`: the group's own record).
@@ -125,7 +126,7 @@ impl Default for StateSync {
             lids: Arc::default(),
             lids_version: 0,
             mft_digests: Published::default(),
-            mcast_roots: Published::default(),
+            mcast_trees: Published::default(),
             mc_shown: Default::default(),
         }
     }
@@ -139,7 +140,7 @@ impl StateSync {
     fn published_mut(&mut self, table: SyncTable) -> Option<&mut Published> {
         match table {
             SyncTable::MftDigests => Some(&mut self.mft_digests),
-            SyncTable::McastRoots => Some(&mut self.mcast_roots),
+            SyncTable::McastTrees => Some(&mut self.mcast_trees),
             _ => None,
         }
     }
@@ -204,13 +205,26 @@ impl SaAgent {
 
     /// Records the master's SM keeps for a new master, streamed to the
     /// standbys with the SA state: [`SyncTable::MftDigests`] and
-    /// [`SyncTable::McastRoots`] (the multicast pass makes them; any other
-    /// table is ignored).
-    pub fn set_published(&mut self, table: SyncTable, records: Arc<Vec<Arc<[u8]>>>) {
+    /// [`SyncTable::McastTrees`] (the multicast pass makes them; any other
+    /// table is ignored). The whole table: what differs from the last is
+    /// streamed.
+    pub fn set_published(&mut self, table: SyncTable, records: Vec<Arc<[u8]>>) {
         let Some(p) = self.sync.published_mut(table) else { return };
-        if records != p.records {
-            p.records = records;
-            p.version += 1;
+        let new: RecordSet = records.into_iter().collect();
+        let removed: Vec<Arc<[u8]>> = p.records.difference(&new).cloned().collect();
+        let added: Vec<Arc<[u8]>> = new.difference(&p.records).cloned().collect();
+        self.change_published(table, removed, added);
+    }
+
+    /// [`Self::set_published`] as the records removed and added.
+    pub fn change_published(&mut self, table: SyncTable, removed: Vec<Arc<[u8]>>, added: Vec<Arc<[u8]>>) {
+        let Some(p) = self.sync.published_mut(table) else { return };
+        for r in &removed {
+            p.records.remove(r);
+        }
+        p.records.extend(added.iter().cloned());
+        if let Some(src) = self.sync.source.as_mut() {
+            src.change(table, removed, added, &mut self.stats.sync);
         }
     }
 
@@ -358,8 +372,10 @@ impl SaAgent {
             self.aliases.version(),
             self.mcast.version(),
             self.sync.lids_version,
-            self.sync.mft_digests.version,
-            self.sync.mcast_roots.version,
+            // Changed as they come (`change_published`): looked at whole
+            // only at the first look.
+            0,
+            0,
         ]
     }
 
@@ -484,7 +500,7 @@ impl SaAgent {
         if wanted(SyncTable::Lids) {
             t[SyncTable::Lids.index()] = Some(self.sync.lids.iter().map(lid_record).collect());
         }
-        for table in [SyncTable::MftDigests, SyncTable::McastRoots] {
+        for table in [SyncTable::MftDigests, SyncTable::McastTrees] {
             if wanted(table) {
                 let p = self.sync.published_mut(table).expect("a published table");
                 t[table.index()] = Some(p.records.iter().cloned().collect());
@@ -662,6 +678,43 @@ mod tests {
         p.s.set_serving(p.now, Serving::Master);
         assert_eq!(p.s.stats().services, 1, "the new master serves the registration");
         assert_eq!(p.s.sync_current_as_of(), None, "the copy is used up");
+    }
+
+    #[test]
+    fn the_sms_multicast_tables_reach_the_standby_whole_and_as_changes() {
+        let mut p = Pair::new();
+        p.run(300);
+        let rec = |b: u8, len: usize| -> Arc<[u8]> { vec![b; len].into() };
+        let held = |p: &Pair, t: SyncTable| -> std::collections::BTreeSet<Vec<u8>> {
+            p.s.sync_records(t).iter().map(|r| r.to_vec()).collect()
+        };
+        p.m.set_published(SyncTable::MftDigests, vec![rec(1, 16), rec(2, 16)]);
+        p.m.change_published(SyncTable::McastTrees, Vec::new(), vec![rec(3, 11), rec(4, 11)]);
+        let sent = p.to_s.len();
+        p.run(20);
+        assert_eq!(held(&p, SyncTable::MftDigests), [vec![1; 16], vec![2; 16]].into_iter().collect());
+        assert_eq!(held(&p, SyncTable::McastTrees), [vec![3; 11], vec![4; 11]].into_iter().collect());
+        // A whole table again: only its difference travels.
+        let before = p.to_s.len();
+        assert!(before > sent);
+        p.m.set_published(SyncTable::MftDigests, vec![rec(2, 16), rec(5, 16)]);
+        p.m.change_published(SyncTable::McastTrees, vec![rec(3, 11)], Vec::new());
+        p.run(20);
+        assert_eq!(held(&p, SyncTable::MftDigests), [vec![2; 16], vec![5; 16]].into_iter().collect());
+        assert_eq!(held(&p, SyncTable::McastTrees), [vec![4; 11]].into_iter().collect());
+        let changes: usize = p.to_s[before..]
+            .iter()
+            .map(|m| match SyncMadRepr::parse(m).unwrap().body {
+                SyncBody::Change { .. } => 1,
+                SyncBody::Changes { records, .. } => records.len(),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(changes, 3, "digest 1 removed, 5 added, tree record 3 removed");
+        // Another table is not the SM's to publish.
+        p.m.set_published(SyncTable::Services, vec![rec(6, 16)]);
+        p.run(20);
+        assert_eq!(p.held(SyncTable::Services), 0);
     }
 
     #[test]

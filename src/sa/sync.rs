@@ -19,9 +19,10 @@
 //! - The master sees its registrations as four sets of records, each the
 //!   bytes its SA emits (ServiceRecords, InformInfoRecords, GUIDInfoRecord
 //!   blocks, MCMemberRecords: one per member, one per group without
-//!   members), and two its SM keeps: its LID assignments, and a digest of
-//!   what each switch's MulticastForwardingTable holds (a new master whose
-//!   trees give the same digest writes that switch unread; only to a
+//!   members), and three its SM keeps: its LID assignments, a digest of
+//!   what each switch's MulticastForwardingTable holds, and each multicast
+//!   group's tree (a new master builds its trees along the old ones, and
+//!   writes a switch whose digest they match unread; these two only to a
 //!   standby whose Hello says it takes them). A change is a record added or removed ([`Source::observe`]
 //!   compares the sets), so applying one twice does nothing new.
 //! - Each standby gets its own numbered stream, within the master's epoch
@@ -919,7 +920,7 @@ mod tests {
         let mut t: [Option<RecordSet>; SYNC_TABLES] = Default::default();
         t[SyncTable::McMembers.index()] = Some([rec(2)].into_iter().collect());
         t[SyncTable::MftDigests.index()] = Some([Arc::from(&[7u8; 16][..])].into_iter().collect());
-        t[SyncTable::McastRoots.index()] = Some([Arc::from(&[8u8; 10][..])].into_iter().collect());
+        t[SyncTable::McastTrees.index()] = Some([Arc::from(&[8u8; 11][..])].into_iter().collect());
         src.observe(t, &mut stats);
         // What each got: after its Reset, the changes observed.
         let tables_sent = |src: &mut Source, now: Duration, stats: &mut SyncStats| {
@@ -936,7 +937,7 @@ mod tests {
         };
         let sent = tables_sent(&mut src, Duration::ZERO, &mut stats);
         assert_eq!(sent[&old], vec![SyncTable::McMembers]);
-        assert_eq!(sent[&new], vec![SyncTable::McMembers, SyncTable::MftDigests, SyncTable::McastRoots]);
+        assert_eq!(sent[&new], vec![SyncTable::McMembers, SyncTable::MftDigests, SyncTable::McastTrees]);
         // A full resync (each claims a number never sent) leaves them out
         // for the older one too.
         src.on_hello(Duration::from_millis(1), old, 5, 1_000, older, &mut stats);
@@ -945,7 +946,7 @@ mod tests {
         assert_eq!(sent[&old], vec![SyncTable::McMembers]);
         let mut got = sent[&new].clone();
         got.sort();
-        assert_eq!(got, vec![SyncTable::McMembers, SyncTable::MftDigests, SyncTable::McastRoots]);
+        assert_eq!(got, vec![SyncTable::McMembers, SyncTable::MftDigests, SyncTable::McastTrees]);
     }
 }
 
