@@ -117,10 +117,12 @@ pub(super) fn flap_policy(sm: &crate::config::SmConfig) -> crate::subnet::flaps:
 /// same burst: one change set, not one reaction per trap against a subnet
 /// only partly told. The wait restarts with every trap, so a burst of any
 /// length coalesces as long as its traps come closer than this. On ibsim a
-/// whole switch's neighbours trap within 0.2 ms, and at 10 ms the wait was
-/// half of a cable-down reaction's 20 ms; a trap that comes later still
-/// gets its own reaction, which reads only what it names.
-pub(super) const TRAP_SETTLE: Duration = Duration::from_millis(3);
+/// whole switch's neighbours trap within 0.5 ms and a cable's two ends
+/// within 0.1 ms; at 10 ms the wait was half of a cable-down reaction's
+/// 20 ms, and at 3 ms (4-5 with the timer's millisecond ticks) still a
+/// third of 13 ms. A trap that comes later still gets its own reaction,
+/// which reads only what it names.
+pub(super) const TRAP_SETTLE: Duration = Duration::from_millis(1);
 /// ... but never longer than this after the burst's first trap.
 pub(super) const TRAP_SETTLE_MAX: Duration = Duration::from_millis(100);
 
