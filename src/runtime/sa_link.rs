@@ -75,8 +75,11 @@ impl<T: Transport + Clone> Owner<T> {
                 .iter()
                 .map(|&(g, digest)| Arc::from(&MftDigestRecord { switch_guid: g.0, digest }.to_bytes()[..]))
                 .collect();
-            self.sa_mft_digests = Some(Arc::new(digests));
-            self.hand_to_sa(sa_task::SaInput::Published(SyncTable::MftDigests, records));
+            // Not handed over (the SA queue is full): offered again next
+            // time, whether or not they change meanwhile.
+            if self.sa.offer(sa_task::SaInput::Published(SyncTable::MftDigests, records)) {
+                self.sa_mft_digests = Some(Arc::new(digests));
+            }
         }
         let record = |&(mlid, g, parent_port): &TreeEntry| -> Arc<[u8]> {
             Arc::from(&McastTreeRecord { mlid, switch_guid: g.0, parent_port }.to_bytes()[..])
