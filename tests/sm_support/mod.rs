@@ -98,7 +98,8 @@ pub async fn sm_state<T: Transport>(probe: &SmpClient<T>, lid: Lid) -> Option<Sm
     SmInfoRepr::parse_bytes(&smp.data).ok().map(|i| i.sm_state)
 }
 
-/// A fat tree ([`TOPO`]) whose SMs and clients run in virtual time.
+/// A fabric (the fat tree [`TOPO`] unless told) whose SMs and clients run
+/// in virtual time.
 pub struct Net {
     pub topo: Topology,
     pub fabric: SharedFabric,
@@ -107,7 +108,12 @@ pub struct Net {
 
 impl Net {
     pub fn new(seed: u64) -> Net {
-        let topo = Topology::from_spec_or_file(TOPO).unwrap();
+        Net::with_spec(seed, TOPO)
+    }
+
+    /// Another fabric than [`TOPO`] (a topology spec).
+    pub fn with_spec(seed: u64, spec: &str) -> Net {
+        let topo = Topology::from_spec_or_file(spec).unwrap();
         let fabric = FabricBuilder::new(&topo).seed(seed).build_shared().unwrap();
         let clock = VirtualClock::new(&fabric);
         Net { topo, fabric, clock }
