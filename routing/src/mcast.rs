@@ -1026,19 +1026,26 @@ mod tests {
         TreeHint { root: Some(t.root), parents: parents.map(|(s, p)| (*s, *p)).collect() }
     }
 
+    /// `groups` routed as joins come: each first with two members, then
+    /// grown one group a pass in reverse MLID order (checked).
+    fn routed_as_joins_come(f: &RoutingFabric, groups: &[McastGroup]) -> McastRoutes {
+        let mut history = McastRoutes::new(f);
+        let firsts: Vec<McastGroup> = groups.iter().map(|g| McastGroup::new(g.mlid, g.members[..2].to_vec())).collect();
+        history.route_groups(f, &firsts).unwrap();
+        for g in groups.iter().rev() {
+            history.route_groups(f, std::slice::from_ref(g)).unwrap();
+        }
+        verify_all(f, &history, groups);
+        history
+    }
+
     #[test]
     fn a_torus_tree_follows_the_old_routers_parent_cables_not_only_its_root() {
         // On a torus many cables tie on hop counts: the load the history
         // left decides them, so the root alone does not rebuild a tree.
         let f = testfab::grid(&[6, 6], &[true, true], 1, 2);
         let groups = random_groups(&f, 40, 3);
-        let mut history = McastRoutes::new(&f);
-        let firsts: Vec<McastGroup> = groups.iter().map(|g| McastGroup::new(g.mlid, g.members[..2].to_vec())).collect();
-        history.route_groups(&f, &firsts).unwrap();
-        for g in groups.iter().rev() {
-            history.route_groups(&f, std::slice::from_ref(g)).unwrap();
-        }
-        verify_all(&f, &history, &groups);
+        let history = routed_as_joins_come(&f, &groups);
         let roots_only = |t: &McastTree| TreeHint { root: Some(t.root), parents: Vec::new() };
         let mut by_root = McastRoutes::new(&f);
         by_root.hint_trees(history.trees().map(|(mlid, t)| (mlid, roots_only(t))));
@@ -1060,13 +1067,7 @@ mod tests {
         // roots some elsewhere.
         let f = FatTree::full(8, 2).build();
         let groups = random_groups(&f, 24, 5);
-        let mut history = McastRoutes::new(&f);
-        let firsts: Vec<McastGroup> = groups.iter().map(|g| McastGroup::new(g.mlid, g.members[..2].to_vec())).collect();
-        history.route_groups(&f, &firsts).unwrap();
-        for g in groups.iter().rev() {
-            history.route_groups(&f, std::slice::from_ref(g)).unwrap();
-        }
-        verify_all(&f, &history, &groups);
+        let history = routed_as_joins_come(&f, &groups);
         let (at_once, _) = route_mcast(&f, &groups);
         assert_ne!(at_once.tables, history.tables, "the history must matter for this test to");
         // Given the old trees, a new router builds the same ones.
