@@ -15,7 +15,9 @@ reports, per scenario and SM:
   LD_PRELOAD shim in front of libumad2sim, the same for both SMs, read live
   through a shared counter file);
 - time from the command to the last SMP (the last Set, or the last read
-  when a reaction needed no Set);
+  when a reaction needed no Set), and from the SM's first TrapRepress
+  (the first trap it took in: ibsim takes milliseconds to send it) to
+  its last SMP, both timed by the shim;
 - LFT blocks and PortInfo Sets sent;
 - SA latency while it reacts: a probe client on another host asks a
   PathRecord, waits --probe-pace ms after each answer, and keeps on from
@@ -67,6 +69,9 @@ def build_shim(work):
     return so
 
 
+LIVE_COUNTERS = 256 * 64
+
+
 def read_live(path):
     """SMPs sent so far: {(method, attr): n}."""
     try:
@@ -74,10 +79,26 @@ def read_live(path):
     except FileNotFoundError:
         return {}
     out = {}
-    for i, (n,) in enumerate(struct.iter_unpack("<Q", data)):
+    for i, (n,) in enumerate(struct.iter_unpack("<Q", data[:LIVE_COUNTERS * 8])):
         if n:
             out[(i // 64, i % 64)] = n
     return out
+
+
+def read_times(path):
+    """(last SMP, first TrapRepress since `clear_first_repress`), CLOCK_MONOTONIC ns (0: none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(LIVE_COUNTERS * 8)
+            return struct.unpack("<QQ", f.read(16))
+    except (FileNotFoundError, struct.error):
+        return 0, 0
+
+
+def clear_first_repress(path):
+    with open(path, "r+b") as f:
+        f.seek((LIVE_COUNTERS + 1) * 8)
+        f.write(bytes(8))
 
 
 def total(counts):
@@ -206,7 +227,8 @@ def run_sm(kind, spec, ibsm, shim, quiet, work, pace_ms):
             probe = start_probe(ibsm, sock, probe_host, smdir, pairs, quiet + 4.5, pace_ms)
             time.sleep(0.5)
             before = read_live(live)
-            t0 = time.monotonic()
+            clear_first_repress(live)
+            t0_ns = time.monotonic_ns()
             for c in commands:
                 if c == HEAVY_SWEEP:
                     sm.send_signal(signal.SIGHUP)
@@ -214,13 +236,18 @@ def run_sm(kind, spec, ibsm, shim, quiet, work, pace_ms):
                     sim.stdin.write(c + "\n")
             sim.stdin.flush()
             after, last = wait_quiet(live, quiet)
+            last_ns, repress_ns = read_times(live)
             sa = probe_report(probe)
             d = diff(after, before)
             smps = total(d)
             results.append({
                 "scenario": name,
                 "smps": smps,
-                "seconds": (last - t0) if smps else 0.0,
+                # From the command to the last SMP, and from the SM's first
+                # TrapRepress (the first trap taken in) to the last SMP: the
+                # SM's own part, without ibsim's delay before the trap.
+                "seconds": (last_ns - t0_ns) / 1e9 if smps and last_ns > t0_ns else 0.0,
+                "sm_seconds": (last_ns - repress_ns) / 1e9 if smps and t0_ns < repress_ns <= last_ns else None,
                 "lft": d.get((2, 25), 0),
                 "portinfo_sets": d.get((2, 21), 0),
                 "sa": sa,
@@ -291,6 +318,16 @@ def main():
         print(f"| {o['scenario']} | {o['smps']} | {i['smps']} | {common.ratio(i['smps'], o['smps'])} "
               f"| {o['seconds']:.3f} | {i['seconds']:.3f} | {common.ratio(i['seconds'], o['seconds'])} "
               f"| {o['lft']} / {i['lft']} | {o['portinfo_sets']} / {i['portinfo_sets']} |")
+    print()
+    print("The SM's own part: from its first TrapRepress (the first trap it took in) to its last SMP, seconds "
+          "(none: no trap, as for SIGHUP):")
+    print()
+    print("| scenario | OpenSM | ibsm | ratio |")
+    print("|---|---|---|---|")
+    for o, i in zip(res["opensm"], [r for r in res["ibsm"] if "code" not in r]):
+        fmt = lambda v: "none" if v is None else f"{v:.4f}"
+        print(f"| {o['scenario']} | {fmt(o.get('sm_seconds'))} | {fmt(i.get('sm_seconds'))} "
+              f"| {common.ratio(i.get('sm_seconds'), o.get('sm_seconds'))} |")
     print()
     print(f"SA PathRecord latency while reacting, ms (one probe query at a time, {args.probe_pace:g} ms apart):")
     print()

@@ -5,7 +5,10 @@
  * At exit it appends "class method attr count" lines to $MADCOUNT_OUT.
  * With $MADCOUNT_LIVE it also keeps running counts of the SMPs (classes
  * 0x01 and 0x81) in that file, mapped shared: 256 methods x 64 attributes
- * of 64-bit counters, for a benchmark to read while the program runs.
+ * of 64-bit counters, for a benchmark to read while the program runs,
+ * then two times (CLOCK_MONOTONIC ns): of the last SMP written, and of the
+ * first TrapRepress written since the benchmark last set that slot to 0
+ * (an SM represses a trap as it takes it in: where its reaction starts).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -17,6 +20,11 @@
 #include <pthread.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
+
+#define LIVE_COUNTERS (256 * 64)
+#define LIVE_LAST_SMP LIVE_COUNTERS
+#define LIVE_FIRST_REPRESS (LIVE_COUNTERS + 1)
 
 static ssize_t (*next_write)(int, const void *, size_t);
 static unsigned long counts[256][256][64]; /* class, method, attr low 6 bits */
@@ -34,7 +42,7 @@ static void open_live(void)
 	int fd = open(path, O_RDWR | O_CREAT, 0644);
 	if (fd < 0)
 		return;
-	size_t len = 256 * 64 * sizeof(uint64_t);
+	size_t len = (LIVE_COUNTERS + 2) * sizeof(uint64_t);
 	if (ftruncate(fd, len) == 0) {
 		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (m != MAP_FAILED)
@@ -66,8 +74,17 @@ ssize_t write(int fd, const void *buf, size_t count)
 			open_live();
 		if (attr < 64) {
 			counts[mad[1]][mad[3]][attr]++;
-			if (live && (mad[1] == 0x01 || mad[1] == 0x81))
+			if (live && (mad[1] == 0x01 || mad[1] == 0x81)) {
+				struct timespec ts;
+				clock_gettime(CLOCK_MONOTONIC, &ts);
+				uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 				__atomic_add_fetch(&live[mad[3] * 64 + attr], 1, __ATOMIC_RELAXED);
+				__atomic_store_n(&live[LIVE_LAST_SMP], ns, __ATOMIC_RELAXED);
+				uint64_t zero = 0;
+				if (mad[3] == 0x07)
+					__atomic_compare_exchange_n(&live[LIVE_FIRST_REPRESS], &zero, ns, 0,
+								    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+			}
 		} else
 			other_attr++;
 		pthread_mutex_unlock(&lock);
