@@ -56,10 +56,13 @@ pub(super) struct StateSync {
     lids: Arc<Vec<LidEntry>>,
     lids_version: u64,
     /// The master's multicast tables for a new master (its digests of
-    /// what each switch's MFT holds, its groups' trees), as its SM last
-    /// told (`set_published`, `change_published`).
-    mft_digests: Published,
-    mcast_trees: Published,
+    /// what each switch's MFT holds, its groups' trees), encoded as the
+    /// stream carries them, as its SM last told (`set_published`,
+    /// `change_published`). Changes reach the source as they come, never
+    /// by comparing a whole table per look: the trees of a large fabric
+    /// run to tens of thousands of records.
+    mft_digests: RecordSet,
+    mcast_trees: RecordSet,
     /// The multicast records last shown to the source, by group and
     /// member (`None`: the record of a group without members): a join
     /// compares one record again, not its group's.
@@ -68,15 +71,6 @@ pub(super) struct StateSync {
 
 /// One guid2lid entry: port GUID, base LID, LMC.
 pub type LidEntry = (crate::types::Guid, u16, u8);
-
-/// Records the master's SM publishes for its standbys, encoded as the
-/// stream carries them. Changes reach the source as they come (never a
-/// comparison of the whole table per look: the trees of a large fabric
-/// run to tens of thousands of records).
-#[derive(Debug, Default)]
-struct Published {
-    records: RecordSet,
-}
 
 /// A group's records by member (`None`: the group's own record).
 type GroupRecords = HashMap<Option<Guid>, Arc<[u8]>>;
@@ -125,8 +119,8 @@ impl Default for StateSync {
             peer_sms: Default::default(),
             lids: Arc::default(),
             lids_version: 0,
-            mft_digests: Published::default(),
-            mcast_trees: Published::default(),
+            mft_digests: RecordSet::default(),
+            mcast_trees: RecordSet::default(),
             mc_shown: Default::default(),
         }
     }
@@ -137,7 +131,7 @@ impl StateSync {
         self.mirror_read_at = Some(now);
     }
 
-    fn published_mut(&mut self, table: SyncTable) -> Option<&mut Published> {
+    fn published_mut(&mut self, table: SyncTable) -> Option<&mut RecordSet> {
         match table {
             SyncTable::MftDigests => Some(&mut self.mft_digests),
             SyncTable::McastTrees => Some(&mut self.mcast_trees),
@@ -211,8 +205,8 @@ impl SaAgent {
     pub fn set_published(&mut self, table: SyncTable, records: Vec<Arc<[u8]>>) {
         let Some(p) = self.sync.published_mut(table) else { return };
         let new: RecordSet = records.into_iter().collect();
-        let removed: Vec<Arc<[u8]>> = p.records.difference(&new).cloned().collect();
-        let added: Vec<Arc<[u8]>> = new.difference(&p.records).cloned().collect();
+        let removed: Vec<Arc<[u8]>> = p.difference(&new).cloned().collect();
+        let added: Vec<Arc<[u8]>> = new.difference(p).cloned().collect();
         self.change_published(table, removed, added);
     }
 
@@ -220,9 +214,9 @@ impl SaAgent {
     pub fn change_published(&mut self, table: SyncTable, removed: Vec<Arc<[u8]>>, added: Vec<Arc<[u8]>>) {
         let Some(p) = self.sync.published_mut(table) else { return };
         for r in &removed {
-            p.records.remove(r);
+            p.remove(r);
         }
-        p.records.extend(added.iter().cloned());
+        p.extend(added.iter().cloned());
         if let Some(src) = self.sync.source.as_mut() {
             src.change(table, removed, added, &mut self.stats.sync);
         }
@@ -503,7 +497,7 @@ impl SaAgent {
         for table in [SyncTable::MftDigests, SyncTable::McastTrees] {
             if wanted(table) {
                 let p = self.sync.published_mut(table).expect("a published table");
-                t[table.index()] = Some(p.records.iter().cloned().collect());
+                t[table.index()] = Some(p.clone());
             }
         }
         t
