@@ -106,8 +106,37 @@
 //!   the gap, which never closes. The order by (dimension, VL) and then
 //!   along each ring's open line still orders every dependency, opened
 //!   rings ordered from their gap instead of their dateline.
-//! - A switch gone is not routed this way: paths turn at it from one
-//!   dimension into the next, and no dimension order avoids it.
+//!
+//! ## A switch gone
+//! A torus or hypercube that loses one switch (its hosts with it) still
+//! routes in dimension order, with one turn against the order where a path
+//! would have turned at the hole, as OpenSM's torus-2QoS does.
+//! - Finding the shape: the hole's neighbours are each one neighbour short
+//!   of every other switch, and there are as many of them as a switch has
+//!   neighbours. A switch is added back cabled to them (its GUID the
+//!   highest, so it is never the origin) and detection runs on that
+//!   ([`Shape::hole`]). A mesh is not taken: its lines end, so its short
+//!   switches are not the hole's alone, and a hole cuts a line in two.
+//! - The rings through the hole are lines now, routed like a ring a cable
+//!   opened: the way that does not cross the hole, with no dateline bit.
+//! - A path whose next hop would be the hole turns there into the next
+//!   dimension it corrects (the shorter way from the hole), one hop early.
+//!   The switch it reaches corrects the first dimension again, one hop
+//!   into the switch beyond the hole, against the order; from there the
+//!   path goes on as before the loss. Every switch's hop is still a
+//!   function of where it is and the destination, so the tables hold it.
+//! - Deadlock freedom: the hop after the turn against the order rides a VL
+//!   class of its own ([`Shape::detour_vl`], the VL above the dateline's),
+//!   set in the SL-to-VL tables of the port pairs those turns take, so dor
+//!   needs twice its VLs round a hole (4 on a torus with datelines). The
+//!   order by (dimension, VL) holds everywhere else. A dependency can go
+//!   back down the order only through such a turn, and from there the path
+//!   runs along the hole's ring of its next dimension, which is not the
+//!   ring of any early hop (that leaves a neighbour of the hole in another
+//!   dimension): no cycle closes. The unit tests check every hole of
+//!   several tori per hop.
+//! - The routes that did not go through the hole stay, unless the hole is
+//!   the origin or its neighbour (then the coordinates may start elsewhere).
 //!
 //! ## Parallel cables
 //! Between two neighbours the route to each LID takes the least loaded of
@@ -159,6 +188,9 @@ pub struct Shape {
     /// Neighbour pairs of the grid with no cable between them (see
     /// "Cables missing" in the module documentation), by switch.
     pub missing: Vec<(SwitchId, SwitchId)>,
+    /// The grid coordinates of a switch gone from a torus or hypercube
+    /// (see "A switch gone" in the module documentation).
+    pub hole: Option<Vec<u32>>,
 }
 
 impl Shape {
@@ -198,8 +230,20 @@ impl Shape {
     }
 
     /// VLs deadlock freedom needs: 2 with datelines (switched per hop),
-    /// else 1.
+    /// else 1; twice that round a switch gone, whose detours take a VL
+    /// class of their own for one hop ([`Shape::detour_vl`]).
     pub fn vls_needed(&self) -> u32 {
+        let plain = if self.datelines() == 0 { 1 } else { 2 };
+        if self.hole.is_some() {
+            2 * plain
+        } else {
+            plain
+        }
+    }
+
+    /// The VL bit of the hop after a detour's turn against the dimension
+    /// order: above the dateline bit when there are datelines.
+    pub fn detour_vl(&self) -> u8 {
         if self.datelines() == 0 {
             1
         } else {
@@ -229,6 +273,9 @@ impl Shape {
             "mesh/torus"
         };
         let shape = format!("{} {kind}", sizes.join("x"));
+        if self.hole.is_some() {
+            return format!("{shape} with 1 switch missing");
+        }
         match self.missing.len() {
             0 => shape,
             1 => format!("{shape} with 1 cable missing"),
@@ -257,6 +304,9 @@ struct Simple {
     links: Vec<(u32, u32)>,
     /// Link ids of the neighbour pairs added where no cable runs.
     extra: Vec<u32>,
+    /// The index of a switch added where one is gone (the last node; its
+    /// entry in `nodes` is a stand-in that is never looked up).
+    hole: Option<u32>,
 }
 
 impl Simple {
@@ -294,7 +344,26 @@ impl Simple {
         let mut extra: Vec<u32> = added.iter().filter_map(|&(a, b)| Simple::find(&adj, a, b)).collect();
         extra.sort_unstable();
         extra.dedup();
-        Simple { nodes, adj, links, extra }
+        Simple { nodes, adj, links, extra, hole: None }
+    }
+
+    /// The graph with one switch added, cabled to `neighbours`: the switch
+    /// gone from their midst.
+    fn with_hole(&self, neighbours: &[u32]) -> Simple {
+        let mut g = self.clone();
+        let v = g.nodes.len() as u32;
+        g.nodes.push(g.nodes[0]);
+        g.adj.push(Vec::with_capacity(neighbours.len()));
+        for &w in neighbours {
+            let id = g.links.len() as u32;
+            g.links.push((w, v));
+            let at = g.adj[w as usize].partition_point(|x| x.0 < v);
+            g.adj[w as usize].insert(at, (v, id));
+            g.adj[v as usize].push((w, id));
+        }
+        g.adj[v as usize].sort_unstable();
+        g.hole = Some(v);
+        g
     }
 
     fn find(adj: &[Vec<(u32, u32)>], a: u32, b: u32) -> Option<u32> {
@@ -358,7 +427,7 @@ pub fn shapes(f: &RoutingFabric) -> Result<Vec<Shape>, RoutingError> {
         let g = Simple::build(f, nodes, &local, &[]);
         let shape = match detect(f, g.clone(), &local) {
             Ok(shape) => shape,
-            Err(whole) => detect_with_gaps(f, &g, &local).ok_or(whole)?,
+            Err(whole) => detect_with_gaps(f, &g, &local).or_else(|| detect_with_hole(f, &g, &local)).ok_or(whole)?,
         };
         out.push(shape);
     }
@@ -422,6 +491,24 @@ fn detect_with_gaps(f: &RoutingFabric, g: &Simple, local: &[u32]) -> Option<Shap
     })
 }
 
+/// A torus or hypercube with one switch gone: the part as it would be
+/// with a switch added back, cabled to every switch a neighbour short.
+/// Taken when every switch but those has the same number of neighbours,
+/// those have one fewer and there are as many of them, and the grid found
+/// has no line longer than two switches (a mesh's line is cut in two by
+/// its hole). `None` otherwise (see "A switch gone" in the module
+/// documentation).
+fn detect_with_hole(f: &RoutingFabric, g: &Simple, local: &[u32]) -> Option<Shape> {
+    let n = g.nodes.len();
+    let top = g.adj.iter().map(Vec::len).max()?;
+    let short: Vec<u32> = (0..n as u32).filter(|&v| g.adj[v as usize].len() < top).collect();
+    if n < 3 || short.len() != top || short.iter().any(|&v| g.adj[v as usize].len() + 1 != top) {
+        return None;
+    }
+    let shape = detect(f, g.with_hole(&short), local).ok()?;
+    shape.dims.iter().all(|dim| dim.ring || dim.size == 2).then_some(shape)
+}
+
 /// Uncabled neighbour pairs, by index in the part.
 type Pairing = [(u32, u32)];
 
@@ -481,9 +568,11 @@ fn gaps_are_routable(shape: &Shape) -> bool {
 
 fn detect(f: &RoutingFabric, g: Simple, local: &[u32]) -> Result<Shape, RoutingError> {
     let n = g.nodes.len();
-    let guid = |v: u32| f.switch(g.nodes[v as usize]).guid;
+    // The switch added for one gone is never the origin, and the origin's
+    // plus neighbour is the other one where it could be.
+    let guid = |v: u32| if g.hole == Some(v) { u64::MAX } else { f.switch(g.nodes[v as usize]).guid };
     if n == 1 {
-        return Ok(Shape { dims: Vec::new(), switches: g.nodes, coords: Vec::new(), missing: Vec::new() });
+        return Ok(Shape { dims: Vec::new(), switches: g.nodes, coords: Vec::new(), missing: Vec::new(), hole: None });
     }
     // Every factor has at least two switches, so there are at most log2(n)
     // of them and a switch has at most two neighbours per factor.
@@ -738,18 +827,23 @@ fn detect(f: &RoutingFabric, g: Simple, local: &[u32]) -> Result<Shape, RoutingE
     }
 
     let dims = order.iter().map(|&k| Dim { size: size[k], ring: ring[k] }).collect();
-    let mut coords = vec![0u32; n * d];
-    for v in 0..n {
+    let in_order = |v: usize| {
+        let mut c = vec![0u32; d];
         for k in 0..d {
-            coords[v * d + rank[k]] = coord[v * d + k];
+            c[rank[k]] = coord[v * d + k];
         }
-    }
+        c
+    };
+    let real = |v: &usize| g.hole != Some(*v as u32);
+    let coords = (0..n).filter(real).flat_map(in_order).collect();
     let missing = g.extra.iter().map(|&l| {
         let (a, b) = g.links[l as usize];
         (g.nodes[a as usize], g.nodes[b as usize])
     });
     let missing = missing.collect();
-    Ok(Shape { dims, switches: g.nodes, coords, missing })
+    let hole = g.hole.map(|v| in_order(v as usize));
+    let switches = (0..n).filter(real).map(|v| g.nodes[v]).collect();
+    Ok(Shape { dims, switches, coords, missing, hole })
 }
 
 /// Routes a mesh, torus or hypercube in dimension order; see the module
@@ -816,7 +910,7 @@ fn route_part(
     lfts: &mut [Lft],
     sl: &mut [Vec<u8>],
     load: &mut [u64],
-    hop_vls: Option<&mut HopVls>,
+    mut hop_vls: Option<&mut HopVls>,
 ) {
     let n = shape.switches.len();
     let d = shape.dims.len();
@@ -825,7 +919,8 @@ fn route_part(
         local[s.index()] = i as u32;
     }
     // Grid index (mixed radix, dimension 0 fastest) -> local switch.
-    let mut at = vec![0u32; n];
+    let cells: usize = shape.dims.iter().map(|dim| dim.size as usize).product();
+    let mut at = vec![NONE; cells];
     let grid_index =
         |c: &[u32]| c.iter().zip(&shape.dims).rev().fold(0usize, |acc, (&x, dim)| acc * dim.size as usize + x as usize);
     for i in 0..n {
@@ -862,7 +957,7 @@ fn route_part(
     };
     // Per-hop VLs: a ring-k cable carries a path on VL 1 once it is at or
     // past k's dateline; the table is the same whatever the input port.
-    if let Some(h) = hop_vls {
+    if let Some(h) = hop_vls.as_deref_mut() {
         for i in 0..n {
             let sw = shape.switches[i];
             let num_ports = f.switch(sw).num_ports;
@@ -909,6 +1004,8 @@ fn route_part(
     // (the destination's below k, the source's from k), with k's zeroed.
     let mut ring0: Vec<u32> = Vec::with_capacity(d);
     let mut dests: Vec<(u32, u8, bool)> = Vec::new();
+    // Every turn a detour round a switch gone takes against the order.
+    let mut detours: std::collections::BTreeSet<Detour> = std::collections::BTreeSet::new();
     for t in 0..n {
         let ct = shape.coord(t);
         for s in 0..n {
@@ -916,6 +1013,24 @@ fn route_part(
             let mut m = 0u8;
             let mut hops = 0u32;
             let mut first = None;
+            if let Some(h) = &shape.hole {
+                let (m, step) = round_hole(shape, &bit, s, cs, ct, h);
+                mask[s] = m;
+                (next[s], slot[s]) = match step {
+                    None => (NONE, 0),
+                    Some(step) => {
+                        if let Some(turn) = step.turn {
+                            detours.insert(turn);
+                        }
+                        let (k, up) = step.taken();
+                        neighbour.clear();
+                        neighbour.extend_from_slice(cs);
+                        neighbour[k] = step_along(neighbour[k], shape.dims[k].size, up);
+                        (at[grid_index(&neighbour)], ((s * d + k) * 2 + usize::from(!up)) as u32)
+                    }
+                };
+                continue;
+            }
             for k in 0..d {
                 if cs[k] == ct[k] {
                     continue;
@@ -965,12 +1080,14 @@ fn route_part(
                 Some((k, up)) => {
                     neighbour.clear();
                     neighbour.extend_from_slice(cs);
-                    let size = shape.dims[k].size;
-                    let c = &mut neighbour[k];
-                    *c = if up { (*c + 1) % size } else { (*c + size - 1) % size };
+                    neighbour[k] = step_along(neighbour[k], shape.dims[k].size, up);
                     (at[grid_index(&neighbour)], ((s * d + k) * 2 + usize::from(!up)) as u32)
                 }
             };
+        }
+        if shape.hole.is_some() {
+            // Detours are longer than the coordinates say: count the hops.
+            hops_along(&next, &mut dist);
         }
         // Traffic each switch forwards towards t (end ports only), farthest
         // first so upstream flows are complete before they are passed on.
@@ -1010,6 +1127,147 @@ fn route_part(
                     load[base + usize::from(p)] += 1 + flow[s];
                 }
                 lfts[sw.index()].ports[li] = p;
+            }
+        }
+    }
+    // The hop after a turn against the order rides the detour VL: the
+    // tables of the port pairs those turns take, whatever the SL.
+    if let (Some(h), false) = (hop_vls, detours.is_empty()) {
+        let vl = shape.detour_vl();
+        for turn in &detours {
+            let mut at_turn = shape.coord(turn.at as usize).to_vec();
+            at_turn[turn.from_dim] = step_along(at_turn[turn.from_dim], shape.dims[turn.from_dim].size, turn.from_up);
+            let i = at[grid_index(&at_turn)] as usize;
+            let sw = shape.switches[i];
+            for &in_port in &ports[(i * d + turn.from_dim) * 2 + usize::from(turn.from_up)] {
+                for &out in &ports[(i * d + turn.to_dim) * 2 + usize::from(!turn.to_up)] {
+                    let mut table = h.table(sw, in_port, out);
+                    table.iter_mut().for_each(|v| *v |= vl);
+                    h.set(sw, in_port, out, table);
+                }
+            }
+        }
+    }
+}
+
+/// The coordinate after `x` on a dimension of `size` switches, plus-wards
+/// (`up`) or minus-wards.
+fn step_along(x: u32, size: u32, up: bool) -> u32 {
+    if up {
+        (x + 1) % size
+    } else {
+        (x + size - 1) % size
+    }
+}
+
+/// A detour's turn against the dimension order, where a path's next hop
+/// would be the switch gone: the path leaves `by` (the hole's neighbour)
+/// along the next dimension it corrects instead, and at the switch it
+/// reaches turns back into the dimension it was on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Detour {
+    /// Local index of the switch the early hop leaves.
+    at: u32,
+    /// The early hop's dimension and direction.
+    from_dim: usize,
+    from_up: bool,
+    /// The dimension and direction the path then turns back into.
+    to_dim: usize,
+    to_up: bool,
+}
+
+/// The first hop of a path in dimension order round a switch gone.
+struct HoleStep {
+    /// The dimension and direction the order corrects first.
+    first: (usize, bool),
+    /// Where that hop would enter the hole: the turn taken instead.
+    turn: Option<Detour>,
+}
+
+impl HoleStep {
+    /// The dimension and direction of the hop actually taken.
+    fn taken(&self) -> (usize, bool) {
+        self.turn.map_or(self.first, |t| (t.from_dim, t.from_up))
+    }
+}
+
+/// The SL bits of the path from `cs` to `ct` (local switch `s` at `cs`)
+/// round the switch gone at `hole`, and its first hop: see "A switch
+/// gone" in the module documentation.
+fn round_hole(shape: &Shape, bit: &[u8], s: usize, cs: &[u32], ct: &[u32], hole: &[u32]) -> (u8, Option<HoleStep>) {
+    let d = cs.len();
+    let mut mask = 0u8;
+    let mut step: Option<HoleStep> = None;
+    let mut into_hole = false;
+    for k in 0..d {
+        if cs[k] == ct[k] {
+            continue;
+        }
+        let dim = shape.dims[k];
+        // The ring this segment runs on: the destination's coordinates
+        // below k, the source's from k.
+        let on_hole_ring = (0..d).all(|i| i == k || (if i < k { ct[i] } else { cs[i] }) == hole[i]);
+        let (up, wraps) = if dim.ring {
+            let fwd = (ct[k] + dim.size - cs[k]) % dim.size;
+            let back = dim.size - fwd;
+            if on_hole_ring && cs[k] != hole[k] && ct[k] != hole[k] {
+                // An opened ring: the way that does not cross the hole.
+                ((hole[k] + dim.size - cs[k]) % dim.size >= fwd, false)
+            } else if fwd <= back {
+                (true, ct[k] < cs[k])
+            } else {
+                (false, ct[k] > cs[k])
+            }
+        } else {
+            (ct[k] > cs[k], false)
+        };
+        // Paths on the hole's rings stay on their VL 0 there: those rings
+        // are lines now.
+        if wraps && !on_hole_ring {
+            mask |= bit[k];
+        }
+        match &mut step {
+            None => {
+                step = Some(HoleStep { first: (k, up), turn: None });
+                into_hole = (0..d).all(|i| i == k || cs[i] == hole[i]) && step_along(cs[k], dim.size, up) == hole[k];
+            }
+            Some(first) if into_hole && first.turn.is_none() => {
+                first.turn = Some(Detour {
+                    at: s as u32,
+                    from_dim: k,
+                    from_up: up,
+                    to_dim: first.first.0,
+                    to_up: first.first.1,
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    (mask, step)
+}
+
+/// `dist[s]`: hops from local switch `s` to the destination along `next`
+/// (`NONE` at the destination). A loop, which the routing never makes,
+/// would count as far as it went.
+fn hops_along(next: &[u32], dist: &mut [u32]) {
+    dist.fill(NONE);
+    let mut chain: Vec<usize> = Vec::new();
+    for s in 0..next.len() {
+        chain.clear();
+        let mut u = s;
+        while dist[u] == NONE && chain.len() <= next.len() {
+            if next[u] == NONE {
+                dist[u] = 0;
+                break;
+            }
+            chain.push(u);
+            u = next[u] as usize;
+        }
+        let mut hops = if dist[u] == NONE { 0 } else { dist[u] };
+        for &c in chain.iter().rev() {
+            hops += 1;
+            if dist[c] == NONE {
+                dist[c] = hops;
             }
         }
     }
@@ -1147,6 +1405,24 @@ mod tests {
             .collect()
     }
 
+    /// Per switch: whether its path to `lid` goes through switch `gone`.
+    fn through(f: &RoutingFabric, r: &Routes, gone: SwitchId, lid: u16) -> Vec<bool> {
+        f.switch_ids()
+            .map(|mut s| {
+                for _ in 0..f.num_switches() {
+                    if s == gone {
+                        return true;
+                    }
+                    match f.switch_ports(s).get(usize::from(r.port(s, lid))).copied().flatten() {
+                        Some(PortEnd::Switch(n, _)) => s = n,
+                        _ => return false,
+                    }
+                }
+                false
+            })
+            .collect()
+    }
+
     fn switch_cables(f: &RoutingFabric) -> Vec<usize> {
         let both = |l: &crate::fabric::Link| matches!((l.a, l.b), (PortEnd::Switch(..), PortEnd::Switch(..)));
         f.links().iter().enumerate().filter(|(_, l)| both(l)).map(|(i, _)| i).collect()
@@ -1186,6 +1462,66 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Every switch of several tori and a hypercube powered off in turn:
+    /// dor still applies round the hole, its routes are whole and deadlock
+    /// free on twice the plain VLs (checked per hop), and the only LFT
+    /// entries that change are those whose old path went through the
+    /// switch gone, unless it was the origin the coordinates start from.
+    #[test]
+    fn a_torus_missing_a_switch_routes_round_it_and_moves_only_what_went_through_it() {
+        let cases: [(&[u8], &[bool], u8); 5] = [
+            (&[6, 6], &[true, true], 4),
+            (&[5, 5], &[true, true], 4),
+            (&[4, 4], &[true, true], 2),
+            (&[3, 3, 3], &[true, true, true], 2),
+            (&[5, 3, 6], &[true, true, true], 4),
+        ];
+        for (sizes, wrap, vls) in cases {
+            let whole = testfab::grid(sizes, wrap, 1, 1);
+            let options = EngineOptions { max_vls: vls, ..Default::default() };
+            let before = dor(&whole, &options).unwrap();
+            let origin = whole.switch_ids().min_by_key(|&s| whole.switch(s).guid).unwrap();
+            let mut detoured = 0;
+            for gone in whole.switch_ids() {
+                let f = testfab::without_switch(&whole, gone);
+                let shape = shape_of(&f);
+                let what = format!("{sizes:?} without switch {}", gone.index());
+                assert!(shape.hole.is_some(), "{what}: {}", shape.describe());
+                assert!(shape.describe().ends_with("with 1 switch missing"), "{}", shape.describe());
+                assert_eq!(shape.vls_needed(), u32::from(vls), "{what}");
+                let after = dor(&f, &options).unwrap();
+                assert_deadlock_free_and_whole(&f, &after);
+                let hop_vls = after.sl.as_ref().and_then(|sl| sl.hop_vls.as_ref()).expect("per-hop VLs");
+                let top = f.switch_ids().flat_map(|s| {
+                    let ports = f.switch(s).num_ports;
+                    (1..=ports).flat_map(move |i| (1..=ports).map(move |o| (s, i, o)))
+                });
+                let highest = top.map(|(s, i, o)| *hop_vls.table(s, i, o).iter().max().unwrap()).max().unwrap();
+                if highest >= shape.detour_vl() {
+                    detoured += 1;
+                }
+                // The origin's plus neighbours are its lower-GUID ones: with
+                // one of them gone the coordinates may turn round.
+                if gone == origin || whole.switch_neighbors(origin).iter().any(|e| e.neighbor == gone) {
+                    continue;
+                }
+                // Switch indices after `gone` moved down one.
+                let old = |s: SwitchId| SwitchId(s.0 + u32::from(s.0 >= gone.0));
+                let lids =
+                    f.switches().iter().flat_map(|s| s.lids()).chain(f.end_ports().iter().flat_map(|e| e.lids()));
+                for lid in lids.map(|l| l as u16) {
+                    let through = through(&whole, &before, gone, lid);
+                    for s in f.switch_ids() {
+                        if before.port(old(s), lid) != after.port(s, lid) {
+                            assert!(through[old(s).index()], "{what}: switch {} moved LID {lid}", s.index());
+                        }
+                    }
+                }
+            }
+            assert!(detoured > 0, "{sizes:?}: no hole made a detour turn");
         }
     }
 
@@ -1256,8 +1592,9 @@ mod tests {
                 b.connect(a, z).unwrap();
             }
         }
+        // Routed round, but on 4 VLs (see "A switch gone").
         let e = dor(&b.build().unwrap(), &options).unwrap_err();
-        assert!(matches!(e, RoutingError::NotApplicable { engine: "dor", .. }), "{e}");
+        assert!(matches!(e, RoutingError::TooFewVls { engine: "dor", needed: 4, .. }), "{e}");
     }
 
     #[test]

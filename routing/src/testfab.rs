@@ -582,6 +582,40 @@ pub fn without_links(f: &RoutingFabric, gone: &[usize]) -> RoutingFabric {
     b.build().expect("valid in the original")
 }
 
+/// The same fabric without switch `gone`, its cables and the end ports
+/// cabled to it: a switch powered off. The other switches keep their
+/// order (those after `gone` move down one index) and their LIDs.
+pub fn without_switch(f: &RoutingFabric, gone: SwitchId) -> RoutingFabric {
+    let mut b = FabricBuilder::new();
+    let mut switch = vec![None; f.num_switches()];
+    for (i, s) in f.switches().iter().enumerate() {
+        if i != gone.index() {
+            switch[i] = Some(b.add_switch(s.clone()).expect("valid in the original"));
+        }
+    }
+    let on_gone = |end: &PortEnd| matches!(end, PortEnd::Switch(s, _) if *s == gone);
+    let mut end = vec![None; f.end_ports().len()];
+    for (i, e) in f.end_ports().iter().enumerate() {
+        let cabled_to_gone = f.links().iter().any(|l| {
+            (l.a == PortEnd::End(EndPortId(i as u32)) && on_gone(&l.b))
+                || (l.b == PortEnd::End(EndPortId(i as u32)) && on_gone(&l.a))
+        });
+        if !cabled_to_gone {
+            end[i] = Some(b.add_end_port(e.clone()).expect("valid in the original"));
+        }
+    }
+    let map = |p: PortEnd| match p {
+        PortEnd::Switch(s, port) => switch[s.index()].map(|s| PortEnd::Switch(s, port)),
+        PortEnd::End(e) => end[e.0 as usize].map(PortEnd::End),
+    };
+    for l in f.links() {
+        if let (Some(a), Some(b2)) = (map(l.a), map(l.b)) {
+            b.connect_with(a, b2, l.rate).expect("valid in the original");
+        }
+    }
+    b.build().expect("valid in the original")
+}
+
 /// The fat trees every routing benchmark measures: 648, 3,888, 11,664 and
 /// 45,056 hosts (the last is the largest radix-64 3-level tree whose LIDs
 /// fit the unicast space with LMC 0).
