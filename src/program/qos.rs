@@ -7,7 +7,7 @@
 //! port runs; SLs above it fold onto the lanes that exist (no route uses
 //! them, but a host that asks for one should not have its packets dropped).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::config::{QosConfig, SmConfig};
 use crate::mad::sl_to_vl::{attribute_modifier, ATTR_MOD_ALL_INPUT_PORTS, ATTR_MOD_ALL_OUTPUT_PORTS, SL_COUNT};
@@ -46,22 +46,24 @@ pub fn identity_table(vls: u8) -> SlToVlTableRepr {
     t
 }
 
-/// The QoS tables the SM already wrote: (node GUID, attribute, modifier, contents).
+/// The QoS tables the SM last wrote or read: contents by (node GUID,
+/// attribute, modifier). One table per key: a table written over forgets
+/// what it held before, so writing the old contents back is a change.
 #[derive(Debug, Clone, Default)]
 pub struct QosCache {
-    written: HashSet<(Guid, u16, u32, [u8; 64])>,
+    written: HashMap<(Guid, u16, u32), [u8; 64]>,
 }
 
 impl QosCache {
     pub fn remember(&mut self, guid: Guid, set: &QosSet) {
-        self.written.insert((guid, set.attr.into(), set.amod, set.data));
+        self.written.insert((guid, set.attr.into(), set.amod), set.data);
     }
     /// Forgets what was written to `guid` (it was reset).
     pub fn forget(&mut self, guid: Guid) {
-        self.written.retain(|(g, ..)| *g != guid);
+        self.written.retain(|(g, ..), _| *g != guid);
     }
     fn holds(&self, guid: Guid, set: &QosSet) -> bool {
-        self.written.contains(&(guid, set.attr.into(), set.amod, set.data))
+        self.written.get(&(guid, set.attr.into(), set.amod)) == Some(&set.data)
     }
 }
 
@@ -220,5 +222,26 @@ mod tests {
         assert_eq!(identity_table(15).vl[15], 0, "SL 15 folds onto VL 0, never VL 15 (drop)");
         assert_eq!(data_vls(4), 8);
         assert_eq!(data_vls(5), 15);
+    }
+
+    /// A switch's SL-to-VL table for one port pair changed for a while (dor
+    /// round a switch gone) and changed back: the way back is a write.
+    #[test]
+    fn a_table_written_over_is_no_longer_held() {
+        let guid = Guid(0x10);
+        let set = |vl1: u8, amod: u32| {
+            let mut data = [0u8; 64];
+            data[0] = vl1;
+            QosSet { node: NodeId(0), path: DrPath::default(), attr: AttributeId::SlToVlMappingTable, amod, data }
+        };
+        let mut cache = QosCache::default();
+        cache.remember(guid, &set(0x01, 0x0102));
+        assert!(cache.holds(guid, &set(0x01, 0x0102)));
+        cache.remember(guid, &set(0x21, 0x0102));
+        assert!(cache.holds(guid, &set(0x21, 0x0102)));
+        assert!(!cache.holds(guid, &set(0x01, 0x0102)), "the first contents are gone");
+        assert!(!cache.holds(guid, &set(0x21, 0x0103)), "another port pair holds nothing known");
+        cache.forget(guid);
+        assert!(!cache.holds(guid, &set(0x21, 0x0102)));
     }
 }
