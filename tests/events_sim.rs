@@ -38,6 +38,9 @@ struct Bed {
     heavy_smps: u64,
 }
 
+/// OperationalVLs code for VL0-1, the VLs most scenarios give the SM.
+const VL0_1: u8 = 2;
+
 fn total(fabric: &SharedFabric) -> u64 {
     fabric.lock().unwrap().smp_counts().values().sum()
 }
@@ -56,12 +59,18 @@ impl Bed {
     /// As [`Bed::new`], with the fabric changed by `before` ahead of the
     /// bring-up (nodes the SM is not to know yet taken down).
     fn prepared(spec: &str, before: impl FnOnce(&SharedFabric, &Topology)) -> Bed {
-        Bed::at(spec, None, before)
+        Bed::at(spec, None, VL0_1, before)
+    }
+
+    /// As [`Bed::new`], with ports running VLs up to `max_op_vls` (an
+    /// OperationalVLs code: 2 = VL0-1, 3 = VL0-3).
+    fn with_vls(spec: &str, max_op_vls: u8) -> Bed {
+        Bed::at(spec, None, max_op_vls, |_, _| {})
     }
 
     /// As [`Bed::prepared`], with the SM on the host named `sm_at` (else
     /// the first host).
-    fn at(spec: &str, sm_at: Option<&str>, before: impl FnOnce(&SharedFabric, &Topology)) -> Bed {
+    fn at(spec: &str, sm_at: Option<&str>, max_op_vls: u8, before: impl FnOnce(&SharedFabric, &Topology)) -> Bed {
         let topo = Topology::from_spec_or_file(spec).unwrap();
         let fabric = FabricBuilder::new(&topo).seed(9).build_shared().unwrap();
         before(&fabric, &topo);
@@ -71,7 +80,7 @@ impl Bed {
         dev.set_is_sm(true);
         let txn = TxnConfig { window: 16, timeout: Duration::from_millis(200), retries: 3, ..TxnConfig::default() };
         let (transport, _unsolicited) = MadTransport::spawn(dev, txn);
-        let mut sm = SubnetManager::new(transport, SmConfig { max_op_vls: 2, ..SmConfig::default() }, false);
+        let mut sm = SubnetManager::new(transport, SmConfig { max_op_vls, ..SmConfig::default() }, false);
         let rt = runtime();
         let up = rt.block_on(sm.sweep()).expect("bring-up");
         assert!(up.subnet_up(), "{spec}: {:?} {:?}", up.inactive, up.problems());
@@ -569,6 +578,83 @@ fn a_torus_cable_down_is_routed_round_by_dor() {
     }
 }
 
+/// A torus loses a whole switch: dor still routes it, with one turn
+/// against the order round the hole on a VL of its own, so the reaction
+/// is no quick run on one VL that rewrites every table and must be
+/// rebalanced later. The only entries that change are those of the LIDs
+/// gone and those whose path went through the switch (unless the switch
+/// is where dor's coordinates start, or next to it); the switch's return
+/// brings the torus's tables back. Every switch but the SM's, in turn.
+#[test]
+fn a_torus_switch_down_is_routed_round_by_dor() {
+    let spec = "torus2d:6x6,hosts=1";
+    // VL0-3: the datelines' two VLs and the detours' two.
+    let mut bed = Bed::with_vls(spec, 3);
+    let lfts = |bed: &Bed| -> Vec<Vec<u8>> {
+        let f = bed.fabric.lock().unwrap();
+        bed.topo.switches().map(|s| f.lft(s).unwrap().to_vec()).collect()
+    };
+    let tables_before = lfts(&bed);
+    let topo = Topology::from_spec_or_file(spec).unwrap();
+    let trunks = bed.trunks();
+    let switches: Vec<NodeIdx> = topo.switches().collect();
+    let position = |n: NodeIdx| switches.iter().position(|&s| s == n);
+    let sm_switch = topo.neighbor(PortRef { node: bed.sm_host, port: 1 }).expect("the SM's cable").node;
+    let origin = *switches.iter().min_by_key(|&&s| topo.node(s).node_guid).unwrap();
+    let next_to =
+        |a: NodeIdx, b: NodeIdx| trunks.iter().any(|(x, y)| (x.node, y.node) == (a, b) || (y.node, x.node) == (a, b));
+    // Whether the path from switch `i` to `lid` went through `gone`.
+    let went_through = |i: usize, lid: usize, gone: NodeIdx| {
+        let mut at = switches[i];
+        for _ in 0..switches.len() {
+            if at == gone {
+                return true;
+            }
+            let port = tables_before[position(at).unwrap()][lid];
+            match topo.neighbor(PortRef { node: at, port }) {
+                Some(p) if position(p.node).is_some() => at = p.node,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let mut checked = 0;
+    for gone in switches.iter().copied().filter(|&s| s != sm_switch) {
+        let what = format!("{spec}, {} gone", topo.node(gone).name);
+        let links: Vec<PortRef> =
+            trunks.iter().filter(|(a, b)| a.node == gone || b.node == gone).map(|&(a, _)| a).collect();
+        for &end in &links {
+            bed.fabric.lock().unwrap().link_down(end).unwrap();
+        }
+        let (report, _) = bed.react();
+        assert_eq!(report.routing.engine, Some(ibsm_routing::engine::EngineKind::Dor), "{what}: {:?}", report.routing);
+        assert!(!report.routing.quick, "{what}: {:?}", report.routing);
+        assert!(report.routes.path_sl.is_some(), "{what}: the datelines' SLs stay");
+        bed.check_routes(&what);
+        bed.check_credit_loops(&report, &what);
+        if gone != origin && !next_to(gone, origin) {
+            let after = lfts(&bed);
+            for (i, (old, new)) in tables_before.iter().zip(&after).enumerate() {
+                for lid in 1..old.len().min(new.len()) {
+                    let gone_lid = new[lid] == 255;
+                    if old[lid] != new[lid] && !gone_lid && switches[i] != gone {
+                        assert!(went_through(i, lid, gone), "{what}: switch {i} moved LID {lid}");
+                    }
+                }
+            }
+            checked += 1;
+        }
+        for &end in &links {
+            bed.fabric.lock().unwrap().link_up(end).unwrap();
+        }
+        let (back, _) = bed.react();
+        bed.check_routes(&format!("{what}, back"));
+        bed.check_credit_loops(&back, &format!("{what}, back"));
+        assert!(lfts(&bed) == tables_before, "{what}: the whole torus's tables are back");
+    }
+    assert!(checked >= 30, "{checked} holes checked for what moved");
+}
+
 /// The whole SM as a service: a cable unplugged and plugged back raises
 /// trap 128 at both switches; the master reacts to each burst with one
 /// bounded change set (no rediscovery: no NodeInfo Get but the probe of
@@ -865,7 +951,7 @@ fn every_scenario_at_11664_hosts() {
 fn a_hub_unlinked_whole_is_repaired_without_a_timeout() {
     let spec = "random:switches=40,degree=4,hosts=80,seed=1";
     // Where bench/events.py runs it on ibsim.
-    let mut bed = Bed::at(spec, Some("sw13-h0"), |_, _| {});
+    let mut bed = Bed::at(spec, Some("sw13-h0"), VL0_1, |_, _| {});
     let trunks = bed.trunks();
     let ends = |s: NodeIdx| trunks.iter().filter(|(a, b)| a.node == s || b.node == s).count();
     let hub = bed.topo.switches().max_by_key(|&s| ends(s)).unwrap();

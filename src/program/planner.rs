@@ -186,11 +186,13 @@ pub(super) struct Desired {
 /// a fresh start, reads before writes on a fresh start or a takeover: a
 /// fabric this SM did not program may hold everything already).
 pub(super) fn plan(addressed: &Addressed, desired: Desired, qos: &QosConfig, mode: MasterMode) -> Plan {
+    let mut lfts = desired.tables;
+    keep_entries_of_lids_gone(&mut lfts, &desired.held_lfts, &addressed.ranges);
     Plan {
         lids: addressed.ranges.iter().map(|(&k, r)| (k, (r.base(), r.lmc()))).collect(),
         sm_lid: addressed.sm_lid,
         top: addressed.lids.max_lid,
-        lfts: desired.tables,
+        lfts,
         client_reregister: matches!(mode, MasterMode::Fresh | MasterMode::TakeoverReregister),
         reregister_active: mode == MasterMode::TakeoverReregister,
         read_before_write: mode != MasterMode::Continuing,
@@ -203,6 +205,43 @@ pub(super) fn plan(addressed: &Addressed, desired: Desired, qos: &QosConfig, mod
         held_lfts: desired.held_lfts,
     }
 }
+
+/// Leaves what the switches hold for a LID no port answers to any more
+/// (its switch or host gone) instead of clearing it: the engines route such
+/// a LID nowhere (0xFF), and clearing it would rewrite, on every switch,
+/// each block the LIDs gone fall in, though no packet can reach them.
+/// Keeping is safe: every switch's entry for the LID comes from the last
+/// routes this SM wrote while the LID was there, which had no loop, so a
+/// packet to it follows them towards where the LID was and is dropped at
+/// the first cable down, or at a switch that holds no route for it (a
+/// switch the SM knows no table of gets 0xFF as before, and so does an
+/// entry that delivered to the switch itself). A LID in use is
+/// never touched, and when its port comes back (guid2lid gives it the
+/// same LID) the entries are mostly right already.
+fn keep_entries_of_lids_gone(
+    tables: &mut SwitchTables,
+    held: &HashMap<NodeId, Arc<Vec<u8>>>,
+    ranges: &HashMap<(NodeId, u8), LidRange>,
+) {
+    let top = tables.values().map(Vec::len).max().unwrap_or(0);
+    let mut in_use = vec![false; top];
+    for range in ranges.values() {
+        let (min, max) = (usize::from(range.min().0), usize::from(range.max().0));
+        in_use.iter_mut().take(max + 1).skip(min).for_each(|slot| *slot = true);
+    }
+    for (node, table) in tables.iter_mut() {
+        let Some(old) = held.get(node) else { continue };
+        for (lid, (entry, &was)) in table.iter_mut().zip(old.iter()).enumerate().skip(1) {
+            // Port 0 is the switch itself: a LID gone is not.
+            if *entry == NO_ROUTE && !in_use[lid] && was != 0 {
+                *entry = was;
+            }
+        }
+    }
+}
+
+/// An LFT entry that forwards nowhere.
+const NO_ROUTE: u8 = 0xFF;
 
 /// Cabled ports between managed nodes that are not ACTIVE.
 pub(super) fn inactive_ports(subnet: &Subnet) -> Vec<InactivePort> {
