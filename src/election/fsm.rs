@@ -281,6 +281,9 @@ struct Watch {
     /// The master's ActCount and since when it has stood still.
     act: Option<(u32, Duration)>,
     idle_reported: bool,
+    /// The last look at our own port found it down: the misses since are
+    /// our port's, not the master's.
+    own_port_down: bool,
 }
 
 /// The election core.
@@ -523,6 +526,7 @@ impl Election {
             awaiting: awaiting.then_some(0),
             act: Some((master.info.act_count, now)),
             idle_reported: false,
+            own_port_down: false,
         });
         self.change_state(now, State::Standby, cause);
         // Entering STANDBY from STANDBY (a new master) keeps timers: poll soon.
@@ -842,6 +846,15 @@ impl Election {
 
     fn on_own_port(&mut self, now: Duration, up: bool, why: String) {
         let Some(mut w) = self.watch else { return };
+        if up && w.own_port_down {
+            // Back from our own port's outage: the misses (and a poll that
+            // was out as the port came back) say nothing of the master.
+            // It gets a whole run of polls again.
+            w.own_port_down = false;
+            w.misses = 0;
+            self.watch = Some(w);
+            return;
+        }
         if up && w.misses >= self.cfg.poll_misses.max(1) {
             let (master, misses) = (w.master, w.misses);
             self.takeover = true;
@@ -851,6 +864,7 @@ impl Election {
             self.report(ElectionError::OwnPortDown { state: self.state, master: w.master.info.guid, why });
             // Keep counting from one short of the limit: the next miss asks again.
             w.misses = self.cfg.poll_misses.max(1) - 1;
+            w.own_port_down = true;
             self.watch = Some(w);
         }
     }

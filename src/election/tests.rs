@@ -488,7 +488,13 @@ fn a_standby_that_loses_its_own_port_keeps_its_state() {
         .any(|r| matches!(r, ElectionError::OwnPortDown { master, .. } if *master == guid(0))));
     assert!(w.sms[1].take_charges.is_empty());
     w.sms[1].port_up = true;
-    w.run_until(70 * S);
+    // Back: the master answers again, and the misses counted while the
+    // port was down (or by a poll that was out as it came back) are no
+    // reason to look for a new master.
+    for step in 1..=1000u32 {
+        w.run_until(60 * S + step * 10 * MS);
+        assert_eq!(w.sms[1].core.state(), State::Standby, "{} ms after the port came back", step * 10);
+    }
     w.assert_settled(0);
 }
 
