@@ -152,10 +152,11 @@ def probe_report(p):
 HEAVY_SWEEP = "<SIGHUP to the SM>"
 
 
-def scenarios(net, sm_host):
+def scenarios(net, sm_host, hub=None):
     """(name, console commands): a switch-to-switch cable of a switch the
     SM does not hang off (the sixth such switch), and the switch with the
-    most switch-to-switch cables (a spine on a fat tree)."""
+    most switch-to-switch cables (a spine on a fat tree), or `hub` when
+    named (on a torus every switch has as many)."""
     text = open(net).read()
     links = {}
     for block in text.split("\n\n"):
@@ -168,7 +169,10 @@ def scenarios(net, sm_host):
     others = [sw for sw in switches if sw != sm_switch and trunks[sw]]
     cable_sw = others[min(5, len(others) - 1)]
     port = trunks[cable_sw][0][0]
-    hub = max((sw for sw in others if sw != cable_sw), key=lambda sw: len(trunks[sw]))
+    if hub is None:
+        hub = max((sw for sw in others if sw != cable_sw), key=lambda sw: len(trunks[sw]))
+    elif hub not in trunks:
+        raise SystemExit(f"--hub {hub}: no such switch in {net}")
     return [
         ("cable down", [f'Unlink "{cable_sw}"[{port}]']),
         ("cable up", [f'ReLink "{cable_sw}"[{port}]']),
@@ -181,7 +185,7 @@ def scenarios(net, sm_host):
     ]
 
 
-def run_sm(kind, spec, ibsm, shim, quiet, work, pace_ms):
+def run_sm(kind, spec, ibsm, shim, quiet, work, pace_ms, hub=None):
     net, flags, hosts, _ = common.fabric_files(spec, ibsm, work)
     host = subprocess.run([ibsm, "topology", "sm-node", spec], capture_output=True, text=True,
                           check=True).stdout.strip()
@@ -221,7 +225,7 @@ def run_sm(kind, spec, ibsm, shim, quiet, work, pace_ms):
             for _ in range(4096):
                 a, b = rng.sample(lids, 2)
                 f.write(f"{a} {b}\n")
-        for name, commands in scenarios(net, host):
+        for name, commands in scenarios(net, host, hub):
             # Long enough for the slowest reaction measured and the quiet
             # period after it; the probe's figures cover all of it.
             probe = start_probe(ibsm, sock, probe_host, smdir, pairs, quiet + 4.5, pace_ms)
@@ -302,14 +306,15 @@ def main():
     ap.add_argument("--probe-pace", type=float, default=2.0,
                     help="ms the SA probe waits after each answer")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--hub", help="the switch the 'spine' scenarios unlink (default: the most switch cables)")
     args = ap.parse_args()
     common.kill_started_processes_on_exit()
     work = tempfile.mkdtemp(prefix="ibsm-events-")
     shim = build_shim(work)
-    res = {kind: run_sm(kind, args.spec, args.ibsm, shim, args.quiet, work, args.probe_pace) for kind in ("opensm", "ibsm")}
+    res = {kind: run_sm(kind, args.spec, args.ibsm, shim, args.quiet, work, args.probe_pace, args.hub) for kind in ("opensm", "ibsm")}
     print(f"## {args.spec}")
     print()
-    print("'spine' is the switch with the most switch-to-switch cables (a spine on a fat tree).")
+    print(f"'spine' is {args.hub or 'the switch with the most switch-to-switch cables (a spine on a fat tree)'}.")
     print()
     print("| scenario | OpenSM SMPs | ibsm SMPs | ratio | OpenSM s | ibsm s | ratio | LFT blocks (OpenSM / ibsm) "
           "| PortInfo Sets (OpenSM / ibsm) |")
