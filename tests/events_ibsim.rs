@@ -194,7 +194,9 @@ fn a_mesh_switch_lost_is_routed_quickly_then_rebalanced() {
 }
 
 /// A torus cable down on ibsim: dor routes round it on its two VLs, with
-/// no quick run, and moves only what crossed the cable; then back.
+/// no quick run, and moves only what crossed the cable; then back. Then a
+/// switch down: dor routes round the hole on four VLs (ibsim's ports run
+/// eight), again with no quick run and a few blocks; then back.
 #[test]
 fn a_torus_cable_down_is_routed_round_by_dor() {
     let Started { sim, host, daemon, log, _dirs } = start_fabric("torus2d:6x6,hosts=2", "0", Duration::from_secs(2));
@@ -217,5 +219,15 @@ fn a_torus_cable_down_is_routed_round_by_dor() {
     }
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("6x6 torus with 1 cable missing"), "dor routed the torus as it was left");
+    // sw3-3 is no neighbour of sw0-0, where dor's coordinates start.
+    for (label, command) in [("switch down", "Unlink \"sw3-3\""), ("switch up", "ReLink \"sw3-3\"")] {
+        bed.scenario(label, &[command]);
+        let line = last_reaction();
+        assert!(line.contains("routed_quickly=false"), "{label}: {line}");
+        // A quick run on one VL rewrote all 70 blocks.
+        assert!(blocks(&line) <= 24, "{label}: {line}");
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("6x6 torus with 1 switch missing"), "dor routed round the switch gone");
     bed.finish();
 }
