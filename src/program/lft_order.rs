@@ -416,8 +416,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::mad::{DrPath, NodeInfoRepr, NodeType, PortInfoRepr, PortState};
-    use crate::types::{Guid, Lid};
+    use crate::mad::NodeType;
 
     /// A tiny seeded generator: the property's cases come from proptest's
     /// seeds, the choices inside one case from this.
@@ -441,27 +440,7 @@ mod tests {
     }
 
     fn add(subnet: &mut Subnet, guid: u64, kind: NodeType, lid: u16) -> NodeId {
-        let info = NodeInfoRepr {
-            base_version: 1,
-            class_version: 1,
-            node_type: kind,
-            num_ports: if kind == NodeType::Switch { PORTS } else { 1 },
-            system_image_guid: Guid(guid),
-            node_guid: Guid(guid),
-            port_guid: Guid(guid),
-            partition_cap: 1,
-            device_id: 0,
-            revision: 0,
-            local_port_num: 1,
-            vendor_id: 0,
-        };
-        let (id, _) = subnet.insert(info, DrPath::local());
-        let lid_port = if kind == NodeType::Switch { 0 } else { 1 };
-        for (p, port) in subnet.node_mut(id).ports.iter_mut().enumerate() {
-            let lid = if p == lid_port { Lid(lid) } else { Lid(0) };
-            port.info = Some(PortInfoRepr { lid, port_state: PortState::Active, ..PortInfoRepr::default() });
-        }
-        id
+        crate::program::test_nodes::add(subnet, guid, kind, PORTS, lid)
     }
 
     /// `n` switches in a ring with `extra` random chords, a host on port 1

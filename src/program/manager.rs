@@ -627,7 +627,7 @@ impl<D: SmpDriver> SubnetManager<D> {
             held_ports,
             held_lfts: self.known_lfts(&subnet),
         };
-        let plan = planner::plan(&addressed, desired, &self.qos, mode);
+        let plan = planner::plan(&subnet, &addressed, desired, &self.qos, mode);
         let lids = addressed.lids;
         let mut program = sets::program(&self.driver, &mut subnet, &plan, &self.config, &mut self.lft_cache).await;
         program.lft_reads += early_reads.lft_reads;

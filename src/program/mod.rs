@@ -24,6 +24,8 @@ pub mod qos;
 mod reads;
 pub mod routes;
 pub mod sets;
+#[cfg(test)]
+mod test_nodes;
 
 pub use manager::{Discovered, Reaction, SubnetManager};
 

@@ -185,9 +185,15 @@ pub(super) struct Desired {
 /// partitions, with what `mode` asks of a new master (ClientReregister on
 /// a fresh start, reads before writes on a fresh start or a takeover: a
 /// fabric this SM did not program may hold everything already).
-pub(super) fn plan(addressed: &Addressed, desired: Desired, qos: &QosConfig, mode: MasterMode) -> Plan {
+pub(super) fn plan(
+    subnet: &Subnet,
+    addressed: &Addressed,
+    desired: Desired,
+    qos: &QosConfig,
+    mode: MasterMode,
+) -> Plan {
     let mut lfts = desired.tables;
-    keep_entries_of_lids_gone(&mut lfts, &desired.held_lfts, &addressed.ranges);
+    keep_entries_of_lids_gone(subnet, &mut lfts, &desired.held_lfts, &addressed.ranges);
     Plan {
         lids: addressed.ranges.iter().map(|(&k, r)| (k, (r.base(), r.lmc()))).collect(),
         sm_lid: addressed.sm_lid,
@@ -210,15 +216,18 @@ pub(super) fn plan(addressed: &Addressed, desired: Desired, qos: &QosConfig, mod
 /// (its switch or host gone) instead of clearing it: the engines route such
 /// a LID nowhere (0xFF), and clearing it would rewrite, on every switch,
 /// each block the LIDs gone fall in, though no packet can reach them.
-/// Keeping is safe: every switch's entry for the LID comes from the last
-/// routes this SM wrote while the LID was there, which had no loop, so a
-/// packet to it follows them towards where the LID was and is dropped at
-/// the first cable down, or at a switch that holds no route for it (a
-/// switch the SM knows no table of gets 0xFF as before, and so does an
-/// entry that delivered to the switch itself). A LID in use is
-/// never touched, and when its port comes back (guid2lid gives it the
-/// same LID) the entries are mostly right already.
+/// The entries come from the last routes this SM wrote while the LID was
+/// there, which had no loop, so a packet to it follows them towards where
+/// the LID was and is dropped at the first cable down, or at a switch that
+/// holds no route for it (a switch the SM knows no table of gets 0xFF as
+/// before, and so does an entry that delivered to the switch itself). A
+/// cable moved since could close those entries into a circle over today's
+/// cables: each LID kept is traced from every switch, and one that circles
+/// anywhere is cleared everywhere after all. A LID in use is never touched,
+/// and when its port comes back (guid2lid gives it the same LID) the
+/// entries are mostly right already.
 fn keep_entries_of_lids_gone(
+    subnet: &Subnet,
     tables: &mut SwitchTables,
     held: &HashMap<NodeId, Arc<Vec<u8>>>,
     ranges: &HashMap<(NodeId, u8), LidRange>,
@@ -229,15 +238,48 @@ fn keep_entries_of_lids_gone(
         let (min, max) = (usize::from(range.min().0), usize::from(range.max().0));
         in_use.iter_mut().take(max + 1).skip(min).for_each(|slot| *slot = true);
     }
+    let mut kept = std::collections::BTreeSet::new();
     for (node, table) in tables.iter_mut() {
         let Some(old) = held.get(node) else { continue };
         for (lid, (entry, &was)) in table.iter_mut().zip(old.iter()).enumerate().skip(1) {
             // Port 0 is the switch itself: a LID gone is not.
-            if *entry == NO_ROUTE && !in_use[lid] && was != 0 {
+            if *entry == NO_ROUTE && !in_use[lid] && was != 0 && was != NO_ROUTE {
                 *entry = was;
+                kept.insert(lid);
             }
         }
     }
+    for lid in kept {
+        if forwards_in_a_circle(subnet, tables, lid) {
+            warn!(lid, "the entries the switches hold for a LID gone would circle over today's cables: cleared");
+            for table in tables.values_mut() {
+                if let Some(entry) = table.get_mut(lid) {
+                    *entry = NO_ROUTE;
+                }
+            }
+        }
+    }
+}
+
+/// Whether following `tables` towards `lid` over the cables of `subnet`
+/// comes back to a switch from any switch: a walk longer than there are
+/// switches has.
+fn forwards_in_a_circle(subnet: &Subnet, tables: &SwitchTables, lid: usize) -> bool {
+    let most = tables.len();
+    tables.keys().any(|&start| {
+        let mut at = start;
+        for _ in 0..=most {
+            let Some(&port) = tables.get(&at).and_then(|t| t.get(lid)) else { return false };
+            if port == 0 || port == NO_ROUTE {
+                return false;
+            }
+            match subnet.node(at).ports.get(usize::from(port)).and_then(|p| p.remote) {
+                Some((next, _)) if subnet.node(next).is_switch() => at = next,
+                _ => return false,
+            }
+        }
+        true
+    })
 }
 
 /// An LFT entry that forwards nowhere.
@@ -260,4 +302,72 @@ pub(super) fn inactive_ports(subnet: &Subnet) -> Vec<InactivePort> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mad::NodeType;
+    use crate::program::test_nodes::add;
+
+    /// Three switches in a ring (port 2 to the next, port 3 from the last),
+    /// a host on port 1 of each; LIDs 1-3 the switches', 11-13 the hosts'.
+    fn ring() -> (Subnet, Vec<NodeId>, HashMap<(NodeId, u8), LidRange>) {
+        let mut subnet = Subnet::default();
+        let switches: Vec<NodeId> =
+            (0..3).map(|i| add(&mut subnet, 0x100 + i, NodeType::Switch, 4, 1 + i as u16)).collect();
+        let mut ranges = HashMap::new();
+        for (i, &s) in switches.iter().enumerate() {
+            subnet.link((s, 2), (switches[(i + 1) % 3], 3));
+            ranges.insert((s, 0), LidRange::single(Lid(1 + i as u16)).unwrap());
+            if i != 2 {
+                // The third switch's host, LID 13, is gone.
+                let host = add(&mut subnet, 0x200 + i as u64, NodeType::Ca, 1, 11 + i as u16);
+                subnet.link((s, 1), (host, 1));
+                ranges.insert((host, 1), LidRange::single(Lid(11 + i as u16)).unwrap());
+            }
+        }
+        (subnet, switches, ranges)
+    }
+
+    /// The engines' tables for the ring with LID 13 gone (0xFF everywhere)
+    /// and LID 12 unreachable from the third switch; `held[i][13]` what
+    /// switch i held for LID 13.
+    fn tables(switches: &[NodeId], held13: [u8; 3]) -> (SwitchTables, HashMap<NodeId, Arc<Vec<u8>>>) {
+        let mut wanted = HashMap::new();
+        let mut held = HashMap::new();
+        for (i, &s) in switches.iter().enumerate() {
+            let mut t = vec![NO_ROUTE; 16];
+            t[1 + i] = 0;
+            t[12] = if i == 2 { NO_ROUTE } else { 2 };
+            let mut h = t.clone();
+            h[12] = 2;
+            h[13] = held13[i];
+            wanted.insert(s, t);
+            held.insert(s, Arc::new(h));
+        }
+        (wanted, held)
+    }
+
+    #[test]
+    fn entries_for_a_lid_gone_stay_unless_they_circle_over_todays_cables() {
+        let (subnet, switches, ranges) = ring();
+        // The last routes: 0 -> 1 -> 2 -> its host on port 1.
+        let (mut wanted, held) = tables(&switches, [2, 2, 1]);
+        keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges);
+        for (i, s) in switches.iter().enumerate() {
+            assert_eq!(wanted[s][13], [2, 2, 1][i], "switch {i} keeps what it holds for LID 13");
+            // LID 12 is in use: unreachable stays unrouted.
+            assert_eq!(wanted[s][12], if i == 2 { NO_ROUTE } else { 2 });
+        }
+        // The third switch's entry pointed at a cable that now runs back
+        // to the first: the entries would circle, and all are cleared.
+        let (mut wanted, held) = tables(&switches, [2, 2, 2]);
+        keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges);
+        assert!(switches.iter().all(|s| wanted[s][13] == NO_ROUTE), "a circle is cleared everywhere");
+        // An entry that delivered to the switch itself is not kept.
+        let (mut wanted, held) = tables(&switches, [2, 0, NO_ROUTE]);
+        keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges);
+        assert_eq!([0, 1, 2].map(|i| wanted[&switches[i]][13]), [2, NO_ROUTE, NO_ROUTE]);
+    }
 }
