@@ -1160,10 +1160,10 @@ fn step_along(x: u32, size: u32, up: bool) -> u32 {
     }
 }
 
-/// A detour's turn against the dimension order, where a path's next hop
-/// would be the switch gone: the path leaves `by` (the hole's neighbour)
-/// along the next dimension it corrects instead, and at the switch it
-/// reaches turns back into the dimension it was on.
+/// A detour round the switch gone: where a path's next hop would be the
+/// hole, it leaves `at` (the hole's neighbour) along the next dimension it
+/// corrects instead, and the switch it reaches turns back, against the
+/// dimension order, into the dimension the path was on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Detour {
     /// Local index of the switch the early hop leaves.
