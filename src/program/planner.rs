@@ -238,12 +238,16 @@ fn keep_entries_of_lids_gone(
         let (min, max) = (usize::from(range.min().0), usize::from(range.max().0));
         in_use.iter_mut().take(max + 1).skip(min).for_each(|slot| *slot = true);
     }
+    // Only the LIDs no port holds are looked at: a reaction at 11,664
+    // hosts should not walk every entry of every table.
+    let free: Vec<usize> = (1..top).filter(|&lid| !in_use[lid]).collect();
     let mut kept = std::collections::BTreeSet::new();
     for (node, table) in tables.iter_mut() {
         let Some(old) = held.get(node) else { continue };
-        for (lid, (entry, &was)) in table.iter_mut().zip(old.iter()).enumerate().skip(1) {
+        for &lid in &free {
+            let (Some(entry), Some(&was)) = (table.get_mut(lid), old.get(lid)) else { continue };
             // Port 0 is the switch itself: a LID gone is not.
-            if *entry == NO_ROUTE && !in_use[lid] && was != 0 && was != NO_ROUTE {
+            if *entry == NO_ROUTE && was != 0 && was != NO_ROUTE {
                 *entry = was;
                 kept.insert(lid);
             }
