@@ -22,6 +22,7 @@ use crate::mad::PortState;
 use crate::partition::{PartEnforce, PartitionSet};
 use crate::subnet::{InactivePort, MasterMode, NodeId, QosSet, RoutingRun, Subnet};
 use crate::types::{Guid, Lid};
+use ibsm_routing::UNROUTED;
 
 /// The LIDs of one sweep: the assignment, and where each range landed.
 pub(super) struct Addressed {
@@ -247,7 +248,7 @@ fn keep_entries_of_lids_gone(
         for &lid in &free {
             let (Some(entry), Some(&was)) = (table.get_mut(lid), old.get(lid)) else { continue };
             // Port 0 is the switch itself: a LID gone is not.
-            if *entry == NO_ROUTE && was != 0 && was != NO_ROUTE {
+            if *entry == UNROUTED && was != 0 && was != UNROUTED {
                 *entry = was;
                 kept.insert(lid);
             }
@@ -258,7 +259,7 @@ fn keep_entries_of_lids_gone(
             warn!(lid, "the entries the switches hold for a LID gone would circle over today's cables: cleared");
             for table in tables.values_mut() {
                 if let Some(entry) = table.get_mut(lid) {
-                    *entry = NO_ROUTE;
+                    *entry = UNROUTED;
                 }
             }
         }
@@ -274,7 +275,7 @@ fn forwards_in_a_circle(subnet: &Subnet, tables: &SwitchTables, lid: usize) -> b
         let mut at = start;
         for _ in 0..=most {
             let Some(&port) = tables.get(&at).and_then(|t| t.get(lid)) else { return false };
-            if port == 0 || port == NO_ROUTE {
+            if port == 0 || port == UNROUTED {
                 return false;
             }
             match subnet.node(at).ports.get(usize::from(port)).and_then(|p| p.remote) {
@@ -285,9 +286,6 @@ fn forwards_in_a_circle(subnet: &Subnet, tables: &SwitchTables, lid: usize) -> b
         true
     })
 }
-
-/// An LFT entry that forwards nowhere.
-const NO_ROUTE: u8 = 0xFF;
 
 /// Cabled ports between managed nodes that are not ACTIVE.
 pub(super) fn inactive_ports(subnet: &Subnet) -> Vec<InactivePort> {
@@ -341,9 +339,9 @@ mod tests {
         let mut wanted = HashMap::new();
         let mut held = HashMap::new();
         for (i, &s) in switches.iter().enumerate() {
-            let mut t = vec![NO_ROUTE; 16];
+            let mut t = vec![UNROUTED; 16];
             t[1 + i] = 0;
-            t[12] = if i == 2 { NO_ROUTE } else { 2 };
+            t[12] = if i == 2 { UNROUTED } else { 2 };
             let mut h = t.clone();
             h[12] = 2;
             h[13] = held13[i];
@@ -362,16 +360,16 @@ mod tests {
         for (i, s) in switches.iter().enumerate() {
             assert_eq!(wanted[s][13], [2, 2, 1][i], "switch {i} keeps what it holds for LID 13");
             // LID 12 is in use: unreachable stays unrouted.
-            assert_eq!(wanted[s][12], if i == 2 { NO_ROUTE } else { 2 });
+            assert_eq!(wanted[s][12], if i == 2 { UNROUTED } else { 2 });
         }
         // The third switch's entry pointed at a cable that now runs back
         // to the first: the entries would circle, and all are cleared.
         let (mut wanted, held) = tables(&switches, [2, 2, 2]);
         keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges);
-        assert!(switches.iter().all(|s| wanted[s][13] == NO_ROUTE), "a circle is cleared everywhere");
+        assert!(switches.iter().all(|s| wanted[s][13] == UNROUTED), "a circle is cleared everywhere");
         // An entry that delivered to the switch itself is not kept.
-        let (mut wanted, held) = tables(&switches, [2, 0, NO_ROUTE]);
+        let (mut wanted, held) = tables(&switches, [2, 0, UNROUTED]);
         keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges);
-        assert_eq!([0, 1, 2].map(|i| wanted[&switches[i]][13]), [2, NO_ROUTE, NO_ROUTE]);
+        assert_eq!([0, 1, 2].map(|i| wanted[&switches[i]][13]), [2, UNROUTED, UNROUTED]);
     }
 }
