@@ -194,11 +194,11 @@ pub(super) fn plan(
     mode: MasterMode,
 ) -> Plan {
     let mut lfts = desired.tables;
-    keep_entries_of_lids_gone(subnet, &mut lfts, &desired.held_lfts, &addressed.ranges);
+    let kept_top = keep_entries_of_lids_gone(subnet, &mut lfts, &desired.held_lfts, &addressed.ranges);
     Plan {
         lids: addressed.ranges.iter().map(|(&k, r)| (k, (r.base(), r.lmc()))).collect(),
         sm_lid: addressed.sm_lid,
-        top: addressed.lids.max_lid,
+        top: addressed.lids.max_lid.max(kept_top),
         lfts,
         client_reregister: matches!(mode, MasterMode::Fresh | MasterMode::TakeoverReregister),
         reregister_active: mode == MasterMode::TakeoverReregister,
@@ -227,13 +227,23 @@ pub(super) fn plan(
 /// anywhere is cleared everywhere after all. A LID in use is never touched,
 /// and when its port comes back (guid2lid gives it the same LID) the
 /// entries are mostly right already.
+///
+/// The LIDs gone may be the highest (the last switch's, say): the tables
+/// then keep their length, and the returned LID, the highest any table
+/// still routes, keeps LinearFDBTop where it was. Lowering it would cost a
+/// SwitchInfo Set and a block on every switch, and again when the LIDs
+/// come back.
 fn keep_entries_of_lids_gone(
     subnet: &Subnet,
     tables: &mut SwitchTables,
     held: &HashMap<NodeId, Arc<Vec<u8>>>,
     ranges: &HashMap<(NodeId, u8), LidRange>,
-) {
-    let top = tables.values().map(Vec::len).max().unwrap_or(0);
+) -> Lid {
+    let routed = tables.values().map(Vec::len).max().unwrap_or(0);
+    let top = held.values().map(|t| t.len()).max().unwrap_or(0).max(routed);
+    for table in tables.values_mut() {
+        table.resize(top, UNROUTED);
+    }
     let mut in_use = vec![false; top];
     for range in ranges.values() {
         let (min, max) = (usize::from(range.min().0), usize::from(range.max().0));
@@ -264,6 +274,12 @@ fn keep_entries_of_lids_gone(
             }
         }
     }
+    let len =
+        (routed..top).rev().find(|&lid| tables.values().any(|t| t[lid] != UNROUTED)).map_or(routed, |lid| lid + 1);
+    for table in tables.values_mut() {
+        table.truncate(len);
+    }
+    Lid(len.saturating_sub(1) as u16)
 }
 
 /// Whether following `tables` towards `lid` over the cables of `subnet`
@@ -371,5 +387,24 @@ mod tests {
         let (mut wanted, held) = tables(&switches, [2, 0, UNROUTED]);
         keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges);
         assert_eq!([0, 1, 2].map(|i| wanted[&switches[i]][13]), [2, UNROUTED, UNROUTED]);
+    }
+
+    /// LID 13, the highest, is gone: the engines' tables end at 12, but
+    /// the entries kept for 13 keep the top (LinearFDBTop) at 13; when
+    /// they would circle and are cleared, the top comes down with them.
+    #[test]
+    fn the_top_stays_where_the_highest_lid_went_while_its_entries_stay() {
+        let (subnet, switches, ranges) = ring();
+        let ends_at_12 = |wanted: &mut SwitchTables| wanted.values_mut().for_each(|t| t.truncate(13));
+        let (mut wanted, held) = tables(&switches, [2, 2, 1]);
+        ends_at_12(&mut wanted);
+        assert_eq!(keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges), Lid(13));
+        for (i, s) in switches.iter().enumerate() {
+            assert_eq!((wanted[s].len(), wanted[s][13]), (14, [2, 2, 1][i]), "switch {i}");
+        }
+        let (mut wanted, held) = tables(&switches, [2, 2, 2]);
+        ends_at_12(&mut wanted);
+        assert_eq!(keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges), Lid(12));
+        assert!(wanted.values().all(|t| t.len() == 13), "no entry kept past the top");
     }
 }
