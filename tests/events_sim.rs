@@ -582,8 +582,8 @@ fn a_torus_cable_down_is_routed_round_by_dor() {
 /// against the order round the hole on a VL of its own, so the reaction
 /// is no quick run on one VL that rewrites every table and must be
 /// rebalanced later. The only entries that change are those of the LIDs
-/// gone and those whose path went through the switch (unless the switch
-/// is where dor's coordinates start, or next to it); the switch's return
+/// gone and those whose path went through the switch (where dor's
+/// coordinates start and next to it too); the switch's return
 /// brings the torus's tables back. Every switch but the SM's, in turn.
 #[test]
 fn a_torus_switch_down_is_routed_round_by_dor() {
@@ -600,9 +600,6 @@ fn a_torus_switch_down_is_routed_round_by_dor() {
     let switches: Vec<NodeIdx> = topo.switches().collect();
     let position = |n: NodeIdx| switches.iter().position(|&s| s == n);
     let sm_switch = topo.neighbor(PortRef { node: bed.sm_host, port: 1 }).expect("the SM's cable").node;
-    let origin = *switches.iter().min_by_key(|&&s| topo.node(s).node_guid).unwrap();
-    let next_to =
-        |a: NodeIdx, b: NodeIdx| trunks.iter().any(|(x, y)| (x.node, y.node) == (a, b) || (y.node, x.node) == (a, b));
     // Whether the path from switch `i` to `lid` went through `gone`.
     let went_through = |i: usize, lid: usize, gone: NodeIdx| {
         let mut at = switches[i];
@@ -618,7 +615,6 @@ fn a_torus_switch_down_is_routed_round_by_dor() {
         }
         false
     };
-    let mut checked = 0;
     for gone in switches.iter().copied().filter(|&s| s != sm_switch) {
         let what = format!("{spec}, {} gone", topo.node(gone).name);
         let links: Vec<PortRef> =
@@ -632,17 +628,24 @@ fn a_torus_switch_down_is_routed_round_by_dor() {
         assert!(report.routes.path_sl.is_some(), "{what}: the datelines' SLs stay");
         bed.check_routes(&what);
         bed.check_credit_loops(&report, &what);
-        if gone != origin && !next_to(gone, origin) {
-            let after = lfts(&bed);
-            for (i, (old, new)) in tables_before.iter().zip(&after).enumerate() {
-                for lid in 1..old.len().min(new.len()) {
-                    let gone_lid = new[lid] == 255;
-                    if old[lid] != new[lid] && !gone_lid && switches[i] != gone {
-                        assert!(went_through(i, lid, gone), "{what}: switch {i} moved LID {lid}");
-                    }
+        // Before the coordinates were voted on, a hole at the origin or next
+        // to it turned them round: 68 blocks and 140 SL-to-VL Sets. Before
+        // LinearFDBTop stayed, the last switch's LIDs going lowered it on
+        // every switch: 41 blocks and 35 SwitchInfo Sets.
+        let program = &report.program;
+        let (blocks, sl2vl, top_sets) = (program.lft_blocks, program.sl2vl_sets, program.switch_info_sets);
+        assert!(
+            blocks <= 12 && sl2vl <= 4 && top_sets <= 4,
+            "{what}: {blocks} blocks, {sl2vl} SL2VL, {top_sets} SwitchInfo"
+        );
+        let after = lfts(&bed);
+        for (i, (old, new)) in tables_before.iter().zip(&after).enumerate() {
+            for lid in 1..old.len().min(new.len()) {
+                let gone_lid = new[lid] == 255;
+                if old[lid] != new[lid] && !gone_lid && switches[i] != gone {
+                    assert!(went_through(i, lid, gone), "{what}: switch {i} moved LID {lid}");
                 }
             }
-            checked += 1;
         }
         for &end in &links {
             bed.fabric.lock().unwrap().link_up(end).unwrap();
@@ -652,7 +655,6 @@ fn a_torus_switch_down_is_routed_round_by_dor() {
         bed.check_credit_loops(&back, &format!("{what}, back"));
         assert!(lfts(&bed) == tables_before, "{what}: the whole torus's tables are back");
     }
-    assert!(checked >= 30, "{checked} holes checked for what moved");
 }
 
 /// The whole SM as a service: a cable unplugged and plugged back raises

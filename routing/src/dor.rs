@@ -24,12 +24,36 @@
 //! those at the end of every line (a corner of a mesh); its neighbour along
 //! a line is the plus direction, along a ring its lower-GUID neighbour.
 //! Coordinates then spread breadth-first, each switch's plus neighbours
-//! found by completing squares with its predecessor's. Dimensions are
-//! ordered by the lowest port the origin uses for each (as OpenSM numbers
-//! them). Finally the result is *verified*: every switch has distinct
-//! coordinates inside the box, every link joins neighbours in its class's
-//! dimension and the box has exactly that many links. Anything else is
-//! refused with [`RoutingError::NotApplicable`] and the reason.
+//! found by completing squares with its predecessor's. Finally the result
+//! is *verified*: every switch has distinct coordinates inside the box,
+//! every link joins neighbours in its class's dimension and the box has
+//! exactly that many links. Anything else is refused with
+//! [`RoutingError::NotApplicable`] and the reason.
+//!
+//! ## Where the coordinates start
+//! Routes depend on where each ring's coordinate 0 is (its dateline, its
+//! ties), which way is plus, and the order of the dimensions. Decided by
+//! one switch, the origin, they would all turn when that switch or a
+//! neighbour of it is lost: every route and SL-to-VL table rewritten for
+//! one switch gone. So they are voted on, and a switch gone changes at
+//! most one vote per dimension:
+//! - each ring puts coordinate 0 at its lowest-GUID switch and plus
+//!   towards that switch's lower-GUID neighbour, each line puts 0 at its
+//!   lower-GUID end; a dimension takes what a strict majority of its
+//!   rings or lines chose, else keeps the origin's coordinates;
+//! - each switch ranks the dimensions by the lowest port it cables along
+//!   each (as OpenSM numbers dimensions), and each pair of dimensions goes
+//!   the way most switches rank it. A pair too close to call for a switch
+//!   and its neighbours (a 4-ring's two halves, cabled on ports 1 and 2
+//!   alternately) goes as most of its planes' lowest-GUID switches rank
+//!   it; a tie left goes by the origin's ports.
+//!
+//! Where GUIDs follow the cabling (consecutive along the rings, ports
+//! numbered alike everywhere, as generated fabrics and most integrators
+//! number them), every ring agrees, and the votes give the same
+//! coordinates as the origin alone did: a whole fabric routes as before.
+//! Where GUIDs are scattered, the rings disagree and the origin decides,
+//! so a switch gone at the origin or next to it still turns the routes.
 //!
 //! A 4-ring is the product of two 2-switch lines (a 4×4 torus is a 4-D
 //! hypercube), so it is found as such: shortest paths stay shortest and need
@@ -135,8 +159,9 @@
 //!   ring of any early hop (that leaves a neighbour of the hole in another
 //!   dimension): no cycle closes. The unit tests check every hole of
 //!   several tori per hop.
-//! - The routes that did not go through the hole stay, unless the hole is
-//!   the origin or its neighbour (then the coordinates may start elsewhere).
+//! - The routes that did not go through the hole stay, the origin's and
+//!   its neighbours' included where the rings agree on where the
+//!   coordinates start (see "Where the coordinates start").
 //!
 //! ## Parallel cables
 //! Between two neighbours the route to each LID takes the least loaded of
@@ -696,23 +721,6 @@ fn detect(f: &RoutingFabric, g: Simple, local: &[u32]) -> Result<Shape, RoutingE
         size[k] = len;
     }
 
-    // Dimension order: the lowest origin port leading along each class.
-    let mut first_port = vec![u8::MAX; d];
-    let os = g.nodes[origin];
-    for e in f.switch_neighbors(os) {
-        let w = local[e.neighbor.index()];
-        if let Some(l) = g.link(origin as u32, w) {
-            let k = class[l as usize] as usize;
-            first_port[k] = first_port[k].min(e.port);
-        }
-    }
-    let mut order: Vec<usize> = (0..d).collect();
-    order.sort_by_key(|&k| (first_port[k], k));
-    let mut rank = vec![0usize; d];
-    for (r, &k) in order.iter().enumerate() {
-        rank[k] = r;
-    }
-
     // Coordinates and plus neighbours (indexed by class), breadth-first.
     let mut coord = vec![NONE; n * d];
     let mut plus = vec![NONE; n * d];
@@ -826,6 +834,12 @@ fn detect(f: &RoutingFabric, g: Simple, local: &[u32]) -> Result<Shape, RoutingE
         )));
     }
 
+    orient_by_vote(&g, &guid, &size, &ring, &mut coord);
+    let order = order_by_ports(f, &g, local, &class, &coord, &guid, origin);
+    let mut rank = vec![0usize; d];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k] = r;
+    }
     let dims = order.iter().map(|&k| Dim { size: size[k], ring: ring[k] }).collect();
     let in_order = |v: usize| {
         let mut c = vec![0u32; d];
@@ -844,6 +858,145 @@ fn detect(f: &RoutingFabric, g: Simple, local: &[u32]) -> Result<Shape, RoutingE
     let hole = g.hole.map(|v| in_order(v as usize));
     let switches = (0..n).filter(real).map(|v| g.nodes[v]).collect();
     Ok(Shape { dims, switches, coords, missing, hole })
+}
+
+/// Moves each dimension's coordinate 0 and plus direction to where most
+/// of its rings (or lines) agree, so that losing a switch moves no
+/// coordinate (see "Where the coordinates start" in the module
+/// documentation).
+///
+/// A ring votes for its lowest-GUID switch as coordinate 0 and for its
+/// lower-GUID neighbour of that switch as the plus side; a line for its
+/// lower-GUID end as 0. A switch added for one gone has no GUID of its
+/// own (`guid` gives it the highest) and never casts a vote. A dimension
+/// whose rings or lines give no strict majority keeps the coordinates
+/// detection gave it, from the origin.
+fn orient_by_vote(g: &Simple, guid: &dyn Fn(u32) -> u64, size: &[u32], ring: &[bool], coord: &mut [u32]) {
+    let n = g.nodes.len();
+    let d = size.len();
+    for k in 0..d {
+        let s = size[k] as usize;
+        // `at[fiber * s + x]`: the GUID at coordinate x of the fiber (the
+        // ring or line along k through the other coordinates).
+        let mut at = vec![u64::MAX; n];
+        let fiber = |v: usize| {
+            (0..d).filter(|&j| j != k).fold(0usize, |acc, j| acc * size[j] as usize + coord[v * d + j] as usize)
+        };
+        for v in 0..n {
+            at[fiber(v) * s + coord[v * d + k] as usize] =
+                if g.hole == Some(v as u32) { u64::MAX } else { guid(v as u32) };
+        }
+        // Votes as (new coordinate 0, reversed).
+        let mut votes: Vec<((usize, bool), usize)> = Vec::new();
+        for line in at.chunks(s) {
+            let vote = if ring[k] {
+                let Some(low) = (0..s).filter(|&x| line[x] != u64::MAX).min_by_key(|&x| line[x]) else {
+                    continue;
+                };
+                (low, line[(low + s - 1) % s] < line[(low + 1) % s])
+            } else if line[s - 1] < line[0] {
+                (s - 1, true)
+            } else {
+                (0, false)
+            };
+            match votes.iter_mut().find(|(v, _)| *v == vote) {
+                Some((_, count)) => *count += 1,
+                None => votes.push((vote, 1)),
+            }
+        }
+        let Some(&((zero, reversed), count)) = votes.iter().max_by_key(|(_, count)| *count) else {
+            continue;
+        };
+        if 2 * count <= n / s {
+            continue;
+        }
+        for v in 0..n {
+            let x = coord[v * d + k] as usize;
+            let moved = if reversed { (zero + s - x) % s } else { (x + s - zero) % s };
+            coord[v * d + k] = moved as u32;
+        }
+    }
+}
+
+/// Dimension order by port numbers, as OpenSM numbers dimensions, decided
+/// so that no single switch (the origin, or one gone) decides it.
+///
+/// Each pair of classes is ordered by the switches' votes: a switch puts
+/// first the class it cables on its lower port. A pair whose votes are
+/// too close for a switch gone and its neighbours to leave them standing
+/// (a 4-ring's two halves, cabled on ports 1 and 2 alternately) is
+/// ordered by its planes instead: each plane of the two classes votes as
+/// its lowest-GUID switch does. The classes go in order of the pairs
+/// they win; ties, which only inconsistent preferences leave, by the
+/// origin's lowest port.
+fn order_by_ports(
+    f: &RoutingFabric,
+    g: &Simple,
+    local: &[u32],
+    class: &[u32],
+    coord: &[u32],
+    guid: &dyn Fn(u32) -> u64,
+    origin: usize,
+) -> Vec<usize> {
+    let d = coord.len() / g.nodes.len();
+    let n = g.nodes.len();
+    let first_ports = |v: usize| {
+        let mut first = vec![u8::MAX; d];
+        if g.hole == Some(v as u32) {
+            return first;
+        }
+        for e in f.switch_neighbors(g.nodes[v]) {
+            if let Some(l) = g.link(v as u32, local[e.neighbor.index()]) {
+                let k = class[l as usize] as usize;
+                first[k] = first[k].min(e.port);
+            }
+        }
+        first
+    };
+    let firsts: Vec<Vec<u8>> = (0..n).map(first_ports).collect();
+    // A switch gone takes its vote and may turn those of its neighbours.
+    let spread = 2 * (2 * d + 1) as i64;
+    let mut wins = vec![0usize; d];
+    for a in 0..d {
+        for b in a + 1..d {
+            let mut margin = 0i64;
+            for first in &firsts {
+                if first[a] != u8::MAX && first[b] != u8::MAX {
+                    margin += (first[a] < first[b]) as i64 - (first[b] < first[a]) as i64;
+                }
+            }
+            if margin.abs() <= spread {
+                margin = plane_votes(g, guid, coord, &firsts, a, b);
+            }
+            if margin == 0 {
+                margin =
+                    (firsts[origin][a] < firsts[origin][b]) as i64 - (firsts[origin][b] < firsts[origin][a]) as i64;
+            }
+            wins[if margin >= 0 { a } else { b }] += 1;
+        }
+    }
+    let mut order: Vec<usize> = (0..d).collect();
+    order.sort_by_key(|&k| (std::cmp::Reverse(wins[k]), firsts[origin][k], k));
+    order
+}
+
+/// The planes of classes a and b, each voting +1 when its lowest-GUID
+/// switch cables class a on a lower port than class b (`firsts`: each
+/// switch's lowest port per class), -1 the other way. A switch added
+/// for one gone is no plane's lowest.
+fn plane_votes(g: &Simple, guid: &dyn Fn(u32) -> u64, coord: &[u32], firsts: &[Vec<u8>], a: usize, b: usize) -> i64 {
+    let d = firsts.first().map_or(0, Vec::len);
+    let mut lowest: std::collections::HashMap<Vec<u32>, usize> = std::collections::HashMap::new();
+    for v in (0..g.nodes.len()).filter(|&v| g.hole != Some(v as u32)) {
+        let mut key = coord[v * d..(v + 1) * d].to_vec();
+        key[a] = NONE;
+        key[b] = NONE;
+        let slot = lowest.entry(key).or_insert(v);
+        if guid(v as u32) < guid(*slot as u32) {
+            *slot = v;
+        }
+    }
+    lowest.values().map(|&m| i64::from(firsts[m][a] < firsts[m][b]) - i64::from(firsts[m][b] < firsts[m][a])).sum()
 }
 
 /// Routes a mesh, torus or hypercube in dimension order; see the module
@@ -1469,7 +1622,8 @@ mod tests {
     /// dor still applies round the hole, its routes are whole and deadlock
     /// free on twice the plain VLs (checked per hop), and the only LFT
     /// entries that change are those whose old path went through the
-    /// switch gone, unless it was the origin the coordinates start from.
+    /// switch gone, the origin the coordinates start from and its
+    /// neighbours included.
     #[test]
     fn a_torus_missing_a_switch_routes_round_it_and_moves_only_what_went_through_it() {
         let cases: [(&[u8], &[bool], u8); 5] = [
@@ -1483,7 +1637,6 @@ mod tests {
             let whole = testfab::grid(sizes, wrap, 1, 1);
             let options = EngineOptions { max_vls: vls, ..Default::default() };
             let before = dor(&whole, &options).unwrap();
-            let origin = whole.switch_ids().min_by_key(|&s| whole.switch(s).guid).unwrap();
             let mut detoured = 0;
             for gone in whole.switch_ids() {
                 let f = testfab::without_switch(&whole, gone);
@@ -1503,11 +1656,6 @@ mod tests {
                 if highest >= shape.detour_vl() {
                     detoured += 1;
                 }
-                // The origin's plus neighbours are its lower-GUID ones: with
-                // one of them gone the coordinates may turn round.
-                if gone == origin || whole.switch_neighbors(origin).iter().any(|e| e.neighbor == gone) {
-                    continue;
-                }
                 // Switch indices after `gone` moved down one.
                 let old = |s: SwitchId| SwitchId(s.0 + u32::from(s.0 >= gone.0));
                 let lids =
@@ -1522,6 +1670,37 @@ mod tests {
                 }
             }
             assert!(detoured > 0, "{sizes:?}: no hole made a detour turn");
+        }
+    }
+
+    /// Coordinates start where most rings agree, whichever switch is
+    /// gone: a 6x5 torus whose GUIDs run along its rings but for one ring
+    /// per dimension has the coordinates its switches are named by, whole
+    /// and with each switch gone in turn (the hole where the switch was),
+    /// though the origin's loss moves the lowest GUID.
+    #[test]
+    fn coordinates_start_where_most_rings_agree_whichever_switch_is_gone() {
+        let grid = testfab::grid(&[6, 5], &[true, true], 1, 1);
+        let named = |f: &RoutingFabric, s: SwitchId| -> Vec<u32> {
+            f.switch(s).name.trim_start_matches("sw-").split('-').map(|x| x.parse().unwrap()).collect()
+        };
+        // GUIDs run along x, then y. Swapping those of (0,1) and (0,4)
+        // makes the ring along y at x=0 run the other way from its lowest
+        // switch, and the ring along x at y=1 start at (1,1).
+        let at = |c: [u32; 2]| grid.switch_ids().find(|&t| named(&grid, t) == c).unwrap().index();
+        let mut guids: Vec<u64> = grid.switches().iter().map(|s| s.guid).collect();
+        guids.swap(at([0, 1]), at([0, 4]));
+        let whole = testfab::with_switch_guids(&grid, &guids);
+        let check = |f: &RoutingFabric, gone: Option<Vec<u32>>| {
+            let shape = shape_of(f);
+            assert_eq!(shape.hole, gone, "{}", shape.describe());
+            for (i, &s) in shape.switches.iter().enumerate() {
+                assert_eq!(shape.coord(i), named(f, s), "{} with {gone:?} gone", f.switch(s).name);
+            }
+        };
+        check(&whole, None);
+        for gone in whole.switch_ids() {
+            check(&testfab::without_switch(&whole, gone), Some(named(&whole, gone)));
         }
     }
 

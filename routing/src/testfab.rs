@@ -582,6 +582,21 @@ pub fn without_links(f: &RoutingFabric, gone: &[usize]) -> RoutingFabric {
     b.build().expect("valid in the original")
 }
 
+/// `f` with its switches' GUIDs replaced, `guids[i]` for switch i.
+pub fn with_switch_guids(f: &RoutingFabric, guids: &[u64]) -> RoutingFabric {
+    let mut b = FabricBuilder::new();
+    for (s, &guid) in f.switches().iter().zip(guids) {
+        b.add_switch(Switch { guid, ..s.clone() }).expect("distinct GUIDs");
+    }
+    for e in f.end_ports() {
+        b.add_end_port(e.clone()).expect("valid in the original");
+    }
+    for l in f.links() {
+        b.connect_with(l.a, l.b, l.rate).expect("valid in the original");
+    }
+    b.build().expect("valid in the original")
+}
+
 /// The same fabric without switch `gone`, its cables and the end ports
 /// cabled to it: a switch powered off. The other switches keep their
 /// order (those after `gone` move down one index) and their LIDs.
