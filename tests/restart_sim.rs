@@ -313,3 +313,42 @@ fn kept_routes_survive_a_later_loss_where_it_left_them_whole() {
     assert_ne!(lfts(&topo, &fabric), held, "ftree routes this fat tree otherwise than updn");
     check_routes(&topo, &fabric, "a heavy sweep after keeping updn's routes");
 }
+
+/// A switch gone stays gone across a restart: the SM that saw it go kept
+/// what the switches held for its LIDs and their LinearFDBTop, and a fresh
+/// SM on the same host reads the tables and keeps them too, rather than
+/// clearing those LIDs' entries in every block they fall in.
+#[test]
+fn a_restart_after_a_switch_went_writes_no_table() {
+    for spec in FABRICS {
+        let topo = Topology::from_spec_or_file(spec).unwrap();
+        let fabric = FabricBuilder::new(&topo).seed(5).build_shared().unwrap();
+        let host = topo.hosts().next().unwrap();
+        let rt = runtime();
+        let mut a = sm_on(&fabric, host);
+        assert!(rt.block_on(a.sweep()).unwrap().subnet_up(), "{spec}: bring-up");
+        rt.block_on(a.sweep()).unwrap();
+        // The last switch (the highest LID), cut from the rest.
+        let sm_switch = topo.neighbor(PortRef { node: host, port: 1 }).unwrap().node;
+        let victim = topo.switches().filter(|&s| s != sm_switch).last().unwrap();
+        for l in topo.trunks().filter(|l| l.a.node == victim || l.b.node == victim) {
+            fabric.lock().unwrap().link_down(l.a).unwrap();
+        }
+        let gone = rt.block_on(a.sweep()).unwrap();
+        let what = format!("{spec}, {} gone", topo.node(victim).name);
+        assert!(gone.program.lft_blocks > 0, "{what}: routes moved off the switch: {:?}", gone.program);
+        rt.block_on(a.sweep()).unwrap();
+        let held = lfts(&topo, &fabric);
+        drop(a);
+        let before = counts(&fabric);
+        let mut b = sm_on(&fabric, host);
+        let found = rt.block_on(b.discover()).expect("discovery");
+        let report = rt.block_on(b.take_charge(found, MasterMode::Fresh)).expect("sweep");
+        let p = &report.program;
+        assert_eq!((p.lft_blocks, p.switch_info_sets), (0, 0), "{what}, restart: LFT blocks, SwitchInfo Sets");
+        let others: Vec<_> =
+            sets_since(&fabric, &before).into_iter().filter(|(a, _)| *a != AttributeId::PortInfo).collect();
+        assert!(others.is_empty(), "{what}, restart: Sets besides PortInfo: {others:?}");
+        assert_eq!(lfts(&topo, &fabric), held, "{what}, restart");
+    }
+}

@@ -180,6 +180,11 @@ pub(super) struct Desired {
     pub held_ports: std::collections::HashSet<(NodeId, u8)>,
     /// What the switches' tables held, where the SM knows it.
     pub held_lfts: HashMap<NodeId, Arc<Vec<u8>>>,
+    /// What a start or a takeover read the switches to hold (empty for a
+    /// master that goes on): where `held_lfts` knows no table, the source
+    /// of the entries kept for LIDs gone, so that a restart keeps them as
+    /// the SM before it did.
+    pub read_lfts: HashMap<NodeId, Arc<Vec<u8>>>,
 }
 
 /// The Sets of one heavy sweep: LIDs, routes, QoS, alias GUIDs and
@@ -194,7 +199,9 @@ pub(super) fn plan(
     mode: MasterMode,
 ) -> Plan {
     let mut lfts = desired.tables;
-    let kept_top = keep_entries_of_lids_gone(subnet, &mut lfts, &desired.held_lfts, &addressed.ranges);
+    let mut held = desired.read_lfts;
+    held.extend(desired.held_lfts.iter().map(|(&id, table)| (id, table.clone())));
+    let kept_top = keep_entries_of_lids_gone(subnet, &mut lfts, &held, &addressed.ranges);
     Plan {
         lids: addressed.ranges.iter().map(|(&k, r)| (k, (r.base(), r.lmc()))).collect(),
         sm_lid: addressed.sm_lid,
@@ -229,8 +236,8 @@ pub(super) fn plan(
 /// entries are mostly right already.
 ///
 /// The LIDs gone may be the highest (the last switch's, say): the tables
-/// then keep their length, and the returned LID, the highest any table
-/// still routes, keeps LinearFDBTop where it was. Lowering it would cost a
+/// then keep their length, and the returned LID, the highest LID gone any
+/// table still routes (0 if none), keeps LinearFDBTop where it was. Lowering it would cost a
 /// SwitchInfo Set and a block on every switch, and again when the LIDs
 /// come back.
 fn keep_entries_of_lids_gone(
@@ -274,12 +281,20 @@ fn keep_entries_of_lids_gone(
             }
         }
     }
-    let len =
-        (routed..top).rev().find(|&lid| tables.values().any(|t| t[lid] != UNROUTED)).map_or(routed, |lid| lid + 1);
+    // The highest LID gone that some switch still routes, within what the
+    // switches held (a table that came whole from the switches may carry
+    // entries past their top: those are none).
+    let held_len = held.values().map(|t| t.len()).max().unwrap_or(0);
+    let highest = free
+        .iter()
+        .rev()
+        .filter(|&&lid| lid < held_len)
+        .find(|&&lid| tables.values().any(|t| t.get(lid).is_some_and(|&e| e != UNROUTED)))
+        .map_or(0, |&lid| lid);
     for table in tables.values_mut() {
-        table.truncate(len);
+        table.truncate(routed.max(highest + 1));
     }
-    Lid(len.saturating_sub(1) as u16)
+    Lid(highest as u16)
 }
 
 /// Whether following `tables` towards `lid` over the cables of `subnet`
@@ -391,7 +406,7 @@ mod tests {
 
     /// LID 13, the highest, is gone: the engines' tables end at 12, but
     /// the entries kept for 13 keep the top (LinearFDBTop) at 13; when
-    /// they would circle and are cleared, the top comes down with them.
+    /// they would circle and are cleared, the top is the engines' again.
     #[test]
     fn the_top_stays_where_the_highest_lid_went_while_its_entries_stay() {
         let (subnet, switches, ranges) = ring();
@@ -404,7 +419,7 @@ mod tests {
         }
         let (mut wanted, held) = tables(&switches, [2, 2, 2]);
         ends_at_12(&mut wanted);
-        assert_eq!(keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges), Lid(12));
+        assert_eq!(keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges), Lid(0), "no LID gone is kept");
         assert!(wanted.values().all(|t| t.len() == 13), "no entry kept past the top");
     }
 }
