@@ -109,11 +109,34 @@ pub enum SyncTable {
     McastTrees = 7,
 }
 
-/// Bytes of a [`SyncTable::Lids`] record.
-pub const LID_RECORD_LEN: usize = 11;
-
 /// How many tables the stream carries.
 pub const SYNC_TABLES: usize = 7;
+
+/// A [`SyncTable::Lids`] record, one guid2lid entry: port GUID (8 bytes),
+/// base LID (2), big-endian, and LMC (1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LidMapRecord {
+    pub port_guid: u64,
+    pub base_lid: u16,
+    pub lmc: u8,
+}
+
+impl LidMapRecord {
+    pub const LEN: usize = 11;
+
+    pub fn to_bytes(&self) -> [u8; Self::LEN] {
+        let mut r = [0u8; Self::LEN];
+        r[..8].copy_from_slice(&self.port_guid.to_be_bytes());
+        r[8..10].copy_from_slice(&self.base_lid.to_be_bytes());
+        r[10] = self.lmc;
+        r
+    }
+
+    pub fn parse(r: &[u8]) -> WireResult<Self> {
+        let r: &[u8; Self::LEN] = r.try_into().map_err(|_| record_length("guid2lid record", r.len(), Self::LEN))?;
+        Ok(LidMapRecord { port_guid: be64(&r[..8]), base_lid: u16::from_be_bytes([r[8], r[9]]), lmc: r[10] })
+    }
+}
 
 /// A [`SyncTable::MftDigests`] record: switch GUID, digest (8 bytes each,
 /// big-endian).

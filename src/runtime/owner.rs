@@ -51,7 +51,7 @@ pub(super) struct Owner<T: Transport + Clone> {
     /// The master the SA was last told of (`tell_sa_master`).
     pub(super) sa_master: Option<crate::types::Lid>,
     /// The guid2lid the SA was last told of (`tell_sa_lids`).
-    pub(super) sa_lids: Option<std::sync::Arc<Vec<crate::sa::LidEntry>>>,
+    pub(super) sa_lids: Option<Vec<crate::mad::sm_sync::LidMapRecord>>,
     /// The MFT digests the SA was last told of (`tell_sa_mcast`).
     pub(super) sa_mft_digests: Option<std::sync::Arc<Vec<(crate::types::Guid, u64)>>>,
     /// A change of the multicast trees found the SA's queue full: the

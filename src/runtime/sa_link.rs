@@ -11,7 +11,7 @@ use super::owner::Owner;
 use super::owner::SweepWork;
 use super::sa_task;
 use crate::election::State;
-use crate::mad::sm_sync::{McastTreeRecord, MftDigestRecord, SyncTable};
+use crate::mad::sm_sync::{LidMapRecord, McastTreeRecord, MftDigestRecord, SyncTable};
 use crate::program::mcast::TreeEntry;
 use crate::subnet::MasterMode;
 use crate::transport::Transport;
@@ -52,11 +52,18 @@ impl<T: Transport + Clone> Owner<T> {
     /// The master's guid2lid to the SA, when it changed, for the standbys.
     pub(super) fn tell_sa_lids(&mut self) {
         let Some(sm) = self.sm.as_ref() else { return };
-        let lids: Vec<crate::sa::LidEntry> = sm.guid2lid().iter().map(|(g, r)| (g, r.base().0, r.lmc())).collect();
-        if self.sa_lids.as_deref() != Some(&lids) {
-            let lids = std::sync::Arc::new(lids);
-            self.sa_lids = Some(lids.clone());
-            self.hand_to_sa(sa_task::SaInput::LidMap(lids));
+        let lids: Vec<LidMapRecord> = sm
+            .guid2lid()
+            .iter()
+            .map(|(g, r)| LidMapRecord { port_guid: g.0, base_lid: r.base().0, lmc: r.lmc() })
+            .collect();
+        if self.sa_lids.as_ref() != Some(&lids) {
+            let records = lids.iter().map(|l| Arc::from(&l.to_bytes()[..])).collect();
+            // Not handed over (the SA queue is full): offered again next
+            // time, whether or not it changes meanwhile.
+            if self.sa.offer(sa_task::SaInput::Published(SyncTable::Lids, records)) {
+                self.sa_lids = Some(lids);
+            }
         }
     }
 
@@ -140,14 +147,20 @@ impl<T: Transport + Clone> Owner<T> {
         &self,
         sm: &mut crate::program::SubnetManager<crate::transport::SmpClient<T>>,
     ) {
-        let copied = self.sa.copy_lids();
+        let copied = self.sa.copy_records(SyncTable::Lids);
         if copied.is_empty() {
             return;
         }
-        let entries: Vec<_> = copied
+        let mut entries: Vec<_> = copied
             .iter()
-            .filter_map(|&(g, base, lmc)| crate::lid::LidRange::new(crate::types::Lid(base), lmc).ok().map(|r| (g, r)))
+            .filter_map(|r| LidMapRecord::parse(r).ok())
+            .filter_map(|l| {
+                let range = crate::lid::LidRange::new(crate::types::Lid(l.base_lid), l.lmc).ok()?;
+                Some((Guid(l.port_guid), range))
+            })
             .collect();
+        // In GUID order, as the copy held them before it was a record set.
+        entries.sort_unstable_by_key(|&(g, _)| g);
         let changed = sm.adopt_guid2lid(&entries);
         info!(entries = entries.len(), changed, "takeover: the old master's guid2lid adopted from the state stream");
     }

@@ -105,8 +105,6 @@ pub enum SaInput {
     Master(Option<Lid>),
     /// An SM (its port GUID) that polled this one with our SM_Key.
     PeerSm(Guid),
-    /// The master SM's guid2lid after a heavy sweep, for the standbys.
-    LidMap(Arc<Vec<crate::sa::LidEntry>>),
     /// Switches' multicast tables a pass between sweeps changed.
     McastTables(Vec<(Guid, std::collections::BTreeMap<u16, ibsm_routing::mcast::PortSet>)>),
     /// Records the master's SM keeps for a new master (MFT digests,
@@ -120,7 +118,7 @@ pub enum SaInput {
 pub type CopiedRecords = std::collections::HashMap<SyncTable, Vec<Arc<[u8]>>>;
 
 /// The tables [`SaInput::Published`] carries.
-pub const PUBLISHED: [SyncTable; 2] = [SyncTable::MftDigests, SyncTable::McastTrees];
+pub const PUBLISHED: [SyncTable; 3] = [SyncTable::Lids, SyncTable::MftDigests, SyncTable::McastTrees];
 
 /// The owner's end: queue MADs, tell the role. Dropping it ends the task.
 pub struct SaHandle {
@@ -132,8 +130,6 @@ pub struct SaHandle {
     /// The last moment the standby's copy of the master's SA state was
     /// known current (`None`: never); read at a takeover.
     copy: watch::Receiver<Option<tokio::time::Instant>>,
-    /// The old master's guid2lid as the copy holds it.
-    copy_lids: watch::Receiver<Arc<Vec<crate::sa::LidEntry>>>,
     /// The old master's published tables as the copy holds them.
     copy_records: watch::Receiver<Arc<CopiedRecords>>,
     /// The SA's own thread, joined when the handle drops: the transport
@@ -172,11 +168,6 @@ impl SaHandle {
     /// current (`None`: never, or the state stream is off).
     pub fn copy_current_as_of(&self) -> Option<tokio::time::Instant> {
         *self.copy.borrow()
-    }
-
-    /// The old master's guid2lid as this SM's copy holds it (empty: none).
-    pub fn copy_lids(&self) -> Arc<Vec<crate::sa::LidEntry>> {
-        self.copy_lids.borrow().clone()
     }
 
     /// The old master's records of `table` (one of [`PUBLISHED`]) as
@@ -219,7 +210,6 @@ pub fn spawn<T: Transport + Clone>(
     let (input, rx) = mpsc::channel(SA_QUEUE);
     let (serving, serving_rx) = watch::channel(Serving::NotMaster);
     let (copy_tx, copy) = watch::channel(None);
-    let (lids_tx, copy_lids) = watch::channel(Arc::default());
     let (records_tx, copy_records) = watch::channel(Arc::default());
     let (mad_tx, mads) = mpsc::channel(SA_INTAKE);
     let mad_tx_for_inline = mad_tx.clone();
@@ -254,7 +244,7 @@ pub fn spawn<T: Transport + Clone>(
         serving_rx,
         feed,
         metrics,
-        (to_program, Copied { current: copy_tx, lids: lids_tx, records: records_tx }),
+        (to_program, Copied { current: copy_tx, records: records_tx }),
     );
     let mut thread = None;
     match placement {
@@ -284,7 +274,7 @@ pub fn spawn<T: Transport + Clone>(
             }
         }
     }
-    SaHandle { input: Some(input), serving, dropped: 0, copy, copy_lids, copy_records, thread }
+    SaHandle { input: Some(input), serving, dropped: 0, copy, copy_records, thread }
 }
 
 /// The SA task's two queues: the owner's inputs, and the SA MADs the
@@ -298,8 +288,6 @@ struct Inputs {
 struct Copied {
     /// When it was last current.
     current: watch::Sender<Option<tokio::time::Instant>>,
-    /// The old master's guid2lid in it.
-    lids: watch::Sender<Arc<Vec<crate::sa::LidEntry>>>,
     /// The old master's published tables in it.
     records: watch::Sender<Arc<CopiedRecords>>,
 }
@@ -346,7 +334,6 @@ async fn run<T: Transport>(
         lock(&shared).new_snapshot(now(), s);
     }
     let mut send_failures = 0u64;
-    let mut lids_version = 0u64;
     let mut records_versions = [0u64; PUBLISHED.len()];
     let (mut alias_version, mut mcast_version) = {
         let agent = lock(&shared);
@@ -383,10 +370,6 @@ async fn run<T: Transport>(
             // master's LIDs and multicast tables, for a takeover.
             let as_of = agent.sync_current_as_of().map(|d| started + d);
             copied.current.send_if_modified(|c| std::mem::replace(c, as_of) != as_of);
-            if agent.sync_lids_version() != lids_version {
-                lids_version = agent.sync_lids_version();
-                copied.lids.send_replace(Arc::new(agent.sync_lids()));
-            }
             let versions = PUBLISHED.map(|t| agent.sync_records_version(t));
             if versions != records_versions {
                 records_versions = versions;
@@ -427,7 +410,6 @@ async fn run<T: Transport>(
                     SaInput::McastTables(tables) => agent.update_mcast_tables(tables),
                     SaInput::Master(lid) => agent.set_master_lid(lid),
                     SaInput::PeerSm(port) => agent.add_sync_peer(port),
-                    SaInput::LidMap(lids) => agent.set_lid_map(lids),
                     SaInput::Published(table, records) => agent.set_published(table, records),
                     SaInput::PublishedChanges(table, removed, added) => {
                         agent.change_published(table, removed, added)

@@ -95,7 +95,6 @@ use std::sync::Arc;
 pub use crate::config::sa::{NotServing, SaConfig};
 pub use agent::{NotAGet, PreparedSnapshot};
 pub use mirror::MirrorRead;
-pub use state_sync::LidEntry;
 pub use stats::SaStats;
 
 use crate::datagram::Datagram;

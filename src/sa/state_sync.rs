@@ -14,15 +14,15 @@ use super::sync::{Copy, Outgoing, RecordSet, Source};
 use super::{MirrorRead, SaAgent, Serving};
 use crate::datagram::{Datagram, MadAddress};
 use crate::mad::sa::{GuidInfoRecordRepr, InformInfoRecordRepr, McMemberRecordRepr, SaRecord, ServiceRecordRepr};
-use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncTable, LID_RECORD_LEN, SYNC_TABLES};
+use crate::mad::sm_sync::{SyncBody, SyncMadRepr, SyncTable, SYNC_TABLES};
 use crate::types::{Guid, Lid};
 
 /// Registrations changed: the stream looks at them this much later, so a
 /// join flood costs one comparison per batch, not one per join.
 pub const OBSERVE_BATCH: Duration = Duration::from_millis(5);
 /// ... plus this much per thousand records held. A join or leave is
-/// compared alone, but a change of services, subscriptions, alias GUIDs or
-/// LIDs compares its whole table (a whole look at 60,000 records takes
+/// compared alone, but a change of services, subscriptions or alias GUIDs
+/// compares its whole table (a whole look at 60,000 records takes
 /// about 56 ms on the 2-core test machine: `sync::cost`), so a flood of
 /// those pays a bounded share of the SA's time.
 pub const OBSERVE_BATCH_PER_1000: Duration = Duration::from_micros(500);
@@ -51,16 +51,13 @@ pub(super) struct StateSync {
     mirror_read_at: Option<Duration>,
     /// Ports of SMs that polled this one with our SM_Key.
     peer_sms: std::collections::HashSet<crate::types::Guid>,
-    /// The master's guid2lid, as its SM last told (`set_lid_map`), and
-    /// changes of it.
-    lids: Arc<Vec<LidEntry>>,
-    lids_version: u64,
-    /// The master's multicast tables for a new master (its digests of
-    /// what each switch's MFT holds, its groups' trees), encoded as the
-    /// stream carries them, as its SM last told (`set_published`,
-    /// `change_published`). Changes reach the source as they come, never
-    /// by comparing a whole table per look: the trees of a large fabric
-    /// run to tens of thousands of records.
+    /// What the master's SM keeps for a new master (its guid2lid, its
+    /// digests of what each switch's MFT holds, its groups' trees),
+    /// encoded as the stream carries them, as its SM last told
+    /// (`set_published`, `change_published`). Changes reach the source as
+    /// they come, never by comparing a whole table per look: the trees of
+    /// a large fabric run to tens of thousands of records.
+    lid_map: RecordSet,
     mft_digests: RecordSet,
     mcast_trees: RecordSet,
     /// The multicast records last shown to the source, by group and
@@ -68,9 +65,6 @@ pub(super) struct StateSync {
     /// compares one record again, not its group's.
     mc_shown: HashMap<[u8; 16], GroupRecords>,
 }
-
-/// One guid2lid entry: port GUID, base LID, LMC.
-pub type LidEntry = (crate::types::Guid, u16, u8);
 
 /// A group's records by member (`None`: the group's own record).
 type GroupRecords = HashMap<Option<Guid>, Arc<[u8]>>;
@@ -83,21 +77,6 @@ fn group_records(g: &super::mcast::Group) -> GroupRecords {
         out.insert(None, g.group_record().to_bytes().into());
     }
     out
-}
-
-fn lid_record(&(guid, base, lmc): &LidEntry) -> Arc<[u8]> {
-    let mut r = [0u8; LID_RECORD_LEN];
-    r[..8].copy_from_slice(&guid.0.to_be_bytes());
-    r[8..10].copy_from_slice(&base.to_be_bytes());
-    r[10] = lmc;
-    Arc::from(&r[..])
-}
-
-fn lid_entry(r: &[u8]) -> Option<LidEntry> {
-    (r.len() == LID_RECORD_LEN).then(|| {
-        let guid = crate::types::Guid(u64::from_be_bytes(r[..8].try_into().expect("8 bytes")));
-        (guid, u16::from_be_bytes([r[8], r[9]]), r[10])
-    })
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -117,8 +96,7 @@ impl Default for StateSync {
             terms: 0,
             mirror_read_at: None,
             peer_sms: Default::default(),
-            lids: Arc::default(),
-            lids_version: 0,
+            lid_map: RecordSet::default(),
             mft_digests: RecordSet::default(),
             mcast_trees: RecordSet::default(),
             mc_shown: Default::default(),
@@ -133,6 +111,7 @@ impl StateSync {
 
     fn published_mut(&mut self, table: SyncTable) -> Option<&mut RecordSet> {
         match table {
+            SyncTable::Lids => Some(&mut self.lid_map),
             SyncTable::MftDigests => Some(&mut self.mft_digests),
             SyncTable::McastTrees => Some(&mut self.mcast_trees),
             _ => None,
@@ -172,36 +151,12 @@ impl SaAgent {
         }
     }
 
-    /// The master's LID assignments (its guid2lid), streamed to standbys
-    /// with the SA state: a port away during a failover comes back to the
-    /// LID it had.
-    pub fn set_lid_map(&mut self, lids: Arc<Vec<LidEntry>>) {
-        if lids != self.sync.lids {
-            self.sync.lids = lids;
-            self.sync.lids_version += 1;
-        }
-    }
-
-    /// A number that changes with the old master's LID assignments in the
-    /// standby's copy ([`Self::sync_lids`]).
-    pub fn sync_lids_version(&self) -> u64 {
-        self.sync.copy.version(SyncTable::Lids)
-    }
-
-    /// The old master's LID assignments as the standby's copy holds them
-    /// (empty: none), in GUID order.
-    pub fn sync_lids(&self) -> Vec<LidEntry> {
-        let t = &self.sync.copy.tables()[SyncTable::Lids.index()];
-        let mut v: Vec<LidEntry> = t.iter().filter_map(|r| lid_entry(r)).collect();
-        v.sort_unstable();
-        v
-    }
-
     /// Records the master's SM keeps for a new master, streamed to the
-    /// standbys with the SA state: [`SyncTable::MftDigests`] and
-    /// [`SyncTable::McastTrees`] (the multicast pass makes them; any other
-    /// table is ignored). The whole table: what differs from the last is
-    /// streamed.
+    /// standbys with the SA state: [`SyncTable::Lids`] (its guid2lid, so a
+    /// port away during a failover comes back to the LID it had),
+    /// [`SyncTable::MftDigests`] and [`SyncTable::McastTrees`] (the
+    /// multicast pass makes them); any other table is ignored. The whole
+    /// table: what differs from the last is streamed.
     pub fn set_published(&mut self, table: SyncTable, records: Vec<Arc<[u8]>>) {
         let Some(p) = self.sync.published_mut(table) else { return };
         let new: RecordSet = records.into_iter().collect();
@@ -365,9 +320,9 @@ impl SaAgent {
             self.subscriptions.version(),
             self.aliases.version(),
             self.mcast.version(),
-            self.sync.lids_version,
             // Changed as they come (`change_published`): looked at whole
             // only at the first look.
+            0,
             0,
             0,
         ]
@@ -491,10 +446,7 @@ impl SaAgent {
             t[SyncTable::McMembers.index()] = Some(members);
             self.sync.mc_shown = shown;
         }
-        if wanted(SyncTable::Lids) {
-            t[SyncTable::Lids.index()] = Some(self.sync.lids.iter().map(lid_record).collect());
-        }
-        for table in [SyncTable::MftDigests, SyncTable::McastTrees] {
+        for table in [SyncTable::Lids, SyncTable::MftDigests, SyncTable::McastTrees] {
             if wanted(table) {
                 let p = self.sync.published_mut(table).expect("a published table");
                 t[table.index()] = Some(p.clone());
