@@ -509,16 +509,10 @@ impl<D: SmpDriver> SubnetManager<D> {
             let switches = view.switch_nodes.clone();
             sets::read_lfts(&self.driver, &mut subnet, &switches, blocks, &mut early_reads, &mut self.lft_cache).await
         };
-        // What the switches hold up to their LinearFDBTop (a block read
-        // whole holds entries past it), for the entries of LIDs gone where
-        // this SM knows no table of its own (see `planner::plan`).
-        let read_lfts: std::collections::HashMap<NodeId, Arc<Vec<u8>>> = held
-            .iter()
-            .map(|(&id, table)| {
-                let top = subnet.node(id).switch_info.as_ref().map_or(0, |s| usize::from(s.linear_fdb_top));
-                (id, Arc::new(table[..table.len().min(top + 1)].to_vec()))
-            })
-            .collect();
+        // What the switches hold, for the entries of LIDs gone where this
+        // SM knows no table of its own (see `planner::plan`).
+        let read_lfts: std::collections::HashMap<NodeId, Arc<Vec<u8>>> =
+            held.iter().map(|(&id, table)| (id, Arc::new(table.clone()))).collect();
         let chain = self.config.routing_engine.clone();
         let top = addressed.lids.max_lid.0 as usize;
         // The routes a reaction keeps where its change left them whole:

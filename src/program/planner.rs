@@ -235,19 +235,29 @@ pub(super) fn plan(
 /// and when its port comes back (guid2lid gives it the same LID) the
 /// entries are mostly right already.
 ///
+/// Only entries up to a switch's LinearFDBTop count as held: a block
+/// read whole, or a table kept as read, carries entries past it that no
+/// route ever wrote.
+///
 /// The LIDs gone may be the highest (the last switch's, say): the tables
 /// then keep their length, and the returned LID, the highest LID gone any
-/// table still routes (0 if none), keeps LinearFDBTop where it was. Lowering it would cost a
-/// SwitchInfo Set and a block on every switch, and again when the LIDs
-/// come back.
+/// table still routes (0 if none), keeps LinearFDBTop where it was.
+/// Lowering it would cost a SwitchInfo Set and a block on every switch,
+/// and again when the LIDs come back.
 fn keep_entries_of_lids_gone(
     subnet: &Subnet,
     tables: &mut SwitchTables,
     held: &HashMap<NodeId, Arc<Vec<u8>>>,
     ranges: &HashMap<(NodeId, u8), LidRange>,
 ) -> Lid {
+    // A switch whose SwitchInfo the SM has not read is taken whole.
+    let bound = |node: &NodeId, table: &[u8]| {
+        let top = subnet.node(*node).switch_info.as_ref().map_or(usize::MAX, |s| usize::from(s.linear_fdb_top));
+        table.len().min(top.saturating_add(1))
+    };
+    let held_len = held.iter().map(|(node, table)| bound(node, table)).max().unwrap_or(0);
     let routed = tables.values().map(Vec::len).max().unwrap_or(0);
-    let top = held.values().map(|t| t.len()).max().unwrap_or(0).max(routed);
+    let top = held_len.max(routed);
     for table in tables.values_mut() {
         table.resize(top, UNROUTED);
     }
@@ -262,6 +272,7 @@ fn keep_entries_of_lids_gone(
     let mut kept = std::collections::BTreeSet::new();
     for (node, table) in tables.iter_mut() {
         let Some(old) = held.get(node) else { continue };
+        let old = &old[..bound(node, old)];
         for &lid in &free {
             let (Some(entry), Some(&was)) = (table.get_mut(lid), old.get(lid)) else { continue };
             // Port 0 is the switch itself: a LID gone is not.
@@ -282,9 +293,7 @@ fn keep_entries_of_lids_gone(
         }
     }
     // The highest LID gone that some switch still routes, within what the
-    // switches held (a table that came whole from the switches may carry
-    // entries past their top: those are none).
-    let held_len = held.values().map(|t| t.len()).max().unwrap_or(0);
+    // switches held (a table kept as read carries entries past its top).
     let highest = free
         .iter()
         .rev()
@@ -406,7 +415,8 @@ mod tests {
 
     /// LID 13, the highest, is gone: the engines' tables end at 12, but
     /// the entries kept for 13 keep the top (LinearFDBTop) at 13; when
-    /// they would circle and are cleared, the top is the engines' again.
+    /// they would circle and are cleared, or the switches' own top is 12,
+    /// the top is the engines' again.
     #[test]
     fn the_top_stays_where_the_highest_lid_went_while_its_entries_stay() {
         let (subnet, switches, ranges) = ring();
@@ -420,6 +430,17 @@ mod tests {
         let (mut wanted, held) = tables(&switches, [2, 2, 2]);
         ends_at_12(&mut wanted);
         assert_eq!(keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges), Lid(0), "no LID gone is kept");
+        assert!(wanted.values().all(|t| t.len() == 13), "no entry kept past the top");
+        // Switches whose LinearFDBTop is 12 never held LID 13: what their
+        // tables carry past it (a block read whole) is no route.
+        let mut subnet = subnet;
+        for &s in &switches {
+            let top = crate::mad::SwitchInfoRepr { linear_fdb_top: 12, ..Default::default() };
+            subnet.node_mut(s).switch_info = Some(top);
+        }
+        let (mut wanted, held) = tables(&switches, [2, 2, 1]);
+        ends_at_12(&mut wanted);
+        assert_eq!(keep_entries_of_lids_gone(&subnet, &mut wanted, &held, &ranges), Lid(0), "held past the top");
         assert!(wanted.values().all(|t| t.len() == 13), "no entry kept past the top");
     }
 }
